@@ -1,0 +1,89 @@
+#!/usr/bin/env node
+// Owns the `infergate` command line: dispatches subcommands and turns start-up failures
+// into one clear line on stderr and exit code 1.
+
+import { readFileSync } from 'node:fs';
+import { ConfigError, parseServeConfig, serveHelp } from '../config/config.js';
+import { StoreError } from '../store/store.js';
+import { PkiError } from '../pki/ca.js';
+import { KeyFileError } from './key-files.js';
+import { ListenError } from './listen.js';
+import { serve } from './serve.js';
+
+const USAGE = `usage: infergate <command> [options]
+
+commands:
+  serve     run the control API, gateway and metrics (the embedded default)
+  version   print the version
+
+infergate serve --help lists every flag and its environment override.`;
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+function fail(message: string): never {
+  process.stderr.write(`infergate: error: ${message}\n`);
+  process.exit(1);
+}
+
+/** Failures a person can fix get one line; anything else is a bug and keeps its stack. */
+function isExpected(err: unknown): err is Error {
+  return (
+    err instanceof ConfigError ||
+    err instanceof StoreError ||
+    err instanceof ListenError ||
+    err instanceof KeyFileError ||
+    err instanceof PkiError ||
+    (err instanceof Error && 'code' in err && typeof (err as NodeJS.ErrnoException).syscall === 'string') ||
+    err instanceof SyntaxError
+  );
+}
+
+async function runServe(args: string[]): Promise<void> {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(serveHelp() + '\n');
+    return;
+  }
+  const config = parseServeConfig(args, process.env);
+  const service = await serve(config, (line) => process.stdout.write(line + '\n'));
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`infergate: ${signal} received, shutting down\n`);
+    service.stop().then(
+      () => process.exit(0),
+      (err: Error) => fail(`shutdown failed: ${err.message}`),
+    );
+  };
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return runServe(rest);
+    case 'version':
+    case '--version':
+      process.stdout.write(version() + '\n');
+      return;
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE + '\n');
+      return;
+    default:
+      fail(`unknown command "${command}"\n${USAGE}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (isExpected(err)) fail(err.message);
+  process.stderr.write(`infergate: unexpected error\n${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,118 @@
+// Owns `infergate serve`: the composition root that wires config, store, control API and
+// metrics listener together, prints where everything is, and shuts down cleanly on
+// SIGINT/SIGTERM. Wiring only — behaviour lives in the modules it composes.
+
+import { readFile } from 'node:fs/promises';
+import type { Server } from 'node:net';
+import { pino, type Logger } from 'pino';
+import { systemClock } from '../core/clock.js';
+import { Sealer } from '../core/secrets.js';
+import type { Config } from '../config/config.js';
+import { DEFAULT_CATALOG, parseCatalog, type Catalog } from '../domain/catalog.js';
+import { buildControlApp, type ControlApp } from '../control/app.js';
+import { Credentials } from '../control/credentials.js';
+import { endpointUrl } from '../control/render.js';
+import { createGateway } from '../gateway/gateway.js';
+import { createMetricsServer, createRegistry } from '../metrics/registry.js';
+import { loadOrCreateCa } from '../pki/ca.js';
+import { loadOrIssueGatewayCertificate } from '../pki/server-certs.js';
+import { FileStore } from '../store/file-store.js';
+import { RedisStore } from '../store/redis-store.js';
+import type { Store } from '../store/store.js';
+import { adminKeyPath, loadSealingKey, writeAdminKey } from './key-files.js';
+import { listen } from './listen.js';
+
+export interface RunningService {
+  metricsPort: number;
+  stop(): Promise<void>;
+}
+
+export async function serve(config: Config, out: (line: string) => void): Promise<RunningService> {
+  const logger = pino({ level: config.logLevel, base: { service: 'infergate' } });
+  const store: Store = config.redisUrl ? new RedisStore({ url: config.redisUrl }) : new FileStore({ dir: config.dataDir });
+  await store.open();
+  const closers: Array<() => Promise<void>> = [() => store.close()];
+  const stop = async () => {
+    for (const close of [...closers].reverse()) await close().catch((err: Error) => logger.warn({ err }, 'shutdown step failed'));
+  };
+  try {
+    const lines: string[] = [];
+    if (config.role !== 'gateway') lines.push(...(await startControl(config, store, logger, closers)));
+    if (config.role !== 'control') lines.push(...(await startGateway(config, store, logger, closers)));
+
+    const metrics = createMetricsServer(createRegistry());
+    closers.push(() => new Promise<void>((resolve) => metrics.close(() => resolve())));
+    const metricsPort = await listen(metrics, config.metricsHost, config.metricsPort, 'metrics-port', 'metrics');
+    lines.push(`infergate: metrics on http://${hostForUrl(config.metricsHost)}:${metricsPort}/metrics`);
+    lines.push(`infergate: state in ${config.redisUrl ? 'Redis' : config.dataDir}`);
+    for (const line of lines) out(line);
+    logger.info({ role: config.role, metricsPort, domain: config.domain }, 'infergate started');
+    return { metricsPort, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+type Closers = Array<() => Promise<void>>;
+
+async function startControl(config: Config, store: Store, logger: Logger, closers: Closers): Promise<string[]> {
+  const catalog = await loadCatalog(config.catalogFile);
+  const sealer = new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY));
+  const admin = await new Credentials(store, systemClock).ensureAdmin(config.adminKey);
+  const app = await buildControlApp({
+    store,
+    catalog,
+    gpuQuota: config.gpuQuota,
+    sealer,
+    clock: systemClock,
+    endpoint: { domain: config.domain, port: config.gatewayPort },
+    logger: logger.child({ component: 'control' }),
+    https: await readApiTls(config),
+  });
+  closers.push(() => app.close());
+  const apiPort = await listen(app.server as Server, config.apiHost, config.apiPort, 'api-port', 'control API');
+  await app.ready();
+  const scheme = config.apiTlsCert ? 'https' : 'http';
+  const apiUrl = `${scheme}://${hostForUrl(config.apiHost)}:${apiPort}`;
+  return [`infergate: control API listening on ${apiUrl}`, await describeAdminKey(config, admin.generatedKey)];
+}
+
+async function startGateway(config: Config, store: Store, logger: Logger, closers: Closers): Promise<string[]> {
+  const ca = await loadOrCreateCa(config.certsDir);
+  const serverCert = await loadOrIssueGatewayCertificate(ca, config.certsDir, config.domain);
+  const gateway = createGateway({ store, domain: config.domain, ...serverCert, logger: logger.child({ component: 'gateway' }) });
+  await gateway.start();
+  closers.push(() => gateway.close());
+  const port = await listen(gateway.server, config.gatewayHost, config.gatewayPort, 'gateway-port', 'gateway');
+  const example = endpointUrl('<name>', { domain: config.domain, port });
+  return [
+    `infergate: gateway (TLS) listening on ${config.gatewayHost}:${port}; platform CA in ${config.certsDir}/ca.crt`,
+    `infergate: endpoint domain ${config.domain}; endpoints are https://${example}`,
+  ];
+}
+
+async function loadCatalog(file: string | null): Promise<Catalog> {
+  if (file === null) return DEFAULT_CATALOG;
+  return parseCatalog(JSON.parse(await readFile(file, 'utf8')));
+}
+
+async function readApiTls(config: Config): Promise<{ cert: Buffer; key: Buffer } | null> {
+  if (!config.apiTlsCert || !config.apiTlsKey) return null;
+  return { cert: await readFile(config.apiTlsCert), key: await readFile(config.apiTlsKey) };
+}
+
+async function describeAdminKey(config: Config, generated: string | null): Promise<string> {
+  if (config.adminKey !== null) return 'infergate: admin key: the value of INFERGATE_ADMIN_KEY';
+  if (generated !== null) {
+    const file = await writeAdminKey(config.dataDir, generated);
+    return `infergate: admin key created and written to ${file} (mode 0600); shown once: ${generated}`;
+  }
+  return `infergate: admin key: in ${adminKeyPath(config.dataDir)} (written on first start)`;
+}
+
+function hostForUrl(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+

@@ -1,0 +1,162 @@
+// Owns the service configuration: command-line flags, their INFERGATE_* environment
+// overrides and the embedded defaults of DESIGN §2 and §10, validated into one Config.
+// Precedence: flag > environment > default.
+
+import { parseArgs } from 'node:util';
+import path from 'node:path';
+
+export type Role = 'all' | 'control' | 'gateway';
+
+export interface Config {
+  role: Role;
+  gatewayHost: string;
+  gatewayPort: number;
+  apiHost: string;
+  apiPort: number;
+  apiTlsCert: string | null;
+  apiTlsKey: string | null;
+  metricsHost: string;
+  metricsPort: number;
+  domain: string;
+  dataDir: string;
+  certsDir: string;
+  redisUrl: string | null;
+  runtime: 'local';
+  catalogFile: string | null;
+  imageMapFile: string | null;
+  gpuQuota: number;
+  adminKey: string | null;
+  logLevel: string;
+}
+
+/** A configuration the service cannot start with; the message names the flag to fix. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+interface OptionDoc {
+  flag: string;
+  env?: string;
+  default: string;
+  help: string;
+}
+
+/** Every flag, its env override and default — also the source of `infergate serve --help`. */
+export const SERVE_OPTIONS: OptionDoc[] = [
+  { flag: 'role', default: 'all', help: 'all | control | gateway' },
+  { flag: 'gateway-host', env: 'INFERGATE_GATEWAY_HOST', default: '0.0.0.0', help: 'gateway listen address' },
+  { flag: 'gateway-port', env: 'INFERGATE_GATEWAY_PORT', default: '443', help: 'gateway TLS port (binding 443 needs root or CAP_NET_BIND_SERVICE)' },
+  { flag: 'api-host', env: 'INFERGATE_API_HOST', default: '127.0.0.1', help: 'control API address; non-loopback needs --api-tls-cert/--api-tls-key' },
+  { flag: 'api-port', env: 'INFERGATE_API_PORT', default: '8080', help: 'control API port' },
+  { flag: 'api-tls-cert', env: 'INFERGATE_API_TLS_CERT', default: '', help: 'PEM certificate for the control API (enables HTTPS)' },
+  { flag: 'api-tls-key', env: 'INFERGATE_API_TLS_KEY', default: '', help: 'PEM private key for the control API' },
+  { flag: 'metrics-host', env: 'INFERGATE_METRICS_HOST', default: '127.0.0.1', help: 'Prometheus metrics address' },
+  { flag: 'metrics-port', env: 'INFERGATE_METRICS_PORT', default: '9464', help: 'Prometheus metrics port (/metrics)' },
+  { flag: 'domain', env: 'INFERGATE_DOMAIN', default: 'endpoints.localhost', help: 'endpoint domain: <name>.<domain>' },
+  { flag: 'data-dir', env: 'INFERGATE_DATA_DIR', default: './data', help: 'file store and admin key location' },
+  { flag: 'certs-dir', env: 'INFERGATE_CERTS_DIR', default: './certs', help: 'certificate authority and issued certificates' },
+  { flag: 'redis', env: 'INFERGATE_REDIS_URL', default: '', help: 'use the Redis store at this URL instead of the file store' },
+  { flag: 'runtime', env: 'INFERGATE_RUNTIME', default: 'local', help: 'replica runtime (local processes)' },
+  { flag: 'catalog', env: 'INFERGATE_CATALOG', default: '', help: 'JSON file replacing the embedded cluster/hardware catalog' },
+  { flag: 'image-map', env: 'INFERGATE_IMAGE_MAP', default: '', help: 'JSON file extending the image → engine map' },
+  { flag: 'gpu-quota', env: 'INFERGATE_GPU_QUOTA', default: '32', help: 'account GPU quota' },
+  { flag: 'log-level', env: 'INFERGATE_LOG_LEVEL', default: 'info', help: 'pino log level' },
+];
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+const DOMAIN_RE = /^(?=.{1,200}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+export function serveHelp(): string {
+  const rows = SERVE_OPTIONS.map((o) => {
+    const env = o.env ? ` (env ${o.env})` : '';
+    const def = o.default ? ` [default: ${o.default}]` : '';
+    return `  --${o.flag.padEnd(14)} ${o.help}${def}${env}`;
+  });
+  return ['usage: infergate serve [options]', '', ...rows, '', 'INFERGATE_ADMIN_KEY sets the admin service-account key instead of generating one.'].join('\n');
+}
+
+/** Parses `serve` arguments and the environment into a validated Config. */
+export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = process.cwd()): Config {
+  const options = Object.fromEntries(SERVE_OPTIONS.map((o) => [o.flag, { type: 'string' as const }]));
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
+  } catch (err) {
+    throw new ConfigError(`${(err as Error).message} (see infergate serve --help)`);
+  }
+  const pick = (flag: string): string => {
+    const doc = SERVE_OPTIONS.find((o) => o.flag === flag);
+    const fromFlag = values[flag];
+    if (typeof fromFlag === 'string') return fromFlag;
+    const fromEnv = doc?.env ? env[doc.env] : undefined;
+    if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+    return doc?.default ?? '';
+  };
+  const orNull = (v: string): string | null => (v === '' ? null : v);
+
+  const role = pick('role');
+  if (role !== 'all' && role !== 'control' && role !== 'gateway') {
+    throw new ConfigError(`--role must be all, control or gateway, not "${role}"`);
+  }
+  const runtime = pick('runtime');
+  if (runtime !== 'local') throw new ConfigError(`--runtime must be local, not "${runtime}"`);
+
+  const domain = pick('domain').toLowerCase();
+  if (!DOMAIN_RE.test(domain)) throw new ConfigError(`--domain "${domain}" is not a valid DNS name`);
+
+  const apiHost = pick('api-host');
+  const apiTlsCert = orNull(pick('api-tls-cert'));
+  const apiTlsKey = orNull(pick('api-tls-key'));
+  if ((apiTlsCert === null) !== (apiTlsKey === null)) {
+    throw new ConfigError('--api-tls-cert and --api-tls-key must be given together');
+  }
+  if (!LOOPBACK.has(apiHost) && apiTlsCert === null) {
+    throw new ConfigError(
+      `--api-host ${apiHost} is not a loopback address: the control API refuses to listen on the network without TLS; pass --api-tls-cert and --api-tls-key`,
+    );
+  }
+  const gpuQuota = parseInteger('gpu-quota', pick('gpu-quota'), 0, 1_000_000);
+  const adminKey = orNull(env.INFERGATE_ADMIN_KEY ?? '');
+  if (adminKey !== null && adminKey.length < 16) {
+    throw new ConfigError('INFERGATE_ADMIN_KEY must be at least 16 characters');
+  }
+  const redisUrl = orNull(pick('redis'));
+  if (redisUrl !== null && !/^rediss?:\/\//.test(redisUrl)) {
+    throw new ConfigError(`--redis must be a redis:// or rediss:// URL, not "${redisUrl}"`);
+  }
+  const resolve = (p: string | null): string | null => (p === null ? null : path.resolve(cwd, p));
+
+  return {
+    role,
+    gatewayHost: pick('gateway-host'),
+    gatewayPort: parsePort('gateway-port', pick('gateway-port')),
+    apiHost,
+    apiPort: parsePort('api-port', pick('api-port')),
+    apiTlsCert: resolve(apiTlsCert),
+    apiTlsKey: resolve(apiTlsKey),
+    metricsHost: pick('metrics-host'),
+    metricsPort: parsePort('metrics-port', pick('metrics-port')),
+    domain,
+    dataDir: path.resolve(cwd, pick('data-dir')),
+    certsDir: path.resolve(cwd, pick('certs-dir')),
+    redisUrl,
+    runtime,
+    catalogFile: resolve(orNull(pick('catalog'))),
+    imageMapFile: resolve(orNull(pick('image-map'))),
+    gpuQuota,
+    adminKey,
+    logLevel: pick('log-level'),
+  };
+}
+
+/** Port 0 asks the OS for a free port (tests use it); the bound port is printed. */
+function parsePort(flag: string, raw: string): number {
+  return parseInteger(flag, raw, 0, 65535);
+}
+
+function parseInteger(flag: string, raw: string, min: number, max: number): number {
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`--${flag} must be a whole number, not "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`--${flag} must be between ${min} and ${max}, not ${n}`);
+  return n;
+}

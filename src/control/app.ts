@@ -1,0 +1,143 @@
+// Owns the control API's HTTP application: fastify with TypeBox schemas, the platform
+// credential check on every route but health and the OpenAPI document, the 1 MiB body
+// limit, the error body of DESIGN §3 and the OpenAPI document at /openapi.json.
+
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Ajv } from 'ajv';
+import type { Clock } from '../core/clock.js';
+import { PlatformError } from '../core/errors.js';
+import type { Sealer } from '../core/secrets.js';
+import type { Catalog } from '../domain/catalog.js';
+import type { ServiceAccountRecord } from '../domain/records.js';
+import type { Store } from '../store/store.js';
+import { Credentials } from './credentials.js';
+import { DeploymentService } from './deployment-service.js';
+import { errorHandler } from './errors.js';
+import type { EndpointAddress } from './render.js';
+import { registerClusterRoutes } from './routes/clusters.js';
+import { registerDeploymentRoutes } from './routes/deployments.js';
+import { registerHealthRoutes } from './routes/health.js';
+import { registerServiceAccountRoutes } from './routes/service-accounts.js';
+import { registerTokenRoutes } from './routes/tokens.js';
+
+export const BODY_LIMIT = 1024 * 1024;
+
+export interface ControlDeps {
+  store: Store;
+  catalog: Catalog;
+  gpuQuota: number;
+  sealer: Sealer;
+  clock: Clock;
+  endpoint: EndpointAddress;
+  logger?: FastifyServerOptions['logger'] | FastifyBaseLogger;
+  https?: { cert: Buffer; key: Buffer } | null;
+}
+
+export interface ControlContext {
+  deps: ControlDeps;
+  deployments: DeploymentService;
+  credentials: Credentials;
+}
+
+export type ControlApp = FastifyInstance<
+  import('node:http').Server,
+  import('node:http').IncomingMessage,
+  import('node:http').ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    account: ServiceAccountRecord | null;
+  }
+  interface FastifyContextConfig {
+    /** Routes anyone may call: health checks and the API description. */
+    public?: boolean;
+  }
+}
+
+/**
+ * Bodies are checked strictly (no type coercion: "1" is not an integer); path and query
+ * strings are coerced, since they are always strings on the wire.
+ */
+function validatorCompiler() {
+  const strict = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: true, removeAdditional: false, strict: false });
+  const coercing = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: true, removeAdditional: false, strict: false });
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
+    (httpPart === 'body' ? strict : coercing).compile(schema);
+}
+
+export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
+  const options: FastifyServerOptions = {
+    bodyLimit: BODY_LIMIT,
+    logger: deps.logger === undefined ? false : (deps.logger as FastifyServerOptions['logger']),
+    genReqId: () => crypto.randomUUID(),
+    requestIdHeader: 'x-request-id',
+  };
+  const app = (deps.https
+    ? Fastify({ ...options, https: deps.https } as FastifyServerOptions)
+    : Fastify(options)
+  ).withTypeProvider<TypeBoxTypeProvider>() as unknown as ControlApp;
+
+  app.setValidatorCompiler(validatorCompiler());
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((request, reply) => {
+    const err = new PlatformError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`);
+    void reply.status(404).send(err.toBody());
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'infergate control API', version: '1' },
+      components: { securitySchemes: { serviceAccountKey: { type: 'http', scheme: 'bearer' } } },
+      security: [{ serviceAccountKey: [] }],
+    },
+  });
+
+  const ctx: ControlContext = {
+    deps,
+    deployments: new DeploymentService(deps),
+    credentials: new Credentials(deps.store, deps.clock),
+  };
+
+  app.decorateRequest('account', null);
+  app.addHook('onRequest', async (request) => {
+    if (request.routeOptions.config.public) return;
+    request.account = await authenticate(ctx.credentials, request.headers.authorization);
+  });
+
+  registerHealthRoutes(app, ctx);
+  registerDeploymentRoutes(app, ctx);
+  registerTokenRoutes(app, ctx);
+  registerServiceAccountRoutes(app, ctx);
+  registerClusterRoutes(app, ctx);
+  return app;
+}
+
+/** DESIGN §3: `Authorization: Bearer <service-account key>`; endpoint tokens never pass. */
+async function authenticate(credentials: Credentials, header: string | undefined): Promise<ServiceAccountRecord> {
+  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  if (!match?.[1]) {
+    throw new PlatformError('unauthenticated', 'missing platform credential: send Authorization: Bearer <service-account key>');
+  }
+  const key = match[1];
+  const account = await credentials.authenticate(key);
+  if (account) return account;
+  if (await credentials.isEndpointToken(key)) {
+    throw new PlatformError(
+      'unauthenticated',
+      'this is an endpoint bearer token; it protects a deployed endpoint and cannot call the platform API — use a service-account key',
+    );
+  }
+  throw new PlatformError('unauthenticated', 'invalid platform credential');
+}
+
+/** 403 unless the caller is an admin service account. */
+export function requireAdmin(account: ServiceAccountRecord | null): void {
+  if (account?.role !== 'admin') {
+    throw new PlatformError('forbidden', 'only an admin service account may manage service accounts');
+  }
+}

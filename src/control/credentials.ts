@@ -1,0 +1,124 @@
+// Owns platform credentials (service accounts, which authenticate automation to the
+// control API) and endpoint bearer tokens in the vault (which protect deployed endpoints).
+// The two never stand in for each other (spec, Authentication 4). Values are shown once,
+// at creation; the store keeps only their SHA-256.
+
+import { isoNow, type Clock } from '../core/clock.js';
+import { notFound, PlatformError } from '../core/errors.js';
+import { generateCredential, hintOf, SERVICE_KEY_PREFIX, sha256Hex, TOKEN_PREFIX } from '../core/secrets.js';
+import type { ServiceAccountRecord, ServiceAccountRole, TokenRecord } from '../domain/records.js';
+import { ConflictError, type Store } from '../store/store.js';
+import { TOKEN_HASH_INDEX } from './deployment-service.js';
+
+export const SA_KEY_INDEX = 'service-account-key';
+export const SA_NAME_INDEX = 'service-account-name';
+export const ADMIN_ACCOUNT = 'admin';
+
+export class Credentials {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The service account a platform key belongs to, or undefined. */
+  async authenticate(key: string): Promise<ServiceAccountRecord | undefined> {
+    const hit = await this.store.lookup(SA_KEY_INDEX, sha256Hex(key));
+    if (!hit || hit.kind !== 'service_account') return undefined;
+    return (await this.store.get('service_account', hit.id))?.value;
+  }
+
+  /** True when the value is an endpoint bearer token (used to explain a 401). */
+  async isEndpointToken(value: string): Promise<boolean> {
+    return (await this.store.lookup(TOKEN_HASH_INDEX, sha256Hex(value))) !== undefined;
+  }
+
+  async createServiceAccount(
+    name: string,
+    role: ServiceAccountRole,
+    key = generateCredential(SERVICE_KEY_PREFIX),
+  ): Promise<{ account: ServiceAccountRecord; key: string }> {
+    const hash = sha256Hex(key);
+    try {
+      const created = await this.store.create(
+        'service_account',
+        (id) => ({ id, name, role, key_hash: hash, hint: hintOf(key), created_at: isoNow(this.clock) }),
+        { unique: [{ index: SA_NAME_INDEX, key: name }, { index: SA_KEY_INDEX, key: hash }] },
+      );
+      return { account: created.value, key };
+    } catch (err) {
+      if (err instanceof ConflictError && err.index === SA_NAME_INDEX) {
+        throw new PlatformError('conflict', `a service account named "${name}" already exists`, { field: 'name' });
+      }
+      throw err;
+    }
+  }
+
+  async listServiceAccounts(): Promise<ServiceAccountRecord[]> {
+    return (await this.store.list('service_account')).map((a) => a.value);
+  }
+
+  async getServiceAccount(id: number): Promise<ServiceAccountRecord> {
+    const found = await this.store.get('service_account', id);
+    if (!found) throw notFound('service account', id);
+    return found.value;
+  }
+
+  /** The last admin cannot be deleted: nobody could manage accounts afterwards. */
+  async deleteServiceAccount(id: number): Promise<void> {
+    const account = await this.getServiceAccount(id);
+    if (account.role === 'admin') {
+      const admins = (await this.listServiceAccounts()).filter((a) => a.role === 'admin');
+      if (admins.length <= 1) {
+        throw new PlatformError('conflict', `service account ${account.name} is the last admin; create another admin first`);
+      }
+    }
+    await this.store.delete('service_account', id);
+  }
+
+  /**
+   * The admin account on first start. With INFERGATE_ADMIN_KEY the admin's key is set to it
+   * (created or rotated); without it, a key is generated only when no account exists yet.
+   */
+  async ensureAdmin(fixedKey: string | null): Promise<{ generatedKey: string | null }> {
+    const accounts = await this.listServiceAccounts();
+    if (fixedKey !== null) {
+      if (await this.authenticate(fixedKey)) return { generatedKey: null };
+      const existing = accounts.find((a) => a.name === ADMIN_ACCOUNT);
+      if (existing) await this.store.delete('service_account', existing.id);
+      await this.createServiceAccount(ADMIN_ACCOUNT, 'admin', fixedKey);
+      return { generatedKey: null };
+    }
+    if (accounts.length > 0) return { generatedKey: null };
+    const { key } = await this.createServiceAccount(ADMIN_ACCOUNT, 'admin');
+    return { generatedKey: key };
+  }
+
+  async createToken(name: string): Promise<{ token: TokenRecord; value: string }> {
+    const value = generateCredential(TOKEN_PREFIX);
+    const hash = sha256Hex(value);
+    const created = await this.store.create(
+      'token',
+      (id) => ({ id, name, hash, hint: hintOf(value), created_at: isoNow(this.clock) }),
+      { unique: [{ index: TOKEN_HASH_INDEX, key: hash }] },
+    );
+    return { token: created.value, value };
+  }
+
+  async listTokens(): Promise<TokenRecord[]> {
+    return (await this.store.list('token')).map((t) => t.value);
+  }
+
+  async getToken(id: number): Promise<TokenRecord> {
+    const found = await this.store.get('token', id);
+    if (!found) throw notFound('token', id);
+    return found.value;
+  }
+
+  /**
+   * Deleting a token revokes it at once, also for deployments bound to it: a leaked token
+   * must be revocable without first editing every deployment.
+   */
+  async deleteToken(id: number): Promise<void> {
+    if (!(await this.store.delete('token', id))) throw notFound('token', id);
+  }
+}

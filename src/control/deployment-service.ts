@@ -1,0 +1,262 @@
+// Owns the deployment operations behind the control API: create, read, edit, pause,
+// resume, roll back, clone and delete, as changes of desired state in the store. It keeps
+// the spec's revision rule (a spec edit makes a revision, a replica-count change does not)
+// and checks quota and hardware on every change that can grow a footprint. It never starts
+// processes: the controller acts on what it writes.
+
+import { isoNow, type Clock } from '../core/clock.js';
+import { notFound, PlatformError } from '../core/errors.js';
+import { sha256Hex, hintOf, type Sealer } from '../core/secrets.js';
+import type { Catalog } from '../domain/catalog.js';
+import { checkCapacity } from '../domain/quota.js';
+import type {
+  DeploymentRecord,
+  DeploymentSpec,
+  Family,
+  RevisionRecord,
+  SealedSecrets,
+} from '../domain/records.js';
+import {
+  validateClone,
+  validateCreate,
+  validatePatch,
+  type DeploymentDraft,
+  type ValidationContext,
+} from '../domain/validate.js';
+import { ConflictError, modify, type Store } from '../store/store.js';
+
+export const NAME_INDEX = 'deployment-name';
+export const TOKEN_HASH_INDEX = 'token-hash';
+
+export interface DeploymentServiceDeps {
+  store: Store;
+  catalog: Catalog;
+  gpuQuota: number;
+  sealer: Sealer;
+  clock: Clock;
+}
+
+export class DeploymentService {
+  constructor(private readonly deps: DeploymentServiceDeps) {}
+
+  async list(family: Family): Promise<DeploymentRecord[]> {
+    const all = await this.deps.store.list('deployment');
+    return all.map((d) => d.value).filter((d) => d.family === family);
+  }
+
+  async get(family: Family, id: number): Promise<DeploymentRecord> {
+    const found = await this.deps.store.get('deployment', id);
+    if (!found || found.value.family !== family) throw notFound(`${family} deployment`, id);
+    return found.value;
+  }
+
+  async create(family: Family, body: unknown): Promise<DeploymentRecord> {
+    const ctx = await this.context();
+    const draft = unwrap(validateCreate(family, body, ctx));
+    return this.insert(draft, 'create', {});
+  }
+
+  async clone(family: Family, sourceId: number, body: unknown): Promise<DeploymentRecord> {
+    const source = await this.get(family, sourceId);
+    const ctx = await this.context();
+    const draft = unwrap(validateClone(source, body, ctx));
+    return this.insert(draft, 'clone', source.spec.secrets);
+  }
+
+  async patch(family: Family, id: number, body: unknown): Promise<DeploymentRecord> {
+    const before = await this.get(family, id);
+    const ctx = await this.context(id);
+    const { store, clock } = this.deps;
+    // Fail fast before a new token value is registered in the vault.
+    const first = unwrap(validatePatch(before, body, ctx));
+    const newTokenId = first.draft.auth.token_value
+      ? await this.ensureToken(first.draft.auth.token_value, `${before.name}-endpoint`)
+      : null;
+    // Validated again inside the compare-and-set loop so a concurrent edit is never lost.
+    const updated = await modify(store, 'deployment', id, (current) => {
+      const { draft, specChanged, scalingChanged, authChanged } = unwrap(validatePatch(current, body, ctx));
+      if (!specChanged && !scalingChanged && !authChanged) return undefined;
+      this.assertCapacity(draft, ctx.others, id);
+      const now = isoNow(clock);
+      const next: DeploymentRecord = {
+        ...current,
+        scaling: draft.scaling,
+        auth: { ...pickAuth(draft), token_id: newTokenId ?? draft.auth.token_id },
+        updated_at: now,
+      };
+      if (!specChanged) return next;
+      const spec = { ...draft.spec, secrets: this.sealSecrets(draft, current.spec.secrets) } as DeploymentSpec;
+      return withNewRevision(next, spec, 'update', null, now);
+    });
+    return updated.value;
+  }
+
+  async pause(family: Family, id: number): Promise<DeploymentRecord> {
+    await this.get(family, id);
+    return (
+      await modify(this.deps.store, 'deployment', id, (d) => {
+        if (d.paused) throw new PlatformError('conflict', `deployment ${d.name} is already paused; POST .../resume to resume it`);
+        return { ...d, paused: true, status: 'paused', updated_at: isoNow(this.deps.clock) };
+      })
+    ).value;
+  }
+
+  async resume(family: Family, id: number): Promise<DeploymentRecord> {
+    await this.get(family, id);
+    return (
+      await modify(this.deps.store, 'deployment', id, (d) => {
+        if (!d.paused) throw new PlatformError('conflict', `deployment ${d.name} is not paused`);
+        return { ...d, paused: false, status: 'pending', updated_at: isoNow(this.deps.clock) };
+      })
+    ).value;
+  }
+
+  /** Makes revision `target`'s spec current again, as a new revision that records its source. */
+  async rollback(family: Family, id: number, target: number): Promise<DeploymentRecord> {
+    await this.get(family, id);
+    const ctx = await this.context(id);
+    return (
+      await modify(this.deps.store, 'deployment', id, (d) => {
+        const source = d.revisions.find((r) => r.revision === target);
+        if (!source) {
+          throw new PlatformError('not_found', `deployment ${d.name} has no revision ${target}; GET .../revisions lists them`, {
+            field: 'revision',
+          });
+        }
+        if (target === d.revision) {
+          throw new PlatformError('conflict', `revision ${target} is already the current revision of ${d.name}`, { field: 'revision' });
+        }
+        this.assertCapacity({ cluster_id: d.cluster_id, spec: source.spec, scaling: d.scaling }, ctx.others, id);
+        return withNewRevision(d, source.spec, 'rollback', target, isoNow(this.deps.clock));
+      })
+    ).value;
+  }
+
+  /** Removes the desired state; the controller drains and stops what was running for it. */
+  async delete(family: Family, id: number): Promise<DeploymentRecord> {
+    const found = await this.get(family, id);
+    await this.deps.store.delete('deployment', id);
+    return found;
+  }
+
+  /** What validation needs to know about everything else in the store. */
+  async context(excludeId?: number): Promise<ValidationContext & { others: DeploymentRecord[] }> {
+    const { store, catalog } = this.deps;
+    const [deployments, tokens, certificates] = await Promise.all([
+      store.list('deployment'),
+      store.list('token'),
+      store.list('certificate'),
+    ]);
+    const others = deployments.map((d) => d.value).filter((d) => d.id !== excludeId);
+    return {
+      catalog,
+      hashToken: sha256Hex,
+      liveTokenHashes: new Set(tokens.map((t) => t.value.hash)),
+      certificateIds: new Set(certificates.filter((c) => c.value.revoked_at === null).map((c) => c.value.id)),
+      takenNames: new Set(others.map((d) => d.name)),
+      others,
+    };
+  }
+
+  private async insert(draft: DeploymentDraft, reason: 'create' | 'clone', inherited: SealedSecrets): Promise<DeploymentRecord> {
+    const { store, clock } = this.deps;
+    const ctx = await this.context();
+    this.assertCapacity(draft, ctx.others);
+    const tokenId = draft.auth.token_value
+      ? await this.ensureToken(draft.auth.token_value, `${draft.name}-endpoint`)
+      : draft.auth.token_id;
+    const now = isoNow(clock);
+    const spec = { ...draft.spec, secrets: this.sealSecrets(draft, inherited) } as DeploymentSpec;
+    const revision: RevisionRecord = { revision: 1, created_at: now, reason, source_revision: null, status: 'pending', spec };
+    try {
+      const created = await store.create(
+        'deployment',
+        (id) => ({
+          id,
+          family: draft.family,
+          name: draft.name,
+          cluster_id: draft.cluster_id,
+          spec,
+          scaling: draft.scaling,
+          auth: { ...pickAuth(draft), token_id: tokenId },
+          revision: 1,
+          revisions: [revision],
+          paused: false,
+          status: 'pending',
+          created_at: now,
+          updated_at: now,
+        }),
+        { unique: [{ index: NAME_INDEX, key: draft.name }] },
+      );
+      return created.value;
+    } catch (err) {
+      if (err instanceof ConflictError) {
+        throw new PlatformError('conflict', `name "${draft.name}" is already used by another deployment`, { field: 'name' });
+      }
+      throw err;
+    }
+  }
+
+  /** Binds a token value: an existing vault token with that value, or a new vault entry. */
+  private async ensureToken(value: string, name: string): Promise<number> {
+    const { store, clock } = this.deps;
+    const hash = sha256Hex(value);
+    for (;;) {
+      const existing = await store.lookup(TOKEN_HASH_INDEX, hash);
+      if (existing) return existing.id;
+      try {
+        const created = await store.create(
+          'token',
+          (id) => ({ id, name, hash, hint: hintOf(value), created_at: isoNow(clock) }),
+          { unique: [{ index: TOKEN_HASH_INDEX, key: hash }] },
+        );
+        return created.value.id;
+      } catch (err) {
+        if (!(err instanceof ConflictError)) throw err; // lost a race: the winner's id is found next
+      }
+    }
+  }
+
+  private assertCapacity(
+    candidate: Pick<DeploymentRecord, 'cluster_id' | 'spec' | 'scaling'>,
+    others: DeploymentRecord[],
+    selfId?: number,
+  ): void {
+    const rest = selfId === undefined ? others : others.filter((d) => d.id !== selfId);
+    const problems = checkCapacity(candidate, rest, this.deps.catalog, this.deps.gpuQuota);
+    if (problems.length > 0) throw PlatformError.fromProblems(problems);
+  }
+
+  private sealSecrets(draft: DeploymentDraft, inherited: SealedSecrets): SealedSecrets {
+    const out: SealedSecrets = { ...inherited };
+    for (const key of ['registry_password', 'model_hub_token'] as const) {
+      const plain = draft.plainSecrets[key];
+      if (plain === null) delete out[key];
+      else if (typeof plain === 'string') out[key] = this.deps.sealer.seal(plain);
+    }
+    return out;
+  }
+}
+
+function unwrap<T>(result: { ok: true; value: T } | { ok: false; problems: import('../core/errors.js').FieldProblem[] }): T {
+  if (!result.ok) throw PlatformError.fromProblems(result.problems);
+  return result.value;
+}
+
+function pickAuth(draft: DeploymentDraft): { client_certificate_id: number | null; private_endpoint: boolean } {
+  return { client_certificate_id: draft.auth.client_certificate_id, private_endpoint: draft.auth.private_endpoint };
+}
+
+/** Appends revision N+1 with `spec` and makes it current; the superseded one is retired. */
+function withNewRevision(
+  d: DeploymentRecord,
+  spec: DeploymentSpec,
+  reason: RevisionRecord['reason'],
+  source: number | null,
+  now: string,
+): DeploymentRecord {
+  const number = Math.max(...d.revisions.map((r) => r.revision)) + 1;
+  const revisions = d.revisions.map((r) => (r.revision === d.revision && r.status !== 'failed' ? { ...r, status: 'retired' as const } : r));
+  revisions.push({ revision: number, created_at: now, reason, source_revision: source, status: 'pending', spec });
+  return { ...d, spec, revision: number, revisions, status: d.paused ? 'paused' : 'pending', updated_at: now };
+}

@@ -1,0 +1,64 @@
+// Owns the translation of every failure the control API can meet — our PlatformError,
+// store conflicts, fastify's schema, JSON and body-size errors — into the one error body
+// of DESIGN §3, so clients parse a single shape.
+
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { PlatformError } from '../core/errors.js';
+import { ConflictError, NotFoundError, VersionConflictError } from '../store/store.js';
+
+interface SchemaIssue {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+/** `/worker_pools/prefill/replicas` → `worker_pools.prefill.replicas`. */
+function fieldOf(issue: SchemaIssue): string {
+  const base = (issue.instancePath ?? '').split('/').filter(Boolean).join('.');
+  const extra = issue.params?.additionalProperty ?? issue.params?.missingProperty;
+  if (typeof extra === 'string') return base ? `${base}.${extra}` : extra;
+  return base;
+}
+
+function fromSchemaIssues(issues: SchemaIssue[], part: string): PlatformError {
+  const first = issues[0] ?? {};
+  const field = fieldOf(first);
+  let message: string;
+  if (first.keyword === 'additionalProperties') message = `unknown field "${field}"`;
+  else if (first.keyword === 'required') message = `${field} is required`;
+  else message = `${field || part} ${first.message ?? 'is invalid'}`;
+  if (part !== 'body') return new PlatformError('invalid_request', `${part} ${message}`, { field });
+  return new PlatformError('invalid_field', message, { field });
+}
+
+export function toPlatformError(err: unknown): PlatformError {
+  if (err instanceof PlatformError) return err;
+  if (err instanceof ConflictError) return new PlatformError('conflict', err.message);
+  if (err instanceof VersionConflictError) {
+    return new PlatformError('conflict', `${err.message}; read it again and retry`);
+  }
+  if (err instanceof NotFoundError) return new PlatformError('not_found', err.message);
+  const fe = err as FastifyError & { validation?: SchemaIssue[]; validationContext?: string };
+  if (Array.isArray(fe.validation)) return fromSchemaIssues(fe.validation, fe.validationContext ?? 'body');
+  if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return new PlatformError('payload_too_large', 'request body is larger than 1 MiB');
+  }
+  if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new PlatformError('invalid_request', 'send the body as application/json');
+  }
+  if (fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+    return new PlatformError('invalid_request', 'the body is empty; send a JSON object');
+  }
+  if (fe.statusCode === 400 || err instanceof SyntaxError) {
+    return new PlatformError('invalid_request', `the body is not valid JSON: ${fe.message}`);
+  }
+  return new PlatformError('internal', 'internal error; the server log has the details');
+}
+
+export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
+  const platform = toPlatformError(err);
+  if (platform.code === 'internal') request.log.error({ err }, 'unhandled error');
+  if (platform.code === 'unauthenticated') void reply.header('www-authenticate', 'Bearer realm="infergate"');
+  void reply.status(platform.status).send(platform.toBody());
+}

@@ -1,0 +1,168 @@
+// Owns the public shape of stored records: what the API returns for deployments,
+// revisions, tokens and service accounts. Nothing secret passes through here — sealed
+// secrets become `has_*` flags, hashes are dropped.
+
+import type {
+  DeploymentRecord,
+  DeploymentSpec,
+  ReplicaRecord,
+  RevisionRecord,
+  ServiceAccountRecord,
+  TokenRecord,
+} from '../domain/records.js';
+
+export interface EndpointAddress {
+  domain: string;
+  /** The gateway's public port: 443 is implicit in URLs. */
+  port: number;
+}
+
+export type ComponentCounts = Record<string, { ready: number; desired: number }>;
+
+export interface RevisionSummaryView {
+  revision: number;
+  created_at: string;
+  reason: string;
+  source_revision: number | null;
+  status: string;
+}
+
+export interface DeploymentView {
+  id: number;
+  family: string;
+  name: string;
+  cluster_id: number;
+  status: string;
+  paused: boolean;
+  endpoint_url: string;
+  revision: number;
+  components: ComponentCounts;
+  revisions: RevisionSummaryView[];
+  endpoint_token_id: number | null;
+  client_certificate_id: number | null;
+  private_endpoint: boolean;
+  created_at: string;
+  updated_at: string;
+  /** Family-specific spec and scaling fields. */
+  [field: string]: unknown;
+}
+
+export interface TokenView {
+  id: number;
+  name: string;
+  hint: string;
+  created_at: string;
+  deployments: number[];
+}
+
+export interface ServiceAccountView {
+  id: number;
+  name: string;
+  role: string;
+  hint: string;
+  created_at: string;
+}
+
+export function endpointUrl(name: string, at: EndpointAddress): string {
+  return at.port === 443 ? `${name}.${at.domain}` : `${name}.${at.domain}:${at.port}`;
+}
+
+/** Spec fields as clients send them, without secrets. */
+export function publicSpec(spec: DeploymentSpec): Record<string, unknown> {
+  const { secrets, family: _family, ...rest } = spec;
+  const out: Record<string, unknown> = { ...rest };
+  if (spec.family === 'general') out.has_registry_password = secrets.registry_password !== undefined;
+  else out.has_model_hub_token = secrets.model_hub_token !== undefined;
+  if (spec.family === 'orchestrated' && spec.worker_pools === null) delete out.worker_pools;
+  if (spec.family === 'orchestrated' && spec.serving_mode === 'disaggregated') delete out.hardware_instance_id;
+  return out;
+}
+
+/** Scaling fields under the family's wire names; disaggregated pools merge into worker_pools. */
+function scalingFields(d: DeploymentRecord): Record<string, unknown> {
+  const s = d.scaling;
+  if (d.spec.family === 'orchestrated' && d.spec.serving_mode === 'disaggregated' && d.spec.worker_pools && s.pools) {
+    return {
+      worker_pools: {
+        prefill: { hardware_instance_id: d.spec.worker_pools.prefill.hardware_instance_id, replicas: s.pools.prefill },
+        decode: { hardware_instance_id: d.spec.worker_pools.decode.hardware_instance_id, replicas: s.pools.decode },
+      },
+    };
+  }
+  const target = d.family === 'general' ? 'max_concurrency' : 'concurrency';
+  return {
+    min_replicas: s.min_replicas,
+    max_replicas: s.max_replicas,
+    [target]: s.target_concurrency,
+    cooldown_period: s.cooldown_period,
+  };
+}
+
+/**
+ * Components with ready (observed replicas) and desired counts. Orchestrated deployments
+ * report Frontend plus Worker or Prefill/Decode (spec: "Components reported per deployment").
+ */
+export function components(d: DeploymentRecord, replicas: ReplicaRecord[]): ComponentCounts {
+  const ready = (component: string): number =>
+    replicas.filter((r) => r.deployment_id === d.id && r.component === component && r.state === 'ready').length;
+  const desired = (n: number): number => (d.paused ? 0 : n);
+  const entry = (component: string, n: number) => ({ ready: ready(component), desired: desired(n) });
+  if (d.spec.family === 'general') return { Replica: entry('Replica', d.scaling.min_replicas) };
+  if (d.spec.serving_mode === 'disaggregated' && d.scaling.pools) {
+    return {
+      Frontend: entry('Frontend', 1),
+      Prefill: entry('Prefill', d.scaling.pools.prefill),
+      Decode: entry('Decode', d.scaling.pools.decode),
+    };
+  }
+  return { Frontend: entry('Frontend', 1), Worker: entry('Worker', d.scaling.min_replicas) };
+}
+
+export function revisionSummary(r: RevisionRecord): RevisionSummaryView {
+  return { revision: r.revision, created_at: r.created_at, reason: r.reason, source_revision: r.source_revision, status: r.status };
+}
+
+export function revisionDetail(r: RevisionRecord): RevisionSummaryView & { spec: Record<string, unknown> } {
+  return { ...revisionSummary(r), spec: publicSpec(r.spec) };
+}
+
+export function renderDeployment(
+  d: DeploymentRecord,
+  replicas: ReplicaRecord[],
+  at: EndpointAddress,
+  status: string = d.status,
+): DeploymentView {
+  return {
+    id: d.id,
+    family: d.family,
+    name: d.name,
+    cluster_id: d.cluster_id,
+    status,
+    paused: d.paused,
+    endpoint_url: endpointUrl(d.name, at),
+    revision: d.revision,
+    ...publicSpec(d.spec),
+    ...scalingFields(d),
+    endpoint_token_id: d.auth.token_id,
+    client_certificate_id: d.auth.client_certificate_id,
+    private_endpoint: d.auth.private_endpoint,
+    components: components(d, replicas),
+    revisions: d.revisions.map(revisionSummary),
+    created_at: d.created_at,
+    updated_at: d.updated_at,
+  };
+}
+
+export function renderToken(t: TokenRecord, deployments: DeploymentRecord[]): TokenView {
+  return {
+    id: t.id,
+    name: t.name,
+    hint: t.hint,
+    created_at: t.created_at,
+    deployments: deployments.filter((d) => d.auth.token_id === t.id).map((d) => d.id),
+  };
+}
+
+export function renderServiceAccount(a: ServiceAccountRecord): ServiceAccountView {
+  return { id: a.id, name: a.name, role: a.role, hint: a.hint, created_at: a.created_at };
+}

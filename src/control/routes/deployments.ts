@@ -1,0 +1,105 @@
+// Owns the deployment routes of DESIGN §3, mounted once per family under
+// /deployments/general and /deployments/orchestrated: create, list, detail, edit, delete,
+// pause, resume, rollback, clone and the revision history.
+
+import { Type } from 'typebox';
+import type { Family } from '../../domain/records.js';
+import type { ControlApp, ControlContext } from '../app.js';
+import { renderDeployment, revisionDetail } from '../render.js';
+import {
+  DeploymentResponse,
+  ErrorResponse,
+  GeneralRequest,
+  IdParams,
+  OrchestratedRequest,
+  RevisionParams,
+  RevisionResponse,
+  RollbackRequest,
+} from '../schemas.js';
+import { PlatformError } from '../../core/errors.js';
+
+const FAMILIES: Family[] = ['general', 'orchestrated'];
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 422: ErrorResponse };
+
+export function registerDeploymentRoutes(app: ControlApp, ctx: ControlContext): void {
+  for (const family of FAMILIES) registerFamily(app, ctx, family);
+}
+
+function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): void {
+  const base = `/deployments/${family}`;
+  const body = family === 'general' ? GeneralRequest : OrchestratedRequest;
+  const tags = [`${family} deployments`];
+  const service = ctx.deployments;
+  const render = async (id: number, status?: string) => {
+    const d = await service.get(family, id);
+    return renderDeployment(d, await replicasOf(ctx, id), ctx.deps.endpoint, status);
+  };
+
+  app.post(base, { schema: { tags, body, response: { 201: DeploymentResponse, ...errors } } }, async (request, reply) => {
+    const created = await service.create(family, request.body);
+    request.log.info({ deployment: created.name, family, by: request.account?.name }, 'deployment created');
+    return reply.status(201).send(await render(created.id));
+  });
+
+  app.get(base, { schema: { tags, response: { 200: Type.Object({ items: Type.Array(DeploymentResponse) }) } } }, async () => {
+    const replicas = (await ctx.deps.store.list('replica')).map((r) => r.value);
+    const items = (await service.list(family)).map((d) => renderDeployment(d, replicas, ctx.deps.endpoint));
+    return { items };
+  });
+
+  app.get(`${base}/:id`, { schema: { tags, params: IdParams, response: { 200: DeploymentResponse, ...errors } } }, async (request) =>
+    render(request.params.id),
+  );
+
+  app.patch(`${base}/:id`, { schema: { tags, params: IdParams, body, response: { 200: DeploymentResponse, ...errors } } }, async (request) => {
+    await service.patch(family, request.params.id, request.body);
+    return render(request.params.id);
+  });
+
+  app.delete(`${base}/:id`, { schema: { tags, params: IdParams, response: { 202: DeploymentResponse, ...errors } } }, async (request, reply) => {
+    const removed = await service.delete(family, request.params.id);
+    request.log.info({ deployment: removed.name, family, by: request.account?.name }, 'deployment deleted');
+    return reply.status(202).send(renderDeployment(removed, [], ctx.deps.endpoint, 'deleting'));
+  });
+
+  for (const action of ['pause', 'resume'] as const) {
+    app.post(`${base}/:id/${action}`, { schema: { tags, params: IdParams, response: { 202: DeploymentResponse, ...errors } } }, async (request, reply) => {
+      await service[action](family, request.params.id);
+      return reply.status(202).send(await render(request.params.id));
+    });
+  }
+
+  app.post(
+    `${base}/:id/rollback`,
+    { schema: { tags, params: IdParams, body: RollbackRequest, response: { 202: DeploymentResponse, ...errors } } },
+    async (request, reply) => {
+      await service.rollback(family, request.params.id, request.body.revision);
+      return reply.status(202).send(await render(request.params.id));
+    },
+  );
+
+  app.post(`${base}/:id/clone`, { schema: { tags, params: IdParams, body, response: { 201: DeploymentResponse, ...errors } } }, async (request, reply) => {
+    const created = await service.clone(family, request.params.id, request.body);
+    return reply.status(201).send(await render(created.id));
+  });
+
+  app.get(
+    `${base}/:id/revisions`,
+    { schema: { tags, params: IdParams, response: { 200: Type.Object({ current: Type.Integer(), items: Type.Array(RevisionResponse) }) } } },
+    async (request) => {
+      const d = await service.get(family, request.params.id);
+      return { current: d.revision, items: d.revisions.map(revisionDetail) };
+    },
+  );
+
+  app.get(`${base}/:id/revisions/:n`, { schema: { tags, params: RevisionParams, response: { 200: RevisionResponse, ...errors } } }, async (request) => {
+    const d = await service.get(family, request.params.id);
+    const r = d.revisions.find((x) => x.revision === request.params.n);
+    if (!r) throw new PlatformError('not_found', `deployment ${d.name} has no revision ${request.params.n}`);
+    return revisionDetail(r);
+  });
+}
+
+async function replicasOf(ctx: ControlContext, deploymentId: number) {
+  return (await ctx.deps.store.list('replica')).map((r) => r.value).filter((r) => r.deployment_id === deploymentId);
+}

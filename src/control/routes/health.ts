@@ -1,0 +1,19 @@
+// Owns the unauthenticated routes: liveness, readiness (the store answers) and the OpenAPI
+// document.
+
+import type { ControlApp, ControlContext } from '../app.js';
+import { PlatformError } from '../../core/errors.js';
+
+export function registerHealthRoutes(app: ControlApp, ctx: ControlContext): void {
+  const config = { public: true };
+  app.get('/healthz', { config, schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { config, schema: { hide: true } }, async () => {
+    try {
+      await ctx.deps.store.ping();
+    } catch (err) {
+      throw new PlatformError('unavailable', `the store does not answer: ${(err as Error).message}`);
+    }
+    return { status: 'ready' };
+  });
+  app.get('/openapi.json', { config, schema: { hide: true } }, async () => app.swagger());
+}

@@ -1,0 +1,168 @@
+// Owns the JSON schemas of the control API's edge (TypeBox): request shapes that fastify
+// validates before a handler runs, and the response shapes that feed /openapi.json. The
+// spec's semantic rules (name pattern, pools, quotas…) live in domain/validate.ts, which
+// names the field at fault in each message.
+
+import { Type, type TSchema } from 'typebox';
+
+const Nullable = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
+const StringMap = Type.Record(Type.String(), Type.String());
+
+export const IdParams = Type.Object({ id: Type.Integer({ minimum: 1 }) });
+export const RevisionParams = Type.Object({ id: Type.Integer({ minimum: 1 }), n: Type.Integer({ minimum: 1 }) });
+
+export const ErrorResponse = Type.Object({
+  error: Type.Object({
+    code: Type.String(),
+    message: Type.String(),
+    field: Type.Optional(Type.String()),
+    details: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
+  }),
+});
+
+const PoolRequest = Type.Object(
+  { hardware_instance_id: Nullable(Type.Integer()), replicas: Nullable(Type.Integer()) },
+  { additionalProperties: false },
+);
+
+const authFields = {
+  endpoint_bearer_token: Nullable(Type.String({ description: 'Bearer token protecting the endpoint (shown never again)' })),
+  private_endpoint: Nullable(Type.Boolean({ description: 'Issue a client certificate bound to this deployment (mTLS)' })),
+  client_certificate_id: Nullable(Type.Integer({ description: 'Bind an existing client certificate' })),
+};
+
+const commonFields = {
+  name: Nullable(Type.String({ description: 'lowercase letters, digits, hyphens; at most 20 characters' })),
+  cluster_id: Nullable(Type.Integer()),
+  protocol: Nullable(Type.String({ enum: ['http', 'grpc'] })),
+  enable_logging: Nullable(Type.Boolean()),
+  enable_model_caching: Nullable(Type.Boolean()),
+  env: Nullable(StringMap),
+  annotations: Nullable(StringMap),
+  min_replicas: Nullable(Type.Integer()),
+  max_replicas: Nullable(Type.Integer()),
+  cooldown_period: Nullable(Type.Integer({ description: 'seconds, 0 to 3600' })),
+  hardware_instance_id: Nullable(Type.Integer()),
+  ...authFields,
+};
+
+/**
+ * Both families' bodies are objects whose unknown fields are reported by name by the domain
+ * rules, so the edge schema checks types of the known fields and lets the rest through.
+ */
+export const GeneralRequest = Type.Object(
+  {
+    ...commonFields,
+    image: Nullable(Type.String({ description: 'image without tag' })),
+    tag: Nullable(Type.String()),
+    container_port: Nullable(Type.Integer()),
+    health_check_path: Nullable(Type.String()),
+    registry_username: Nullable(Type.String()),
+    registry_password: Nullable(Type.String({ description: 'stored encrypted, never returned' })),
+    session_affinity: Nullable(Type.Boolean()),
+    command: Nullable(Type.Array(Type.String())),
+    metrics_port: Nullable(Type.Integer()),
+    metrics_path: Nullable(Type.String()),
+    config_file: Nullable(
+      Type.Object(
+        { filename: Type.String(), mount_path: Type.String(), content: Type.String() },
+        { additionalProperties: false },
+      ),
+    ),
+    max_concurrency: Nullable(Type.Integer()),
+  },
+  { additionalProperties: true },
+);
+
+export const OrchestratedRequest = Type.Object(
+  {
+    ...commonFields,
+    model: Nullable(Type.String({ description: '<org>/<model>' })),
+    serving_mode: Nullable(Type.String({ enum: ['aggregated', 'disaggregated'] })),
+    worker_pools: Nullable(
+      Type.Object({ prefill: Nullable(PoolRequest), decode: Nullable(PoolRequest) }, { additionalProperties: true }),
+    ),
+    concurrency: Nullable(Type.Integer()),
+    served_model_name: Nullable(Type.String()),
+    model_hub_token: Nullable(Type.String({ description: 'stored encrypted, never returned' })),
+    extra_args: Nullable(Type.Array(Type.String())),
+  },
+  { additionalProperties: true },
+);
+
+export const RollbackRequest = Type.Object({ revision: Type.Integer({ minimum: 1 }) }, { additionalProperties: false });
+
+const ComponentStatus = Type.Object({ ready: Type.Integer(), desired: Type.Integer() });
+const RevisionSummary = Type.Object({
+  revision: Type.Integer(),
+  created_at: Type.String(),
+  reason: Type.String(),
+  source_revision: Type.Union([Type.Integer(), Type.Null()]),
+  status: Type.String(),
+});
+
+/** The deployment as the API returns it; family-specific fields are listed loosely. */
+export const DeploymentResponse = Type.Object(
+  {
+    id: Type.Integer(),
+    family: Type.String({ enum: ['general', 'orchestrated'] }),
+    name: Type.String(),
+    cluster_id: Type.Integer(),
+    status: Type.String({ enum: ['pending', 'ready', 'not_ready', 'paused', 'failed', 'deleting'] }),
+    paused: Type.Boolean(),
+    endpoint_url: Type.String(),
+    revision: Type.Integer(),
+    components: Type.Record(Type.String(), ComponentStatus),
+    revisions: Type.Array(RevisionSummary),
+    endpoint_token_id: Type.Union([Type.Integer(), Type.Null()]),
+    client_certificate_id: Type.Union([Type.Integer(), Type.Null()]),
+    private_endpoint: Type.Boolean(),
+    created_at: Type.String(),
+    updated_at: Type.String(),
+  },
+  { additionalProperties: true },
+);
+
+export const RevisionResponse = Type.Object(
+  { ...RevisionSummary.properties, spec: Type.Record(Type.String(), Type.Unknown()) },
+  { additionalProperties: false },
+);
+
+const CredentialName = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
+
+export const TokenCreateRequest = Type.Object({ name: CredentialName }, { additionalProperties: false });
+export const TokenResponse = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  hint: Type.String(),
+  created_at: Type.String(),
+  deployments: Type.Array(Type.Integer()),
+  token: Type.Optional(Type.String({ description: 'present only in the create response' })),
+});
+
+export const ServiceAccountCreateRequest = Type.Object(
+  { name: CredentialName, role: Type.Optional(Type.String({ enum: ['admin', 'member'] })) },
+  { additionalProperties: false },
+);
+export const ServiceAccountResponse = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  role: Type.String(),
+  hint: Type.String(),
+  created_at: Type.String(),
+  key: Type.Optional(Type.String({ description: 'present only in the create response' })),
+});
+
+export const HardwareResponse = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  gpus_per_instance: Type.Integer(),
+  instances: Type.Integer(),
+  instances_free: Type.Integer(),
+});
+export const ClusterResponse = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  orchestration_enabled: Type.Boolean(),
+  hardware: Type.Array(HardwareResponse),
+});

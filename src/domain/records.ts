@@ -1,0 +1,178 @@
+// Owns the shapes of what the store keeps: desired state (deployments with their revisions,
+// endpoint tokens, service accounts, client certificates) and observed state (replicas).
+// Field names follow DESIGN §3; the API's response shapes are derived from these in control/.
+
+export type Family = 'general' | 'orchestrated';
+export type Protocol = 'http' | 'grpc';
+export type ServingMode = 'aggregated' | 'disaggregated';
+export type DeploymentStatus = 'pending' | 'ready' | 'not_ready' | 'paused' | 'failed';
+export type RevisionStatus = 'pending' | 'ready' | 'failed' | 'retired';
+
+export interface ConfigFile {
+  filename: string;
+  mount_path: string;
+  content: string;
+}
+
+/** Secrets are kept sealed (AES-GCM, see domain/secrets.ts) and never leave the API. */
+export interface SealedSecrets {
+  registry_password?: string;
+  model_hub_token?: string;
+}
+
+/** Revision-bearing fields of a general inference deployment: editing any makes a revision. */
+export interface GeneralSpec {
+  family: 'general';
+  preset: string | null;
+  hardware_instance_id: number;
+  image: string;
+  tag: string;
+  container_port: number;
+  protocol: Protocol;
+  health_check_path: string;
+  registry_username: string | null;
+  enable_logging: boolean;
+  enable_model_caching: boolean;
+  session_affinity: boolean;
+  command: string[];
+  metrics_port: number | null;
+  metrics_path: string | null;
+  env: Record<string, string>;
+  config_file: ConfigFile | null;
+  annotations: Record<string, string>;
+  secrets: SealedSecrets;
+}
+
+export interface PoolSpec {
+  hardware_instance_id: number;
+}
+
+/** Revision-bearing fields of an orchestrated deployment. */
+export interface OrchestratedSpec {
+  family: 'orchestrated';
+  model: string;
+  serving_mode: ServingMode;
+  /** Aggregated: the hardware of every Worker. Null when disaggregated. */
+  hardware_instance_id: number | null;
+  /** Disaggregated: hardware per pool. Null when aggregated. */
+  worker_pools: { prefill: PoolSpec; decode: PoolSpec } | null;
+  served_model_name: string | null;
+  protocol: Protocol;
+  extra_args: string[];
+  env: Record<string, string>;
+  annotations: Record<string, string>;
+  enable_logging: boolean;
+  enable_model_caching: boolean;
+  secrets: SealedSecrets;
+}
+
+export type DeploymentSpec = GeneralSpec | OrchestratedSpec;
+
+/**
+ * Replica-count fields: changing them scales in place and never makes a revision
+ * (spec: "Replica-count changes do not create a revision").
+ */
+export interface ScalingSpec {
+  min_replicas: number;
+  max_replicas: number;
+  /** `max_concurrency` (general) or `concurrency` (orchestrated); null = no target. */
+  target_concurrency: number | null;
+  cooldown_period: number;
+  /** Disaggregated only: fixed pool sizes. */
+  pools: { prefill: number; decode: number } | null;
+}
+
+/** How clients of the deployed endpoint authenticate; not part of a revision. */
+export interface EndpointAuth {
+  token_id: number | null;
+  client_certificate_id: number | null;
+  /** Asked for a client certificate bound to this deployment (issued by the PKI). */
+  private_endpoint: boolean;
+}
+
+export interface RevisionRecord {
+  revision: number;
+  created_at: string;
+  /** Why it exists: the create, a spec edit, a rollback to an earlier one, or a clone. */
+  reason: 'create' | 'update' | 'rollback' | 'clone';
+  /** For a rollback: the revision whose spec was copied. */
+  source_revision: number | null;
+  status: RevisionStatus;
+  spec: DeploymentSpec;
+}
+
+export interface DeploymentRecord {
+  id: number;
+  family: Family;
+  name: string;
+  cluster_id: number;
+  spec: DeploymentSpec;
+  scaling: ScalingSpec;
+  auth: EndpointAuth;
+  /** Number of the revision whose spec is current. */
+  revision: number;
+  revisions: RevisionRecord[];
+  /** Paused: the controller runs no replica; `scaling` is kept, so resume restores it. */
+  paused: boolean;
+  status: DeploymentStatus;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TokenRecord {
+  id: number;
+  name: string;
+  /** SHA-256 hex of the token value; the value itself is never stored. */
+  hash: string;
+  /** Last four characters, so an operator can tell tokens apart. */
+  hint: string;
+  created_at: string;
+}
+
+export type ServiceAccountRole = 'admin' | 'member';
+
+export interface ServiceAccountRecord {
+  id: number;
+  name: string;
+  role: ServiceAccountRole;
+  key_hash: string;
+  hint: string;
+  created_at: string;
+}
+
+export interface CertificateRecord {
+  id: number;
+  name: string;
+  deployment_id: number | null;
+  serial: string;
+  fingerprint_sha256: string;
+  certificate_pem: string;
+  /** Private key, sealed. */
+  sealed_key: string;
+  not_after: string;
+  revoked_at: string | null;
+  created_at: string;
+}
+
+export interface ReplicaRecord {
+  id: number;
+  deployment_id: number;
+  revision: number;
+  component: string;
+  address: string;
+  state: 'starting' | 'ready' | 'draining' | 'stopped' | 'failed';
+  restarts: number;
+  updated_at: string;
+}
+
+/** Every kind the store holds, by name. */
+export interface RecordMap {
+  deployment: DeploymentRecord;
+  token: TokenRecord;
+  service_account: ServiceAccountRecord;
+  certificate: CertificateRecord;
+  replica: ReplicaRecord;
+}
+
+export type Kind = keyof RecordMap;
+export const KINDS: readonly Kind[] = ['deployment', 'token', 'service_account', 'certificate', 'replica'];

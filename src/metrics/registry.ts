@@ -1,0 +1,39 @@
+// Owns the Prometheus registry of this process and its exposition on the metrics port.
+// Modules declare their own metrics against the registry they are given; this file only
+// creates it (with Node's process metrics, prefix infergate_) and serves /metrics.
+
+import http from 'node:http';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+
+export function createRegistry(): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'infergate_' });
+  return registry;
+}
+
+/** A tiny server: GET /metrics for Prometheus, /healthz for probes, 404 otherwise. */
+export function createMetricsServer(registry: Registry): http.Server {
+  return http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && path === '/metrics') {
+      registry
+        .metrics()
+        .then((body) => {
+          res.writeHead(200, { 'content-type': registry.contentType });
+          res.end(body);
+        })
+        .catch((err: Error) => {
+          res.writeHead(500, { 'content-type': 'text/plain' });
+          res.end(`metrics collection failed: ${err.message}\n`);
+        });
+      return;
+    }
+    if (req.method === 'GET' && path === '/healthz') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"status":"ok"}');
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' });
+    res.end('not found: the metrics listener serves GET /metrics\n');
+  });
+}

@@ -1,0 +1,136 @@
+// Owns the Store interface: what every implementation (file, Redis) promises the control
+// API, the controller and the gateway. Records are versioned for compare-and-set; unique
+// keys (deployment names, token hashes, key hashes) are claimed atomically with the record;
+// every committed change is announced on the change feed.
+
+import type { Kind, RecordMap } from '../domain/records.js';
+
+/** A unique key claimed by a record, released when the record is deleted. */
+export interface UniqueKey {
+  /** The index, for example `deployment-name`. */
+  index: string;
+  key: string;
+}
+
+export interface Versioned<T> {
+  value: T;
+  /** Starts at 1 on create and grows by one on every update. */
+  version: number;
+}
+
+export interface ChangeEvent {
+  kind: Kind;
+  id: number;
+  op: 'put' | 'delete';
+  version: number;
+}
+
+export type ChangeListener = (event: ChangeEvent) => void;
+
+export interface CreateOptions {
+  unique?: UniqueKey[];
+}
+
+export interface Store {
+  /** Loads or connects; throws StoreError with a clear message when it cannot. */
+  open(): Promise<void>;
+  close(): Promise<void>;
+  /** Cheap liveness check for /readyz. */
+  ping(): Promise<void>;
+
+  get<K extends Kind>(kind: K, id: number): Promise<Versioned<RecordMap[K]> | undefined>;
+  list<K extends Kind>(kind: K): Promise<Versioned<RecordMap[K]>[]>;
+  /** The id holding `key` in `index`, if any. */
+  lookup(index: string, key: string): Promise<{ kind: Kind; id: number } | undefined>;
+
+  /**
+   * Creates a record with the next integer id of its kind (ids are never reused).
+   * `build` receives the id. Throws ConflictError (with the index) when a unique key is taken;
+   * then nothing is written (the id it drew may be skipped).
+   */
+  create<K extends Kind>(
+    kind: K,
+    build: (id: number) => RecordMap[K],
+    options?: CreateOptions,
+  ): Promise<Versioned<RecordMap[K]>>;
+
+  /**
+   * Replaces the record if its version is still `expectedVersion` (compare-and-set).
+   * Throws VersionConflictError when another writer got there first, NotFoundError when gone.
+   */
+  update<K extends Kind>(
+    kind: K,
+    id: number,
+    expectedVersion: number,
+    value: RecordMap[K],
+  ): Promise<Versioned<RecordMap[K]>>;
+
+  /**
+   * Deletes the record and releases its unique keys. With `expectedVersion`, only if unchanged.
+   * Returns false when it did not exist.
+   */
+  delete(kind: Kind, id: number, expectedVersion?: number): Promise<boolean>;
+
+  /** Subscribes to committed changes (this process's and, for shared stores, others'). */
+  watch(listener: ChangeListener): () => void;
+}
+
+export class StoreError extends Error {
+  override name = 'StoreError';
+}
+
+/** A unique key is held by another record. */
+export class ConflictError extends StoreError {
+  override name = 'ConflictError';
+  constructor(
+    readonly index: string,
+    readonly key: string,
+  ) {
+    super(`${index} "${key}" is already taken`);
+  }
+}
+
+/** Compare-and-set failed: the record changed since it was read. */
+export class VersionConflictError extends StoreError {
+  override name = 'VersionConflictError';
+  constructor(
+    readonly kind: Kind,
+    readonly id: number,
+  ) {
+    super(`${kind} ${id} was changed by another writer`);
+  }
+}
+
+export class NotFoundError extends StoreError {
+  override name = 'NotFoundError';
+  constructor(
+    readonly kind: Kind,
+    readonly id: number,
+  ) {
+    super(`${kind} ${id} does not exist`);
+  }
+}
+
+/**
+ * Read-modify-write with retries on VersionConflictError. `change` returns the new value, or
+ * undefined to leave the record as it is. Returns the stored result.
+ */
+export async function modify<K extends Kind>(
+  store: Store,
+  kind: K,
+  id: number,
+  change: (current: RecordMap[K]) => RecordMap[K] | undefined,
+  attempts = 8,
+): Promise<Versioned<RecordMap[K]>> {
+  for (let i = 0; ; i++) {
+    const current = await store.get(kind, id);
+    if (!current) throw new NotFoundError(kind, id);
+    const next = change(current.value);
+    if (next === undefined) return current;
+    try {
+      return await store.update(kind, id, current.version, next);
+    } catch (err) {
+      if (!(err instanceof VersionConflictError) || i + 1 >= attempts) throw err;
+    }
+  }
+}

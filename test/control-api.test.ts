@@ -1,0 +1,285 @@
+// The control API over real HTTP on port 0: platform credentials, errors of DESIGN §3,
+// both families' routes, revisions, and that no response carries a secret.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { disaggregatedBody, generalBody, startControl, type TestControl } from './helpers/control.js';
+
+let api: TestControl;
+let token: string;
+
+beforeAll(async () => {
+  api = await startControl();
+  const created = await api.call('POST', '/vault/tokens', { name: 'default' });
+  expect(created.status).toBe(201);
+  token = created.body.token;
+});
+afterAll(async () => api?.close());
+
+describe('platform credentials', () => {
+  it('answers 401 without a key, with a wrong key, and with an endpoint bearer token', async () => {
+    const none = await api.call('GET', '/deployments/general', undefined, null);
+    expect(none.status).toBe(401);
+    expect(none.body.error.code).toBe('unauthenticated');
+    expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
+
+    const wrong = await api.call('GET', '/deployments/general', undefined, 'igk_not-a-real-key');
+    expect(wrong.status).toBe(401);
+
+    const endpointToken = await api.call('GET', '/deployments/general', undefined, token);
+    expect(endpointToken.status).toBe(401);
+    expect(endpointToken.body.error.message).toMatch(/endpoint bearer token/);
+  });
+
+  it('leaves health and the OpenAPI document open', async () => {
+    expect((await api.call('GET', '/healthz', undefined, null)).status).toBe(200);
+    expect((await api.call('GET', '/readyz', undefined, null)).status).toBe(200);
+    const doc = await api.call('GET', '/openapi.json', undefined, null);
+    expect(doc.status).toBe(200);
+    expect(Object.keys(doc.body.paths)).toEqual(
+      expect.arrayContaining(['/deployments/orchestrated', '/deployments/general/{id}/rollback', '/vault/tokens', '/service-accounts', '/clusters/{id}/hardware']),
+    );
+  });
+
+  it('lets an admin create a member account whose key works but cannot manage accounts', async () => {
+    const created = await api.call('POST', '/service-accounts', { name: 'ci-bot', role: 'member' });
+    expect(created.status).toBe(201);
+    expect(created.body.key).toMatch(/^igk_/);
+    const memberKey: string = created.body.key;
+    expect((await api.call('GET', '/clusters', undefined, memberKey)).status).toBe(200);
+    const denied = await api.call('POST', '/service-accounts', { name: 'other' }, memberKey);
+    expect(denied.status).toBe(403);
+    expect(denied.body.error.code).toBe('forbidden');
+    const listed = await api.call('GET', '/service-accounts');
+    expect(JSON.stringify(listed.body)).not.toContain(memberKey);
+    expect((await api.call('DELETE', `/service-accounts/${created.body.id}`)).status).toBe(204);
+    expect((await api.call('GET', '/clusters', undefined, memberKey)).status).toBe(401);
+  });
+
+  it('refuses to delete the last admin', async () => {
+    const admins = (await api.call('GET', '/service-accounts')).body.items.filter((a: { role: string }) => a.role === 'admin');
+    expect(admins).toHaveLength(1);
+    const res = await api.call('DELETE', `/service-accounts/${admins[0].id}`);
+    expect(res.status).toBe(409);
+  });
+});
+
+describe('errors', () => {
+  it('answers 404 for unknown ids and routes', async () => {
+    for (const p of ['/deployments/general/999', '/deployments/orchestrated/999', '/vault/tokens/999', '/service-accounts/999', '/clusters/9', '/no/such/route']) {
+      const res = await api.call('GET', p);
+      expect(res.status, p).toBe(404);
+      expect(res.body.error.code, p).toBe('not_found');
+    }
+  });
+
+  it('answers 413 for a body over 1 MiB', async () => {
+    const big = { ...generalBody('big', token), annotations: { blob: 'x'.repeat(1024 * 1024 + 10) } };
+    const res = await api.call('POST', '/deployments/general', big);
+    expect(res.status).toBe(413);
+    expect(res.body.error.code).toBe('payload_too_large');
+  });
+
+  it('answers 400 naming the field for a wrong type, and for JSON that does not parse', async () => {
+    const wrongType = await api.call('POST', '/deployments/general', { ...generalBody('typed', token), cluster_id: '1' });
+    expect(wrongType.status).toBe(400);
+    expect(wrongType.body.error.field).toBe('cluster_id');
+    const broken = await api.call('POST', '/deployments/general', '{"name": ');
+    expect(broken.status).toBe(400);
+    expect(broken.body.error.code).toBe('invalid_request');
+  });
+
+  it('answers 409 when a name is taken, across both families', async () => {
+    expect((await api.call('POST', '/deployments/general', generalBody('shared-name', token))).status).toBe(201);
+    const again = await api.call('POST', '/deployments/orchestrated', disaggregatedBody('shared-name', token));
+    expect(again.status).toBe(409);
+    expect(again.body.error.field).toBe('name');
+  });
+
+  it('answers 422 with the numbers when the GPU quota would be exceeded', async () => {
+    const res = await api.call('POST', '/deployments/general', {
+      ...generalBody('too-big', token),
+      hardware_instance_id: 3,
+      min_replicas: 1,
+      max_replicas: 2,
+      max_concurrency: 2,
+      cluster_id: 2,
+    });
+    expect(res.status).toBe(201); // 16 GPUs of 32
+    const over = await api.call('POST', '/deployments/general', { ...generalBody('over', token), hardware_instance_id: 2, max_replicas: 8 });
+    expect(over.status).toBe(422);
+    expect(over.body.error.code).toBe('quota_exceeded');
+    expect(over.body.error.message).toMatch(/32/);
+    expect((await api.call('DELETE', `/deployments/general/${res.body.id}`)).status).toBe(202);
+  });
+});
+
+describe('orchestrated deployments (the spec examples)', () => {
+  it('creates a disaggregated deployment and GET returns the same worker_pools', async () => {
+    const body = disaggregatedBody('llama-disagg', token);
+    const created = await api.call('POST', '/deployments/orchestrated', body);
+    expect(created.status).toBe(201);
+    expect(created.body.worker_pools).toEqual(body.worker_pools);
+    const got = await api.call('GET', `/deployments/orchestrated/${created.body.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.worker_pools).toEqual(body.worker_pools);
+    expect(got.body.serving_mode).toBe('disaggregated');
+    expect(got.body.status).toBe('pending');
+    expect(got.body.endpoint_url).toBe('llama-disagg.endpoints.test');
+    expect(Object.keys(got.body.components).sort()).toEqual(['Decode', 'Frontend', 'Prefill']);
+    expect(got.body.components.Decode).toEqual({ ready: 0, desired: 2 });
+    expect(got.body).not.toHaveProperty('min_replicas');
+  });
+
+  it('rejects the same request with min_replicas at the top level, naming that field', async () => {
+    const res = await api.call('POST', '/deployments/orchestrated', { ...disaggregatedBody('llama-bad', token), min_replicas: 1 });
+    expect(res.status).toBe(400);
+    expect(res.body.error.field).toBe('min_replicas');
+  });
+
+  it('clones a disaggregated deployment from the worker_pools GET returns', async () => {
+    const source = (await api.call('GET', '/deployments/orchestrated')).body.items.find((d: { name: string }) => d.name === 'llama-disagg');
+    const clone = await api.call('POST', `/deployments/orchestrated/${source.id}/clone`, { name: 'llama-copy', worker_pools: source.worker_pools });
+    expect(clone.status).toBe(201);
+    expect(clone.body.worker_pools).toEqual(source.worker_pools);
+    expect(clone.body.revision).toBe(1);
+    expect(clone.body.endpoint_token_id).toBe(source.endpoint_token_id);
+  });
+});
+
+describe('revisions and lifecycle', () => {
+  let id: number;
+  beforeAll(async () => {
+    const created = await api.call('POST', '/deployments/general', generalBody('life', token));
+    expect(created.status).toBe(201);
+    id = created.body.id;
+  });
+
+  it('scales in place without a new revision', async () => {
+    const res = await api.call('PATCH', `/deployments/general/${id}`, { min_replicas: 2, max_replicas: 3 });
+    expect(res.status).toBe(200);
+    expect(res.body.revision).toBe(1);
+    expect(res.body.min_replicas).toBe(2);
+    expect(res.body.revisions).toHaveLength(1);
+  });
+
+  it('makes a new revision on a spec edit and rolls back to an earlier spec', async () => {
+    const edited = await api.call('PATCH', `/deployments/general/${id}`, { tag: 'nim', command: ['--itl-ms', '5'] });
+    expect(edited.status).toBe(200);
+    expect(edited.body.revision).toBe(2);
+    expect(edited.body.tag).toBe('nim');
+    expect(edited.body.min_replicas).toBe(2);
+
+    const back = await api.call('POST', `/deployments/general/${id}/rollback`, { revision: 1 });
+    expect(back.status).toBe(202);
+    expect(back.body.revision).toBe(3);
+    expect(back.body.tag).toBe('openai');
+    expect(back.body.command).toEqual([]);
+    expect(back.body.min_replicas).toBe(2); // replica counts are not part of a revision
+
+    const history = await api.call('GET', `/deployments/general/${id}/revisions`);
+    expect(history.body.current).toBe(3);
+    expect(history.body.items.map((r: { revision: number; reason: string }) => [r.revision, r.reason])).toEqual([
+      [1, 'create'],
+      [2, 'update'],
+      [3, 'rollback'],
+    ]);
+    const two = await api.call('GET', `/deployments/general/${id}/revisions/2`);
+    expect(two.body.spec.tag).toBe('nim');
+    expect((await api.call('POST', `/deployments/general/${id}/rollback`, { revision: 9 })).status).toBe(404);
+  });
+
+  it('pauses and resumes the whole deployment, refusing the wrong state', async () => {
+    const paused = await api.call('POST', `/deployments/general/${id}/pause`);
+    expect(paused.status).toBe(202);
+    expect(paused.body.status).toBe('paused');
+    expect(paused.body.components.Replica.desired).toBe(0);
+    expect((await api.call('POST', `/deployments/general/${id}/pause`)).status).toBe(409);
+    const resumed = await api.call('POST', `/deployments/general/${id}/resume`);
+    expect(resumed.status).toBe(202);
+    expect(resumed.body.paused).toBe(false);
+    expect(resumed.body.components.Replica.desired).toBe(2);
+    expect((await api.call('POST', `/deployments/general/${id}/resume`)).status).toBe(409);
+  });
+
+  it('refuses to change the name through PATCH', async () => {
+    const res = await api.call('PATCH', `/deployments/general/${id}`, { name: 'renamed' });
+    expect(res.status).toBe(400);
+    expect(res.body.error.field).toBe('name');
+  });
+
+  it('deletes with 202, then 404, and the name is free again', async () => {
+    const res = await api.call('DELETE', `/deployments/general/${id}`);
+    expect(res.status).toBe(202);
+    expect(res.body.status).toBe('deleting');
+    expect((await api.call('GET', `/deployments/general/${id}`)).status).toBe(404);
+    expect((await api.call('POST', '/deployments/general', generalBody('life', token))).status).toBe(201);
+  });
+
+  it('keeps an id to its family', async () => {
+    const general = (await api.call('GET', '/deployments/general')).body.items[0];
+    expect((await api.call('GET', `/deployments/orchestrated/${general.id}`)).status).toBe(404);
+  });
+});
+
+describe('secrets never leave the API', () => {
+  it('returns no token, key, password or hash in any response', async () => {
+    const ownToken = 'my-own-endpoint-token-123';
+    const password = 'registry-secret-pw-456';
+    const hubToken = 'hf_hub_token_789xyz';
+    const seen: string[] = [];
+    const record = async (method: string, p: string, body?: unknown) => {
+      const res = await api.call(method, p, body);
+      seen.push(JSON.stringify(res.body));
+      return res;
+    };
+    const g = await record('POST', '/deployments/general', {
+      ...generalBody('secretive', ownToken),
+      registry_username: '$oauthtoken',
+      registry_password: password,
+    });
+    expect(g.status).toBe(201);
+    expect(g.body.has_registry_password).toBe(true);
+    const o = await record('POST', '/deployments/orchestrated', {
+      name: 'hub-model',
+      cluster_id: 1,
+      model: 'org/private-model',
+      hardware_instance_id: 1,
+      model_hub_token: hubToken,
+      endpoint_bearer_token: ownToken,
+    });
+    expect(o.status).toBe(201);
+    expect(o.body.has_model_hub_token).toBe(true);
+    await record('GET', `/deployments/general/${g.body.id}`);
+    await record('GET', `/deployments/general/${g.body.id}/revisions`);
+    await record('GET', '/deployments/orchestrated');
+    await record('GET', '/vault/tokens');
+    await record('GET', '/service-accounts');
+    const all = seen.join('\n');
+    for (const secret of [ownToken, password, hubToken, token]) expect(all).not.toContain(secret);
+    expect(all).not.toMatch(/[0-9a-f]{64}/); // no SHA-256 hashes
+    expect(all).not.toMatch(/"v1\.[A-Za-z0-9_-]+\./); // no sealed blobs
+  });
+
+  it('binds a token given by value to one vault entry, reused by a second deployment', async () => {
+    const value = 'shared-endpoint-token-abc';
+    const a = await api.call('POST', '/deployments/general', generalBody('share-a', value));
+    const b = await api.call('POST', '/deployments/general', generalBody('share-b', value));
+    expect(a.body.endpoint_token_id).toBe(b.body.endpoint_token_id);
+    const vault = await api.call('GET', `/vault/tokens/${a.body.endpoint_token_id}`);
+    expect(vault.body.deployments.sort()).toEqual([a.body.id, b.body.id].sort());
+  });
+});
+
+describe('catalog', () => {
+  it('lists the embedded clusters and the instances still free', async () => {
+    const res = await api.call('GET', '/clusters');
+    expect(res.body.items.map((c: { id: number; orchestration_enabled: boolean }) => [c.id, c.orchestration_enabled])).toEqual([
+      [1, true],
+      [2, false],
+    ]);
+    const hw = await api.call('GET', '/clusters/1/hardware');
+    const oneX = hw.body.items.find((h: { id: number }) => h.id === 1);
+    expect(oneX.instances).toBe(16);
+    expect(oneX.instances_free).toBeLessThan(16);
+  });
+});

@@ -1,0 +1,102 @@
+// Test helper: a control API on a real HTTP port (port 0) over a file store in a temp dir,
+// with an admin key, and a small JSON client for it.
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import { systemClock } from '../../src/core/clock.js';
+import { Sealer } from '../../src/core/secrets.js';
+import { DEFAULT_CATALOG } from '../../src/domain/catalog.js';
+import { buildControlApp, type ControlApp } from '../../src/control/app.js';
+import { Credentials } from '../../src/control/credentials.js';
+import { FileStore } from '../../src/store/file-store.js';
+import type { Store } from '../../src/store/store.js';
+
+export const ADMIN_KEY = 'igk_test-admin-key-0123456789abcdef';
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- test convenience
+}
+
+export interface TestControl {
+  app: ControlApp;
+  store: Store;
+  url: string;
+  call(method: string, path: string, body?: unknown, key?: string | null): Promise<ApiResponse>;
+  close(): Promise<void>;
+}
+
+export async function startControl(opts: { gpuQuota?: number; store?: Store } = {}): Promise<TestControl> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-api-'));
+  const store = opts.store ?? new FileStore({ dir });
+  await store.open();
+  await new Credentials(store, systemClock).ensureAdmin(ADMIN_KEY);
+  const app = await buildControlApp({
+    store,
+    catalog: DEFAULT_CATALOG,
+    gpuQuota: opts.gpuQuota ?? 32,
+    sealer: new Sealer(randomBytes(32)),
+    clock: systemClock,
+    endpoint: { domain: 'endpoints.test', port: 443 },
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    app,
+    store,
+    url,
+    async call(method, p, body, key = ADMIN_KEY) {
+      const headers: Record<string, string> = {};
+      if (key !== null) headers.authorization = `Bearer ${key}`;
+      let payload: string | undefined;
+      if (body !== undefined) {
+        headers['content-type'] = 'application/json';
+        payload = typeof body === 'string' ? body : JSON.stringify(body);
+      }
+      const res = await fetch(url + p, { method, headers, body: payload });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+    },
+    async close() {
+      await app.close();
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A disaggregated create body as in the spec's example. */
+export function disaggregatedBody(name: string, token: string): Record<string, unknown> {
+  return {
+    name,
+    cluster_id: 1,
+    model: 'meta-llama/Llama-3.1-8B-Instruct',
+    serving_mode: 'disaggregated',
+    worker_pools: {
+      prefill: { hardware_instance_id: 1, replicas: 1 },
+      decode: { hardware_instance_id: 2, replicas: 2 },
+    },
+    endpoint_bearer_token: token,
+    enable_logging: true,
+  };
+}
+
+export function generalBody(name: string, token: string): Record<string, unknown> {
+  return {
+    name,
+    cluster_id: 1,
+    hardware_instance_id: 1,
+    image: 'infergate/reference-engine',
+    tag: 'openai',
+    container_port: 8000,
+    min_replicas: 1,
+    max_replicas: 2,
+    max_concurrency: 4,
+    endpoint_bearer_token: token,
+  };
+}

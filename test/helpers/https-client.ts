@@ -1,0 +1,43 @@
+// Test helper: an HTTPS request to the gateway on 127.0.0.1 for a given endpoint hostname,
+// trusting only the platform CA and sending the hostname as SNI and Host.
+
+import https from 'node:https';
+
+export interface HttpsResult {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+export function httpsRequest(opts: {
+  port: number;
+  host: string;
+  ca: string;
+  method?: string;
+  path?: string;
+  headers?: Record<string, string>;
+  body?: string;
+}): Promise<HttpsResult> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      {
+        host: '127.0.0.1',
+        port: opts.port,
+        servername: opts.host,
+        method: opts.method ?? 'GET',
+        path: opts.path ?? '/',
+        ca: opts.ca,
+        headers: { host: opts.host, ...opts.headers },
+        agent: false,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}

@@ -1,0 +1,90 @@
+// Test helper: `infergate serve` as a real child process on free ports with its own data
+// and certs directories, waited on until it prints its control API URL. Stopped by pid.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from './ports.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const MAIN = path.join(ROOT, 'src/cli/main.ts');
+
+export interface ServeProcess {
+  child: ChildProcess;
+  apiUrl: string;
+  output(): string;
+  /** Resolves with the exit code (or signal) once the process has exited. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+export interface ServeOptions {
+  dataDir: string;
+  certsDir: string;
+  env?: Record<string, string>;
+  args?: string[];
+  /** Wait for the start-up line (default) or just for the process to exit. */
+  expectStart?: boolean;
+  uid?: number;
+  gid?: number;
+}
+
+export async function servePorts(): Promise<Record<string, string>> {
+  return {
+    INFERGATE_API_PORT: String(await freePort()),
+    INFERGATE_GATEWAY_PORT: String(await freePort()),
+    INFERGATE_METRICS_PORT: String(await freePort()),
+  };
+}
+
+/** Runs the CLI from source through tsx, so tests need no build step. */
+export function spawnCli(args: string[], env: Record<string, string>, ids: { uid?: number; gid?: number } = {}): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, INFERGATE_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...ids,
+  });
+}
+
+export async function startServe(opts: ServeOptions): Promise<ServeProcess> {
+  const env = {
+    ...(await servePorts()),
+    INFERGATE_DATA_DIR: opts.dataDir,
+    INFERGATE_CERTS_DIR: opts.certsDir,
+    ...opts.env,
+  };
+  const child = spawnCli(['serve', ...(opts.args ?? [])], env, { uid: opts.uid, gid: opts.gid });
+  let out = '';
+  child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const proc: ServeProcess = {
+    child,
+    apiUrl: '',
+    output: () => out,
+    exited,
+    kill: (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    },
+  };
+  if (opts.expectStart === false) return proc;
+  proc.apiUrl = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start within 20 s:\n${out}`)), 20_000);
+    const check = () => {
+      const m = /control API listening on (\S+)/.exec(out);
+      if (m?.[1] && /endpoint domain/.test(out)) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stdout?.on('data', check);
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited before starting:\n${out}`));
+    });
+  });
+  return proc;
+}

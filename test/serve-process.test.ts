@@ -1,0 +1,158 @@
+// `infergate serve` as a real child process: start-up lines, persistence across SIGKILL,
+// the data-dir lock, clean shutdown, and one-line failures with exit code 1.
+
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { disaggregatedBody, generalBody } from './helpers/control.js';
+import { freePort } from './helpers/ports.js';
+import { spawnCli, startServe, type ServeProcess } from './helpers/serve-process.js';
+
+const running: ServeProcess[] = [];
+let root: string;
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'infergate-serve-'));
+});
+afterAll(async () => {
+  for (const p of running) p.kill('SIGKILL');
+  await Promise.all(running.map((p) => p.exited));
+  await rm(root, { recursive: true, force: true });
+});
+
+async function start(name: string, extra: Partial<Parameters<typeof startServe>[0]> = {}): Promise<ServeProcess> {
+  const p = await startServe({ dataDir: path.join(root, name, 'data'), certsDir: path.join(root, name, 'certs'), ...extra });
+  running.push(p);
+  return p;
+}
+
+async function call(p: ServeProcess, key: string, method: string, route: string, body?: unknown) {
+  const res = await fetch(p.apiUrl + route, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: (await res.json().catch(() => undefined)) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** Runs the CLI to completion and returns its exit code and output. */
+async function runToExit(args: string[], env: Record<string, string>, ids: { uid?: number; gid?: number } = {}) {
+  const child = spawnCli(args, env, ids);
+  let out = '';
+  child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  return { code, out };
+}
+
+describe('infergate serve', () => {
+  it('keeps every deployment, token and service account across SIGKILL, and locks its data dir', async () => {
+    const first = await start('persist');
+    const out = first.output();
+    expect(out).toMatch(/control API listening on http:\/\/127\.0\.0\.1:\d+/);
+    expect(out).toMatch(/endpoint domain endpoints\.localhost/);
+    const keyFile = path.join(root, 'persist', 'data', 'admin.key');
+    expect(out).toContain(keyFile);
+    expect((await stat(keyFile)).mode & 0o777).toBe(0o600);
+    const key = (await readFile(keyFile, 'utf8')).trim();
+
+    const token = await call(first, key, 'POST', '/vault/tokens', { name: 'persisted' });
+    expect(token.status).toBe(201);
+    const account = await call(first, key, 'POST', '/service-accounts', { name: 'robot' });
+    expect(account.status).toBe(201);
+    const general = await call(first, key, 'POST', '/deployments/general', generalBody('gen-one', token.body.token));
+    expect(general.status).toBe(201);
+    const orch = await call(first, key, 'POST', '/deployments/orchestrated', disaggregatedBody('orch-one', token.body.token));
+    expect(orch.status).toBe(201);
+    const edit = await call(first, key, 'PATCH', `/deployments/general/${general.body.id}`, { tag: 'nim' });
+    expect(edit.body.revision).toBe(2);
+
+    // A second process on the same data dir is refused while the first runs.
+    const second = await start('persist', { expectStart: false });
+    const refused = await second.exited;
+    expect(refused.code).toBe(1);
+    expect(second.output()).toMatch(/infergate: error: data dir .* is in use by process \d+/);
+    expect(second.output().trim().split('\n')).toHaveLength(1);
+
+    first.kill('SIGKILL');
+    expect((await first.exited).signal).toBe('SIGKILL');
+
+    const again = await start('persist');
+    expect(again.output()).not.toContain('shown once');
+    const list = await call(again, key, 'GET', '/deployments/general');
+    expect(list.body.items.map((d: { name: string; revision: number }) => [d.name, d.revision])).toEqual([['gen-one', 2]]);
+    const orchAgain = await call(again, key, 'GET', `/deployments/orchestrated/${orch.body.id}`);
+    expect(orchAgain.body.worker_pools).toEqual(disaggregatedBody('x', 'y').worker_pools);
+    const tokens = await call(again, key, 'GET', '/vault/tokens');
+    expect(tokens.body.items.map((t: { name: string }) => t.name)).toContain('persisted');
+    expect((await call(again, account.body.key, 'GET', '/clusters')).status).toBe(200);
+
+    again.kill('SIGTERM');
+    const stopped = await again.exited;
+    expect(stopped.code).toBe(0);
+    await expect(stat(path.join(root, 'persist', 'data', 'LOCK'))).rejects.toThrow();
+  });
+
+  it('takes the admin key from INFERGATE_ADMIN_KEY and stops cleanly on SIGINT', async () => {
+    const adminKey = 'igk_fixed-admin-key-for-tests-000';
+    const p = await start('fixed-key', { env: { INFERGATE_ADMIN_KEY: adminKey } });
+    expect(p.output()).toMatch(/admin key: the value of INFERGATE_ADMIN_KEY/);
+    expect((await call(p, adminKey, 'GET', '/clusters')).status).toBe(200);
+    p.kill('SIGINT');
+    expect((await p.exited).code).toBe(0);
+  });
+
+  it('refuses to start on a corrupt state file and leaves it untouched', async () => {
+    const dataDir = path.join(root, 'corrupt', 'data');
+    const warm = await start('corrupt');
+    warm.kill('SIGTERM');
+    await warm.exited;
+    const stateFile = path.join(dataDir, 'state.json');
+    await writeFile(stateFile, '{"format": 1, "records": {tru');
+    const before = await readFile(stateFile);
+    const p = await start('corrupt', { expectStart: false });
+    expect((await p.exited).code).toBe(1);
+    expect(p.output()).toMatch(/infergate: error: state file .*state\.json is corrupt/);
+    expect(await readFile(stateFile)).toEqual(before);
+  });
+
+  it('exits 1 with one line on bad config', async () => {
+    const r = await runToExit(['serve', '--api-port', 'eighty'], {});
+    expect(r.code).toBe(1);
+    expect(r.out.trim()).toBe('infergate: error: --api-port must be a whole number, not "eighty"');
+    const unknown = await runToExit(['serve', '--no-such-flag'], {});
+    expect(unknown.code).toBe(1);
+    expect(unknown.out).toMatch(/infergate: error: .*no-such-flag/);
+  });
+
+  it('exits 1 with one line naming the flag when a port is occupied', async () => {
+    const blocker = net.createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => blocker.listen(port, '127.0.0.1', resolve));
+    try {
+      const p = await start('occupied', { expectStart: false, env: { INFERGATE_API_PORT: String(port) } });
+      expect((await p.exited).code).toBe(1);
+      const lines = p.output().trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`port ${port} .* already in use.*--api-port`));
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('exits 1 with one line naming --gateway-port when 443 may not be bound (EACCES)', async () => {
+    // As root, run as nobody so the kernel refuses the privileged port; otherwise we already are unprivileged.
+    const ids = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+    const dir = path.join(root, 'eacces');
+    await mkdir(dir, { recursive: true });
+    await chmod(root, 0o777);
+    await chmod(dir, 0o777);
+    const p = await start('eacces', { expectStart: false, env: { INFERGATE_GATEWAY_PORT: '443', HOME: dir }, ...ids });
+    expect((await p.exited).code).toBe(1);
+    const lines = p.output().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^infergate: error: gateway: no permission to bind port 443 .*CAP_NET_BIND_SERVICE.*--gateway-port/);
+  });
+});
