@@ -31,7 +31,8 @@ export interface ControlDeps {
   sealer: Sealer;
   clock: Clock;
   endpoint: EndpointAddress;
-  logger?: FastifyServerOptions['logger'] | FastifyBaseLogger;
+  /** A pino logger (fastify's own); none means silent. */
+  logger?: FastifyBaseLogger;
   https?: { cert: Buffer; key: Buffer } | null;
 }
 
@@ -73,7 +74,7 @@ function validatorCompiler() {
 export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   const options: FastifyServerOptions = {
     bodyLimit: BODY_LIMIT,
-    logger: deps.logger === undefined ? false : (deps.logger as FastifyServerOptions['logger']),
+    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     genReqId: () => crypto.randomUUID(),
     requestIdHeader: 'x-request-id',
   };

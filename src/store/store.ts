@@ -113,16 +113,20 @@ export class NotFoundError extends StoreError {
 
 /**
  * Read-modify-write with retries on VersionConflictError. `change` returns the new value, or
- * undefined to leave the record as it is. Returns the stored result.
+ * undefined to leave the record as it is. Returns the stored result. Retries with a jittered
+ * pause so that many writers on one record all land.
  */
 export async function modify<K extends Kind>(
   store: Store,
   kind: K,
   id: number,
   change: (current: RecordMap[K]) => RecordMap[K] | undefined,
-  attempts = 8,
+  attempts = 50,
 ): Promise<Versioned<RecordMap[K]>> {
   for (let i = 0; ; i++) {
+    // Under contention each round lets one writer through; a short jittered pause spreads
+    // the others so they do not collide again on the same version.
+    if (i > 0) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(50, 2 ** i)));
     const current = await store.get(kind, id);
     if (!current) throw new NotFoundError(kind, id);
     const next = change(current.value);

@@ -1,0 +1,160 @@
+// Owns capacity arithmetic: what a deployment reserves (GPUs and whole hardware instances),
+// the account's GPU quota check and the per-profile instance check (422 with the numbers),
+// and the instances used per cluster and profile that GET /clusters/{id}/hardware shows.
+//
+// Spec ("Limits"): the GPU quota is evaluated against max_replicas (aggregated, and general
+// inference) or the sum of both pool footprints (disaggregated); each replica costs one full
+// hardware instance; the orchestrated Frontend is CPU-only and costs nothing here.
+// A deployment holds its reservation while it exists, paused or not, so a resume never
+// fails on capacity. Pure: no I/O.
+
+import type { FieldProblem } from '../core/errors.js';
+import { describeCluster, findCluster, findHardware, type Catalog, type HardwareProfile } from './catalog.js';
+import type { DeploymentRecord } from './records.js';
+
+/** The parts of a deployment that decide its footprint. */
+export type Placement = Pick<DeploymentRecord, 'cluster_id' | 'spec' | 'scaling'>;
+
+export interface Footprint {
+  gpus: number;
+  /** Whole instances per hardware profile id, in the deployment's cluster. */
+  instances: Map<number, number>;
+}
+
+/** One group of identical replicas: max_replicas of the Worker/replica, or one pool. */
+interface Part {
+  /** How the count is named in messages: `max_replicas`, `prefill`, `decode`. */
+  label: string;
+  hardwareId: number;
+  replicas: number;
+  profile: HardwareProfile | undefined;
+}
+
+function partsOf(d: Placement, catalog: Catalog): Part[] {
+  const cluster = findCluster(catalog, d.cluster_id);
+  const part = (label: string, hardwareId: number, replicas: number): Part => ({
+    label,
+    hardwareId,
+    replicas,
+    profile: cluster ? findHardware(cluster, hardwareId) : undefined,
+  });
+  const { spec, scaling } = d;
+  if (spec.family === 'orchestrated' && spec.serving_mode === 'disaggregated') {
+    if (!spec.worker_pools || !scaling.pools) return [];
+    return [
+      part('prefill', spec.worker_pools.prefill.hardware_instance_id, scaling.pools.prefill),
+      part('decode', spec.worker_pools.decode.hardware_instance_id, scaling.pools.decode),
+    ];
+  }
+  if (spec.hardware_instance_id === null) return [];
+  return [part('max_replicas', spec.hardware_instance_id, scaling.max_replicas)];
+}
+
+function sumParts(parts: Part[]): Footprint {
+  const instances = new Map<number, number>();
+  let gpus = 0;
+  for (const p of parts) {
+    // A profile missing from the catalog (replaced since) costs no GPUs; validation refuses
+    // such hardware for new and edited deployments.
+    gpus += p.replicas * (p.profile?.gpus_per_instance ?? 0);
+    instances.set(p.hardwareId, (instances.get(p.hardwareId) ?? 0) + p.replicas);
+  }
+  return { gpus, instances };
+}
+
+export function footprint(d: Placement, catalog: Catalog): Footprint {
+  return sumParts(partsOf(d, catalog));
+}
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** `max_replicas 8 × sim-gpu-2x, 2 GPUs each` / `prefill 1 × sim-gpu-1x, 1 GPU each + decode …` */
+function describeParts(parts: Part[]): string {
+  return parts
+    .map((p) => {
+      const name = p.profile?.name ?? `hardware ${p.hardwareId}`;
+      return `${p.label} ${p.replicas} × ${name}, ${plural(p.profile?.gpus_per_instance ?? 0, 'GPU')} each`;
+    })
+    .join(' + ');
+}
+
+const isDisaggregated = (d: Placement): boolean =>
+  d.spec.family === 'orchestrated' && d.spec.serving_mode === 'disaggregated';
+
+/** The request field a capacity problem is reported on. */
+const capacityField = (d: Placement): string => (isDisaggregated(d) ? 'worker_pools' : 'max_replicas');
+
+const shrinkHint = (d: Placement): string =>
+  isDisaggregated(d) ? 'use fewer pool replicas' : 'lower max_replicas or pick smaller hardware';
+
+function quotaProblem(candidate: Placement, parts: Part[], others: Placement[], catalog: Catalog, quota: number): FieldProblem[] {
+  const need = sumParts(parts).gpus;
+  const held = others.reduce((sum, d) => sum + footprint(d, catalog).gpus, 0);
+  if (need + held <= quota) return [];
+  const free = Math.max(0, quota - held);
+  return [
+    {
+      field: capacityField(candidate),
+      code: 'quota_exceeded',
+      message:
+        `GPU quota exceeded: this deployment needs ${plural(need, 'GPU')} (${describeParts(parts)}), ` +
+        `other deployments hold ${held}, the quota is ${quota} (${free} free); ` +
+        `${shrinkHint(candidate)}, or delete a deployment you no longer need`,
+    },
+  ];
+}
+
+function instanceProblems(candidate: Placement, parts: Part[], others: Placement[], catalog: Catalog): FieldProblem[] {
+  const cluster = findCluster(catalog, candidate.cluster_id);
+  if (!cluster) return [];
+  const wanted = sumParts(parts).instances;
+  const used = clusterUsage(catalog, others).get(cluster.id);
+  const problems: FieldProblem[] = [];
+  for (const profile of cluster.hardware) {
+    const need = wanted.get(profile.id) ?? 0;
+    const held = used?.get(profile.id) ?? 0;
+    if (need === 0 || need + held <= profile.instances) continue;
+    problems.push({
+      field: capacityField(candidate),
+      code: 'hardware_unavailable',
+      message:
+        `not enough ${profile.name} (hardware ${profile.id}) instances in ${describeCluster(cluster)}: ` +
+        `this deployment needs ${need}, other deployments hold ${held}, the cluster has ${profile.instances} ` +
+        `(${Math.max(0, profile.instances - held)} free); ${shrinkHint(candidate)}`,
+    });
+  }
+  return problems;
+}
+
+/**
+ * Capacity problems of `candidate` next to `others`: every other live deployment (paused
+ * ones included), never the candidate itself — when the candidate carries an id (an
+ * update), a stored copy of it among `others` is skipped. Empty when it fits.
+ */
+export function checkCapacity(
+  candidate: Placement & { id?: number },
+  others: readonly (Placement & { id?: number })[],
+  catalog: Catalog,
+  gpuQuota: number,
+): FieldProblem[] {
+  const rest = candidate.id === undefined ? [...others] : others.filter((d) => d.id !== candidate.id);
+  const parts = partsOf(candidate, catalog);
+  return [...quotaProblem(candidate, parts, rest, catalog, gpuQuota), ...instanceProblems(candidate, parts, rest, catalog)];
+}
+
+/**
+ * Instances held per cluster id and hardware profile id. Every catalog cluster and profile
+ * appears (0 when unused); free = profile.instances − used.
+ */
+export function clusterUsage(catalog: Catalog, deployments: readonly Placement[]): Map<number, Map<number, number>> {
+  const usage = new Map<number, Map<number, number>>();
+  for (const cluster of catalog.clusters) usage.set(cluster.id, new Map(cluster.hardware.map((h) => [h.id, 0])));
+  for (const d of deployments) {
+    const perProfile = usage.get(d.cluster_id) ?? new Map<number, number>();
+    usage.set(d.cluster_id, perProfile);
+    for (const [hardwareId, n] of footprint(d, catalog).instances) {
+      perProfile.set(hardwareId, (perProfile.get(hardwareId) ?? 0) + n);
+    }
+  }
+  return usage;
+}

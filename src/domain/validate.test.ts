@@ -1,0 +1,523 @@
+// Table test of the spec's request rules: one case per rule, each asserting the field, a
+// distinctive part of the message and the code, and that it is the only problem (so a case
+// fails when its rule is removed and when another rule misfires). Then the spec's own
+// disaggregated example, PATCH and clone.
+
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import type { ErrorCode, FieldProblem } from '../core/errors.js';
+import { DEFAULT_CATALOG } from './catalog.js';
+import type { DeploymentRecord, Family } from './records.js';
+import {
+  toRequest,
+  validateClone,
+  validateCreate,
+  validatePatch,
+  type DeploymentDraft,
+  type Validation,
+  type ValidationContext,
+} from './validate.js';
+
+const sha256 = (v: string): string => createHash('sha256').update(v, 'utf8').digest('hex');
+
+const TOKEN = 'endpoint-token-0123';
+const VAULT_TOKEN = 'vault-token-abcdef12';
+const CERT = 7;
+
+const ctx: ValidationContext = {
+  catalog: DEFAULT_CATALOG,
+  hashToken: sha256,
+  liveTokenHashes: new Set([sha256(VAULT_TOKEN)]),
+  certificateIds: new Set([CERT]),
+  takenNames: new Set(['taken-name']),
+};
+
+type Body = Record<string, unknown>;
+
+const general = (o: Body = {}): Body => ({
+  name: 'web',
+  cluster_id: 1,
+  hardware_instance_id: 1,
+  image: 'infergate/reference-engine',
+  tag: 'openai',
+  container_port: 8000,
+  endpoint_bearer_token: TOKEN,
+  ...o,
+});
+
+const aggregated = (o: Body = {}): Body => ({
+  name: 'agg',
+  cluster_id: 1,
+  model: 'meta-llama/Llama-3.1-8B-Instruct',
+  hardware_instance_id: 1,
+  endpoint_bearer_token: TOKEN,
+  ...o,
+});
+
+/** The spec's example: name, cluster_id, model, serving_mode, worker_pools, token, logging. */
+const disaggregated = (o: Body = {}): Body => ({
+  name: 'llama-disagg',
+  cluster_id: 1,
+  model: 'meta-llama/Llama-3.1-8B-Instruct',
+  serving_mode: 'disaggregated',
+  worker_pools: {
+    prefill: { hardware_instance_id: 1, replicas: 1 },
+    decode: { hardware_instance_id: 2, replicas: 2 },
+  },
+  endpoint_bearer_token: TOKEN,
+  enable_logging: true,
+  ...o,
+});
+
+const without = (body: Body, ...keys: string[]): Body => Object.fromEntries(Object.entries(body).filter(([k]) => !keys.includes(k)));
+
+const pools = (prefill: unknown, decode: unknown): Body => ({ worker_pools: { prefill, decode } });
+const POOL_1 = { hardware_instance_id: 1, replicas: 1 };
+const POOL_2 = { hardware_instance_id: 2, replicas: 2 };
+
+interface Case {
+  rule: string;
+  family: Family;
+  body: unknown;
+  field: string;
+  message: string;
+  code?: ErrorCode;
+  /** Number of problems expected; 1 unless the case says otherwise. */
+  count?: number;
+}
+
+/** Rules both families share: each becomes one case per family. */
+function shared(rule: string, change: Body | ((b: Body) => Body), field: string, message: string, code?: ErrorCode): Case[] {
+  const apply = (base: Body): Body => (typeof change === 'function' ? change(base) : { ...base, ...change });
+  return [
+    { rule: `${rule} (general)`, family: 'general', body: apply(general()), field, message, ...(code ? { code } : {}) },
+    { rule: `${rule} (orchestrated)`, family: 'orchestrated', body: apply(aggregated()), field, message, ...(code ? { code } : {}) },
+  ];
+}
+
+const PEM = '-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----';
+
+const CASES: Case[] = [
+  // Shape of the body.
+  { rule: 'body is a JSON object', family: 'general', body: [general()], field: '', message: 'must be a JSON object', code: 'invalid_request' },
+  { rule: 'body is a JSON object (null)', family: 'orchestrated', body: null, field: '', message: 'must be a JSON object', code: 'invalid_request' },
+  ...shared('unknown field', { foo: 1 }, 'foo', 'unknown field "foo"'),
+  ...shared('wrong type: integer', { cluster_id: '1' }, 'cluster_id', 'cluster_id must be an integer, got a string'),
+  ...shared('wrong type: boolean', { enable_logging: 'yes' }, 'enable_logging', 'enable_logging must be true or false'),
+  ...shared('wrong type: string map', { env: ['A=1'] }, 'env', 'env must be an object mapping names to string values, got an array'),
+  { rule: 'image refused in orchestrated', family: 'orchestrated', body: aggregated({ image: 'my/img' }), field: 'image', message: 'custom runtime images are not supported' },
+  { rule: 'config_file refused in orchestrated', family: 'orchestrated', body: aggregated({ config_file: { filename: 'a', mount_path: '/etc', content: '' } }), field: 'config_file', message: 'config-file mounts are not supported' },
+  { rule: 'command refused in orchestrated', family: 'orchestrated', body: aggregated({ command: ['x'] }), field: 'command', message: 'extra worker arguments go in extra_args' },
+  { rule: 'max_concurrency refused in orchestrated', family: 'orchestrated', body: aggregated({ max_concurrency: 2 }), field: 'max_concurrency', message: 'call the target `concurrency`' },
+  { rule: 'model refused in general', family: 'general', body: general({ model: 'a/b' }), field: 'model', message: 'is not accepted in general inference deployments' },
+  { rule: 'worker_pools refused in general', family: 'general', body: general(pools(POOL_1, POOL_2)), field: 'worker_pools', message: 'exist only in orchestrated inference' },
+  { rule: 'concurrency refused in general', family: 'general', body: general({ concurrency: 2 }), field: 'concurrency', message: 'calls the target `max_concurrency`' },
+
+  // name
+  ...shared('name required', (b) => without(b, 'name'), 'name', 'name is required'),
+  ...shared('name too long', { name: 'a'.repeat(21) }, 'name', 'at most 20 characters'),
+  ...shared('name characters', { name: 'my_app' }, 'name', 'only lowercase letters, digits and hyphens'),
+  ...shared('name start', { name: '1app' }, 'name', 'must start with a lowercase letter'),
+  ...shared('name end', { name: 'app-' }, 'name', 'must end with a letter or digit'),
+  ...shared('name taken', { name: 'taken-name' }, 'name', 'already used by another deployment', 'conflict'),
+
+  // cluster_id
+  ...shared('cluster_id required', (b) => without(b, 'cluster_id'), 'cluster_id', 'cluster_id is required'),
+  ...shared('cluster unknown', { cluster_id: 9 }, 'cluster_id', 'cluster 9 does not exist; GET /clusters'),
+  { rule: 'orchestrated needs the operator', family: 'orchestrated', body: aggregated({ cluster_id: 2 }), field: 'cluster_id', message: 'orchestration operator enabled; cluster 2 "local-sim-basic" does not have it: use cluster 1 "local-sim"' },
+
+  // hardware
+  { rule: 'hardware required (general)', family: 'general', body: without(general(), 'hardware_instance_id'), field: 'hardware_instance_id', message: 'hardware_instance_id is required' },
+  { rule: 'hardware required (aggregated)', family: 'orchestrated', body: without(aggregated(), 'hardware_instance_id'), field: 'hardware_instance_id', message: 'hardware_instance_id is required' },
+  ...shared('hardware in cluster', { hardware_instance_id: 9 }, 'hardware_instance_id', 'hardware 9 is not available in cluster 1 "local-sim"; available: 1 (sim-gpu-1x), 2 (sim-gpu-2x), 3 (sim-gpu-8x)', 'hardware_unavailable'),
+  { rule: 'pool hardware in cluster', family: 'orchestrated', body: disaggregated(pools(POOL_1, { hardware_instance_id: 4, replicas: 1 })), field: 'worker_pools.decode.hardware_instance_id', message: 'hardware 4 is not available', code: 'hardware_unavailable' },
+
+  // model, serving_mode
+  { rule: 'model required', family: 'orchestrated', body: without(aggregated(), 'model'), field: 'model', message: 'model is required' },
+  { rule: 'model form', family: 'orchestrated', body: aggregated({ model: 'org/team/model' }), field: 'model', message: 'of the form <org>/<model>' },
+  { rule: 'model characters', family: 'orchestrated', body: aggregated({ model: 'org/mo del' }), field: 'model', message: 'of the form <org>/<model>' },
+  { rule: 'serving_mode values', family: 'orchestrated', body: aggregated({ serving_mode: 'hybrid' }), field: 'serving_mode', message: 'serving_mode must be "aggregated" or "disaggregated"' },
+
+  // worker_pools
+  { rule: 'worker_pools required when disaggregated', family: 'orchestrated', body: without(disaggregated(), 'worker_pools'), field: 'worker_pools', message: 'worker_pools is required when serving_mode is disaggregated' },
+  { rule: 'prefill pool required', family: 'orchestrated', body: disaggregated({ worker_pools: { decode: POOL_2 } }), field: 'worker_pools.prefill', message: 'needs both a prefill and a decode pool' },
+  { rule: 'decode pool required', family: 'orchestrated', body: disaggregated({ worker_pools: { prefill: POOL_1 } }), field: 'worker_pools.decode', message: 'needs both a prefill and a decode pool' },
+  { rule: 'pool is an object', family: 'orchestrated', body: disaggregated(pools(POOL_1, 2)), field: 'worker_pools.decode', message: 'worker_pools.decode must be an object {hardware_instance_id, replicas}, got a number' },
+  { rule: 'pool hardware required', family: 'orchestrated', body: disaggregated(pools({ replicas: 1 }, POOL_2)), field: 'worker_pools.prefill.hardware_instance_id', message: 'worker_pools.prefill.hardware_instance_id is required' },
+  { rule: 'pool replicas required', family: 'orchestrated', body: disaggregated(pools(POOL_1, { hardware_instance_id: 2 })), field: 'worker_pools.decode.replicas', message: 'worker_pools.decode.replicas is required' },
+  { rule: 'pool replicas integer', family: 'orchestrated', body: disaggregated(pools(POOL_1, { hardware_instance_id: 2, replicas: 1.5 })), field: 'worker_pools.decode.replicas', message: 'must be an integer' },
+  { rule: 'pool replicas at least 1', family: 'orchestrated', body: disaggregated(pools({ hardware_instance_id: 1, replicas: 0 }, POOL_2)), field: 'worker_pools.prefill.replicas', message: 'worker_pools.prefill.replicas must be at least 1' },
+  { rule: 'pools are fixed size', family: 'orchestrated', body: disaggregated(pools(POOL_1, { ...POOL_2, max_replicas: 4 })), field: 'worker_pools.decode.max_replicas', message: 'pools are fixed size, with no independent Prefill/Decode autoscaling' },
+  { rule: 'unknown pool field', family: 'orchestrated', body: disaggregated(pools({ ...POOL_1, gpus: 2 }, POOL_2)), field: 'worker_pools.prefill.gpus', message: 'unknown field "worker_pools.prefill.gpus"' },
+  { rule: 'unknown pool', family: 'orchestrated', body: disaggregated({ worker_pools: { prefill: POOL_1, decode: POOL_2, router: POOL_1 } }), field: 'worker_pools.router', message: 'has only prefill and decode' },
+  { rule: 'worker_pools only when disaggregated', family: 'orchestrated', body: aggregated(pools(POOL_1, POOL_2)), field: 'worker_pools', message: 'worker_pools is only accepted when serving_mode is disaggregated' },
+  ...(['hardware_instance_id', 'min_replicas', 'max_replicas', 'concurrency', 'cooldown_period'] as const).map(
+    (field): Case => ({
+      rule: `aggregated field ${field} refused when disaggregated`,
+      family: 'orchestrated',
+      body: disaggregated({ [field]: 1 }),
+      field,
+      message: `${field} is an aggregated field and is not accepted at the top level when serving_mode is disaggregated`,
+    }),
+  ),
+
+  // replicas, concurrency, cooldown
+  { rule: 'orchestrated min_replicas at least 1', family: 'orchestrated', body: aggregated({ min_replicas: 0 }), field: 'min_replicas', message: 'do not scale to zero' },
+  { rule: 'general min_replicas at least 0', family: 'general', body: general({ min_replicas: -1 }), field: 'min_replicas', message: 'min_replicas must be 0 or more' },
+  ...shared('max_replicas at least min_replicas', { min_replicas: 3, max_replicas: 2 }, 'max_replicas', 'max_replicas (2) must be at least min_replicas (3)'),
+  { rule: 'max_replicas at least 1', family: 'general', body: general({ min_replicas: 0, max_replicas: 0 }), field: 'max_replicas', message: 'max_replicas must be at least 1' },
+  { rule: 'max_concurrency positive', family: 'general', body: general({ max_concurrency: 0 }), field: 'max_concurrency', message: 'max_concurrency must be a positive integer' },
+  { rule: 'concurrency positive', family: 'orchestrated', body: aggregated({ concurrency: -2 }), field: 'concurrency', message: 'concurrency must be a positive integer' },
+  { rule: 'max_concurrency required when max > min', family: 'general', body: general({ min_replicas: 1, max_replicas: 3 }), field: 'max_concurrency', message: 'max_concurrency is required when max_replicas (3) > min_replicas (1)' },
+  { rule: 'concurrency required when max > min', family: 'orchestrated', body: aggregated({ min_replicas: 1, max_replicas: 3 }), field: 'concurrency', message: 'concurrency is required when max_replicas (3) > min_replicas (1)' },
+  ...shared('cooldown_period upper bound', { cooldown_period: 3601 }, 'cooldown_period', 'between 0 and 3600 seconds'),
+  ...shared('cooldown_period lower bound', { cooldown_period: -1 }, 'cooldown_period', 'between 0 and 3600 seconds'),
+
+  // endpoint auth
+  ...shared('an endpoint must be protected', (b) => without(b, 'endpoint_bearer_token'), 'endpoint_bearer_token', 'public endpoints are not supported: give endpoint_bearer_token, set private_endpoint: true (a client certificate is issued), or give client_certificate_id'),
+  ...shared('private_endpoint false is no protection', (b) => ({ ...without(b, 'endpoint_bearer_token'), private_endpoint: false }), 'endpoint_bearer_token', 'every endpoint must be protected'),
+  ...shared('token length', { endpoint_bearer_token: 'short' }, 'endpoint_bearer_token', 'must be 8 to 512 characters long'),
+  ...shared('token length (long)', { endpoint_bearer_token: 'x'.repeat(513) }, 'endpoint_bearer_token', 'must be 8 to 512 characters long'),
+  ...shared('token charset', { endpoint_bearer_token: 'has spaces in it' }, 'endpoint_bearer_token', 'RFC 6750 token68'),
+  ...shared('certificate exists', { client_certificate_id: 99 }, 'client_certificate_id', 'client certificate 99 does not exist or is revoked'),
+
+  // env
+  ...shared('env name', { env: { '1X': 'v' } }, 'env.1X', 'names use letters, digits and underscores and begin with a letter or underscore'),
+  ...shared('env value type', { env: { X: 5 } }, 'env.X', 'env.X must be a string'),
+  ...shared('env holds the own token', { env: { API_TOKEN: TOKEN } }, 'env.API_TOKEN', 'endpoint credentials must not be placed in environment variables'),
+  ...shared('env holds a vault token', { env: { AUTH: `Bearer ${VAULT_TOKEN}` } }, 'env.AUTH', 'endpoint credentials must not be placed in environment variables'),
+  ...shared('env holds a private key', { env: { TLS_KEY: PEM } }, 'env.TLS_KEY', 'endpoint credentials must not be placed in environment variables: it holds a PEM private key'),
+
+  // annotations, protocol, lists, names
+  ...shared('annotation key', { annotations: { 'bad key': 'v' } }, 'annotations.bad key', 'annotation key "bad key" is invalid'),
+  ...shared('annotation value', { annotations: { team: 3 } }, 'annotations.team', 'annotations.team must be a string'),
+  ...shared('protocol values', { protocol: 'tcp' }, 'protocol', 'protocol must be "http" or "grpc"'),
+  { rule: 'command is an array of strings', family: 'general', body: general({ command: ['serve', 8000] }), field: 'command', message: 'command must be an array of strings' },
+  { rule: 'extra_args is an array of strings', family: 'orchestrated', body: aggregated({ extra_args: '--foo' }), field: 'extra_args', message: 'extra_args must be an array of strings' },
+  { rule: 'served_model_name not empty', family: 'orchestrated', body: aggregated({ served_model_name: ' ' }), field: 'served_model_name', message: 'served_model_name must not be empty' },
+
+  // general inference container settings
+  { rule: 'container_port required', family: 'general', body: without(general(), 'container_port'), field: 'container_port', message: 'container_port is required' },
+  { rule: 'container_port range', family: 'general', body: general({ container_port: 65536 }), field: 'container_port', message: 'container_port must be between 1 and 65535' },
+  { rule: 'health_check_path', family: 'general', body: general({ health_check_path: 'health' }), field: 'health_check_path', message: "health_check_path must start with '/'" },
+  { rule: 'image required', family: 'general', body: general({ image: '' }), field: 'image', message: 'image is required' },
+  { rule: 'image whitespace', family: 'general', body: general({ image: 'my image' }), field: 'image', message: 'image must not contain whitespace' },
+  { rule: 'image without tag', family: 'general', body: general({ image: 'vllm/vllm-openai:v0.6.0' }), field: 'image', message: 'put the tag in `tag`' },
+  { rule: 'image without digest', family: 'general', body: general({ image: 'vllm/vllm-openai@sha256:abcd' }), field: 'image', message: 'without a tag or digest' },
+  { rule: 'tag form', family: 'general', body: general({ tag: '-latest' }), field: 'tag', message: 'tag must match [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}' },
+  { rule: 'preset id', family: 'general', body: general({ preset: 'vLLM!' }), field: 'preset', message: 'preset must be a preset id' },
+  { rule: 'metrics_path needed with metrics_port', family: 'general', body: general({ metrics_port: 9100 }), field: 'metrics_path', message: 'set metrics_port and metrics_path together' },
+  { rule: 'metrics_port needed with metrics_path', family: 'general', body: general({ metrics_path: '/metrics' }), field: 'metrics_port', message: 'set metrics_port and metrics_path together' },
+  { rule: 'metrics_port range', family: 'general', body: general({ metrics_port: 0, metrics_path: '/metrics' }), field: 'metrics_port', message: 'metrics_port must be between 1 and 65535' },
+  { rule: 'metrics_path absolute', family: 'general', body: general({ metrics_port: 9100, metrics_path: 'metrics' }), field: 'metrics_path', message: "metrics_path must start with '/'" },
+  { rule: 'registry_password needed with username', family: 'general', body: general({ registry_username: '$oauthtoken' }), field: 'registry_password', message: 'registry_password is required with registry_username' },
+  { rule: 'registry_username needed with password', family: 'general', body: general({ registry_password: 'secret-pw' }), field: 'registry_username', message: 'registry_username is required with registry_password' },
+  { rule: 'config_file filename without /', family: 'general', body: general({ config_file: { filename: 'a/b.yaml', mount_path: '/etc/app', content: '' } }), field: 'config_file.filename', message: "plain file name: no '/'" },
+  { rule: 'config_file filename not ..', family: 'general', body: general({ config_file: { filename: '..', mount_path: '/etc/app', content: '' } }), field: 'config_file.filename', message: 'not . or ..' },
+  { rule: 'config_file filename required', family: 'general', body: general({ config_file: { filename: '', mount_path: '/etc/app', content: '' } }), field: 'config_file.filename', message: 'config_file.filename is required' },
+  { rule: 'config_file mount_path absolute', family: 'general', body: general({ config_file: { filename: 'a.yaml', mount_path: 'etc/app', content: '' } }), field: 'config_file.mount_path', message: 'absolute directory path' },
+  { rule: 'config_file mount_path no ..', family: 'general', body: general({ config_file: { filename: 'a.yaml', mount_path: '/etc/../root', content: '' } }), field: 'config_file.mount_path', message: "must not contain '..' segments" },
+  { rule: 'config_file content string', family: 'general', body: general({ config_file: { filename: 'a.yaml', mount_path: '/etc/app', content: 42 } }), field: 'config_file.content', message: 'config_file.content must be a string' },
+  { rule: 'config_file content required', family: 'general', body: general({ config_file: { filename: 'a.yaml', mount_path: '/etc/app' } }), field: 'config_file.content', message: 'config_file.content is required' },
+  { rule: 'config_file unknown field', family: 'general', body: general({ config_file: { filename: 'a.yaml', mount_path: '/etc/app', content: '', mode: 600 } }), field: 'config_file.mode', message: 'unknown field "config_file.mode"' },
+];
+
+function problemsOf(result: Validation<unknown>): FieldProblem[] {
+  return result.ok ? [] : result.problems;
+}
+
+function ok<T>(result: Validation<T>): T {
+  if (!result.ok) throw new Error(`expected a valid request, got ${JSON.stringify(result.problems, null, 1)}`);
+  return result.value;
+}
+
+describe('validateCreate: one case per rule', () => {
+  it.each(CASES.map((c) => [c.rule, c] as const))('%s', (_rule, c) => {
+    const problems = problemsOf(validateCreate(c.family, c.body, ctx));
+    expect(problems, JSON.stringify(problems)).toHaveLength(c.count ?? 1);
+    expect(problems).toContainEqual({ field: c.field, message: expect.stringContaining(c.message), code: c.code ?? 'invalid_field' });
+  });
+
+  it('never echoes a credential found in env', () => {
+    for (const value of [TOKEN, VAULT_TOKEN, PEM]) {
+      const problems = problemsOf(validateCreate('general', general({ env: { X: value } }), ctx));
+      expect(problems).toHaveLength(1);
+      expect(problems[0]?.message).not.toContain(value.slice(0, 12));
+    }
+  });
+});
+
+describe('validateCreate: valid requests and defaults', () => {
+  it.each<[string, Family, Body]>([
+    ['general base', 'general', general()],
+    ['general scale-to-zero', 'general', general({ min_replicas: 0, max_replicas: 2, max_concurrency: 4 })],
+    ['image on a registry with a port', 'general', general({ image: 'registry.local:5000/team/engine' })],
+    ['private endpoint alone', 'general', { ...without(general(), 'endpoint_bearer_token'), private_endpoint: true }],
+    ['existing certificate alone', 'orchestrated', { ...without(aggregated(), 'endpoint_bearer_token'), client_certificate_id: CERT }],
+    ['a vault token as the endpoint token', 'general', general({ endpoint_bearer_token: VAULT_TOKEN })],
+    ['token68 with padding', 'general', general({ endpoint_bearer_token: 'abc.DEF~ghi+jk/l==' })],
+    ['metrics, registry, config file, env, annotations', 'general', general({
+      metrics_port: 9100,
+      metrics_path: '/metrics',
+      registry_username: '$oauthtoken',
+      registry_password: 'registry-key',
+      env: { REGISTRY_API_KEY: 'registry-key', _UNDER: '1' },
+      config_file: { filename: 'app.yaml', mount_path: '/etc/app', content: 'a: 1\n' },
+      annotations: { 'example.com/team': 'ml', owner: 'me' },
+    })],
+    ['orchestrated aggregated base', 'orchestrated', aggregated()],
+    ['orchestrated autoscaled', 'orchestrated', aggregated({ min_replicas: 1, max_replicas: 4, concurrency: 8, cooldown_period: 0 })],
+    ['orchestrated with optional settings', 'orchestrated', aggregated({ served_model_name: 'llama', model_hub_token: 'hf_abc', protocol: 'grpc', extra_args: ['--x'], enable_model_caching: true })],
+    ['the spec example (disaggregated)', 'orchestrated', disaggregated()],
+    ['both pools on the same profile', 'orchestrated', disaggregated(pools(POOL_2, POOL_2))],
+    ['null means the default', 'general', general({ tag: null, protocol: null, max_concurrency: null })],
+  ])('%s', (_name, family, body) => {
+    ok(validateCreate(family, body, ctx));
+  });
+
+  it('fills the defaults of a general deployment', () => {
+    const d = ok(validateCreate('general', without(general(), 'tag'), ctx));
+    expect(d.spec).toMatchObject({
+      family: 'general',
+      preset: null,
+      tag: 'latest',
+      protocol: 'http',
+      health_check_path: '/',
+      enable_logging: true,
+      enable_model_caching: false,
+      session_affinity: false,
+      command: [],
+      env: {},
+      annotations: {},
+      metrics_port: null,
+      metrics_path: null,
+      config_file: null,
+      registry_username: null,
+      secrets: {},
+    });
+    expect(d.scaling).toEqual({ min_replicas: 1, max_replicas: 1, target_concurrency: null, cooldown_period: 300, pools: null });
+    expect(d.auth).toEqual({ token_value: TOKEN, token_id: null, client_certificate_id: null, private_endpoint: false });
+    expect(d.plainSecrets).toEqual({});
+  });
+
+  it('fills the defaults of an orchestrated deployment (aggregated when serving_mode is omitted)', () => {
+    const d = ok(validateCreate('orchestrated', aggregated({ min_replicas: 2 }), ctx));
+    expect(d.spec).toMatchObject({ serving_mode: 'aggregated', hardware_instance_id: 1, worker_pools: null, protocol: 'http', enable_logging: true, extra_args: [] });
+    expect(d.scaling).toEqual({ min_replicas: 2, max_replicas: 2, target_concurrency: null, cooldown_period: 300, pools: null });
+  });
+
+  it('passes secrets by value for the caller to seal, never inside the spec', () => {
+    const g = ok(validateCreate('general', general({ registry_username: 'u', registry_password: 'pw-123' }), ctx));
+    expect(g.plainSecrets).toEqual({ registry_password: 'pw-123' });
+    expect(g.spec.secrets).toEqual({});
+    const o = ok(validateCreate('orchestrated', aggregated({ model_hub_token: 'hf_x' }), ctx));
+    expect(o.plainSecrets).toEqual({ model_hub_token: 'hf_x' });
+  });
+
+  it('returns every problem, unknown fields first, then in the order of the field list', () => {
+    // Body order differs from the field list on purpose; 'Bad_' breaks two name rules.
+    const body = { cooldown_period: 9999, foo: true, ...general({ name: 'Bad_', container_port: 0 }) };
+    const problems = problemsOf(validateCreate('general', body, ctx));
+    expect(problems.map((p) => p.field)).toEqual(['foo', 'name', 'name', 'container_port', 'cooldown_period']);
+    expect(problems[1]?.message).toContain('only lowercase letters, digits and hyphens');
+    expect(problems[2]?.message).toContain('must end with a letter or digit');
+  });
+});
+
+/** A stored deployment made from a valid draft, as the service would store it. */
+function recordOf(draft: DeploymentDraft, id = 1, extra: Partial<DeploymentRecord> = {}): DeploymentRecord {
+  const now = '2024-01-01T00:00:00.000Z';
+  return {
+    id,
+    family: draft.family,
+    name: draft.name,
+    cluster_id: draft.cluster_id,
+    spec: draft.spec,
+    scaling: draft.scaling,
+    auth: { token_id: 5, client_certificate_id: draft.auth.client_certificate_id, private_endpoint: draft.auth.private_endpoint },
+    revision: 1,
+    revisions: [{ revision: 1, created_at: now, reason: 'create', source_revision: null, status: 'pending', spec: draft.spec }],
+    paused: false,
+    status: 'pending',
+    created_at: now,
+    updated_at: now,
+    ...extra,
+  };
+}
+
+const created = (family: Family, body: Body): DeploymentRecord => recordOf(ok(validateCreate(family, body, ctx)));
+
+describe('the spec example: disaggregated create', () => {
+  it('is valid, keeps pool hardware in the spec and pool sizes in scaling, and round-trips through toRequest', () => {
+    const body = disaggregated();
+    const draft = ok(validateCreate('orchestrated', body, ctx));
+    expect(draft.spec).toMatchObject({
+      serving_mode: 'disaggregated',
+      hardware_instance_id: null,
+      worker_pools: { prefill: { hardware_instance_id: 1 }, decode: { hardware_instance_id: 2 } },
+      enable_logging: true,
+    });
+    expect(draft.scaling.pools).toEqual({ prefill: 1, decode: 2 });
+    const request = toRequest(recordOf(draft));
+    expect(request.worker_pools).toEqual(body.worker_pools);
+    expect(request).not.toHaveProperty('min_replicas');
+    expect(request).not.toHaveProperty('hardware_instance_id');
+    expect(request).not.toHaveProperty('endpoint_bearer_token');
+  });
+
+  it('fails naming min_replicas when the same request has it at the top level', () => {
+    const problems = problemsOf(validateCreate('orchestrated', disaggregated({ min_replicas: 1 }), ctx));
+    expect(problems.map((p) => p.field)).toEqual(['min_replicas']);
+  });
+
+  it('toRequest of any stored deployment validates again to the same draft', () => {
+    for (const [family, body] of [
+      ['general', general({ env: { A: '1' }, metrics_port: 9100, metrics_path: '/m', config_file: { filename: 'f', mount_path: '/c', content: 'x' } })],
+      ['orchestrated', aggregated({ min_replicas: 1, max_replicas: 3, concurrency: 2 })],
+      ['orchestrated', disaggregated()],
+    ] as [Family, Body][]) {
+      const record = created(family, body);
+      const again = ok(validatePatch(record, {}, ctx));
+      expect(again.draft.spec).toEqual(record.spec);
+      expect(again.draft.scaling).toEqual(record.scaling);
+      expect([again.specChanged, again.scalingChanged, again.authChanged]).toEqual([false, false, false]);
+    }
+  });
+});
+
+describe('validatePatch', () => {
+  const web = () => created('general', general({ min_replicas: 1, max_replicas: 2, max_concurrency: 4 }));
+
+  it('a min/max change scales in place: scalingChanged, not specChanged', () => {
+    const r = ok(validatePatch(web(), { min_replicas: 2, max_replicas: 3 }, ctx));
+    expect(r).toMatchObject({ specChanged: false, scalingChanged: true, authChanged: false });
+    expect(r.draft.scaling).toMatchObject({ min_replicas: 2, max_replicas: 3, target_concurrency: 4 });
+  });
+
+  it('an image change is a spec change', () => {
+    const r = ok(validatePatch(web(), { image: 'vllm/vllm-openai' }, ctx));
+    expect(r).toMatchObject({ specChanged: true, scalingChanged: false });
+    expect(r.draft.spec).toMatchObject({ image: 'vllm/vllm-openai', tag: 'openai' });
+  });
+
+  it('a secret given is a spec change; null clears it', () => {
+    const record = web();
+    const given = ok(validatePatch(record, { registry_username: 'u', registry_password: 'pw-1' }, ctx));
+    expect(given.specChanged).toBe(true);
+    expect(given.draft.plainSecrets).toEqual({ registry_password: 'pw-1' });
+    const withSecret = { ...record, spec: { ...record.spec, registry_username: 'u', secrets: { registry_password: 'v1.sealed' } } } as DeploymentRecord;
+    expect(ok(validatePatch(withSecret, { tag: 'v2' }, ctx)).draft.plainSecrets).toEqual({}); // absent: keep, no pairing error
+    const cleared = ok(validatePatch(withSecret, { registry_username: null, registry_password: null }, ctx));
+    expect(cleared.draft.plainSecrets).toEqual({ registry_password: null });
+    expect(cleared.specChanged).toBe(true);
+    expect(problemsOf(validatePatch(withSecret, { registry_username: null }, ctx)).map((p) => p.field)).toEqual(['registry_username']);
+  });
+
+  it('null clears an optional field back to its default', () => {
+    const record = created('general', general({ metrics_port: 9100, metrics_path: '/m', command: ['--x'] }));
+    const r = ok(validatePatch(record, { metrics_port: null, metrics_path: null, command: null }, ctx));
+    expect(r.draft.spec).toMatchObject({ metrics_port: null, metrics_path: null, command: [] });
+    expect(r.specChanged).toBe(true);
+  });
+
+  it('env with the same entries in another order is no change', () => {
+    const record = created('general', general({ env: { A: '1', B: '2' } }));
+    expect(ok(validatePatch(record, { env: { B: '2', A: '1' } }, ctx)).specChanged).toBe(false);
+  });
+
+  it.each([
+    ['name', { name: 'renamed' }],
+    ['cluster_id', { cluster_id: 2 }],
+  ])('refuses to change %s and suggests clone', (field, body) => {
+    const problems = problemsOf(validatePatch(web(), body, ctx));
+    expect(problems).toEqual([{ field, code: 'invalid_field', message: expect.stringContaining(`${field} cannot be changed`) }]);
+    expect(problems[0]?.message).toContain('/deployments/general/1/clone');
+  });
+
+  it('refuses to change serving_mode', () => {
+    const problems = problemsOf(validatePatch(created('orchestrated', disaggregated()), { serving_mode: 'aggregated' }, ctx));
+    expect(problems.map((p) => [p.field, p.message.includes('cannot be changed')])).toEqual([['serving_mode', true]]);
+  });
+
+  it('accepts the unchanged name', () => {
+    expect(ok(validatePatch(web(), { name: 'web', max_concurrency: 8 }, ctx)).scalingChanged).toBe(true);
+  });
+
+  it('merges worker_pools per pool: only decode.replicas', () => {
+    const r = ok(validatePatch(created('orchestrated', disaggregated()), { worker_pools: { decode: { replicas: 3 } } }, ctx));
+    expect(r.draft.scaling.pools).toEqual({ prefill: 1, decode: 3 });
+    expect(r).toMatchObject({ specChanged: false, scalingChanged: true });
+    const hw = ok(validatePatch(created('orchestrated', disaggregated()), { worker_pools: { prefill: { hardware_instance_id: 3 } } }, ctx));
+    expect(hw).toMatchObject({ specChanged: true, scalingChanged: false });
+  });
+
+  it('applies the create rules to the merged request', () => {
+    const disagg = created('orchestrated', disaggregated());
+    expect(problemsOf(validatePatch(disagg, { min_replicas: 2 }, ctx)).map((p) => p.field)).toEqual(['min_replicas']);
+    expect(problemsOf(validatePatch(disagg, { worker_pools: { prefill: { replicas: 0 } } }, ctx)).map((p) => p.field)).toEqual([
+      'worker_pools.prefill.replicas',
+    ]);
+    expect(problemsOf(validatePatch(web(), { max_replicas: 5, max_concurrency: null }, ctx)).map((p) => p.field)).toEqual(['max_concurrency']);
+    expect(problemsOf(validatePatch(web(), { image: 'x:1' }, ctx)).map((p) => p.field)).toEqual(['image']);
+  });
+
+  it('keeps the existing token binding when the body gives no credential', () => {
+    const r = ok(validatePatch(web(), { max_replicas: 4 }, ctx));
+    expect(r.draft.auth).toEqual({ token_value: null, token_id: 5, client_certificate_id: null, private_endpoint: false });
+    expect(r.authChanged).toBe(false);
+  });
+
+  it('changes auth without a revision, and refuses to leave the endpoint unprotected', () => {
+    const r = ok(validatePatch(web(), { endpoint_bearer_token: 'a-new-token-value' }, ctx));
+    expect(r).toMatchObject({ specChanged: false, scalingChanged: false, authChanged: true });
+    expect(r.draft.auth).toMatchObject({ token_value: 'a-new-token-value', token_id: null });
+    const cert = ok(validatePatch(web(), { endpoint_bearer_token: null, client_certificate_id: CERT }, ctx));
+    expect(cert.draft.auth).toMatchObject({ token_id: null, client_certificate_id: CERT });
+    const bare = problemsOf(validatePatch(web(), { endpoint_bearer_token: null }, ctx));
+    expect(bare.map((p) => p.field)).toEqual(['endpoint_bearer_token']);
+    expect(problemsOf(validatePatch(web(), { client_certificate_id: 99 }, ctx)).map((p) => p.field)).toEqual(['client_certificate_id']);
+  });
+
+  it('refuses a body that is not an object', () => {
+    expect(problemsOf(validatePatch(web(), 'x', ctx))).toEqual([{ field: '', code: 'invalid_request', message: expect.any(String) }]);
+  });
+});
+
+describe('validateClone', () => {
+  const source = () => created('orchestrated', disaggregated());
+
+  it('copies worker_pools, spec and auth binding under the new name', () => {
+    const src = source();
+    const d = ok(validateClone(src, { name: 'llama-copy', worker_pools: toRequest(src).worker_pools }, ctx));
+    expect(d.name).toBe('llama-copy');
+    expect(d.spec).toEqual(src.spec);
+    expect(d.scaling).toEqual(src.scaling);
+    expect(d.auth).toEqual({ token_value: null, token_id: 5, client_certificate_id: null, private_endpoint: false });
+    expect(d.plainSecrets).toEqual({}); // the caller copies the sealed secrets
+    const bare = ok(validateClone(src, { name: 'llama-copy2' }, ctx));
+    expect(toRequest(recordOf(bare)).worker_pools).toEqual(disaggregated().worker_pools);
+  });
+
+  it('applies overrides through the same rules', () => {
+    const d = ok(validateClone(source(), { name: 'bigger', worker_pools: { decode: { replicas: 4 } } }, ctx));
+    expect(d.scaling.pools).toEqual({ prefill: 1, decode: 4 });
+    expect(problemsOf(validateClone(source(), { name: 'x', min_replicas: 1 }, ctx)).map((p) => p.field)).toEqual(['min_replicas']);
+  });
+
+  it('switching serving_mode drops the source fields of the other mode', () => {
+    const d = ok(validateClone(source(), { name: 'agg-copy', serving_mode: 'aggregated', hardware_instance_id: 2 }, ctx));
+    expect(d.spec).toMatchObject({ serving_mode: 'aggregated', worker_pools: null, hardware_instance_id: 2 });
+    expect(d.scaling.pools).toBeNull();
+  });
+
+  it('needs a name of its own', () => {
+    expect(problemsOf(validateClone(source(), {}, ctx)).map((p) => [p.field, p.message])).toEqual([['name', expect.stringContaining('name is required')]]);
+    const taken = problemsOf(validateClone(source(), { name: 'taken-name' }, ctx));
+    expect(taken.map((p) => [p.field, p.code])).toEqual([['name', 'conflict']]);
+  });
+
+  it('a general clone onto another cluster', () => {
+    const d = ok(validateClone(created('general', general()), { name: 'web-2', cluster_id: 2 }, ctx));
+    expect(d.cluster_id).toBe(2);
+  });
+});

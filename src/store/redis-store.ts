@@ -1,0 +1,343 @@
+// Owns the shared store on Redis, for running several infergate processes on one state.
+// Every write (unique-key claims, compare-and-set, the record itself, the change PUBLISH)
+// is one Lua script, so Redis applies it atomically; the change feed is a pub/sub channel.
+
+import { Redis } from 'ioredis';
+import { KINDS, type Kind, type RecordMap } from '../domain/records.js';
+import {
+  ConflictError,
+  NotFoundError,
+  StoreError,
+  VersionConflictError,
+  type ChangeEvent,
+  type ChangeListener,
+  type CreateOptions,
+  type Store,
+  type UniqueKey,
+  type Versioned,
+} from './store.js';
+
+export interface RedisStoreOptions {
+  url: string;
+  /** Namespace for every key; tests use a random one. */
+  prefix?: string;
+}
+
+/** What a record's hash field holds. */
+interface Envelope {
+  v: number;
+  u: UniqueKey[];
+  d: unknown;
+}
+
+// KEYS[1] record hash, KEYS[2..] index hashes; ARGV: id, envelope, channel, event, ref, index keys.
+// Checks every claim before writing anything, so a conflict leaves no trace.
+const CREATE_LUA = `
+for i = 2, #KEYS do
+  if redis.call('HEXISTS', KEYS[i], ARGV[i + 4]) == 1 then return {'conflict', i - 1} end
+end
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return {'exists'} end
+for i = 2, #KEYS do redis.call('HSET', KEYS[i], ARGV[i + 4], ARGV[5]) end
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return {'ok', 1}
+`;
+
+// KEYS[1] record hash; ARGV: id, expected version, data JSON, channel, kind.
+// The new envelope is spliced as text so the record's JSON never goes through cjson, which
+// would turn empty arrays into objects.
+const UPDATE_LUA = `
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return {'missing'} end
+local env = cjson.decode(raw)
+if env.v ~= tonumber(ARGV[2]) then return {'stale'} end
+local v = env.v + 1
+local u = '[]'
+if #env.u > 0 then u = cjson.encode(env.u) end
+redis.call('HSET', KEYS[1], ARGV[1], '{"v":' .. v .. ',"u":' .. u .. ',"d":' .. ARGV[3] .. '}')
+redis.call('PUBLISH', ARGV[4], '{"kind":"' .. ARGV[5] .. '","id":' .. ARGV[1] .. ',"op":"put","version":' .. v .. '}')
+return {'ok', v}
+`;
+
+// KEYS[1] record hash; ARGV: id, expected version ('' = any), channel, kind, index key prefix.
+// The index hashes are only known from the stored envelope, so they are derived here; that
+// is fine on a standalone Redis (not Cluster).
+const DELETE_LUA = `
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return {'missing'} end
+local env = cjson.decode(raw)
+if ARGV[2] ~= '' and env.v ~= tonumber(ARGV[2]) then return {'stale'} end
+redis.call('HDEL', KEYS[1], ARGV[1])
+local ref = ARGV[4] .. ':' .. ARGV[1]
+for _, u in ipairs(env.u) do
+  local idx = ARGV[5] .. u.index
+  if redis.call('HGET', idx, u.key) == ref then redis.call('HDEL', idx, u.key) end
+end
+redis.call('PUBLISH', ARGV[3], '{"kind":"' .. ARGV[4] .. '","id":' .. ARGV[1] .. ',"op":"delete","version":' .. env.v .. '}')
+return {'ok', env.v}
+`;
+
+type ScriptReply = [string, number?];
+type ScriptCommand = (numKeys: number, ...args: string[]) => Promise<ScriptReply>;
+interface ScriptCommands {
+  infergateCreate: ScriptCommand;
+  infergateUpdate: ScriptCommand;
+  infergateDelete: ScriptCommand;
+}
+
+const CONNECT_TIMEOUT_MS = 5_000;
+
+export class RedisStore implements Store {
+  private readonly url: string;
+  private readonly prefix: string;
+  private redis: Redis | undefined;
+  private subscriber: Redis | undefined;
+  private subscribed: Promise<void> | undefined;
+  private opened = false;
+  private lastError: Error | undefined;
+  private readonly listeners = new Set<ChangeListener>();
+
+  constructor(options: RedisStoreOptions) {
+    this.url = options.url;
+    this.prefix = options.prefix ?? 'infergate';
+  }
+
+  async open(): Promise<void> {
+    if (this.opened) return;
+    const redis = new Redis(this.url, {
+      lazyConnect: true,
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      maxRetriesPerRequest: 2,
+      // Give up at once while opening (so open() fails fast and clearly); reconnect afterwards.
+      retryStrategy: (times: number) => (this.opened ? Math.min(times * 200, 2_000) : null),
+    });
+    redis.on('error', (err: Error) => {
+      this.lastError = err;
+    });
+    try {
+      await redis.connect();
+    } catch (err) {
+      redis.disconnect();
+      throw new StoreError(`cannot reach Redis at ${redactRedisUrl(this.url)}: ${reason(this.lastError ?? err)}`);
+    }
+    redis.defineCommand('infergateCreate', { lua: CREATE_LUA });
+    redis.defineCommand('infergateUpdate', { lua: UPDATE_LUA });
+    redis.defineCommand('infergateDelete', { lua: DELETE_LUA });
+    this.redis = redis;
+    this.opened = true;
+  }
+
+  async close(): Promise<void> {
+    if (!this.opened) return;
+    this.opened = false;
+    const connections = [this.subscriber, this.redis].filter((c): c is Redis => c !== undefined);
+    this.subscriber = undefined;
+    this.subscribed = undefined;
+    this.redis = undefined;
+    await Promise.all(connections.map((c) => c.quit().then(() => undefined, () => c.disconnect())));
+  }
+
+  async ping(): Promise<void> {
+    await this.client().ping();
+  }
+
+  async get<K extends Kind>(kind: K, id: number): Promise<Versioned<RecordMap[K]> | undefined> {
+    const raw = await this.client().hget(this.recKey(kind), String(id));
+    return raw === null ? undefined : toVersioned<RecordMap[K]>(raw);
+  }
+
+  async list<K extends Kind>(kind: K): Promise<Versioned<RecordMap[K]>[]> {
+    const all = await this.client().hgetall(this.recKey(kind));
+    return Object.entries(all)
+      .map(([id, raw]) => [Number(id), raw] as const)
+      .sort(([a], [b]) => a - b)
+      .map(([, raw]) => toVersioned<RecordMap[K]>(raw));
+  }
+
+  async lookup(index: string, key: string): Promise<{ kind: Kind; id: number } | undefined> {
+    const ref = await this.client().hget(this.idxKey(index), key);
+    return ref === null ? undefined : parseRef(ref);
+  }
+
+  async create<K extends Kind>(
+    kind: K,
+    build: (id: number) => RecordMap[K],
+    options: CreateOptions = {},
+  ): Promise<Versioned<RecordMap[K]>> {
+    await this.eventsReady();
+    // The id is drawn before the claim; a conflict just skips it (ids need not be dense).
+    const id = await this.client().incr(this.seqKey(kind));
+    const value = build(id);
+    const unique = (options.unique ?? []).map(({ index, key }) => ({ index, key }));
+    const envelope = JSON.stringify({ v: 1, u: unique, d: value } satisfies Envelope);
+    const event = JSON.stringify({ kind, id, op: 'put', version: 1 } satisfies ChangeEvent);
+    const [status, at] = await this.scripts().infergateCreate(
+      1 + unique.length,
+      this.recKey(kind),
+      ...unique.map((u) => this.idxKey(u.index)),
+      String(id),
+      envelope,
+      this.channel(),
+      event,
+      `${kind}:${id}`,
+      ...unique.map((u) => u.key),
+    );
+    if (status === 'conflict') {
+      const taken = unique[(at ?? 1) - 1];
+      throw new ConflictError(taken?.index ?? '?', taken?.key ?? '?');
+    }
+    if (status !== 'ok') throw new StoreError(`${kind} ${id} already exists in Redis: the id counter ${this.seqKey(kind)} is behind`);
+    return { value: JSON.parse(JSON.stringify(value)) as RecordMap[K], version: 1 };
+  }
+
+  async update<K extends Kind>(
+    kind: K,
+    id: number,
+    expectedVersion: number,
+    value: RecordMap[K],
+  ): Promise<Versioned<RecordMap[K]>> {
+    await this.eventsReady();
+    const data = JSON.stringify(value);
+    const [status, version] = await this.scripts().infergateUpdate(
+      1,
+      this.recKey(kind),
+      String(id),
+      String(expectedVersion),
+      data,
+      this.channel(),
+      kind,
+    );
+    if (status === 'missing') throw new NotFoundError(kind, id);
+    if (status === 'stale') throw new VersionConflictError(kind, id);
+    return { value: JSON.parse(data) as RecordMap[K], version: Number(version) };
+  }
+
+  async delete(kind: Kind, id: number, expectedVersion?: number): Promise<boolean> {
+    await this.eventsReady();
+    const [status] = await this.scripts().infergateDelete(
+      1,
+      this.recKey(kind),
+      String(id),
+      expectedVersion === undefined ? '' : String(expectedVersion),
+      this.channel(),
+      kind,
+      `${this.prefix}:idx:`,
+    );
+    if (status === 'stale') throw new VersionConflictError(kind, id);
+    return status === 'ok';
+  }
+
+  watch(listener: ChangeListener): () => void {
+    const wrapped: ChangeListener = (event) => listener(event);
+    this.listeners.add(wrapped);
+    this.ensureSubscribed();
+    return () => {
+      this.listeners.delete(wrapped);
+    };
+  }
+
+  /** Subscribes once, on a second connection: a subscribed connection cannot run commands. */
+  private ensureSubscribed(): void {
+    if (this.subscriber || !this.opened) return;
+    const subscriber = this.client().duplicate();
+    subscriber.on('error', (err: Error) => {
+      this.lastError = err;
+    });
+    subscriber.on('message', (channel: string, message: string) => {
+      if (channel === this.channel()) this.deliver(message);
+    });
+    this.subscriber = subscriber;
+    this.subscribed = subscriber.subscribe(this.channel()).then(
+      () => undefined,
+      (err: unknown) => process.emitWarning(`Redis store cannot subscribe to ${this.channel()}: ${reason(err)}`),
+    );
+  }
+
+  /** Our own writes issued after watch() must not be published before we listen. */
+  private async eventsReady(): Promise<void> {
+    await this.subscribed;
+  }
+
+  private deliver(message: string): void {
+    const event = parseEvent(message);
+    if (!event) return;
+    for (const listener of [...this.listeners]) {
+      try {
+        listener({ ...event });
+      } catch (err) {
+        process.emitWarning(`store change listener threw: ${reason(err)}`);
+      }
+    }
+  }
+
+  private client(): Redis {
+    if (!this.redis) throw new StoreError(`Redis store ${redactRedisUrl(this.url)} is not open`);
+    return this.redis;
+  }
+
+  private scripts(): ScriptCommands {
+    return this.client() as unknown as ScriptCommands;
+  }
+
+  private recKey(kind: Kind): string {
+    return `${this.prefix}:rec:${kind}`;
+  }
+
+  private idxKey(index: string): string {
+    return `${this.prefix}:idx:${index}`;
+  }
+
+  private seqKey(kind: Kind): string {
+    return `${this.prefix}:seq:${kind}`;
+  }
+
+  private channel(): string {
+    return `${this.prefix}:changes`;
+  }
+}
+
+/** The URL as safe to print: the password is dropped. */
+export function redactRedisUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.password = '';
+    return parsed.toString();
+  } catch {
+    return url.replace(/\/\/[^@/]*@/, '//');
+  }
+}
+
+function toVersioned<T>(raw: string): Versioned<T> {
+  const env = JSON.parse(raw) as Envelope;
+  return { value: env.d as T, version: env.v };
+}
+
+function parseRef(ref: string): { kind: Kind; id: number } | undefined {
+  const at = ref.lastIndexOf(':');
+  const kind = ref.slice(0, at);
+  const id = Number(ref.slice(at + 1));
+  return isKind(kind) && Number.isSafeInteger(id) ? { kind, id } : undefined;
+}
+
+/** Other processes share the channel; anything that is not a well-formed event is ignored. */
+function parseEvent(message: string): ChangeEvent | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(message);
+  } catch {
+    return undefined;
+  }
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const { kind, id, op, version } = raw as Record<string, unknown>;
+  if (typeof kind !== 'string' || !isKind(kind)) return undefined;
+  if (typeof id !== 'number' || typeof version !== 'number') return undefined;
+  if (op !== 'put' && op !== 'delete') return undefined;
+  return { kind, id, op, version };
+}
+
+function isKind(value: string): value is Kind {
+  return (KINDS as readonly string[]).includes(value);
+}
+
+function reason(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

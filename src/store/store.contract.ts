@@ -1,0 +1,339 @@
+// Owns the behavioural contract every Store implementation must meet (ids, compare-and-set,
+// unique keys, deletes, the change feed, durability across reopen, modify() under
+// contention). Implementation test files call describeStoreContract with a factory.
+
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { DeploymentRecord, ReplicaRecord, ServiceAccountRecord, TokenRecord } from '../domain/records.js';
+import {
+  ConflictError,
+  NotFoundError,
+  VersionConflictError,
+  modify,
+  type ChangeEvent,
+  type Store,
+  type Versioned,
+} from './store.js';
+
+export interface StoreHarness {
+  /** An opened store on fresh, empty state. */
+  store: Store;
+  /** A new, opened instance on the same state (same dir / same Redis prefix). */
+  reopen: () => Promise<Store>;
+  /** Closes every instance it handed out and removes the state. */
+  cleanup: () => Promise<void>;
+}
+
+const CREATED_AT = '2025-01-01T00:00:00.000Z';
+const TOKEN_HASH = 'token-hash';
+
+export function tokenRecord(id: number, name: string, hash = `hash-${name}`): TokenRecord {
+  return { id, name, hash, hint: hash.slice(-4), created_at: CREATED_AT };
+}
+
+export function serviceAccountRecord(id: number, name: string): ServiceAccountRecord {
+  return { id, name, role: 'member', key_hash: `key-${name}`, hint: name.slice(-4), created_at: CREATED_AT };
+}
+
+export function replicaRecord(id: number, restarts = 0): ReplicaRecord {
+  return {
+    id,
+    deployment_id: 1,
+    revision: 1,
+    component: 'worker',
+    address: '127.0.0.1:9000',
+    state: 'starting',
+    restarts,
+    updated_at: CREATED_AT,
+  };
+}
+
+/** A general deployment with empty arrays and maps, which JSON round trips must keep as such. */
+export function deploymentRecord(id: number, name: string): DeploymentRecord {
+  const spec: DeploymentRecord['spec'] = {
+    family: 'general',
+    preset: null,
+    hardware_instance_id: 1,
+    image: 'nginx',
+    tag: 'latest',
+    container_port: 8080,
+    protocol: 'http',
+    health_check_path: '/healthz',
+    registry_username: null,
+    enable_logging: false,
+    enable_model_caching: false,
+    session_affinity: false,
+    command: [],
+    metrics_port: null,
+    metrics_path: null,
+    env: {},
+    config_file: null,
+    annotations: {},
+    secrets: {},
+  };
+  return {
+    id,
+    family: 'general',
+    name,
+    cluster_id: 1,
+    spec,
+    scaling: { min_replicas: 0, max_replicas: 1, target_concurrency: null, cooldown_period: 300, pools: null },
+    auth: { token_id: null, client_certificate_id: null, private_endpoint: false },
+    revision: 1,
+    revisions: [{ revision: 1, created_at: CREATED_AT, reason: 'create', source_revision: null, status: 'pending', spec }],
+    paused: false,
+    status: 'pending',
+    created_at: CREATED_AT,
+    updated_at: CREATED_AT,
+  };
+}
+
+/** Creates a token whose hash is claimed in the token-hash index. */
+export function createToken(store: Store, name: string, hash = `hash-${name}`): Promise<Versioned<TokenRecord>> {
+  return store.create('token', (id) => tokenRecord(id, name, hash), { unique: [{ index: TOKEN_HASH, key: hash }] });
+}
+
+export function describeStoreContract(name: string, makeStore: () => Promise<StoreHarness>): void {
+  describe(`Store contract: ${name}`, () => {
+    let harness: StoreHarness;
+    let store: Store;
+
+    beforeEach(async () => {
+      harness = await makeStore();
+      store = harness.store;
+    });
+
+    afterEach(async () => {
+      await harness.cleanup();
+    });
+
+    describe('ids', () => {
+      it('assigns 1, 2, 3 per kind independently', async () => {
+        const tokens = [await createToken(store, 'a'), await createToken(store, 'b'), await createToken(store, 'c')];
+        expect(tokens.map((t) => t.value.id)).toEqual([1, 2, 3]);
+        const account = await store.create('service_account', (id) => serviceAccountRecord(id, 'ops'));
+        expect(account.value.id).toBe(1);
+        expect((await createToken(store, 'd')).value.id).toBe(4);
+      });
+
+      it('never reuses an id after delete', async () => {
+        await createToken(store, 'a');
+        await createToken(store, 'b');
+        expect(await store.delete('token', 2)).toBe(true);
+        expect((await createToken(store, 'c')).value.id).toBe(3);
+        expect(await store.delete('token', 3)).toBe(true);
+        expect(await store.delete('token', 1)).toBe(true);
+        expect((await createToken(store, 'd')).value.id).toBe(4);
+      });
+    });
+
+    describe('get and list', () => {
+      it('return the value with its version', async () => {
+        const created = await createToken(store, 'a');
+        expect(created).toEqual({ value: tokenRecord(1, 'a'), version: 1 });
+        expect(await store.get('token', 1)).toEqual({ value: tokenRecord(1, 'a'), version: 1 });
+        expect(await store.get('token', 2)).toBeUndefined();
+      });
+
+      it('list returns every record of the kind, in id order', async () => {
+        await createToken(store, 'a');
+        await createToken(store, 'b');
+        await store.create('service_account', (id) => serviceAccountRecord(id, 'ops'));
+        await store.update('token', 1, 1, tokenRecord(1, 'a2', 'hash-a'));
+        expect(await store.list('token')).toEqual([
+          { value: tokenRecord(1, 'a2', 'hash-a'), version: 2 },
+          { value: tokenRecord(2, 'b'), version: 1 },
+        ]);
+        expect(await store.list('deployment')).toEqual([]);
+      });
+
+      it('hands out copies, not the stored object', async () => {
+        const created = await createToken(store, 'a');
+        created.value.name = 'mutated';
+        const read = await store.get('token', 1);
+        if (read) read.value.name = 'mutated too';
+        expect((await store.get('token', 1))?.value.name).toBe('a');
+      });
+    });
+
+    describe('update (compare-and-set)', () => {
+      it('succeeds with the current version and bumps it', async () => {
+        await createToken(store, 'a');
+        const updated = await store.update('token', 1, 1, tokenRecord(1, 'renamed', 'hash-a'));
+        expect(updated).toEqual({ value: tokenRecord(1, 'renamed', 'hash-a'), version: 2 });
+        expect(await store.get('token', 1)).toEqual(updated);
+        expect((await store.update('token', 1, 2, tokenRecord(1, 'again', 'hash-a'))).version).toBe(3);
+      });
+
+      it('fails with VersionConflictError on a stale version and changes nothing', async () => {
+        await createToken(store, 'a');
+        await store.update('token', 1, 1, tokenRecord(1, 'first', 'hash-a'));
+        await expect(store.update('token', 1, 1, tokenRecord(1, 'second', 'hash-a'))).rejects.toBeInstanceOf(
+          VersionConflictError,
+        );
+        expect(await store.get('token', 1)).toEqual({ value: tokenRecord(1, 'first', 'hash-a'), version: 2 });
+      });
+
+      it('fails with NotFoundError when the record is missing', async () => {
+        await expect(store.update('token', 7, 1, tokenRecord(7, 'ghost'))).rejects.toBeInstanceOf(NotFoundError);
+        expect(await store.get('token', 7)).toBeUndefined();
+      });
+
+      it('keeps empty arrays and objects intact through updates', async () => {
+        const created = await store.create('deployment', (id) => deploymentRecord(id, 'empty'));
+        const changed = { ...created.value, paused: true };
+        await store.update('deployment', 1, 1, changed);
+        expect(await store.get('deployment', 1)).toEqual({ value: changed, version: 2 });
+      });
+    });
+
+    describe('unique keys', () => {
+      it('refuse a second create with the same key and write nothing', async () => {
+        await createToken(store, 'a', 'same');
+        const err = await createToken(store, 'b', 'same').catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(ConflictError);
+        expect(err).toMatchObject({ index: TOKEN_HASH, key: 'same' });
+        expect((await store.list('token')).map((t) => t.value.name)).toEqual(['a']);
+        expect(await store.lookup(TOKEN_HASH, 'same')).toEqual({ kind: 'token', id: 1 });
+      });
+
+      it('claim all keys or none', async () => {
+        await createToken(store, 'a', 'taken');
+        const both = [
+          { index: 'token-name', key: 'fresh' },
+          { index: TOKEN_HASH, key: 'taken' },
+        ];
+        await expect(store.create('token', (id) => tokenRecord(id, 'fresh', 'taken'), { unique: both })).rejects.toBeInstanceOf(
+          ConflictError,
+        );
+        expect(await store.lookup('token-name', 'fresh')).toBeUndefined();
+      });
+
+      it('lookup finds the kind and id; delete releases the key', async () => {
+        await createToken(store, 'a');
+        await createToken(store, 'b');
+        expect(await store.lookup(TOKEN_HASH, 'hash-b')).toEqual({ kind: 'token', id: 2 });
+        expect(await store.lookup(TOKEN_HASH, 'nope')).toBeUndefined();
+        expect(await store.lookup('other-index', 'hash-b')).toBeUndefined();
+        await store.delete('token', 2);
+        expect(await store.lookup(TOKEN_HASH, 'hash-b')).toBeUndefined();
+        const again = await createToken(store, 'b');
+        expect(await store.lookup(TOKEN_HASH, 'hash-b')).toEqual({ kind: 'token', id: again.value.id });
+      });
+
+      it('survive updates', async () => {
+        await createToken(store, 'a');
+        await store.update('token', 1, 1, tokenRecord(1, 'renamed', 'hash-a'));
+        await expect(createToken(store, 'b', 'hash-a')).rejects.toBeInstanceOf(ConflictError);
+        await store.delete('token', 1);
+        expect(await store.lookup(TOKEN_HASH, 'hash-a')).toBeUndefined();
+      });
+    });
+
+    describe('delete', () => {
+      it('with a stale expectedVersion does not delete', async () => {
+        await createToken(store, 'a');
+        await store.update('token', 1, 1, tokenRecord(1, 'a2', 'hash-a'));
+        await expect(store.delete('token', 1, 1)).rejects.toBeInstanceOf(VersionConflictError);
+        expect((await store.get('token', 1))?.version).toBe(2);
+        expect(await store.lookup(TOKEN_HASH, 'hash-a')).toEqual({ kind: 'token', id: 1 });
+        expect(await store.delete('token', 1, 2)).toBe(true);
+        expect(await store.get('token', 1)).toBeUndefined();
+      });
+
+      it('of a missing id returns false', async () => {
+        expect(await store.delete('token', 42)).toBe(false);
+        expect(await store.delete('token', 42, 1)).toBe(false);
+        await createToken(store, 'a');
+        expect(await store.delete('token', 1)).toBe(true);
+        expect(await store.delete('token', 1)).toBe(false);
+      });
+    });
+
+    describe('watch', () => {
+      it('receives put and delete events in order', async () => {
+        const events: ChangeEvent[] = [];
+        const stop = store.watch((e) => events.push(e));
+        await createToken(store, 'a');
+        await store.update('token', 1, 1, tokenRecord(1, 'a2', 'hash-a'));
+        await store.create('service_account', (id) => serviceAccountRecord(id, 'ops'));
+        await store.delete('token', 1);
+        await vi.waitFor(() => expect(events).toHaveLength(4), { timeout: 5_000 });
+        expect(events).toEqual([
+          { kind: 'token', id: 1, op: 'put', version: 1 },
+          { kind: 'token', id: 1, op: 'put', version: 2 },
+          { kind: 'service_account', id: 1, op: 'put', version: 1 },
+          { kind: 'token', id: 1, op: 'delete', version: 2 },
+        ]);
+        stop();
+      });
+
+      it('announces nothing for writes that failed', async () => {
+        const events: ChangeEvent[] = [];
+        const stop = store.watch((e) => events.push(e));
+        await createToken(store, 'a');
+        await createToken(store, 'b', 'hash-a').catch(() => undefined);
+        await store.update('token', 1, 5, tokenRecord(1, 'x')).catch(() => undefined);
+        await store.delete('token', 9);
+        await store.delete('token', 1);
+        await vi.waitFor(() => expect(events).toHaveLength(2), { timeout: 5_000 });
+        expect(events.map((e) => `${e.op} ${e.kind} ${e.id}`)).toEqual(['put token 1', 'delete token 1']);
+        stop();
+      });
+
+      it('stops delivering after unsubscribe', async () => {
+        const stopped: ChangeEvent[] = [];
+        const still: ChangeEvent[] = [];
+        const stop = store.watch((e) => stopped.push(e));
+        const keep = store.watch((e) => still.push(e));
+        await createToken(store, 'a');
+        await vi.waitFor(() => expect(stopped).toHaveLength(1), { timeout: 5_000 });
+        stop();
+        await createToken(store, 'b');
+        // Once the remaining listener has seen the second event, the removed one would have too.
+        await vi.waitFor(() => expect(still).toHaveLength(2), { timeout: 5_000 });
+        expect(stopped).toHaveLength(1);
+        keep();
+      });
+    });
+
+    describe('durability', () => {
+      it('keeps records, versions, unique keys and id counters across close and reopen', async () => {
+        await createToken(store, 'a');
+        await createToken(store, 'b');
+        await createToken(store, 'c');
+        await store.update('token', 1, 1, tokenRecord(1, 'a2', 'hash-a'));
+        await store.delete('token', 3);
+        await store.create('replica', (id) => replicaRecord(id, 5));
+        const before = { tokens: await store.list('token'), replicas: await store.list('replica') };
+        await store.close();
+
+        const reopened = await harness.reopen();
+        expect(await reopened.list('token')).toEqual(before.tokens);
+        expect(await reopened.list('replica')).toEqual(before.replicas);
+        expect(await reopened.lookup(TOKEN_HASH, 'hash-b')).toEqual({ kind: 'token', id: 2 });
+        expect(await reopened.lookup(TOKEN_HASH, 'hash-c')).toBeUndefined();
+        await expect(createToken(reopened, 'x', 'hash-a')).rejects.toBeInstanceOf(ConflictError);
+        expect((await createToken(reopened, 'd')).value.id).toBeGreaterThanOrEqual(4);
+        await reopened.ping();
+      });
+    });
+
+    describe('modify()', () => {
+      it('retries under concurrent writers so that every increment lands', async () => {
+        await store.create('replica', (id) => replicaRecord(id));
+        const writers = 20;
+        // The default retry budget with its jittered pauses must be enough for 20 writers.
+        const bump = () => modify(store, 'replica', 1, (r) => ({ ...r, restarts: r.restarts + 1 }));
+        await Promise.all(Array.from({ length: writers }, bump));
+        expect(await store.get('replica', 1)).toMatchObject({ value: { restarts: writers }, version: writers + 1 });
+      });
+
+      it('leaves the record alone when the change returns undefined', async () => {
+        await store.create('replica', (id) => replicaRecord(id));
+        const result = await modify(store, 'replica', 1, () => undefined);
+        expect(result.version).toBe(1);
+        await expect(modify(store, 'replica', 2, (r) => r)).rejects.toBeInstanceOf(NotFoundError);
+      });
+    });
+  });
+}
