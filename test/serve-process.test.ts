@@ -1,7 +1,7 @@
 // `infergate serve` as a real child process: start-up lines, persistence across SIGKILL,
 // the data-dir lock, clean shutdown, and one-line failures with exit code 1.
 
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,8 +38,8 @@ async function call(p: ServeProcess, key: string, method: string, route: string,
 }
 
 /** Runs the CLI to completion and returns its exit code and output. */
-async function runToExit(args: string[], env: Record<string, string>, ids: { uid?: number; gid?: number } = {}) {
-  const child = spawnCli(args, env, ids);
+async function runToExit(args: string[], env: Record<string, string>) {
+  const child = spawnCli(args, env);
   let out = '';
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
@@ -143,16 +143,13 @@ describe('infergate serve', () => {
   });
 
   it('exits 1 with one line naming --gateway-port when 443 may not be bound (EACCES)', async () => {
-    // As root, run as nobody so the kernel refuses the privileged port; otherwise we already are unprivileged.
-    const ids = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-    const dir = path.join(root, 'eacces');
-    await mkdir(dir, { recursive: true });
-    await chmod(root, 0o777);
-    await chmod(dir, 0o777);
-    const p = await start('eacces', { expectStart: false, env: { INFERGATE_GATEWAY_PORT: '443', HOME: dir }, ...ids });
+    // Root keeps its file access but loses the right to bind ports below 1024 (setpriv,
+    // util-linux); an unprivileged user gets EACCES without help.
+    const wrapper = process.getuid?.() === 0 ? ['setpriv', '--bounding-set', '-net_bind_service', '--inh-caps', '-net_bind_service'] : [];
+    const p = await start('eacces', { expectStart: false, env: { INFERGATE_GATEWAY_PORT: '443' }, wrapper });
     expect((await p.exited).code).toBe(1);
     const lines = p.output().trim().split('\n');
-    expect(lines).toHaveLength(1);
+    expect(lines, p.output()).toHaveLength(1);
     expect(lines[0]).toMatch(/^infergate: error: gateway: no permission to bind port 443 .*CAP_NET_BIND_SERVICE.*--gateway-port/);
   });
 });

@@ -25,8 +25,8 @@ export interface ServeOptions {
   args?: string[];
   /** Wait for the start-up line (default) or just for the process to exit. */
   expectStart?: boolean;
-  uid?: number;
-  gid?: number;
+  /** A command the CLI runs under, e.g. setpriv to drop a capability. */
+  wrapper?: string[];
 }
 
 export async function servePorts(): Promise<Record<string, string>> {
@@ -38,12 +38,12 @@ export async function servePorts(): Promise<Record<string, string>> {
 }
 
 /** Runs the CLI from source through tsx, so tests need no build step. */
-export function spawnCli(args: string[], env: Record<string, string>, ids: { uid?: number; gid?: number } = {}): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+export function spawnCli(args: string[], env: Record<string, string>, wrapper: string[] = []): ChildProcess {
+  const command = [...wrapper, process.execPath, '--import', 'tsx', MAIN, ...args];
+  return spawn(command[0] as string, command.slice(1), {
     cwd: ROOT,
     env: { ...process.env, ...env, INFERGATE_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
-    ...ids,
   });
 }
 
@@ -54,7 +54,7 @@ export async function startServe(opts: ServeOptions): Promise<ServeProcess> {
     INFERGATE_CERTS_DIR: opts.certsDir,
     ...opts.env,
   };
-  const child = spawnCli(['serve', ...(opts.args ?? [])], env, { uid: opts.uid, gid: opts.gid });
+  const child = spawnCli(['serve', ...(opts.args ?? [])], env, opts.wrapper);
   let out = '';
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
