@@ -29,7 +29,7 @@ export interface RunningService {
 
 export async function serve(config: Config, out: (line: string) => void): Promise<RunningService> {
   const logger = pino({ level: config.logLevel, base: { service: 'infergate' } });
-  const store: Store = config.redisUrl ? new RedisStore({ url: config.redisUrl }) : new FileStore({ dir: config.dataDir });
+  const store: Store = config.redisUrl ? new RedisStore({ url: config.redisUrl, prefix: config.redisPrefix }) : new FileStore({ dir: config.dataDir });
   await store.open();
   const closers: Array<() => Promise<void>> = [() => store.close()];
   const stop = async () => {

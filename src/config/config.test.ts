@@ -59,6 +59,7 @@ describe('serve config', () => {
     [['--api-tls-cert', 'a.pem'], /must be given together/],
     [['--redis', 'localhost:6379'], /redis:\/\//],
     [['--bogus'], /bogus/],
+    [['--redis-prefix', 'has space'], /--redis-prefix must be/],
   ])('refuses %j with a message naming the flag', (argv, message) => {
     expect(() => parse(argv)).toThrow(ConfigError);
     expect(() => parse(argv)).toThrow(message);

@@ -21,6 +21,7 @@ export interface Config {
   dataDir: string;
   certsDir: string;
   redisUrl: string | null;
+  redisPrefix: string;
   runtime: 'local';
   catalogFile: string | null;
   imageMapFile: string | null;
@@ -56,6 +57,7 @@ export const SERVE_OPTIONS: OptionDoc[] = [
   { flag: 'data-dir', env: 'INFERGATE_DATA_DIR', default: './data', help: 'file store and admin key location' },
   { flag: 'certs-dir', env: 'INFERGATE_CERTS_DIR', default: './certs', help: 'certificate authority and issued certificates' },
   { flag: 'redis', env: 'INFERGATE_REDIS_URL', default: '', help: 'use the Redis store at this URL instead of the file store' },
+  { flag: 'redis-prefix', env: 'INFERGATE_REDIS_PREFIX', default: 'infergate', help: 'key prefix in Redis, so installations can share one server' },
   { flag: 'runtime', env: 'INFERGATE_RUNTIME', default: 'local', help: 'replica runtime (local processes)' },
   { flag: 'catalog', env: 'INFERGATE_CATALOG', default: '', help: 'JSON file replacing the embedded cluster/hardware catalog' },
   { flag: 'image-map', env: 'INFERGATE_IMAGE_MAP', default: '', help: 'JSON file extending the image → engine map' },
@@ -124,6 +126,10 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
   if (redisUrl !== null && !/^rediss?:\/\//.test(redisUrl)) {
     throw new ConfigError(`--redis must be a redis:// or rediss:// URL, not "${redisUrl}"`);
   }
+  const redisPrefix = pick('redis-prefix');
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/.test(redisPrefix)) {
+    throw new ConfigError(`--redis-prefix must be 1-64 letters, digits or _.:- , not "${redisPrefix}"`);
+  }
   const resolve = (p: string | null): string | null => (p === null ? null : path.resolve(cwd, p));
 
   return {
@@ -140,6 +146,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     dataDir: path.resolve(cwd, pick('data-dir')),
     certsDir: path.resolve(cwd, pick('certs-dir')),
     redisUrl,
+    redisPrefix,
     runtime,
     catalogFile: resolve(orNull(pick('catalog'))),
     imageMapFile: resolve(orNull(pick('image-map'))),

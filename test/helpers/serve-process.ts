@@ -74,10 +74,10 @@ export async function startServe(opts: ServeOptions): Promise<ServeProcess> {
   proc.apiUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start within 20 s:\n${out}`)), 20_000);
     const check = () => {
-      const m = /control API listening on (\S+)/.exec(out);
-      if (m?.[1] && /endpoint domain/.test(out)) {
+      // "state in …" is the last line of the start-up banner, whatever the role.
+      if (/infergate: state in /.test(out)) {
         clearTimeout(timer);
-        resolve(m[1]);
+        resolve(/control API listening on (\S+)/.exec(out)?.[1] ?? '');
       }
     };
     child.stdout?.on('data', check);

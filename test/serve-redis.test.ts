@@ -1,0 +1,80 @@
+// `infergate serve --redis`: state lives in Redis, not in the data dir, so a restart on an
+// empty data dir keeps every deployment, and a separate `--role gateway` process sharing the
+// Redis routes the control process's deployments.
+
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { generalBody } from './helpers/control.js';
+import { httpsRequest } from './helpers/https-client.js';
+import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
+import { startServe, type ServeProcess } from './helpers/serve-process.js';
+import { readFile } from 'node:fs/promises';
+
+describeWithRedis('infergate serve on Redis', () => {
+  const prefix = `infergate-test-${randomUUID()}`;
+  const adminKey = 'igk_redis-admin-key-for-tests-0000';
+  const running: ServeProcess[] = [];
+  let root: string;
+
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(os.tmpdir(), 'infergate-redis-serve-'));
+  });
+  afterAll(async () => {
+    for (const p of running) p.kill('SIGKILL');
+    await Promise.all(running.map((p) => p.exited));
+    await rm(root, { recursive: true, force: true });
+    const redis = new Redis(redisUrlForTests() as string);
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
+  });
+
+  const start = async (name: string, args: string[] = []) => {
+    const p = await startServe({
+      dataDir: path.join(root, name, 'data'),
+      certsDir: path.join(root, 'certs'), // shared: every gateway serves the same CA
+      args,
+      env: {
+        INFERGATE_REDIS_URL: redisUrlForTests() as string,
+        INFERGATE_REDIS_PREFIX: prefix,
+        INFERGATE_ADMIN_KEY: adminKey,
+        INFERGATE_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+        INFERGATE_DOMAIN: 'endpoints.test',
+      },
+    });
+    running.push(p);
+    return p;
+  };
+
+  it('keeps state across a restart on a new data dir and shares it with a gateway process', async () => {
+    const first = await start('one');
+    expect(first.output()).toMatch(/state in Redis/);
+    const headers = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' };
+    const created = await fetch(`${first.apiUrl}/deployments/general`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(generalBody('redis-kept', 'redis-endpoint-token-1')),
+    });
+    expect(created.status).toBe(201);
+    first.kill('SIGKILL');
+    await first.exited;
+
+    const second = await start('two');
+    const list = (await (await fetch(`${second.apiUrl}/deployments/general`, { headers })).json()) as { items: { name: string }[] };
+    expect(list.items.map((d) => d.name)).toEqual(['redis-kept']);
+
+    const gateway = await start('gw', ['--role', 'gateway']);
+    const port = Number(/gateway \(TLS\) listening on [^:]+:(\d+)/.exec(gateway.output())?.[1]);
+    const ca = await readFile(path.join(root, 'certs', 'ca.crt'), 'utf8');
+    const host = 'redis-kept.endpoints.test';
+    expect((await httpsRequest({ port, host, ca })).status).toBe(401);
+    const ok = await httpsRequest({ port, host, ca, headers: { authorization: 'Bearer redis-endpoint-token-1' } });
+    expect(ok.status).toBe(503);
+    expect(ok.body).toMatch(/redis-kept is not ready/);
+    expect((await httpsRequest({ port, host: 'absent.endpoints.test', ca })).status).toBe(404);
+  });
+});
