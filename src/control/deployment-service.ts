@@ -53,14 +53,14 @@ export class DeploymentService {
   async create(family: Family, body: unknown): Promise<DeploymentRecord> {
     const ctx = await this.context();
     const draft = unwrap(validateCreate(family, body, ctx));
-    return this.insert(draft, 'create', {});
+    return this.insert(draft, ctx.others, 'create', {});
   }
 
   async clone(family: Family, sourceId: number, body: unknown): Promise<DeploymentRecord> {
     const source = await this.get(family, sourceId);
     const ctx = await this.context();
     const draft = unwrap(validateClone(source, body, ctx));
-    return this.insert(draft, 'clone', source.spec.secrets);
+    return this.insert(draft, ctx.others, 'clone', source.spec.secrets);
   }
 
   async patch(family: Family, id: number, body: unknown): Promise<DeploymentRecord> {
@@ -158,10 +158,14 @@ export class DeploymentService {
     };
   }
 
-  private async insert(draft: DeploymentDraft, reason: 'create' | 'clone', inherited: SealedSecrets): Promise<DeploymentRecord> {
+  private async insert(
+    draft: DeploymentDraft,
+    others: DeploymentRecord[],
+    reason: 'create' | 'clone',
+    inherited: SealedSecrets,
+  ): Promise<DeploymentRecord> {
     const { store, clock } = this.deps;
-    const ctx = await this.context();
-    this.assertCapacity(draft, ctx.others);
+    this.assertCapacity(draft, others);
     const tokenId = draft.auth.token_value
       ? await this.ensureToken(draft.auth.token_value, `${draft.name}-endpoint`)
       : draft.auth.token_id;
