@@ -1,0 +1,117 @@
+// Owns endpoint protection and the two free-form string maps. Auth: the bearer token, the
+// client certificate and the rule that no endpoint is public. env and annotations: key syntax
+// and string values; env is also screened for endpoint credentials, which is why it sits with
+// auth (a token copied into env would leak to everyone who can read the deployment).
+
+import type { DeploymentDraft, Options, ValidationContext } from './types.js';
+import { kindOf, type Obj, type Req } from './shape.js';
+
+const TOKEN_MIN = 8;
+const TOKEN_MAX = 512;
+
+const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const ANNOTATION_KEY = /^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9](?:[A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
+const PEM_PRIVATE_KEY = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/;
+
+function checkToken(req: Req): string | undefined {
+  const token = req.str('endpoint_bearer_token');
+  if (token === undefined) return undefined;
+  if (token.length < TOKEN_MIN || token.length > TOKEN_MAX) {
+    req.reject('endpoint_bearer_token', `endpoint_bearer_token must be ${TOKEN_MIN} to ${TOKEN_MAX} characters long`);
+  } else if (!TOKEN68.test(token)) {
+    req.reject(
+      'endpoint_bearer_token',
+      'endpoint_bearer_token may contain only letters, digits and - . _ ~ + / (then optional trailing =), the RFC 6750 token68 characters',
+    );
+  }
+  return token;
+}
+
+function checkCertificate(req: Req, ctx: ValidationContext, opts: Options): number | null {
+  const id = req.int('client_certificate_id');
+  if (id === undefined) return null;
+  if (opts.checkCertificate && !ctx.certificateIds.has(id)) {
+    req.add(
+      'client_certificate_id',
+      `client certificate ${id} does not exist or is revoked; GET /certificates lists them, or set private_endpoint: true to issue one`,
+    );
+  }
+  return id;
+}
+
+export function checkAuth(req: Req, ctx: ValidationContext, opts: Options): DeploymentDraft['auth'] {
+  const tokenValue = checkToken(req);
+  // A token given by value replaces the binding; null clears it; absent keeps the inherited one.
+  const tokenId = req.has('endpoint_bearer_token') ? null : (opts.inherited?.token_id ?? null);
+  const certificate = checkCertificate(req, ctx, opts);
+  const privateEndpoint = req.bool('private_endpoint') ?? false;
+  const anyGiven = req.given('endpoint_bearer_token') || req.given('client_certificate_id');
+  if (!anyGiven && tokenId === null && !privateEndpoint) {
+    req.add(
+      'endpoint_bearer_token',
+      'every endpoint must be protected; public endpoints are not supported: give endpoint_bearer_token, ' +
+        'set private_endpoint: true (a client certificate is issued), or give client_certificate_id',
+    );
+  }
+  return {
+    token_value: tokenValue ?? null,
+    token_id: tokenId,
+    client_certificate_id: certificate,
+    private_endpoint: privateEndpoint,
+  };
+}
+
+/** Why an environment value looks like an endpoint credential, or null. */
+function credentialIn(value: string, ownToken: string | undefined, ctx: ValidationContext): string | null {
+  if (PEM_PRIVATE_KEY.test(value)) return 'it holds a PEM private key';
+  if (ownToken !== undefined && ownToken.length >= TOKEN_MIN && value.includes(ownToken)) return "it holds this deployment's endpoint bearer token";
+  const pieces = [value, value.trim(), ...value.split(/[\s,;"']+/)].filter((p) => p.length >= TOKEN_MIN);
+  if (pieces.some((p) => ctx.liveTokenHashes.has(ctx.hashToken(p)))) return 'it holds an endpoint bearer token from the vault';
+  return null;
+}
+
+export function checkEnv(req: Req, ctx: ValidationContext, ownToken: string | undefined): Record<string, string> {
+  const env = req.obj('env') ?? {};
+  for (const [name, value] of Object.entries(env)) {
+    const field = `env.${name}`;
+    if (!ENV_NAME.test(name)) {
+      req.add(
+        field,
+        `environment variable name "${name}" is invalid: names use letters, digits and underscores and begin with a letter or underscore`,
+      );
+    }
+    if (typeof value !== 'string') {
+      req.add(field, `${field} must be a string, got ${kindOf(value)}`);
+      continue;
+    }
+    const why = credentialIn(value, ownToken, ctx);
+    if (why) {
+      req.add(
+        field,
+        `endpoint credentials must not be placed in environment variables: ${why}; ` +
+          'protect the endpoint with endpoint_bearer_token or a client certificate instead',
+      );
+    }
+  }
+  return stringEntries(env);
+}
+
+export function checkAnnotations(req: Req): Record<string, string> {
+  const annotations = req.obj('annotations') ?? {};
+  for (const [key, value] of Object.entries(annotations)) {
+    const field = `annotations.${key}`;
+    if (!ANNOTATION_KEY.test(key)) {
+      req.add(
+        field,
+        `annotation key "${key}" is invalid: an optional DNS prefix and '/', then up to 63 letters, digits, ` +
+          "'-', '_' or '.', beginning and ending with a letter or digit",
+      );
+    }
+    if (typeof value !== 'string') req.add(field, `${field} must be a string, got ${kindOf(value)}`);
+  }
+  return stringEntries(annotations);
+}
+
+const stringEntries = (o: Obj): Record<string, string> =>
+  Object.fromEntries(Object.entries(o).filter((e): e is [string, string] => typeof e[1] === 'string'));

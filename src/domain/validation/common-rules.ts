@@ -1,0 +1,165 @@
+// Owns the rules both families apply the same way: name, cluster, hardware profile, scaling
+// (replicas, concurrency target, cooldown), protocol and plain secrets. Family-specific
+// differences (orchestrated never scales to zero, the target's field name) are keyed on
+// req.family here so the two families cannot drift apart.
+
+import { describeCluster, findCluster, findHardware, type Cluster } from '../catalog.js';
+import type { Protocol, ScalingSpec } from '../records.js';
+import type { Req } from './shape.js';
+import type { Options, ValidationContext } from './types.js';
+
+const NAME_MAX = 20;
+const COOLDOWN_MAX = 3600;
+export const DEFAULT_COOLDOWN = 300;
+
+/** Rules run to the end and report everything; a draft is built only when none failed. */
+export function need<T>(value: T | undefined): T {
+  if (value === undefined) throw new Error('internal: a validated value is missing');
+  return value;
+}
+
+export function checkName(req: Req, ctx: ValidationContext, opts: Options): string | undefined {
+  const name = req.str('name');
+  // PATCH cannot change the name (checked before merging), so the stored one stands.
+  if (opts.mode === 'patch') return name;
+  if (!req.required('name', 'name is required: lowercase letters, digits and hyphens, at most 20 characters') || name === undefined) {
+    return undefined;
+  }
+  const before = req.problems.length;
+  if (name.length > NAME_MAX) req.add('name', `name must be at most ${NAME_MAX} characters; "${name}" has ${name.length}`);
+  if (!/^[a-z0-9-]*$/.test(name)) req.add('name', 'name may contain only lowercase letters, digits and hyphens');
+  if (!/^[A-Za-z]/.test(name)) req.add('name', 'name must start with a lowercase letter');
+  if (!/[A-Za-z0-9]$/.test(name)) req.add('name', 'name must end with a letter or digit');
+  if (req.problems.length > before) return undefined;
+  if (ctx.takenNames.has(name)) {
+    req.add('name', `name "${name}" is already used by another deployment (names are unique across both families)`, 'conflict');
+    return undefined;
+  }
+  return name;
+}
+
+export function checkCluster(req: Req, ctx: ValidationContext): Cluster | undefined {
+  if (!req.required('cluster_id', 'cluster_id is required: GET /clusters lists the clusters')) return undefined;
+  const id = req.int('cluster_id');
+  if (id === undefined) return undefined;
+  const cluster = findCluster(ctx.catalog, id);
+  if (!cluster) {
+    req.reject('cluster_id', `cluster ${id} does not exist; GET /clusters lists the clusters`);
+    return undefined;
+  }
+  if (req.family === 'orchestrated' && !cluster.orchestration_enabled) {
+    const alternative = ctx.catalog.clusters.find((c) => c.orchestration_enabled);
+    const hint = alternative ? `use ${describeCluster(alternative)}, which has it` : 'no cluster in the catalog has it; ask support to enable it';
+    req.add(
+      'cluster_id',
+      `orchestrated inference needs a cluster with the orchestration operator enabled; ${describeCluster(cluster)} does not have it: ${hint}`,
+    );
+  }
+  return cluster;
+}
+
+/** A hardware profile id (already known to be an integer) must exist in the chosen cluster. */
+export function checkHardwareId(req: Req, field: string, id: number, cluster: Cluster | undefined): number | undefined {
+  if (!cluster || findHardware(cluster, id)) return id;
+  const available = cluster.hardware.map((h) => `${h.id} (${h.name})`).join(', ');
+  req.add(
+    field,
+    `${field}: hardware ${id} is not available in ${describeCluster(cluster)}; available: ${available} (GET /clusters/${cluster.id}/hardware)`,
+    'hardware_unavailable',
+  );
+  return undefined;
+}
+
+export function checkTopLevelHardware(req: Req, cluster: Cluster | undefined, what: string): number | undefined {
+  if (!req.required('hardware_instance_id', `hardware_instance_id is required: ${what}`)) return undefined;
+  const id = req.int('hardware_instance_id');
+  return id === undefined ? undefined : checkHardwareId(req, 'hardware_instance_id', id, cluster);
+}
+
+function checkMinReplicas(req: Req): number | undefined {
+  if (req.isBad('min_replicas')) return undefined;
+  const min = req.int('min_replicas') ?? 1;
+  if (req.family === 'orchestrated' && min < 1) {
+    req.add('min_replicas', 'min_replicas must be at least 1: orchestrated deployments do not scale to zero');
+    return undefined;
+  }
+  if (min < 0) {
+    req.add('min_replicas', 'min_replicas must be 0 or more (0 allows scale-to-zero)');
+    return undefined;
+  }
+  return min;
+}
+
+/** Omitted: equal to min_replicas (fixed size), and at least 1. */
+function checkMaxReplicas(req: Req, min: number | undefined): number | undefined {
+  if (req.isBad('max_replicas')) return undefined;
+  const given = req.int('max_replicas');
+  if (given === undefined) return min === undefined ? undefined : Math.max(min, 1);
+  if (given < 1) {
+    req.add('max_replicas', 'max_replicas must be at least 1');
+    return undefined;
+  }
+  if (min !== undefined && given < min) {
+    req.add('max_replicas', `max_replicas (${given}) must be at least min_replicas (${min})`);
+    return undefined;
+  }
+  return given;
+}
+
+function checkTarget(req: Req, field: string, min: number | undefined, max: number | undefined): number | null | undefined {
+  if (req.isBad(field)) return undefined;
+  const target = req.int(field);
+  if (target !== undefined && target < 1) {
+    req.add(field, `${field} must be a positive integer: the target number of in-flight requests per replica`);
+    return undefined;
+  }
+  if (target === undefined && min !== undefined && max !== undefined && max > min) {
+    req.add(
+      field,
+      `${field} is required when max_replicas (${max}) > min_replicas (${min}): it is the per-replica request target the autoscaler scales on`,
+    );
+    return undefined;
+  }
+  return target ?? null;
+}
+
+function checkCooldown(req: Req): number | undefined {
+  if (req.isBad('cooldown_period')) return undefined;
+  const cooldown = req.int('cooldown_period') ?? DEFAULT_COOLDOWN;
+  if (cooldown < 0 || cooldown > COOLDOWN_MAX) {
+    req.add('cooldown_period', `cooldown_period must be between 0 and ${COOLDOWN_MAX} seconds`);
+    return undefined;
+  }
+  return cooldown;
+}
+
+/** min/max/target/cooldown of general inference and of orchestrated aggregated. */
+export function checkScaling(req: Req): ScalingSpec | undefined {
+  const min = checkMinReplicas(req);
+  const max = checkMaxReplicas(req, min);
+  const target = checkTarget(req, req.family === 'general' ? 'max_concurrency' : 'concurrency', min, max);
+  const cooldown = checkCooldown(req);
+  if (min === undefined || max === undefined || target === undefined || cooldown === undefined) return undefined;
+  return { min_replicas: min, max_replicas: max, target_concurrency: target, cooldown_period: cooldown, pools: null };
+}
+
+export function checkProtocol(req: Req): Protocol | undefined {
+  const protocol = req.str('protocol') ?? 'http';
+  if (protocol === 'http' || protocol === 'grpc') return protocol;
+  req.add('protocol', 'protocol must be "http" or "grpc"');
+  return undefined;
+}
+
+/** A secret by value: a string replaces, null or "" clears, absent keeps (undefined). */
+export function plainSecret(req: Req, field: 'registry_password' | 'model_hub_token'): string | null | undefined {
+  if (!req.has(field) || req.isBad(field)) return undefined;
+  const v = req.str(field);
+  return v === undefined || v === '' ? null : v;
+}
+
+/** The secret is set once this request is applied (given, or inherited and not cleared). */
+export function secretWillBeSet(req: Req, field: 'registry_password' | 'model_hub_token', opts: Options): boolean {
+  const plain = plainSecret(req, field);
+  if (plain === undefined) return !req.has(field) && opts.inherited?.secrets[field] !== undefined;
+  return plain !== null;
+}

@@ -1,0 +1,157 @@
+// Owns the general-inference family: the user's own container (image, tag, port, health
+// path, registry credentials, command, metrics target, config file) on top of the common
+// rules, and the GeneralSpec draft they produce.
+
+import type { ConfigFile, GeneralSpec } from '../records.js';
+import { checkAuth, checkAnnotations, checkEnv } from './auth-and-env-rules.js';
+import {
+  checkCluster,
+  checkName,
+  checkProtocol,
+  checkScaling,
+  checkTopLevelHardware,
+  need,
+  plainSecret,
+  secretWillBeSet,
+} from './common-rules.js';
+import { kindOf, type Req } from './shape.js';
+import type { DeploymentDraft, Options, ValidationContext } from './types.js';
+
+const PORT_MAX = 65535;
+const TAG = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
+
+function checkImage(req: Req): string | undefined {
+  if (!req.required('image', 'image is required: the container image to run, given without a tag')) return undefined;
+  const image = req.str('image');
+  if (image === undefined) return undefined;
+  if (/\s/.test(image)) {
+    req.add('image', 'image must not contain whitespace');
+    return undefined;
+  }
+  const lastSegment = image.slice(image.lastIndexOf('/') + 1);
+  if (image.includes('@') || lastSegment.includes(':')) {
+    req.add('image', 'image must be given without a tag or digest: put the tag in `tag`');
+    return undefined;
+  }
+  return image;
+}
+
+function checkTag(req: Req): string {
+  const tag = req.str('tag') ?? 'latest';
+  if (!TAG.test(tag)) req.add('tag', 'tag must match [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}, a container image tag');
+  return tag;
+}
+
+function checkPort(req: Req, field: string, value: number): void {
+  if (value < 1 || value > PORT_MAX) req.add(field, `${field} must be between 1 and ${PORT_MAX}`);
+}
+
+function checkContainerPort(req: Req): number | undefined {
+  if (!req.required('container_port', 'container_port is required: the port the container serves HTTP or gRPC on')) return undefined;
+  const port = req.int('container_port');
+  if (port !== undefined) checkPort(req, 'container_port', port);
+  return port;
+}
+
+function checkHealthPath(req: Req): string {
+  const path = req.str('health_check_path') ?? '/';
+  if (!path.startsWith('/')) req.add('health_check_path', "health_check_path must start with '/', for example /health or /");
+  return path;
+}
+
+const nonEmpty = (s: string | undefined): string | null => (s === undefined || s === '' ? null : s);
+
+function checkRegistry(req: Req, opts: Options): string | null {
+  const username = nonEmpty(req.str('registry_username'));
+  const passwordSet = secretWillBeSet(req, 'registry_password', opts);
+  const both = 'set both for a private registry, or neither';
+  if (username !== null && !passwordSet && !req.isBad('registry_password')) {
+    req.add('registry_password', `registry_password is required with registry_username: ${both}`);
+  }
+  if (username === null && passwordSet && !req.isBad('registry_username')) {
+    req.add('registry_username', `registry_username is required with registry_password: ${both}`);
+  }
+  return username;
+}
+
+function checkMetrics(req: Req): { port: number | null; path: string | null } {
+  const port = req.int('metrics_port') ?? null;
+  const path = nonEmpty(req.str('metrics_path'));
+  const together = 'set metrics_port and metrics_path together or leave both empty (defaults: the container port and /metrics)';
+  if (port !== null && path === null && !req.isBad('metrics_path')) req.add('metrics_path', `metrics_path is missing: ${together}`);
+  if (port === null && path !== null && !req.isBad('metrics_port')) req.add('metrics_port', `metrics_port is missing: ${together}`);
+  if (port !== null) checkPort(req, 'metrics_port', port);
+  if (path !== null && !path.startsWith('/')) req.add('metrics_path', "metrics_path must start with '/', for example /metrics");
+  return { port, path };
+}
+
+const CONFIG_FILE_FIELDS = ['filename', 'mount_path', 'content'];
+
+function checkConfigFile(req: Req): ConfigFile | null {
+  const file = req.obj('config_file');
+  if (file === undefined) return null;
+  for (const key of Object.keys(file)) {
+    if (!CONFIG_FILE_FIELDS.includes(key)) {
+      req.add(`config_file.${key}`, `unknown field "config_file.${key}": a config file has filename, mount_path and content`);
+    }
+  }
+  const { filename, mount_path: mountPath, content } = file;
+  if (typeof filename !== 'string' || filename === '') {
+    req.add('config_file.filename', 'config_file.filename is required: the name of the file to mount');
+  } else if (filename.includes('/') || filename === '.' || filename === '..') {
+    req.add('config_file.filename', "config_file.filename must be a plain file name: no '/', and not . or ..");
+  }
+  if (typeof mountPath !== 'string' || !mountPath.startsWith('/')) {
+    req.add('config_file.mount_path', "config_file.mount_path must be an absolute directory path, starting with '/'");
+  } else if (mountPath.split('/').includes('..')) {
+    req.add('config_file.mount_path', "config_file.mount_path must not contain '..' segments");
+  }
+  if (content === undefined) req.add('config_file.content', "config_file.content is required: the file's content (it may be empty)");
+  else if (typeof content !== 'string') req.add('config_file.content', `config_file.content must be a string, got ${kindOf(content)}`);
+  return { filename: String(filename), mount_path: String(mountPath), content: String(content) };
+}
+
+export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options): DeploymentDraft | undefined {
+  const name = checkName(req, ctx, opts);
+  const cluster = checkCluster(req, ctx);
+  const hardware = checkTopLevelHardware(req, cluster, 'the hardware type of every replica');
+  const image = checkImage(req);
+  const tag = checkTag(req);
+  const containerPort = checkContainerPort(req);
+  const protocol = checkProtocol(req);
+  const healthPath = checkHealthPath(req);
+  const registryUsername = checkRegistry(req, opts);
+  const metrics = checkMetrics(req);
+  const configFile = checkConfigFile(req);
+  const scaling = checkScaling(req);
+  const auth = checkAuth(req, ctx, opts);
+  const env = checkEnv(req, ctx, auth.token_value ?? undefined);
+  const annotations = checkAnnotations(req);
+  if (req.problems.length > 0) return undefined;
+  const spec: GeneralSpec = {
+    family: 'general',
+    // Not a request field: nothing fills a preset's fields yet, so accepting one would
+    // silently do nothing. The record keeps the key for when presets exist.
+    preset: null,
+    hardware_instance_id: need(hardware),
+    image: need(image),
+    tag,
+    container_port: need(containerPort),
+    protocol: need(protocol),
+    health_check_path: healthPath,
+    registry_username: registryUsername,
+    enable_logging: req.bool('enable_logging') ?? true,
+    enable_model_caching: req.bool('enable_model_caching') ?? false,
+    session_affinity: req.bool('session_affinity') ?? false,
+    command: req.strs('command') ?? [],
+    metrics_port: metrics.port,
+    metrics_path: metrics.path,
+    env,
+    config_file: configFile,
+    annotations,
+    secrets: {},
+  };
+  const registryPassword = plainSecret(req, 'registry_password');
+  const plainSecrets = registryPassword === undefined ? {} : { registry_password: registryPassword };
+  return { family: 'general', name: need(name), cluster_id: need(cluster).id, spec, plainSecrets, scaling: need(scaling), auth };
+}

@@ -1,0 +1,167 @@
+// Owns the requests built from a stored deployment: toRequest (a record as the flat body a
+// client would send), PATCH (the body merged over it, with name, cluster and serving mode
+// immutable) and clone (the source's request plus overrides), and what a PATCH changed.
+// Both go through the same pipeline as create, so a stored deployment obeys the create rules.
+
+import type { FieldProblem } from '../../core/errors.js';
+import type { DeploymentRecord, DeploymentSpec, EndpointAuth, GeneralSpec, OrchestratedSpec, ScalingSpec, SealedSecrets } from '../records.js';
+import { AGGREGATED_FIELDS, POOLS, type PoolName } from './orchestrated-rules.js';
+import { notAnObject, validateRequest } from './pipeline.js';
+import { isObject, type Obj } from './shape.js';
+import type { DeploymentDraft, Options, PatchResult, Validation, ValidationContext } from './types.js';
+
+/** A stored deployment as a flat request (no secrets, no token value), as clients would send it. */
+export function toRequest(record: DeploymentRecord): Record<string, unknown> {
+  const spec =
+    record.spec.family === 'general' ? generalRequest(record.spec, record.scaling) : orchestratedRequest(record.spec, record.scaling);
+  return withoutNulls({ name: record.name, cluster_id: record.cluster_id, ...spec, ...authRequest(record.auth) });
+}
+
+function generalRequest(spec: GeneralSpec, scaling: ScalingSpec): Obj {
+  // preset is no request field (see general-rules.ts): a record stored with one must still
+  // PATCH and clone, not fail on a field its client never sent.
+  const { family: _family, secrets: _secrets, preset: _preset, ...fields } = spec;
+  return {
+    ...structuredClone(fields),
+    min_replicas: scaling.min_replicas,
+    max_replicas: scaling.max_replicas,
+    max_concurrency: scaling.target_concurrency,
+    cooldown_period: scaling.cooldown_period,
+  };
+}
+
+function orchestratedRequest(spec: OrchestratedSpec, scaling: ScalingSpec): Obj {
+  const { family: _family, secrets: _secrets, worker_pools: pools, hardware_instance_id: hardware, ...fields } = spec;
+  const common = structuredClone(fields);
+  if (spec.serving_mode === 'disaggregated' && pools) {
+    const pool = (p: PoolName) => ({ hardware_instance_id: pools[p].hardware_instance_id, replicas: scaling.pools?.[p] ?? 1 });
+    return { ...common, worker_pools: { prefill: pool('prefill'), decode: pool('decode') } };
+  }
+  return {
+    ...common,
+    hardware_instance_id: hardware,
+    min_replicas: scaling.min_replicas,
+    max_replicas: scaling.max_replicas,
+    concurrency: scaling.target_concurrency,
+    cooldown_period: scaling.cooldown_period,
+  };
+}
+
+function authRequest(auth: EndpointAuth): Obj {
+  return { private_endpoint: auth.private_endpoint, client_certificate_id: auth.client_certificate_id };
+}
+
+const withoutNulls = (o: Obj): Obj => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined));
+
+/** `body` over `base`; worker_pools merge per pool, so a PATCH may carry only decode.replicas. */
+function mergeRequest(base: Obj, body: Obj): Obj {
+  const merged: Obj = { ...base, ...body };
+  if (Object.hasOwn(body, 'worker_pools')) merged.worker_pools = mergePools(base.worker_pools, body.worker_pools);
+  return merged;
+}
+
+function mergePools(base: unknown, patch: unknown): unknown {
+  if (!isObject(base) || !isObject(patch)) return patch;
+  const merged: Obj = { ...base, ...patch };
+  for (const pool of POOLS) {
+    const [b, p] = [base[pool], patch[pool]];
+    if (isObject(b) && isObject(p)) merged[pool] = { ...b, ...p };
+  }
+  return merged;
+}
+
+const IMMUTABLE = ['name', 'cluster_id', 'serving_mode'] as const;
+
+function immutableProblems(current: DeploymentRecord, body: Obj): FieldProblem[] {
+  const stored: Record<(typeof IMMUTABLE)[number], unknown> = {
+    name: current.name,
+    cluster_id: current.cluster_id,
+    serving_mode: current.spec.family === 'orchestrated' ? current.spec.serving_mode : undefined,
+  };
+  const clone = `/deployments/${current.family}/${current.id}/clone`;
+  const problems: FieldProblem[] = [];
+  for (const field of IMMUTABLE) {
+    if (stored[field] === undefined || !Object.hasOwn(body, field) || body[field] === stored[field]) continue;
+    problems.push({
+      field,
+      code: 'invalid_field',
+      message: `${field} cannot be changed on an existing deployment; clone it instead (POST ${clone} with a new name and the new ${field}) and delete this one`,
+    });
+  }
+  return problems;
+}
+
+export function validatePatch(current: DeploymentRecord, body: unknown, ctx: ValidationContext): Validation<PatchResult> {
+  if (!isObject(body)) return notAnObject();
+  const merged = mergeRequest(toRequest(current), body);
+  // The stored values stand; a different one in the body is reported by immutableProblems.
+  merged.name = current.name;
+  merged.cluster_id = current.cluster_id;
+  if (current.spec.family === 'orchestrated') merged.serving_mode = current.spec.serving_mode;
+  const opts: Options = {
+    mode: 'patch',
+    inherited: { token_id: current.auth.token_id, secrets: current.spec.secrets },
+    checkCertificate: body.client_certificate_id !== undefined && body.client_certificate_id !== null,
+  };
+  const result = validateRequest(current.family, merged, ctx, opts, immutableProblems(current, body));
+  if (!result.ok) return result;
+  const draft = result.value;
+  return {
+    ok: true,
+    value: {
+      draft,
+      specChanged: !sameSpec(draft.spec, current.spec) || secretsChange(draft.plainSecrets, current.spec.secrets),
+      scalingChanged: !deepEqual(draft.scaling, current.scaling),
+      authChanged:
+        draft.auth.token_value !== null ||
+        draft.auth.token_id !== current.auth.token_id ||
+        draft.auth.client_certificate_id !== current.auth.client_certificate_id ||
+        draft.auth.private_endpoint !== current.auth.private_endpoint,
+    },
+  };
+}
+
+/**
+ * body = {name, ...overrides} over the source's request. The source's auth binding and sealed
+ * secrets carry over unless overridden (plainSecrets keys absent: the caller copies them).
+ * Switching serving_mode drops the source's fields of the other mode.
+ */
+export function validateClone(source: DeploymentRecord, body: unknown, ctx: ValidationContext): Validation<DeploymentDraft> {
+  if (!isObject(body)) return notAnObject();
+  const { name: _name, ...base } = toRequest(source);
+  const switchesMode = Object.hasOwn(body, 'serving_mode') && (body.serving_mode ?? 'aggregated') !== base.serving_mode;
+  if (source.spec.family === 'orchestrated' && switchesMode) {
+    const drop = source.spec.serving_mode === 'disaggregated' ? ['worker_pools'] : AGGREGATED_FIELDS.map(([f]) => f);
+    for (const field of drop) delete base[field];
+  }
+  return validateRequest(source.family, mergeRequest(base, body), ctx, {
+    mode: 'clone',
+    inherited: { token_id: source.auth.token_id, secrets: source.spec.secrets },
+    checkCertificate: true,
+  });
+}
+
+function sameSpec(a: DeploymentSpec, b: DeploymentSpec): boolean {
+  const { secrets: _a, ...left } = a;
+  const { secrets: _b, ...right } = b;
+  return deepEqual(left, right);
+}
+
+function secretsChange(plain: DeploymentDraft['plainSecrets'], sealed: SealedSecrets): boolean {
+  return (['registry_password', 'model_hub_token'] as const).some((key) => {
+    const v = plain[key];
+    return typeof v === 'string' || (v === null && sealed[key] !== undefined);
+  });
+}
+
+/** Structural equality of JSON values; object key order does not matter. */
+function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
+  }
+  if (!isObject(a) || !isObject(b)) return false;
+  const keys = Object.keys(a).filter((k) => a[k] !== undefined);
+  const otherKeys = Object.keys(b).filter((k) => b[k] !== undefined);
+  return keys.length === otherKeys.length && keys.every((k) => Object.hasOwn(b, k) && deepEqual(a[k], b[k]));
+}

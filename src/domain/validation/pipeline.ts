@@ -1,0 +1,34 @@
+// Owns one validation run, shared by create, PATCH and clone: shape first, then the family's
+// rules, then every problem in a stable, documented order (unknown fields first, then the
+// family's field list) so clients and tests see the same list for the same mistakes.
+
+import type { FieldProblem } from '../../core/errors.js';
+import type { Family } from '../records.js';
+import { validateGeneral } from './general-rules.js';
+import { validateOrchestrated } from './orchestrated-rules.js';
+import { checkShape, FIELDS, Req, type Obj } from './shape.js';
+import type { DeploymentDraft, Options, Validation, ValidationContext } from './types.js';
+
+/** Unknown and foreign fields first, then the family's field order; stable within a field. */
+function ordered(family: Family, problems: FieldProblem[]): FieldProblem[] {
+  const order = [...FIELDS[family].keys()];
+  const rank = (p: FieldProblem): number => {
+    if (p.field === '') return -2;
+    return order.indexOf(p.field.split('.')[0] ?? '');
+  };
+  return [...problems].sort((a, b) => rank(a) - rank(b));
+}
+
+export function validateRequest(family: Family, raw: Obj, ctx: ValidationContext, opts: Options, extra: FieldProblem[] = []): Validation<DeploymentDraft> {
+  const req = new Req(family, raw);
+  req.problems.push(...extra);
+  checkShape(req);
+  const draft = family === 'general' ? validateGeneral(req, ctx, opts) : validateOrchestrated(req, ctx, opts);
+  if (req.problems.length > 0 || draft === undefined) return { ok: false, problems: ordered(family, req.problems) };
+  return { ok: true, value: draft };
+}
+
+export const notAnObject = (): Validation<never> => ({
+  ok: false,
+  problems: [{ field: '', message: 'the request body must be a JSON object', code: 'invalid_request' }],
+});

@@ -1,0 +1,52 @@
+// Owns the types the validation modules share: the public ones (context, draft, results),
+// re-exported unchanged by ../validate.ts, and the per-call Options every rule module reads.
+// They live here, not in validate.ts, so the rule modules never import their own entry point.
+
+import type { FieldProblem } from '../../core/errors.js';
+import type { Catalog } from '../catalog.js';
+import type { DeploymentSpec, Family, ScalingSpec, SealedSecrets } from '../records.js';
+
+export interface ValidationContext {
+  catalog: Catalog;
+  /** sha256 hex, the same hash the vault stores. */
+  hashToken(value: string): string;
+  /** Hashes of every live endpoint token. */
+  liveTokenHashes: ReadonlySet<string>;
+  /** Existing, unrevoked client certificates. */
+  certificateIds: ReadonlySet<number>;
+  /** Names of the other live deployments (both families). */
+  takenNames: ReadonlySet<string>;
+}
+
+export interface DeploymentDraft {
+  family: Family;
+  name: string;
+  cluster_id: number;
+  /** spec.secrets is always {}: the caller seals `plainSecrets` into it. */
+  spec: DeploymentSpec;
+  /** A key absent = keep the sealed one, null = clear it, a string = replace it. */
+  plainSecrets: { registry_password?: string | null; model_hub_token?: string | null };
+  scaling: ScalingSpec;
+  /** token_value set: bind that value (the caller finds or creates its vault entry). */
+  auth: { token_value: string | null; token_id: number | null; client_certificate_id: number | null; private_endpoint: boolean };
+}
+
+export type Validation<T> = { ok: true; value: T } | { ok: false; problems: FieldProblem[] };
+
+export interface PatchResult {
+  draft: DeploymentDraft;
+  /** A revision-bearing field or a secret changed: the caller makes a new revision. */
+  specChanged: boolean;
+  /** Replica counts, concurrency target, cooldown or pool sizes changed: scale in place. */
+  scalingChanged: boolean;
+  authChanged: boolean;
+}
+
+/** How a request is validated: create, PATCH (over the stored deployment) or clone. */
+export interface Options {
+  mode: 'create' | 'patch' | 'clone';
+  /** What the stored deployment (patch) or the clone's source already holds. */
+  inherited: { token_id: number | null; secrets: SealedSecrets } | null;
+  /** Check client_certificate_id against the context (patch: only when the body sets it). */
+  checkCertificate: boolean;
+}
