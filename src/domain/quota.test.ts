@@ -6,48 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CATALOG, findCluster, findHardware, parseCatalog } from './catalog.js';
 import { checkCapacity, clusterUsage, footprint, type Placement } from './quota.js';
-import type { GeneralSpec, OrchestratedSpec } from './records.js';
+import { generalSpec as makeGeneralSpec, orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
 
 const QUOTA = 32;
 
-const generalSpec = (hardware: number): GeneralSpec => ({
-  family: 'general',
-  preset: null,
-  hardware_instance_id: hardware,
-  image: 'infergate/reference-engine',
-  tag: 'openai',
-  container_port: 8000,
-  protocol: 'http',
-  health_check_path: '/',
-  registry_username: null,
-  enable_logging: true,
-  enable_model_caching: false,
-  session_affinity: false,
-  command: [],
-  metrics_port: null,
-  metrics_path: null,
-  env: {},
-  config_file: null,
-  annotations: {},
-  secrets: {},
-});
-
-const orchestratedSpec = (o: Partial<OrchestratedSpec>): OrchestratedSpec => ({
-  family: 'orchestrated',
-  model: 'org/model',
-  serving_mode: 'aggregated',
-  hardware_instance_id: null,
-  worker_pools: null,
-  served_model_name: null,
-  protocol: 'http',
-  extra_args: [],
-  env: {},
-  annotations: {},
-  enable_logging: true,
-  enable_model_caching: false,
-  secrets: {},
-  ...o,
-});
+const generalSpec = (hardware: number) => makeGeneralSpec({ hardware_instance_id: hardware });
 
 type Deployment = Placement & { id?: number };
 

@@ -3,6 +3,7 @@
 // contention). Implementation test files call describeStoreContract with a factory.
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { generalSpec } from '../../test/helpers/spec-fixtures.js';
 import type { DeploymentRecord, ReplicaRecord, ServiceAccountRecord, TokenRecord } from '../domain/records.js';
 import {
   ConflictError,
@@ -49,27 +50,7 @@ export function replicaRecord(id: number, restarts = 0): ReplicaRecord {
 
 /** A general deployment with empty arrays and maps, which JSON round trips must keep as such. */
 export function deploymentRecord(id: number, name: string): DeploymentRecord {
-  const spec: DeploymentRecord['spec'] = {
-    family: 'general',
-    preset: null,
-    hardware_instance_id: 1,
-    image: 'nginx',
-    tag: 'latest',
-    container_port: 8080,
-    protocol: 'http',
-    health_check_path: '/healthz',
-    registry_username: null,
-    enable_logging: false,
-    enable_model_caching: false,
-    session_affinity: false,
-    command: [],
-    metrics_port: null,
-    metrics_path: null,
-    env: {},
-    config_file: null,
-    annotations: {},
-    secrets: {},
-  };
+  const spec = generalSpec({ image: 'nginx', tag: 'latest', container_port: 8080, health_check_path: '/healthz', enable_logging: false });
   return {
     id,
     family: 'general',

@@ -1,0 +1,48 @@
+// Test fixtures: complete deployment specs with neutral defaults, overridable per test, so
+// tests that need a stored spec do not each spell out every field.
+
+import type { GeneralSpec, OrchestratedSpec } from '../../src/domain/records.js';
+
+export function generalSpec(o: Partial<GeneralSpec> = {}): GeneralSpec {
+  return {
+    family: 'general',
+    preset: null,
+    hardware_instance_id: 1,
+    image: 'infergate/reference-engine',
+    tag: 'openai',
+    container_port: 8000,
+    protocol: 'http',
+    health_check_path: '/',
+    registry_username: null,
+    enable_logging: true,
+    enable_model_caching: false,
+    session_affinity: false,
+    command: [],
+    metrics_port: null,
+    metrics_path: null,
+    env: {},
+    config_file: null,
+    annotations: {},
+    secrets: {},
+    ...o,
+  };
+}
+
+export function orchestratedSpec(o: Partial<OrchestratedSpec> = {}): OrchestratedSpec {
+  return {
+    family: 'orchestrated',
+    model: 'org/model',
+    serving_mode: 'aggregated',
+    hardware_instance_id: null,
+    worker_pools: null,
+    served_model_name: null,
+    protocol: 'http',
+    extra_args: [],
+    env: {},
+    annotations: {},
+    enable_logging: true,
+    enable_model_caching: false,
+    secrets: {},
+    ...o,
+  };
+}
