@@ -72,7 +72,11 @@ export async function startServe(opts: ServeOptions): Promise<ServeProcess> {
   };
   if (opts.expectStart === false) return proc;
   proc.apiUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start within 20 s:\n${out}`)), 20_000);
+    const timer = setTimeout(() => {
+      // Never leave a half-started process behind: the caller has no handle on it yet.
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not start within 20 s:\n${out}`));
+    }, 20_000);
     const check = () => {
       // "state in …" is the last line of the start-up banner, whatever the role.
       if (/infergate: state in /.test(out)) {
