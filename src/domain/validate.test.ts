@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { ErrorCode, FieldProblem } from '../core/errors.js';
+import { disaggregatedBody } from '../../test/helpers/spec-fixtures.js';
 import { DEFAULT_CATALOG } from './catalog.js';
 import type { DeploymentRecord, Family } from './records.js';
 import {
@@ -55,19 +56,7 @@ const aggregated = (o: Body = {}): Body => ({
 });
 
 /** The spec's example: name, cluster_id, model, serving_mode, worker_pools, token, logging. */
-const disaggregated = (o: Body = {}): Body => ({
-  name: 'llama-disagg',
-  cluster_id: 1,
-  model: 'meta-llama/Llama-3.1-8B-Instruct',
-  serving_mode: 'disaggregated',
-  worker_pools: {
-    prefill: { hardware_instance_id: 1, replicas: 1 },
-    decode: { hardware_instance_id: 2, replicas: 2 },
-  },
-  endpoint_bearer_token: TOKEN,
-  enable_logging: true,
-  ...o,
-});
+const disaggregated = (o: Body = {}): Body => ({ ...disaggregatedBody('llama-disagg', TOKEN), ...o });
 
 const without = (body: Body, ...keys: string[]): Body => Object.fromEntries(Object.entries(body).filter(([k]) => !keys.includes(k)));
 

@@ -70,33 +70,4 @@ export async function startControl(opts: { gpuQuota?: number; store?: Store } = 
   };
 }
 
-/** A disaggregated create body as in the spec's example. */
-export function disaggregatedBody(name: string, token: string): Record<string, unknown> {
-  return {
-    name,
-    cluster_id: 1,
-    model: 'meta-llama/Llama-3.1-8B-Instruct',
-    serving_mode: 'disaggregated',
-    worker_pools: {
-      prefill: { hardware_instance_id: 1, replicas: 1 },
-      decode: { hardware_instance_id: 2, replicas: 2 },
-    },
-    endpoint_bearer_token: token,
-    enable_logging: true,
-  };
-}
-
-export function generalBody(name: string, token: string): Record<string, unknown> {
-  return {
-    name,
-    cluster_id: 1,
-    hardware_instance_id: 1,
-    image: 'infergate/reference-engine',
-    tag: 'openai',
-    container_port: 8000,
-    min_replicas: 1,
-    max_replicas: 2,
-    max_concurrency: 4,
-    endpoint_bearer_token: token,
-  };
-}
+export { disaggregatedBody, generalBody } from './spec-fixtures.js';
