@@ -39,7 +39,7 @@ beforeAll(async () => {
   const ca = await loadOrCreateCa(certsDir);
   caPem = ca.certPem;
   const cert = await loadOrIssueGatewayCertificate(ca, certsDir, DOMAIN);
-  gateway = createGateway({ store: api.store, domain: DOMAIN, ...cert, logger: pino({ level: 'silent' }) });
+  gateway = createGateway({ store: api.store, domain: DOMAIN, ...cert, ca, logger: pino({ level: 'silent' }) });
   await gateway.start();
   await new Promise<void>((resolve) => gateway.server.listen(0, '127.0.0.1', resolve));
   port = (gateway.server.address() as { port: number }).port;

@@ -7,7 +7,9 @@ import type { Server } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { systemClock } from '../core/clock.js';
 import { Sealer } from '../core/secrets.js';
-import type { Config } from '../config/config.js';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import type { Registry } from 'prom-client';
+import { ConfigError, type Config } from '../config/config.js';
 import { DEFAULT_CATALOG, parseCatalog, type Catalog } from '../domain/catalog.js';
 import { buildControlApp, type ControlApp } from '../control/app.js';
 import { Credentials } from '../control/credentials.js';
@@ -37,10 +39,11 @@ export async function serve(config: Config, out: (line: string) => void): Promis
   };
   try {
     const lines: string[] = [];
+    const registry = createRegistry();
     if (config.role !== 'gateway') lines.push(...(await startControl(config, store, logger, closers)));
-    if (config.role !== 'control') lines.push(...(await startGateway(config, store, logger, closers)));
+    if (config.role !== 'control') lines.push(...(await startGateway(config, store, logger, closers, registry)));
 
-    const metrics = createMetricsServer(createRegistry());
+    const metrics = createMetricsServer(registry);
     closers.push(() => new Promise<void>((resolve) => metrics.close(() => resolve())));
     const metricsPort = await listen(metrics, config.metricsHost, config.metricsPort, 'metrics-port', 'metrics');
     lines.push(`infergate: metrics on http://${hostForUrl(config.metricsHost)}:${metricsPort}/metrics`);
@@ -78,18 +81,44 @@ async function startControl(config: Config, store: Store, logger: Logger, closer
   return [`infergate: control API listening on ${apiUrl}`, await describeAdminKey(config, admin.generatedKey)];
 }
 
-async function startGateway(config: Config, store: Store, logger: Logger, closers: Closers): Promise<string[]> {
+async function startGateway(config: Config, store: Store, logger: Logger, closers: Closers, registry: Registry): Promise<string[]> {
   const ca = await loadOrCreateCa(config.certsDir);
-  const serverCert = await loadOrIssueGatewayCertificate(ca, config.certsDir, config.domain);
-  const gateway = createGateway({ store, domain: config.domain, ...serverCert, logger: logger.child({ component: 'gateway' }) });
+  const operatorCert = await readGatewayTls(config);
+  const serverCert = operatorCert ?? (await loadOrIssueGatewayCertificate(ca, config.certsDir, config.domain));
+  const gateway = createGateway({
+    store,
+    domain: config.domain,
+    ...serverCert,
+    ca,
+    perHostCertificates: operatorCert === null,
+    registry,
+    timeouts: { headersMs: config.upstreamHeadersTimeoutMs, idleMs: config.upstreamIdleTimeoutMs, connectMs: 5_000 },
+    loadFactor: config.affinityLoadFactor,
+    logger: logger.child({ component: 'gateway' }),
+  });
   await gateway.start();
   closers.push(() => gateway.close());
   const port = await listen(gateway.server, config.gatewayHost, config.gatewayPort, 'gateway-port', 'gateway');
   const example = endpointUrl('<name>', { domain: config.domain, port });
+  const certificate = operatorCert ? `certificate from ${config.tlsCert}` : `platform CA in ${config.certsDir}/ca.crt`;
   return [
-    `infergate: gateway (TLS) listening on ${config.gatewayHost}:${port}; platform CA in ${config.certsDir}/ca.crt`,
+    `infergate: gateway (TLS, h2 and http/1.1) listening on ${config.gatewayHost}:${port}; ${certificate}`,
     `infergate: endpoint domain ${config.domain}; endpoints are https://${example}`,
   ];
+}
+
+/** The operator's certificate for `*.<domain>` (e.g. from a public CA), checked before use. */
+async function readGatewayTls(config: Config): Promise<{ certPem: string; keyPem: string } | null> {
+  if (!config.tlsCert || !config.tlsKey) return null;
+  try {
+    const [certPem, keyPem] = await Promise.all([readFile(config.tlsCert, 'utf8'), readFile(config.tlsKey, 'utf8')]);
+    const cert = new X509Certificate(certPem);
+    if (!cert.checkPrivateKey(createPrivateKey(keyPem))) throw new Error('the key does not belong to the certificate');
+    if (!cert.checkHost(`probe.${config.domain}`)) throw new Error(`it does not cover *.${config.domain}`);
+    return { certPem, keyPem };
+  } catch (err) {
+    throw new ConfigError(`--tls-cert ${config.tlsCert}: ${(err as Error).message}`);
+  }
 }
 
 async function loadCatalog(file: string | null): Promise<Catalog> {

@@ -60,6 +60,9 @@ describe('serve config', () => {
     [['--redis', 'localhost:6379'], /redis:\/\//],
     [['--bogus'], /bogus/],
     [['--redis-prefix', 'has space'], /--redis-prefix must be/],
+    [['--tls-cert', 'c.pem'], /--tls-cert and --tls-key/],
+    [['--affinity-load-factor', '1'], /--affinity-load-factor must be/],
+    [['--upstream-idle-timeout', '1h'], /--upstream-idle-timeout must be/],
   ])('refuses %j with a message naming the flag', (argv, message) => {
     expect(() => parse(argv)).toThrow(ConfigError);
     expect(() => parse(argv)).toThrow(message);
@@ -72,5 +75,11 @@ describe('serve config', () => {
   it('allows a non-loopback control API with TLS', () => {
     const c = parse(['--api-host', '0.0.0.0', '--api-tls-cert', 'c.pem', '--api-tls-key', 'k.pem']);
     expect(c.apiTlsCert).toBe('/srv/app/c.pem');
+  });
+
+  it('has generous upstream timeouts and c = 1.25 by default, all overridable', () => {
+    expect(parse([])).toMatchObject({ upstreamHeadersTimeoutMs: 3_600_000, upstreamIdleTimeoutMs: 3_600_000, affinityLoadFactor: 1.25, tlsCert: null });
+    const c = parse(['--upstream-idle-timeout', '0', '--affinity-load-factor', '1.5', '--tls-cert', 'w.crt', '--tls-key', 'w.key']);
+    expect(c).toMatchObject({ upstreamIdleTimeoutMs: 0, affinityLoadFactor: 1.5, tlsCert: '/srv/app/w.crt', tlsKey: '/srv/app/w.key' });
   });
 });

@@ -15,6 +15,14 @@ export interface Config {
   apiPort: number;
   apiTlsCert: string | null;
   apiTlsKey: string | null;
+  /** Operator-supplied certificate and key for `*.<domain>`; null: the platform CA issues them. */
+  tlsCert: string | null;
+  tlsKey: string | null;
+  /** Longest wait for a replica's response headers, and longest silence in a body, in ms; 0 = none. */
+  upstreamHeadersTimeoutMs: number;
+  upstreamIdleTimeoutMs: number;
+  /** Bounded-load factor c of consistent hashing on X-Session-Id. */
+  affinityLoadFactor: number;
   metricsHost: string;
   metricsPort: number;
   domain: string;
@@ -51,6 +59,11 @@ export const SERVE_OPTIONS: OptionDoc[] = [
   { flag: 'api-port', env: 'INFERGATE_API_PORT', default: '8080', help: 'control API port' },
   { flag: 'api-tls-cert', env: 'INFERGATE_API_TLS_CERT', default: '', help: 'PEM certificate for the control API (enables HTTPS)' },
   { flag: 'api-tls-key', env: 'INFERGATE_API_TLS_KEY', default: '', help: 'PEM private key for the control API' },
+  { flag: 'tls-cert', env: 'INFERGATE_TLS_CERT', default: '', help: 'PEM certificate (chain) for *.<domain> on the gateway, e.g. from a public CA; default: issued by the platform CA' },
+  { flag: 'tls-key', env: 'INFERGATE_TLS_KEY', default: '', help: 'PEM private key for --tls-cert' },
+  { flag: 'upstream-headers-timeout', env: 'INFERGATE_UPSTREAM_HEADERS_TIMEOUT', default: '3600', help: 'seconds to wait for a replica to start answering (0: no limit)' },
+  { flag: 'upstream-idle-timeout', env: 'INFERGATE_UPSTREAM_IDLE_TIMEOUT', default: '3600', help: 'seconds a response body may stay silent (0: no limit)' },
+  { flag: 'affinity-load-factor', env: 'INFERGATE_AFFINITY_LOAD_FACTOR', default: '1.25', help: 'consistent hashing with bounded loads: no replica takes more than this × the mean in-flight load' },
   { flag: 'metrics-host', env: 'INFERGATE_METRICS_HOST', default: '127.0.0.1', help: 'Prometheus metrics address' },
   { flag: 'metrics-port', env: 'INFERGATE_METRICS_PORT', default: '9464', help: 'Prometheus metrics port (/metrics)' },
   { flag: 'domain', env: 'INFERGATE_DOMAIN', default: 'endpoints.localhost', help: 'endpoint domain: <name>.<domain>' },
@@ -72,7 +85,7 @@ export function serveHelp(): string {
   const rows = SERVE_OPTIONS.map((o) => {
     const env = o.env ? ` (env ${o.env})` : '';
     const def = o.default ? ` [default: ${o.default}]` : '';
-    return `  --${o.flag.padEnd(14)} ${o.help}${def}${env}`;
+    return `  --${o.flag.padEnd(26)} ${o.help}${def}${env}`;
   });
   return ['usage: infergate serve [options]', '', ...rows, '', 'INFERGATE_ADMIN_KEY sets the admin service-account key instead of generating one.'].join('\n');
 }
@@ -117,6 +130,15 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
       `--api-host ${apiHost} is not a loopback address: the control API refuses to listen on the network without TLS; pass --api-tls-cert and --api-tls-key`,
     );
   }
+  const tlsCert = orNull(pick('tls-cert'));
+  const tlsKey = orNull(pick('tls-key'));
+  if ((tlsCert === null) !== (tlsKey === null)) {
+    throw new ConfigError('--tls-cert and --tls-key must be given together');
+  }
+  const affinityLoadFactor = Number(pick('affinity-load-factor'));
+  if (!Number.isFinite(affinityLoadFactor) || affinityLoadFactor <= 1 || affinityLoadFactor > 10) {
+    throw new ConfigError(`--affinity-load-factor must be a number above 1 and at most 10, not "${pick('affinity-load-factor')}"`);
+  }
   const gpuQuota = parseInteger('gpu-quota', pick('gpu-quota'), 0, 1_000_000);
   const adminKey = orNull(env.INFERGATE_ADMIN_KEY ?? '');
   if (adminKey !== null && adminKey.length < 16) {
@@ -140,6 +162,11 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     apiPort: parsePort('api-port', pick('api-port')),
     apiTlsCert: resolve(apiTlsCert),
     apiTlsKey: resolve(apiTlsKey),
+    tlsCert: resolve(tlsCert),
+    tlsKey: resolve(tlsKey),
+    upstreamHeadersTimeoutMs: parseInteger('upstream-headers-timeout', pick('upstream-headers-timeout'), 0, 86_400) * 1000,
+    upstreamIdleTimeoutMs: parseInteger('upstream-idle-timeout', pick('upstream-idle-timeout'), 0, 86_400) * 1000,
+    affinityLoadFactor,
     metricsHost: pick('metrics-host'),
     metricsPort: parsePort('metrics-port', pick('metrics-port')),
     domain,

@@ -1,81 +1,238 @@
-// Owns the gateway listener: one TLS port in front of every endpoint. It terminates TLS
-// with the platform-issued certificate, keeps the routing table current from the store's
-// change feed, and runs each request through the phases in phases.ts before forwarding.
+// Owns the gateway: one TLS listener in front of every endpoint (DESIGN §4). It terminates
+// TLS with the certificate chosen by SNI, asks for (never requires) a client certificate,
+// hands each connection to an HTTP/1.1 or HTTP/2 server object by ALPN (one tls.Server,
+// PERF-NOTES), and runs every request through route → authenticate → admit → choose
+// replica → forward. The routing table is kept current from the store's change feed.
 
-import https from 'node:https';
-import type http from 'node:http';
+import http from 'node:http';
+import http2 from 'node:http2';
+import tls from 'node:tls';
 import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
+import type { Clock } from '../core/clock.js';
+import { systemClock } from '../core/clock.js';
+import { normalizeFingerprint } from '../pki/client-certs.js';
+import type { CertificateAuthority } from '../pki/ca.js';
 import type { Store } from '../store/store.js';
-import { forwardHttp } from './forward.js';
+import { ConsistentHashSelector } from './balancer/consistent-hash.js';
+import { PowerOfTwoSelector } from './balancer/power-of-two.js';
+import { HostCertificates } from './host-certificates.js';
+import { HttpForwarder, type DownstreamRequest, type DownstreamResponse } from './http-forward.js';
+import { InflightTracker } from './inflight.js';
+import { GatewayMetrics, type Protocol } from './metrics.js';
 import { admitPhase, authenticatePhase, routePhase, type Rejection } from './phases.js';
+import { DEFAULT_EJECTION, ReplicaHealth, type EjectionOptions } from './replica-health.js';
 import { RoutingTable } from './routing-table.js';
+import { DEFAULT_UPSTREAM_TIMEOUTS, UpstreamPools, type UpstreamTimeouts } from './upstream-pools.js';
 
 export interface GatewayOptions {
   store: Store;
   domain: string;
+  /** The default certificate: `*.<domain>` from the platform CA, or the operator's. */
   certPem: string;
   keyPem: string;
+  /** The platform CA: client certificates must chain to it; it issues per-host certificates. */
+  ca: CertificateAuthority;
+  /** Issue a certificate per endpoint hostname (off when the operator supplies one). */
+  perHostCertificates?: boolean;
   logger: Logger;
+  registry?: Registry;
+  clock?: Clock;
+  timeouts?: UpstreamTimeouts;
+  ejection?: EjectionOptions;
+  /** Bounded-load factor c of consistent hashing (default 1.25). */
+  loadFactor?: number;
 }
 
 export interface Gateway {
-  server: https.Server;
+  server: tls.Server;
   table: RoutingTable;
+  inflight: InflightTracker;
+  hostCertificates: HostCertificates | null;
   start(): Promise<void>;
   close(): Promise<void>;
 }
 
-function sendRejection(res: http.ServerResponse, r: Rejection): void {
+const fingerprints = new WeakMap<tls.TLSSocket, string | null>();
+
+/**
+ * The client certificate's fingerprint when it chains to the platform CA, else null. Cached
+ * per connection: the certificate cannot change on it, and the lookup costs ~4 µs (PERF-NOTES).
+ */
+function peerFingerprint(socket: tls.TLSSocket | undefined): string | null {
+  if (!socket) return null;
+  const cached = fingerprints.get(socket);
+  if (cached !== undefined) return cached;
+  let value: string | null = null;
+  if (socket.authorized) {
+    const cert = socket.getPeerCertificate();
+    if (cert?.fingerprint256) value = normalizeFingerprint(cert.fingerprint256);
+  }
+  fingerprints.set(socket, value);
+  return value;
+}
+
+function tlsSocketOf(req: DownstreamRequest): tls.TLSSocket | undefined {
+  if ('stream' in req && req.stream) return req.stream.session?.socket as tls.TLSSocket | undefined;
+  return req.socket as tls.TLSSocket;
+}
+
+function isGrpc(req: DownstreamRequest): boolean {
+  return req.httpVersionMajor === 2 && (req.headers['content-type'] ?? '').startsWith('application/grpc');
+}
+
+/** gRPC clients read a status from trailers, not the HTTP code (PROTOCOLS.md, gRPC over HTTP/2). */
+const GRPC_STATUS: Record<number, number> = { 401: 16, 404: 5, 503: 14, 501: 12 };
+
+function sendRejection(req: DownstreamRequest, res: DownstreamResponse, r: Rejection): void {
+  if (isGrpc(req)) {
+    // Trailers-Only: one HEADERS frame with END_STREAM carries the status (PERF-NOTES).
+    (res as http2.Http2ServerResponse).stream.respond(
+      { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(GRPC_STATUS[r.status] ?? 2), 'grpc-message': encodeURIComponent(r.message) },
+      { endStream: true },
+    );
+    return;
+  }
   const body = JSON.stringify({ error: { code: r.code, message: r.message } });
-  res.writeHead(r.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...r.headers });
+  (res as http.ServerResponse).writeHead(r.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...r.headers });
   res.end(body);
 }
 
 export function createGateway(opts: GatewayOptions): Gateway {
   const log = opts.logger;
+  const clock = opts.clock ?? systemClock;
   const table = new RoutingTable(opts.store, opts.domain, (err) => log.error({ err }, 'routing table rebuild failed'));
+  const inflight = new InflightTracker(clock);
+  const health = new ReplicaHealth(opts.ejection ?? DEFAULT_EJECTION, clock);
+  const metrics = new GatewayMetrics(opts.registry ?? new Registry(), inflight, table);
+  const pools = new UpstreamPools(opts.timeouts ?? DEFAULT_UPSTREAM_TIMEOUTS);
+  const affinity = new ConsistentHashSelector({ loadFactor: opts.loadFactor ?? 1.25 });
+  const spread = new PowerOfTwoSelector();
+  const hostCertificates = opts.perHostCertificates === false ? null : new HostCertificates(opts.ca, opts.ca.certPem, log);
+  const forwarder = new HttpForwarder({
+    pools,
+    inflight,
+    health,
+    onEjected: (route, replica) => {
+      metrics.ejection(route.name);
+      log.warn({ deployment: route.name, replica: replica.id, address: replica.address }, 'replica ejected after repeated connection failures');
+    },
+    onUpstreamError: (route, replica, err) => log.warn({ err, deployment: route.name, replica: replica.id }, 'upstream request failed'),
+  });
 
-  const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    const routed = routePhase(table, req.headers.host);
-    if (!routed.ok) return sendRejection(res, routed.rejection);
+  table.onChange((routes) => {
+    const addresses = new Set<string>();
+    const ids = new Set<number>();
+    for (const route of routes.values()) {
+      for (const r of route.replicas) {
+        addresses.add(r.address);
+        ids.add(r.id);
+      }
+    }
+    pools.retain(addresses);
+    health.retain(ids);
+    metrics.retain(new Set([...routes.values()].map((r) => r.name)));
+    hostCertificates?.sync(new Set(routes.keys()));
+  });
+
+  const handle = (req: DownstreamRequest, res: DownstreamResponse): void => {
+    const startedAt = performance.now();
+    const protocol: Protocol = isGrpc(req) ? 'grpc' : 'http';
+    const routed = routePhase(table, req.headers.host ?? (req.headers[':authority'] as string | undefined));
+    if (!routed.ok) {
+      metrics.forDeployment('', protocol).requests(routed.rejection.status);
+      return sendRejection(req, res, routed.rejection);
+    }
     const route = routed.value;
-    const authed = authenticatePhase(route, req.headers.authorization);
-    if (!authed.ok) return sendRejection(res, authed.rejection);
+    const meters = metrics.forDeployment(route.name, protocol);
+    const refuse = (r: Rejection) => {
+      meters.requests(r.status);
+      sendRejection(req, res, r);
+    };
+    const authed = authenticatePhase(route, { authorization: req.headers.authorization, certificateFingerprint: peerFingerprint(tlsSocketOf(req)) });
+    if (!authed.ok) {
+      metrics.authFailure(route.name, authed.rejection.authFailure ?? 'missing_credential');
+      return refuse(authed.rejection);
+    }
     const admitted = admitPhase(route);
-    if (!admitted.ok) return sendRejection(res, admitted.rejection);
-    const replicas = admitted.value;
-    const replica = replicas[Math.floor(Math.random() * replicas.length)];
-    if (!replica) return sendRejection(res, { status: 503, code: 'unavailable', message: 'no replica is ready' });
-    forwardHttp(req, res, replica.address, route.host, (err) =>
-      log.warn({ err, deployment: route.name, replica: replica.id }, 'upstream request failed'),
-    );
+    if (!admitted.ok) return refuse(admitted.rejection);
+    if (protocol === 'grpc') {
+      return refuse({ status: 501, code: 'unimplemented', message: 'this gateway does not forward gRPC yet; use the HTTP protocol' });
+    }
+    const sessionId = route.affinity ? req.headers['x-session-id'] : undefined;
+    const key = typeof sessionId === 'string' && sessionId !== '' ? sessionId : null;
+    const candidates = (key !== null ? affinity : spread).select(admitted.value, inflight, key);
+    inflight.deploymentStart(route.deploymentId);
+    forwarder.forward(req, res, {
+      route,
+      candidates,
+      meters,
+      startedAt,
+      done: (status) => {
+        inflight.deploymentEnd(route.deploymentId);
+        meters.requests(status);
+        meters.duration((performance.now() - startedAt) / 1000);
+      },
+    });
   };
 
-  const server = https.createServer(
+  const h1 = http.createServer(
     {
-      cert: opts.certPem,
-      key: opts.keyPem,
-      ALPNProtocols: ['http/1.1'],
-      minVersion: 'TLSv1.2',
-      // Generations can be long and streams quiet: no request or idle timeout cuts them.
+      // Generations can be long and streams quiet: no request timeout cuts them. Headers
+      // must still arrive within a minute (slow-loris), and idle keep-alive ends after 65 s.
       requestTimeout: 0,
       headersTimeout: 60_000,
       keepAliveTimeout: 65_000,
     },
     handle,
   );
+  const h2 = http2.createServer({ settings: { maxConcurrentStreams: 256 } });
+  h2.on('request', handle);
+
+  const defaultContext = tls.createSecureContext({ cert: opts.certPem, key: opts.keyPem, ca: opts.ca.certPem });
+  const server = tls.createServer(
+    {
+      cert: opts.certPem,
+      key: opts.keyPem,
+      ca: opts.ca.certPem,
+      ALPNProtocols: ['h2', 'http/1.1'],
+      minVersion: 'TLSv1.2',
+      // Ask for a client certificate, never require one: bearer clients have none (§4.1).
+      requestCert: true,
+      rejectUnauthorized: false,
+      SNICallback: (servername, cb) => cb(null, hostCertificates?.contextFor(servername) ?? defaultContext),
+    },
+    (socket) => {
+      if (socket.alpnProtocol === 'h2') h2.emit('connection', socket);
+      else h1.emit('connection', socket);
+    },
+  );
+  // Every connection, from before its handshake, so close() can end them all.
+  const openSockets = new Set<import('node:net').Socket>();
+  server.on('connection', (socket: import('node:net').Socket) => {
+    openSockets.add(socket);
+    socket.once('close', () => openSockets.delete(socket));
+  });
   server.on('tlsClientError', (err) => log.debug({ err }, 'TLS handshake failed'));
+  // The HTTP/1.1 server object never listens itself; this starts its header-timeout checks.
+  server.on('listening', () => h1.emit('listening'));
 
   return {
     server,
     table,
+    inflight,
+    hostCertificates,
     start: () => table.start(),
     close: async () => {
       table.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
-        server.closeAllConnections();
+        h1.closeAllConnections();
+        h1.close(() => undefined);
+        h2.close();
+        for (const socket of openSockets) socket.destroy();
       });
+      await pools.close();
     },
   };
 }

@@ -1,9 +1,10 @@
-// Owns the phases a client request passes through in the gateway, each a small function
-// with one job (docs/request-lifecycle.md lists them):
-//   route (Host → deployment) → authenticate (Bearer) → admit (paused / ready) → forward.
-// A phase either lets the request continue or ends it with a status and a message.
+// Owns the decisions a client request passes through in the gateway before forwarding, each
+// a small function with one job (docs/request-lifecycle.md lists them):
+//   route (Host → deployment) → authenticate (client certificate or Bearer) → admit
+//   (paused / ready). A phase either lets the request continue or ends it with a rejection.
 
 import { constantTimeEqualHex, sha256Hex } from '../core/secrets.js';
+import type { AuthFailureReason } from './metrics.js';
 import type { Route, RoutingTable } from './routing-table.js';
 
 export interface Rejection {
@@ -11,12 +12,14 @@ export interface Rejection {
   code: string;
   message: string;
   headers?: Record<string, string>;
+  /** Why authentication failed, for the metrics; set on 401s only. */
+  authFailure?: AuthFailureReason;
 }
 
 export type PhaseResult<T> = { ok: true; value: T } | { ok: false; rejection: Rejection };
 
-const reject = (status: number, code: string, message: string, headers?: Record<string, string>) =>
-  ({ ok: false, rejection: { status, code, message, headers } }) as const;
+const reject = (status: number, code: string, message: string, headers?: Record<string, string>, authFailure?: AuthFailureReason) =>
+  ({ ok: false, rejection: { status, code, message, headers, authFailure } }) as const;
 
 /** Unknown hosts get 404: no endpoint exists outside the routing table (no public endpoint). */
 export function routePhase(table: RoutingTable, host: string | undefined): PhaseResult<Route> {
@@ -31,33 +34,56 @@ function bearerOf(header: string | undefined): string | null {
   return m?.[1] ?? null;
 }
 
+/** What the client presented: its Authorization header and its verified certificate. */
+export interface Credentials {
+  authorization: string | undefined;
+  /** Fingerprint of a client certificate that chains to the platform CA, else null. */
+  certificateFingerprint: string | null;
+}
+
+export type AuthMethod = 'certificate' | 'bearer';
+
 /**
- * Bearer authentication: the token's SHA-256 compared in constant time with the bound
- * token's. Client certificates join in the gateway issue (M2).
+ * Either credential is enough (DESIGN §4.3). The certificate is checked first: a client
+ * using only its certificate may still send a dummy API key, as client libraries require
+ * one (spec, Authentication 3). Token hashes are compared in constant time.
  */
-export function authenticatePhase(route: Route, authorization: string | undefined): PhaseResult<'bearer'> {
-  const challenge = { 'www-authenticate': `Bearer realm="${route.host}"` };
-  const presented = bearerOf(authorization);
-  if (presented === null) {
-    return reject(401, 'unauthenticated', 'this endpoint requires Authorization: Bearer <token>', challenge);
+export function authenticatePhase(route: Route, creds: Credentials): PhaseResult<AuthMethod> {
+  if (creds.certificateFingerprint !== null && route.clientCertFingerprint !== null) {
+    if (constantTimeEqualHex(creds.certificateFingerprint, route.clientCertFingerprint)) return { ok: true, value: 'certificate' };
   }
-  if (route.tokenHash === null || !constantTimeEqualHex(sha256Hex(presented), route.tokenHash)) {
+  const presented = bearerOf(creds.authorization);
+  if (presented !== null && route.tokenHash !== null && constantTimeEqualHex(sha256Hex(presented), route.tokenHash)) {
+    return { ok: true, value: 'bearer' };
+  }
+  const challenge = `Bearer realm="${route.host}"`;
+  if (presented !== null) {
     return reject(401, 'unauthenticated', 'the bearer token is not valid for this endpoint', {
-      'www-authenticate': `Bearer realm="${route.host}", error="invalid_token"`,
-    });
+      'www-authenticate': `${challenge}, error="invalid_token"`,
+    }, 'invalid_token');
   }
-  return { ok: true, value: 'bearer' };
+  if (creds.certificateFingerprint !== null) {
+    return reject(401, 'unauthenticated', 'the client certificate is not accepted by this endpoint (not bound to it, or revoked)', {
+      'www-authenticate': challenge,
+    }, 'certificate_not_accepted');
+  }
+  const accepted = [route.tokenHash !== null ? 'Authorization: Bearer <token>' : null, route.clientCertFingerprint !== null ? 'its client certificate' : null]
+    .filter(Boolean)
+    .join(' or ');
+  return reject(401, 'unauthenticated', `this endpoint requires ${accepted || 'a credential, and none is bound to it'}`, {
+    'www-authenticate': challenge,
+  }, 'missing_credential');
 }
 
 /** Paused and not-ready deployments answer 503 with a message that says which. */
-export function admitPhase(route: Route): PhaseResult<Route['readyReplicas']> {
+export function admitPhase(route: Route): PhaseResult<Route['replicas']> {
   if (route.paused) {
     return reject(503, 'unavailable', `deployment ${route.name} is paused; resume it to serve requests`);
   }
-  if (route.readyReplicas.length === 0) {
+  if (route.replicas.length === 0) {
     return reject(503, 'unavailable', `deployment ${route.name} is not ready (${route.status}): no replica is ready yet`, {
       'retry-after': '5',
     });
   }
-  return { ok: true, value: route.readyReplicas };
+  return { ok: true, value: route.replicas };
 }

@@ -1,29 +1,45 @@
 // Owns the gateway's routing table: hostname → what the request path needs to know about
-// a deployment (credential hashes, paused, status, ready replicas). It is rebuilt in memory
-// from the store whenever the change feed reports a relevant change, so the request path
-// never touches the store.
+// a deployment (credential hashes, the bound client certificate, paused, status, the ready
+// replicas it routes to). It is rebuilt in memory from the store whenever the change feed
+// reports a relevant change, so the request path never touches the store.
 
-import type { DeploymentStatus, Kind } from '../domain/records.js';
+import { normalizeFingerprint } from '../pki/client-certs.js';
+import type { DeploymentRecord, DeploymentStatus, Kind, Protocol } from '../domain/records.js';
 import type { Store } from '../store/store.js';
+import type { ReplicaRef } from './balancer/selector.js';
 
 export interface Route {
   deploymentId: number;
   name: string;
   host: string;
+  protocol: Protocol;
   /** SHA-256 of the bound endpoint token, or null when the deployment uses only mTLS. */
   tokenHash: string | null;
+  /** SHA-256 fingerprint (lowercase hex) of the bound, unrevoked client certificate. */
+  clientCertFingerprint: string | null;
+  /** X-Session-Id selects the replica by consistent hashing (general inference switch). */
+  affinity: boolean;
   paused: boolean;
   status: DeploymentStatus;
-  readyReplicas: { id: number; address: string }[];
+  /** The component requests go to: every replica (general) or the Frontend (orchestrated). */
+  component: string;
+  /** Ready replicas of that component; the same array object until the set changes. */
+  replicas: readonly ReplicaRef[];
 }
 
-const RELEVANT: ReadonlySet<Kind> = new Set<Kind>(['deployment', 'token', 'replica']);
+const RELEVANT: ReadonlySet<Kind> = new Set<Kind>(['deployment', 'token', 'replica', 'certificate']);
+
+/** Orchestrated deployments are reached through their Frontend (DESIGN §4.5). */
+function routedComponent(d: DeploymentRecord): string {
+  return d.family === 'orchestrated' ? 'Frontend' : 'Replica';
+}
 
 export class RoutingTable {
-  private routes = new Map<string, Route>();
+  private table = new Map<string, Route>();
   private unwatch: (() => void) | null = null;
   private rebuilding: Promise<void> | null = null;
   private again = false;
+  private readonly listeners: Array<(routes: ReadonlyMap<string, Route>) => void> = [];
 
   constructor(
     private readonly store: Store,
@@ -43,15 +59,26 @@ export class RoutingTable {
     this.unwatch = null;
   }
 
+  /** Called after every rebuild with the new table (pools, certificates and metrics follow it). */
+  onChange(listener: (routes: ReadonlyMap<string, Route>) => void): void {
+    this.listeners.push(listener);
+  }
+
   /** Host header value (any case, with or without port) → route. */
   lookup(hostHeader: string | undefined): Route | undefined {
     if (!hostHeader) return undefined;
-    const host = hostHeader.replace(/:\d+$/, '').toLowerCase();
-    return this.routes.get(host);
+    let host = hostHeader;
+    const colon = host.lastIndexOf(':');
+    if (colon !== -1 && !host.endsWith(']')) host = host.slice(0, colon);
+    return this.table.get(host) ?? this.table.get(host.toLowerCase());
+  }
+
+  routes(): IterableIterator<Route> {
+    return this.table.values();
   }
 
   get size(): number {
-    return this.routes.size;
+    return this.table.size;
   }
 
   /** Coalesces bursts of changes into one rebuild running at a time, plus one after it. */
@@ -72,28 +99,46 @@ export class RoutingTable {
   }
 
   private async rebuild(): Promise<void> {
-    const [deployments, tokens, replicas] = await Promise.all([
+    const [deployments, tokens, replicas, certificates] = await Promise.all([
       this.store.list('deployment'),
       this.store.list('token'),
       this.store.list('replica'),
+      this.store.list('certificate'),
     ]);
     const tokenHash = new Map(tokens.map((t) => [t.value.id, t.value.hash]));
+    const liveCertificates = new Map(
+      certificates.filter((c) => c.value.revoked_at === null).map((c) => [c.value.id, normalizeFingerprint(c.value.fingerprint_sha256)]),
+    );
     const next = new Map<string, Route>();
     for (const { value: d } of deployments) {
       const host = `${d.name}.${this.domain}`;
+      const component = routedComponent(d);
+      const ready = replicas
+        .map((r) => r.value)
+        .filter((r) => r.deployment_id === d.id && r.component === component && r.state === 'ready')
+        .sort((a, b) => a.id - b.id)
+        .map((r) => ({ id: r.id, address: r.address }));
+      const previous = this.table.get(host);
       next.set(host, {
         deploymentId: d.id,
         name: d.name,
         host,
+        protocol: d.spec.protocol,
         tokenHash: d.auth.token_id === null ? null : (tokenHash.get(d.auth.token_id) ?? null),
+        clientCertFingerprint: d.auth.client_certificate_id === null ? null : (liveCertificates.get(d.auth.client_certificate_id) ?? null),
+        affinity: d.spec.family === 'general' && d.spec.session_affinity,
         paused: d.paused,
         status: d.status,
-        readyReplicas: replicas
-          .map((r) => r.value)
-          .filter((r) => r.deployment_id === d.id && r.state === 'ready')
-          .map((r) => ({ id: r.id, address: r.address })),
+        component,
+        // Keep the old array when nothing changed, so the balancer's per-set caches hold.
+        replicas: previous && sameReplicas(previous.replicas, ready) ? previous.replicas : ready,
       });
     }
-    this.routes = next;
+    this.table = next;
+    for (const listener of this.listeners) listener(next);
   }
+}
+
+function sameReplicas(a: readonly ReplicaRef[], b: readonly ReplicaRef[]): boolean {
+  return a.length === b.length && a.every((r, i) => r.id === b[i]!.id && r.address === b[i]!.address);
 }

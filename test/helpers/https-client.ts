@@ -17,6 +17,9 @@ export function httpsRequest(opts: {
   path?: string;
   headers?: Record<string, string>;
   body?: string;
+  /** Client certificate and key, e.g. both from one .pem. */
+  cert?: string;
+  key?: string;
 }): Promise<HttpsResult> {
   return new Promise((resolve, reject) => {
     const req = https.request(
@@ -27,6 +30,8 @@ export function httpsRequest(opts: {
         method: opts.method ?? 'GET',
         path: opts.path ?? '/',
         ca: opts.ca,
+        cert: opts.cert,
+        key: opts.key,
         headers: { host: opts.host, ...opts.headers },
         agent: false,
       },

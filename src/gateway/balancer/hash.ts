@@ -1,0 +1,17 @@
+// Owns the string hash of consistent hashing: FNV-1a over UTF-16 code units, then murmur3's
+// fmix32 finalizer. FNV-1a alone is fast but its low bits avalanche poorly on similar keys
+// ("session-1", "session-2"); fmix32 (Appleby, MurmurHash3) spreads them over the ring.
+
+export function hash32(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}

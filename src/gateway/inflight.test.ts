@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../core/clock.js';
+import { InflightTracker } from './inflight.js';
+
+describe('InflightTracker', () => {
+  it('integrates the in-flight count over each second', () => {
+    const clock = new ManualClock(10_000);
+    const t = new InflightTracker(clock);
+    t.deploymentStart(1); // 1 in flight from 10.000
+    clock.advance(500);
+    t.deploymentStart(1); // 2 from 10.500
+    clock.advance(750);
+    t.deploymentEnd(1); // 1 from 11.250
+    clock.advance(1750); // now 13.000
+    expect(t.concurrency(1)).toEqual([
+      { second: 10_000, average: 1.5 }, // 0.5 s × 1 + 0.5 s × 2
+      { second: 11_000, average: 1.25 }, // 0.25 s × 2 + 0.75 s × 1
+      { second: 12_000, average: 1 },
+    ]);
+    expect(t.deploymentInflight(1)).toBe(1);
+  });
+
+  it('does not miss a burst of short requests between two readings', () => {
+    const clock = new ManualClock(0);
+    const t = new InflightTracker(clock);
+    for (let i = 0; i < 100; i++) {
+      t.deploymentStart(7);
+      clock.advance(10); // each request lasts 10 ms, back to back
+      t.deploymentEnd(7);
+    }
+    expect(t.concurrency(7)).toEqual([{ second: 0, average: 1 }]);
+  });
+
+  it('keeps three minutes of history through a long idle period', () => {
+    const clock = new ManualClock(0);
+    const t = new InflightTracker(clock);
+    t.deploymentStart(1);
+    t.deploymentEnd(1);
+    clock.advance(3_600_000);
+    const samples = t.concurrency(1);
+    expect(samples.length).toBe(180);
+    expect(samples.every((s) => s.average === 0)).toBe(true);
+    expect(samples.at(-1)!.second).toBe(3_599_000);
+  });
+
+  it('counts per replica for the balancer and never goes below zero', () => {
+    const t = new InflightTracker(new ManualClock());
+    t.replicaStart(3);
+    t.replicaStart(3);
+    t.replicaEnd(3);
+    expect(t.inflight(3)).toBe(1);
+    t.replicaEnd(3);
+    t.replicaEnd(3);
+    expect(t.inflight(3)).toBe(0);
+    t.deploymentEnd(99);
+    expect(t.deploymentInflight(99)).toBe(0);
+  });
+});

@@ -1,0 +1,124 @@
+// Owns in-flight accounting: how many requests each deployment and each replica holds right
+// now, and, per deployment, the time-weighted concurrency of every one-second bucket — the
+// signal the autoscaler (M4) reads. A request counts from admission until its last byte.
+//
+// Time-weighted, not sampled: a bucket's value is the integral of the in-flight count over
+// that second, so a burst of short requests between two scrapes is never missed (Knative's
+// activator reports the same average-concurrency signal).
+
+import type { Clock } from '../core/clock.js';
+import { systemClock } from '../core/clock.js';
+
+/** One second of history: its start (ms since the epoch, a multiple of 1000) and average. */
+export interface ConcurrencySample {
+  second: number;
+  average: number;
+}
+
+const HISTORY_SECONDS = 180;
+
+class DeploymentConcurrency {
+  count = 0;
+  /** Start of the bucket being filled, in ms. */
+  private bucket: number;
+  /** Integral of the count over the current bucket so far, in request·ms. */
+  private area = 0;
+  private lastChange: number;
+  private readonly history: ConcurrencySample[] = [];
+
+  constructor(now: number) {
+    this.bucket = now - (now % 1000);
+    this.lastChange = now;
+  }
+
+  /** Moves the integral up to `now`, closing every bucket passed on the way. */
+  advance(now: number): void {
+    if (now < this.lastChange) now = this.lastChange; // a clock step back never un-counts time
+    while (now >= this.bucket + 1000) {
+      const end = this.bucket + 1000;
+      this.area += this.count * (end - this.lastChange);
+      this.history.push({ second: this.bucket, average: this.area / 1000 });
+      if (this.history.length > HISTORY_SECONDS) this.history.shift();
+      this.bucket = end;
+      this.lastChange = end;
+      this.area = 0;
+      // Idle for longer than the history holds: the skipped seconds were all at `count`.
+      if (now - end > HISTORY_SECONDS * 1000) {
+        const skip = Math.floor((now - end) / 1000) - HISTORY_SECONDS;
+        this.bucket += skip * 1000;
+        this.lastChange = this.bucket;
+      }
+    }
+    this.area += this.count * (now - this.lastChange);
+    this.lastChange = now;
+  }
+
+  samples(now: number): ConcurrencySample[] {
+    this.advance(now);
+    return this.history.slice();
+  }
+}
+
+export class InflightTracker {
+  private readonly deployments = new Map<number, DeploymentConcurrency>();
+  private readonly replicas = new Map<number, number>();
+
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  /** A request was admitted for this deployment. Pair with `deploymentEnd`. */
+  deploymentStart(deploymentId: number): void {
+    const now = this.clock.now();
+    let d = this.deployments.get(deploymentId);
+    if (!d) {
+      d = new DeploymentConcurrency(now);
+      this.deployments.set(deploymentId, d);
+    }
+    d.advance(now);
+    d.count += 1;
+  }
+
+  deploymentEnd(deploymentId: number): void {
+    const d = this.deployments.get(deploymentId);
+    if (!d || d.count === 0) return;
+    d.advance(this.clock.now());
+    d.count -= 1;
+  }
+
+  replicaStart(replicaId: number): void {
+    this.replicas.set(replicaId, (this.replicas.get(replicaId) ?? 0) + 1);
+  }
+
+  replicaEnd(replicaId: number): void {
+    const n = (this.replicas.get(replicaId) ?? 0) - 1;
+    if (n > 0) this.replicas.set(replicaId, n);
+    else this.replicas.delete(replicaId);
+  }
+
+  /** In-flight requests at one replica now (the balancer's load view). */
+  inflight(replicaId: number): number {
+    return this.replicas.get(replicaId) ?? 0;
+  }
+
+  deploymentInflight(deploymentId: number): number {
+    return this.deployments.get(deploymentId)?.count ?? 0;
+  }
+
+  /** Completed one-second buckets, oldest first, up to the last three minutes. */
+  concurrency(deploymentId: number): ConcurrencySample[] {
+    return this.deployments.get(deploymentId)?.samples(this.clock.now()) ?? [];
+  }
+
+  /** Every replica with requests in flight, for the metrics scrape. */
+  replicaCounts(): IterableIterator<[number, number]> {
+    return this.replicas.entries();
+  }
+
+  deploymentIds(): IterableIterator<number> {
+    return this.deployments.keys();
+  }
+
+  /** Forgets a deployment that left the routing table and holds no request. */
+  forget(deploymentId: number): void {
+    if (this.deploymentInflight(deploymentId) === 0) this.deployments.delete(deploymentId);
+  }
+}

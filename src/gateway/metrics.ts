@@ -1,0 +1,149 @@
+// Owns the gateway's Prometheus metrics (DESIGN §9), declared against the registry it is
+// given. Labels stay bounded: deployment names, status codes, protocols and fixed reason
+// words — never request ids or session ids. Gauges that mirror state (in-flight, ready
+// replicas) are computed at scrape time from the tracker and the routing table, so the
+// request path pays nothing for them.
+
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { InflightTracker } from './inflight.js';
+import type { RoutingTable } from './routing-table.js';
+
+export type AuthFailureReason = 'missing_credential' | 'invalid_token' | 'certificate_not_accepted';
+export type Protocol = 'http' | 'grpc';
+
+/** Per-deployment handles, created once per deployment name so requests skip label hashing. */
+export interface DeploymentMeters {
+  requests(status: number): void;
+  duration(seconds: number): void;
+  timeToFirstByte(seconds: number): void;
+  tokens(prompt: number, completion: number): void;
+  retry(): void;
+}
+
+export class GatewayMetrics {
+  private readonly requestsTotal: Counter<'deployment' | 'status' | 'protocol'>;
+  private readonly requestDuration: Histogram<'deployment' | 'protocol'>;
+  private readonly ttfb: Histogram<'deployment' | 'protocol'>;
+  private readonly tokensTotal: Counter<'deployment' | 'kind'>;
+  private readonly authFailures: Counter<'deployment' | 'reason'>;
+  private readonly retries: Counter<'deployment'>;
+  private readonly ejections: Counter<'deployment'>;
+  private readonly meters = new Map<string, DeploymentMeters>();
+
+  constructor(registry: Registry, inflight: InflightTracker, table: RoutingTable) {
+    const registers = [registry];
+    this.requestsTotal = new Counter({
+      name: 'infergate_requests_total',
+      help: 'Requests answered by the gateway, by deployment, HTTP status and protocol',
+      labelNames: ['deployment', 'status', 'protocol'],
+      registers,
+    });
+    this.requestDuration = new Histogram({
+      name: 'infergate_request_duration_seconds',
+      help: 'Time from request arrival to the last byte of the response',
+      labelNames: ['deployment', 'protocol'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+      registers,
+    });
+    this.ttfb = new Histogram({
+      name: 'infergate_time_to_first_byte_seconds',
+      help: 'Time from request arrival to the response headers from the replica',
+      labelNames: ['deployment', 'protocol'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.tokensTotal = new Counter({
+      name: 'infergate_tokens_total',
+      help: 'Prompt and completion tokens read from `usage` in responses',
+      labelNames: ['deployment', 'kind'],
+      registers,
+    });
+    this.authFailures = new Counter({
+      name: 'infergate_auth_failures_total',
+      help: 'Requests refused with 401, by deployment and reason',
+      labelNames: ['deployment', 'reason'],
+      registers,
+    });
+    this.retries = new Counter({
+      name: 'infergate_upstream_retries_total',
+      help: 'Requests sent to another replica after a connection failure',
+      labelNames: ['deployment'],
+      registers,
+    });
+    this.ejections = new Counter({
+      name: 'infergate_replica_ejections_total',
+      help: 'Replicas left out of replica choice for a while after repeated connection failures',
+      labelNames: ['deployment'],
+      registers,
+    });
+    new Gauge({
+      name: 'infergate_inflight_requests',
+      help: 'Requests in flight at the gateway, by deployment and replica',
+      labelNames: ['deployment', 'replica'],
+      registers,
+      collect() {
+        this.reset();
+        for (const route of table.routes()) {
+          const total = inflight.deploymentInflight(route.deploymentId);
+          this.set({ deployment: route.name, replica: '' }, total);
+          for (const r of route.replicas) this.set({ deployment: route.name, replica: String(r.id) }, inflight.inflight(r.id));
+        }
+      },
+    });
+    new Gauge({
+      name: 'infergate_replicas_ready',
+      help: 'Ready replicas the gateway routes to, by deployment and component',
+      labelNames: ['deployment', 'component'],
+      registers,
+      collect() {
+        this.reset();
+        for (const route of table.routes()) this.set({ deployment: route.name, component: route.component }, route.replicas.length);
+      },
+    });
+  }
+
+  /** Handles for one deployment (`''` for requests that matched none). */
+  forDeployment(name: string, protocol: Protocol): DeploymentMeters {
+    const key = `${name}\u0000${protocol}`;
+    let m = this.meters.get(key);
+    if (m) return m;
+    const byStatus = new Map<number, Counter.Internal>();
+    const duration = this.requestDuration.labels(name, protocol);
+    const ttfb = this.ttfb.labels(name, protocol);
+    const prompt = this.tokensTotal.labels(name, 'prompt');
+    const completion = this.tokensTotal.labels(name, 'completion');
+    const retries = this.retries.labels(name);
+    m = {
+      requests: (status) => {
+        let c = byStatus.get(status);
+        if (!c) {
+          c = this.requestsTotal.labels(name, String(status), protocol);
+          byStatus.set(status, c);
+        }
+        c.inc();
+      },
+      duration: (s) => duration.observe(s),
+      timeToFirstByte: (s) => ttfb.observe(s),
+      tokens: (p, c) => {
+        if (p > 0) prompt.inc(p);
+        if (c > 0) completion.inc(c);
+      },
+      retry: () => retries.inc(),
+    };
+    this.meters.set(key, m);
+    return m;
+  }
+
+  authFailure(deployment: string, reason: AuthFailureReason): void {
+    this.authFailures.labels(deployment, reason).inc();
+  }
+
+  ejection(deployment: string): void {
+    this.ejections.labels(deployment).inc();
+  }
+
+  /** Drops cached handles of deployments that left the table (their series stay until restart). */
+  retain(names: ReadonlySet<string>): void {
+    for (const key of this.meters.keys()) if (!names.has(key.split('\u0000')[0]!)) this.meters.delete(key);
+  }
+}

@@ -1,0 +1,100 @@
+// Owns reading token usage out of responses as they stream past, without holding them back:
+// every chunk is forwarded first and only looked at afterwards. Chat completions carry
+// `usage: {prompt_tokens, completion_tokens}` in a plain JSON body, or — for a stream with
+// `stream_options.include_usage` — in the last `data:` event before `data: [DONE]`
+// (PROTOCOLS.md §4). Anything else is ignored at the cost of one content-type check.
+
+export interface TokenUsage {
+  prompt: number;
+  completion: number;
+}
+
+export interface UsageTap {
+  /** Looks at a chunk already sent to the client. */
+  push(chunk: Buffer): void;
+  /** The usage seen, once the response ended; null when there was none. */
+  finish(): TokenUsage | null;
+}
+
+/** Plain JSON bodies larger than this are not parsed for usage (chat responses are small). */
+const MAX_JSON_BYTES = 1 << 20;
+const USAGE_MARK = '"usage"';
+
+function usageOf(value: unknown): TokenUsage | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const usage = (value as { usage?: unknown }).usage;
+  if (typeof usage !== 'object' || usage === null) return null;
+  const { prompt_tokens: p, completion_tokens: c } = usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
+  if (typeof p !== 'number' && typeof c !== 'number') return null;
+  return { prompt: typeof p === 'number' ? p : 0, completion: typeof c === 'number' ? c : 0 };
+}
+
+class JsonUsageTap implements UsageTap {
+  private chunks: Buffer[] = [];
+  private size = 0;
+
+  push(chunk: Buffer): void {
+    if (this.size > MAX_JSON_BYTES) return;
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+  }
+
+  finish(): TokenUsage | null {
+    if (this.size === 0 || this.size > MAX_JSON_BYTES) return null;
+    const text = this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8');
+    if (!text.includes(USAGE_MARK)) return null;
+    try {
+      return usageOf(JSON.parse(text));
+    } catch {
+      return null; // not JSON after all: nothing to count
+    }
+  }
+}
+
+/**
+ * Scans SSE `data:` lines. Only the unfinished tail of the last line is kept between chunks,
+ * and a line is parsed only when it mentions usage with an object value, so a long stream
+ * costs a substring search per chunk.
+ */
+class SseUsageTap implements UsageTap {
+  private tail = '';
+  private found: TokenUsage | null = null;
+
+  push(chunk: Buffer): void {
+    const text = this.tail + chunk.toString('utf8');
+    const lastNewline = text.lastIndexOf('\n');
+    if (lastNewline === -1) {
+      this.tail = text.length > MAX_JSON_BYTES ? '' : text;
+      return;
+    }
+    this.tail = text.slice(lastNewline + 1);
+    if (!text.includes(USAGE_MARK)) return;
+    for (const line of text.slice(0, lastNewline).split('\n')) this.scanLine(line);
+  }
+
+  private scanLine(raw: string): void {
+    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+    if (!line.startsWith('data:') || !line.includes(USAGE_MARK)) return;
+    const payload = line.slice(5).trim();
+    if (payload === '[DONE]') return;
+    try {
+      const usage = usageOf(JSON.parse(payload));
+      if (usage) this.found = usage;
+    } catch {
+      // a data line that is not JSON carries no usage
+    }
+  }
+
+  finish(): TokenUsage | null {
+    if (this.tail) this.scanLine(this.tail);
+    return this.found;
+  }
+}
+
+/** A tap for a response with this content type, or null when it cannot carry usage. */
+export function usageTapFor(contentType: string | undefined): UsageTap | null {
+  if (!contentType) return null;
+  if (contentType.includes('text/event-stream')) return new SseUsageTap();
+  if (contentType.includes('json')) return new JsonUsageTap();
+  return null;
+}
