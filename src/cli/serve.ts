@@ -70,6 +70,7 @@ async function startControl(config: Config, store: Store, logger: Logger, closer
     sealer,
     clock: systemClock,
     endpoint: { domain: config.domain, port: config.gatewayPort },
+    ca: await loadOrCreateCa(config.certsDir),
     logger: logger.child({ component: 'control' }),
     https: await readApiTls(config),
   });

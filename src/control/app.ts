@@ -10,12 +10,15 @@ import type { Clock } from '../core/clock.js';
 import { PlatformError } from '../core/errors.js';
 import type { Sealer } from '../core/secrets.js';
 import type { Catalog } from '../domain/catalog.js';
+import type { CertificateAuthority } from '../pki/ca.js';
 import type { ServiceAccountRecord } from '../domain/records.js';
 import type { Store } from '../store/store.js';
+import { CertificateService } from './certificate-service.js';
 import { Credentials } from './credentials.js';
 import { DeploymentService } from './deployment-service.js';
 import { errorHandler } from './errors.js';
 import type { EndpointAddress } from './render.js';
+import { registerCertificateRoutes } from './routes/certificates.js';
 import { registerClusterRoutes } from './routes/clusters.js';
 import { registerDeploymentRoutes } from './routes/deployments.js';
 import { registerHealthRoutes } from './routes/health.js';
@@ -31,6 +34,8 @@ export interface ControlDeps {
   sealer: Sealer;
   clock: Clock;
   endpoint: EndpointAddress;
+  /** The platform CA: issues client certificates. */
+  ca: CertificateAuthority;
   /** A pino logger (fastify's own); none means silent. */
   logger?: FastifyBaseLogger;
   https?: { cert: Buffer; key: Buffer } | null;
@@ -40,6 +45,7 @@ export interface ControlContext {
   deps: ControlDeps;
   deployments: DeploymentService;
   credentials: Credentials;
+  certificates: CertificateService;
 }
 
 export type ControlApp = FastifyInstance<
@@ -98,10 +104,12 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
     },
   });
 
+  const certificates = new CertificateService(deps);
   const ctx: ControlContext = {
     deps,
-    deployments: new DeploymentService(deps),
+    deployments: new DeploymentService({ ...deps, certificates }),
     credentials: new Credentials(deps.store, deps.clock),
+    certificates,
   };
 
   app.decorateRequest('account', null);
@@ -113,6 +121,7 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   registerHealthRoutes(app, ctx);
   registerDeploymentRoutes(app, ctx);
   registerTokenRoutes(app, ctx);
+  registerCertificateRoutes(app, ctx);
   registerServiceAccountRoutes(app, ctx);
   registerClusterRoutes(app, ctx);
   return app;

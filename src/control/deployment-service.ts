@@ -24,6 +24,7 @@ import {
   type ValidationContext,
 } from '../domain/validate.js';
 import { ConflictError, modify, type Store } from '../store/store.js';
+import { CERTIFICATE_NAME_INDEX, type CertificateService } from './certificate-service.js';
 
 export const NAME_INDEX = 'deployment-name';
 export const TOKEN_HASH_INDEX = 'token-hash';
@@ -34,6 +35,8 @@ export interface DeploymentServiceDeps {
   gpuQuota: number;
   sealer: Sealer;
   clock: Clock;
+  /** Issues the client certificate of a private endpoint. */
+  certificates: CertificateService;
 }
 
 export class DeploymentService {
@@ -53,14 +56,16 @@ export class DeploymentService {
   async create(family: Family, body: unknown): Promise<DeploymentRecord> {
     const ctx = await this.context();
     const draft = unwrap(validateCreate(family, body, ctx));
-    return this.insert(draft, ctx.others, 'create', {});
+    return this.insert(draft, ctx.others, 'create', {}, draft.auth.private_endpoint && draft.auth.client_certificate_id === null);
   }
 
   async clone(family: Family, sourceId: number, body: unknown): Promise<DeploymentRecord> {
     const source = await this.get(family, sourceId);
     const ctx = await this.context();
     const draft = unwrap(validateClone(source, body, ctx));
-    return this.insert(draft, ctx.others, 'clone', source.spec.secrets);
+    // A private clone gets its own certificate, not the source's, unless one is named.
+    const namesCertificate = typeof body === 'object' && body !== null && Object.hasOwn(body, 'client_certificate_id');
+    return this.insert(draft, ctx.others, 'clone', source.spec.secrets, draft.auth.private_endpoint && !namesCertificate);
   }
 
   async patch(family: Family, id: number, body: unknown): Promise<DeploymentRecord> {
@@ -72,6 +77,11 @@ export class DeploymentService {
     const newTokenId = first.draft.auth.token_value
       ? await this.ensureToken(first.draft.auth.token_value, `${before.name}-endpoint`)
       : null;
+    // Turning private_endpoint on without naming a certificate issues one, before the write.
+    const issued =
+      first.draft.auth.private_endpoint && first.draft.auth.client_certificate_id === null
+        ? await this.issueCertificate(before.name, id)
+        : null;
     // Validated again inside the compare-and-set loop so a concurrent edit is never lost.
     const updated = await modify(store, 'deployment', id, (current) => {
       const { draft, specChanged, scalingChanged, authChanged } = unwrap(validatePatch(current, body, ctx));
@@ -81,7 +91,11 @@ export class DeploymentService {
       const next: DeploymentRecord = {
         ...current,
         scaling: draft.scaling,
-        auth: { ...pickAuth(draft), token_id: newTokenId ?? draft.auth.token_id },
+        auth: {
+          ...pickAuth(draft),
+          token_id: newTokenId ?? draft.auth.token_id,
+          client_certificate_id: issued?.id ?? draft.auth.client_certificate_id,
+        },
         updated_at: now,
       };
       if (!specChanged) return next;
@@ -163,12 +177,17 @@ export class DeploymentService {
     others: DeploymentRecord[],
     reason: 'create' | 'clone',
     inherited: SealedSecrets,
+    issueCertificate: boolean,
   ): Promise<DeploymentRecord> {
     const { store, clock } = this.deps;
     this.assertCapacity(draft, others);
+    if (others.some((d) => d.name === draft.name)) throw nameConflict(draft.name);
     const tokenId = draft.auth.token_value
       ? await this.ensureToken(draft.auth.token_value, `${draft.name}-endpoint`)
       : draft.auth.token_id;
+    // Issued after every check that can refuse the create, so a refusal issues nothing.
+    const certificate = issueCertificate ? await this.issueCertificate(draft.name, null) : null;
+    const certificateId = certificate?.id ?? draft.auth.client_certificate_id;
     const now = isoNow(clock);
     const spec = { ...draft.spec, secrets: this.sealSecrets(draft, inherited) } as DeploymentSpec;
     const revision: RevisionRecord = { revision: 1, created_at: now, reason, source_revision: null, status: 'pending', spec };
@@ -182,7 +201,7 @@ export class DeploymentService {
           cluster_id: draft.cluster_id,
           spec,
           scaling: draft.scaling,
-          auth: { ...pickAuth(draft), token_id: tokenId },
+          auth: { ...pickAuth(draft), token_id: tokenId, client_certificate_id: certificateId },
           revision: 1,
           revisions: [revision],
           paused: false,
@@ -192,12 +211,26 @@ export class DeploymentService {
         }),
         { unique: [{ index: NAME_INDEX, key: draft.name }] },
       );
+      if (certificateId !== null) await this.deps.certificates.bind(certificateId, created.value.id);
       return created.value;
     } catch (err) {
-      if (err instanceof ConflictError) {
-        throw new PlatformError('conflict', `name "${draft.name}" is already used by another deployment`, { field: 'name' });
-      }
+      if (certificate) await this.deps.certificates.discard(certificate.id);
+      if (err instanceof ConflictError) throw nameConflict(draft.name);
       throw err;
+    }
+  }
+
+  /** A client certificate for a private endpoint, named after the deployment. */
+  private async issueCertificate(deploymentName: string, deploymentId: number | null) {
+    for (let n = 1; ; n++) {
+      const name = n === 1 ? `${deploymentName}-client` : `${deploymentName}-client-${n}`;
+      // Names of deleted deployments' certificates stay taken: take the next free suffix.
+      if (await this.deps.store.lookup(CERTIFICATE_NAME_INDEX, name)) continue;
+      try {
+        return await this.deps.certificates.create(name, deploymentId);
+      } catch (err) {
+        if (!(err instanceof PlatformError && err.code === 'conflict')) throw err;
+      }
     }
   }
 
@@ -240,6 +273,10 @@ export class DeploymentService {
     }
     return out;
   }
+}
+
+function nameConflict(name: string): PlatformError {
+  return new PlatformError('conflict', `name "${name}" is already used by another deployment`, { field: 'name' });
 }
 
 function unwrap<T>(result: { ok: true; value: T } | { ok: false; problems: import('../core/errors.js').FieldProblem[] }): T {

@@ -1,8 +1,9 @@
 // Owns the public shape of stored records: what the API returns for deployments,
-// revisions, tokens and service accounts. Nothing secret passes through here — sealed
+// revisions, tokens, service accounts and client certificates. Nothing secret passes through here — sealed
 // secrets become `has_*` flags, hashes are dropped.
 
 import type {
+  CertificateRecord,
   DeploymentRecord,
   DeploymentSpec,
   ReplicaRecord,
@@ -165,4 +166,35 @@ export function renderToken(t: TokenRecord, deployments: DeploymentRecord[]): To
 
 export function renderServiceAccount(a: ServiceAccountRecord): ServiceAccountView {
   return { id: a.id, name: a.name, role: a.role, hint: a.hint, created_at: a.created_at };
+}
+
+export interface CertificateView {
+  id: number;
+  name: string;
+  deployment_id: number | null;
+  deployments: number[];
+  serial: string;
+  fingerprint_sha256: string;
+  not_after: string;
+  revoked: boolean;
+  revoked_at: string | null;
+  created_at: string;
+  pem_path: string;
+}
+
+/** Never the key, sealed or not: the private key leaves only through the .pem route. */
+export function renderCertificate(c: CertificateRecord, deployments: DeploymentRecord[]): CertificateView {
+  return {
+    id: c.id,
+    name: c.name,
+    deployment_id: c.deployment_id,
+    deployments: deployments.filter((d) => d.auth.client_certificate_id === c.id).map((d) => d.id),
+    serial: c.serial,
+    fingerprint_sha256: c.fingerprint_sha256,
+    not_after: c.not_after,
+    revoked: c.revoked_at !== null,
+    revoked_at: c.revoked_at,
+    created_at: c.created_at,
+    pem_path: `/certificates/${c.id}/pem`,
+  };
 }

@@ -166,3 +166,24 @@ export const ClusterResponse = Type.Object({
   orchestration_enabled: Type.Boolean(),
   hardware: Type.Array(HardwareResponse),
 });
+
+export const CertificateCreateRequest = Type.Object(
+  {
+    name: CredentialName,
+    deployment_id: Nullable(Type.Integer({ minimum: 1, description: 'the deployment this certificate is for (informational; bind it with client_certificate_id)' })),
+  },
+  { additionalProperties: false },
+);
+export const CertificateResponse = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  deployment_id: Type.Union([Type.Integer(), Type.Null()]),
+  deployments: Type.Array(Type.Integer(), { description: 'deployments that accept this certificate' }),
+  serial: Type.String(),
+  fingerprint_sha256: Type.String(),
+  not_after: Type.String(),
+  revoked: Type.Boolean(),
+  revoked_at: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String(),
+  pem_path: Type.String({ description: 'GET it for the certificate and private key in one .pem' }),
+});

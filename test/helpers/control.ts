@@ -10,6 +10,7 @@ import { Sealer } from '../../src/core/secrets.js';
 import { DEFAULT_CATALOG } from '../../src/domain/catalog.js';
 import { buildControlApp, type ControlApp } from '../../src/control/app.js';
 import { Credentials } from '../../src/control/credentials.js';
+import { loadOrCreateCa, type CertificateAuthority } from '../../src/pki/ca.js';
 import { FileStore } from '../../src/store/file-store.js';
 import type { Store } from '../../src/store/store.js';
 
@@ -29,7 +30,20 @@ export interface TestControl {
   close(): Promise<void>;
 }
 
-export async function startControl(opts: { gpuQuota?: number; store?: Store } = {}): Promise<TestControl> {
+let sharedCa: Promise<{ ca: CertificateAuthority; dir: string }> | null = null;
+
+/** One platform CA per test process (RSA key generation is the slow part of start-up). */
+export function testCa(): Promise<CertificateAuthority> {
+  sharedCa ??= mkdtemp(path.join(os.tmpdir(), 'infergate-ca-')).then(async (dir) => {
+    const ca = await loadOrCreateCa(dir);
+    // The files are read once; the CA lives on in memory, so the directory can go now.
+    await rm(dir, { recursive: true, force: true });
+    return { ca, dir };
+  });
+  return sharedCa.then((s) => s.ca);
+}
+
+export async function startControl(opts: { gpuQuota?: number; store?: Store; ca?: CertificateAuthority } = {}): Promise<TestControl> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-api-'));
   const store = opts.store ?? new FileStore({ dir });
   await store.open();
@@ -41,6 +55,7 @@ export async function startControl(opts: { gpuQuota?: number; store?: Store } = 
     sealer: new Sealer(randomBytes(32)),
     clock: systemClock,
     endpoint: { domain: 'endpoints.test', port: 443 },
+    ca: opts.ca ?? (await testCa()),
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();

@@ -45,9 +45,9 @@ export async function waitFor(check: () => boolean | Promise<boolean>, ms = 2000
 }
 
 export async function startGatewayEnv(opts: Partial<Pick<GatewayOptions, 'ejection' | 'timeouts' | 'loadFactor'>> = {}): Promise<GatewayEnv> {
-  const api = await startControl();
   const certsDir = await mkdtemp(path.join(os.tmpdir(), 'infergate-gw-certs-'));
   const ca = await loadOrCreateCa(certsDir);
+  const api = await startControl({ ca }); // one platform CA, as serve shares its certs dir
   const cert = await loadOrIssueGatewayCertificate(ca, certsDir, DOMAIN);
   const registry = new Registry();
   const gateway = createGateway({ store: api.store, domain: DOMAIN, ...cert, ca, registry, logger: pino({ level: 'silent' }), ...opts });

@@ -1,0 +1,101 @@
+// Owns client certificates as the control API manages them: issuing one (the private key
+// sealed before it reaches the store), listing, the .pem a client uses (certificate and
+// unsealed key in one file), revocation, and binding to deployments. Issuance costs about
+// 100 ms of key generation on the thread pool — fine here, never on the gateway's path.
+
+import { isoNow, type Clock } from '../core/clock.js';
+import { notFound, PlatformError } from '../core/errors.js';
+import type { Sealer } from '../core/secrets.js';
+import type { CertificateRecord } from '../domain/records.js';
+import type { CertificateAuthority } from '../pki/ca.js';
+import { issueClientCertificate } from '../pki/client-certs.js';
+import { ConflictError, modify, type Store } from '../store/store.js';
+
+export const CERTIFICATE_NAME_INDEX = 'certificate-name';
+
+export interface CertificateServiceDeps {
+  store: Store;
+  sealer: Sealer;
+  clock: Clock;
+  ca: CertificateAuthority;
+}
+
+export class CertificateService {
+  constructor(private readonly deps: CertificateServiceDeps) {}
+
+  async create(name: string, deploymentId: number | null = null): Promise<CertificateRecord> {
+    const { store, sealer, clock, ca } = this.deps;
+    if (deploymentId !== null && !(await store.get('deployment', deploymentId))) {
+      throw new PlatformError('invalid_field', `deployment ${deploymentId} does not exist`, { field: 'deployment_id' });
+    }
+    if (await store.lookup(CERTIFICATE_NAME_INDEX, name)) throw nameTaken(name);
+    const issued = await issueClientCertificate(ca, name);
+    try {
+      const created = await store.create(
+        'certificate',
+        (id) => ({
+          id,
+          name,
+          deployment_id: deploymentId,
+          serial: issued.serial,
+          fingerprint_sha256: issued.fingerprintSha256,
+          certificate_pem: issued.certPem,
+          sealed_key: sealer.seal(issued.keyPem),
+          not_after: issued.notAfter.toISOString(),
+          revoked_at: null,
+          created_at: isoNow(clock),
+        }),
+        { unique: [{ index: CERTIFICATE_NAME_INDEX, key: name }] },
+      );
+      return created.value;
+    } catch (err) {
+      if (err instanceof ConflictError) throw nameTaken(name);
+      throw err;
+    }
+  }
+
+  async list(): Promise<CertificateRecord[]> {
+    return (await this.deps.store.list('certificate')).map((c) => c.value);
+  }
+
+  async get(id: number): Promise<CertificateRecord> {
+    const found = await this.deps.store.get('certificate', id);
+    if (!found) throw notFound('certificate', id);
+    return found.value;
+  }
+
+  /** Certificate then private key, PEM: the one file a client passes as its certificate. */
+  async pem(id: number): Promise<{ name: string; pem: string }> {
+    const cert = await this.get(id);
+    if (cert.revoked_at !== null) {
+      throw new PlatformError('conflict', `certificate ${cert.name} was revoked at ${cert.revoked_at}; issue a new one with POST /certificates`);
+    }
+    const certificate = cert.certificate_pem.endsWith('\n') ? cert.certificate_pem : `${cert.certificate_pem}\n`;
+    return { name: cert.name, pem: certificate + this.deps.sealer.unseal(cert.sealed_key) };
+  }
+
+  /** Revoked for good: gateways refuse it within a second (their tables follow the store). */
+  async revoke(id: number): Promise<CertificateRecord> {
+    await this.get(id);
+    return (
+      await modify(this.deps.store, 'certificate', id, (c) => {
+        if (c.revoked_at !== null) throw new PlatformError('conflict', `certificate ${c.name} is already revoked (at ${c.revoked_at})`);
+        return { ...c, revoked_at: isoNow(this.deps.clock) };
+      })
+    ).value;
+  }
+
+  /** Records the deployment a certificate was issued for, when it has none yet. */
+  async bind(id: number, deploymentId: number): Promise<void> {
+    await modify(this.deps.store, 'certificate', id, (c) => (c.deployment_id === null ? { ...c, deployment_id: deploymentId } : undefined));
+  }
+
+  /** Removes a certificate issued for a deployment whose creation then failed. */
+  async discard(id: number): Promise<void> {
+    await this.deps.store.delete('certificate', id).catch(() => undefined);
+  }
+}
+
+function nameTaken(name: string): PlatformError {
+  return new PlatformError('conflict', `a certificate named "${name}" already exists`, { field: 'name' });
+}
