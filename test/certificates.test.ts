@@ -1,0 +1,146 @@
+// The certificate routes of the control API: issuing a client certificate, the .pem a
+// client uses, revocation, keys sealed at rest, and private endpoints getting their own
+// bound certificate on create, clone and edit.
+
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { disaggregatedBody, generalBody, startControl, testCa, type TestControl } from './helpers/control.js';
+import { downloadPem } from './helpers/tls-clients.js';
+
+let api: TestControl;
+let caPem: string;
+
+beforeAll(async () => {
+  api = await startControl();
+  caPem = (await testCa()).certPem;
+});
+afterAll(async () => api?.close());
+
+const privateGeneral = (name: string) => ({ ...generalBody(name, 'unused'), endpoint_bearer_token: undefined, private_endpoint: true });
+
+describe('certificates API', () => {
+  let id: number;
+
+  it('issues a certificate and shows no key material', async () => {
+    const res = await api.call('POST', '/certificates', { name: 'ci-client' });
+    expect(res.status).toBe(201);
+    id = res.body.id;
+    expect(res.body).toMatchObject({ name: 'ci-client', deployment_id: null, revoked: false, revoked_at: null, pem_path: `/certificates/${id}/pem` });
+    expect(res.body.fingerprint_sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(JSON.stringify(res.body)).not.toMatch(/PRIVATE KEY|sealed/);
+    expect((await api.call('GET', `/certificates/${id}`)).body).toEqual(res.body);
+    expect((await api.call('GET', '/certificates')).body.items.map((c: { id: number }) => c.id)).toContain(id);
+  });
+
+  it('serves the certificate and its key in one .pem that chains to the platform CA', async () => {
+    const res = await fetch(`${api.url}/certificates/${id}/pem`, { headers: { authorization: 'Bearer igk_test-admin-key-0123456789abcdef' } });
+    expect(res.headers.get('content-type')).toBe('application/x-pem-file');
+    expect(res.headers.get('content-disposition')).toBe('attachment; filename="ci-client.pem"');
+    const pem = await res.text();
+    expect(pem.match(/-----BEGIN CERTIFICATE-----/g)).toHaveLength(1);
+    expect(pem.match(/-----BEGIN PRIVATE KEY-----/g)).toHaveLength(1);
+    const cert = new X509Certificate(pem);
+    expect(cert.checkPrivateKey(createPrivateKey(pem))).toBe(true);
+    expect(cert.verify(new X509Certificate(caPem).publicKey)).toBe(true);
+    expect(cert.keyUsage).toContain('1.3.6.1.5.5.7.3.2'); // clientAuth
+    expect(cert.keyUsage).not.toContain('1.3.6.1.5.5.7.3.1'); // not serverAuth
+    expect(cert.fingerprint256.replaceAll(':', '').toLowerCase()).toBe((await api.call('GET', `/certificates/${id}`)).body.fingerprint_sha256);
+  });
+
+  it('keeps the private key sealed in the store', async () => {
+    const stored = (await api.store.get('certificate', id))!.value;
+    expect(stored.sealed_key).toMatch(/^v1\./);
+    expect(stored.sealed_key).not.toContain('PRIVATE KEY');
+    const pem = await downloadPem(api, id);
+    const keyBody = pem.split('-----BEGIN PRIVATE KEY-----')[1]!.split('-----END')[0]!.replace(/\s/g, '');
+    expect(JSON.stringify(await api.store.list('certificate'))).not.toContain(keyBody.slice(0, 64));
+  });
+
+  it.each([
+    ['no platform credential', 'POST', '/certificates', { name: 'x1' }, null, 401],
+    ['a duplicate name', 'POST', '/certificates', { name: 'ci-client' }, undefined, 409],
+    ['an unknown deployment', 'POST', '/certificates', { name: 'x2', deployment_id: 999 }, undefined, 400],
+    ['a bad name', 'POST', '/certificates', { name: '-bad name' }, undefined, 400],
+    ['an unknown field', 'POST', '/certificates', { name: 'x3', key: 'mine' }, undefined, 400],
+    ['revoking an unknown certificate', 'POST', '/certificates/999/revoke', undefined, undefined, 404],
+    ['an unknown certificate', 'GET', '/certificates/999', undefined, undefined, 404],
+    ['the pem of an unknown certificate', 'GET', '/certificates/999/pem', undefined, undefined, 404],
+  ])('refuses %s', async (_what, method, path, body, key, status) => {
+    expect((await api.call(method, path, body, key)).status).toBe(status);
+  });
+
+  it('revokes once; the .pem of a revoked certificate is refused', async () => {
+    const revoked = await api.call('POST', `/certificates/${id}/revoke`);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body).toMatchObject({ revoked: true, revoked_at: expect.any(String) });
+    const again = await api.call('POST', `/certificates/${id}/revoke`);
+    expect(again.status).toBe(409);
+    expect(again.body.error.message).toMatch(/already revoked/);
+    const pem = await fetch(`${api.url}/certificates/${id}/pem`, { headers: { authorization: 'Bearer igk_test-admin-key-0123456789abcdef' } });
+    expect(pem.status).toBe(409);
+  });
+
+  it('refuses to bind a revoked certificate to a deployment', async () => {
+    const res = await api.call('POST', '/deployments/general', { ...generalBody('ci-revoked', 'unused'), endpoint_bearer_token: undefined, client_certificate_id: id });
+    expect(res.status).toBe(400);
+    expect(res.body.error.field).toBe('client_certificate_id');
+  });
+});
+
+describe('private endpoints', () => {
+  it('issues a bound certificate when a general deployment is created with private_endpoint', async () => {
+    const res = await api.call('POST', '/deployments/general', privateGeneral('ci-private'));
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ private_endpoint: true, endpoint_token_id: null, client_certificate_id: expect.any(Number) });
+    const cert = (await api.call('GET', `/certificates/${res.body.client_certificate_id}`)).body;
+    expect(cert).toMatchObject({ name: 'ci-private-client', deployment_id: res.body.id, deployments: [res.body.id] });
+    expect(new X509Certificate(await downloadPem(api, cert.id)).subject).toContain('CN=ci-private-client');
+  });
+
+  it('does the same for an orchestrated deployment', async () => {
+    const body = { ...disaggregatedBody('ci-orch', 'unused'), endpoint_bearer_token: undefined, private_endpoint: true };
+    const res = await api.call('POST', '/deployments/orchestrated', body);
+    expect(res.status).toBe(201);
+    const cert = (await api.call('GET', `/certificates/${res.body.client_certificate_id}`)).body;
+    expect(cert.deployment_id).toBe(res.body.id);
+  });
+
+  it('binds an existing certificate by id without issuing another', async () => {
+    const cert = (await api.call('POST', '/certificates', { name: 'ci-shared' })).body;
+    const before = (await api.call('GET', '/certificates')).body.items.length;
+    const res = await api.call('POST', '/deployments/general', { ...generalBody('ci-bound', 'unused'), endpoint_bearer_token: undefined, client_certificate_id: cert.id });
+    expect(res.status).toBe(201);
+    expect(res.body.client_certificate_id).toBe(cert.id);
+    expect((await api.call('GET', '/certificates')).body.items.length).toBe(before);
+    expect((await api.call('GET', `/certificates/${cert.id}`)).body.deployment_id).toBe(res.body.id);
+  });
+
+  it('gives a clone of a private endpoint its own certificate', async () => {
+    const source = (await api.call('POST', '/deployments/general', privateGeneral('ci-src'))).body;
+    const clone = await api.call('POST', `/deployments/general/${source.id}/clone`, { name: 'ci-copy' });
+    expect(clone.status).toBe(201);
+    expect(clone.body.client_certificate_id).not.toBe(source.client_certificate_id);
+    expect((await api.call('GET', `/certificates/${clone.body.client_certificate_id}`)).body).toMatchObject({ name: 'ci-copy-client', deployment_id: clone.body.id });
+  });
+
+  it('issues one when an edit turns private_endpoint on', async () => {
+    const d = (await api.call('POST', '/deployments/general', generalBody('ci-later', 'tok_ci_later_0123456789abcdef'))).body;
+    expect(d.client_certificate_id).toBeNull();
+    const patched = await api.call('PATCH', `/deployments/general/${d.id}`, { private_endpoint: true });
+    expect(patched.status).toBe(200);
+    expect(patched.body.client_certificate_id).toEqual(expect.any(Number));
+    expect(patched.body.endpoint_token_id).toBe(d.endpoint_token_id); // the token still works too
+  });
+
+  it('issues nothing when the create is refused, and names a new certificate when the old name is taken', async () => {
+    const before = (await api.call('GET', '/certificates')).body.items.length;
+    const refused = await api.call('POST', '/deployments/general', { ...privateGeneral('ci-private'), min_replicas: 1 });
+    expect(refused.status).toBe(409); // name taken
+    expect((await api.call('GET', '/certificates')).body.items.length).toBe(before);
+    const first = (await api.call('GET', '/deployments/general')).body.items.find((x: { name: string }) => x.name === 'ci-private');
+    expect((await api.call('DELETE', `/deployments/general/${first.id}`)).status).toBe(202);
+    const again = await api.call('POST', '/deployments/general', privateGeneral('ci-private'));
+    expect(again.status).toBe(201);
+    expect((await api.call('GET', `/certificates/${again.body.client_certificate_id}`)).body.name).toBe('ci-private-client-2');
+  });
+});
