@@ -94,18 +94,20 @@ export function upstreamRequestHeaders(req: DownstreamRequest, host: string): st
 }
 
 /** Response headers for the client: the replica's, minus connection-specific ones. */
-function downstreamHeaders(raw: Buffer[]): { headers: string[]; contentType: string | undefined } {
+function downstreamHeaders(raw: Buffer[]): { headers: string[]; contentType: string | undefined; sized: boolean } {
   const headers: string[] = [];
   let contentType: string | undefined;
+  let sized = false;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toString('latin1');
     const lower = name.toLowerCase();
     if (HOP_BY_HOP.has(lower)) continue;
     const value = raw[i + 1]!.toString('latin1');
     if (lower === 'content-type') contentType = value;
+    else if (lower === 'content-length') sized = true;
     headers.push(name, value);
   }
-  return { headers, contentType };
+  return { headers, contentType, sized };
 }
 
 type Body = Buffer | null | DownstreamRequest;
@@ -160,6 +162,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   private tap: UsageTap | null = null;
   private resumeUpstream: (() => void) | null = null;
   private replica: ReplicaRef | null = null;
+  private bodyStarted = false;
 
   constructor(
     private readonly deps: HttpForwarderDeps,
@@ -203,18 +206,26 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.deps.health.success(this.replica!.id);
     this.resumeUpstream = resume;
     this.status = statusCode;
-    const { headers, contentType } = downstreamHeaders(rawHeaders);
+    const { headers, contentType, sized } = downstreamHeaders(rawHeaders);
     this.tap = usageTapFor(contentType);
     const res = this.res as http.ServerResponse;
     res.writeHead(statusCode, headers);
     // Node holds headers until the first body write; a stream's first token may be seconds
-    // away, so send them now (PERF-NOTES: time-to-headers otherwise equals time-to-first-chunk).
-    if (typeof res.flushHeaders === 'function') res.flushHeaders();
+    // away, so they must not wait for it (PERF-NOTES: time-to-headers otherwise equals
+    // time-to-first-chunk). They leave at the end of this turn of the event loop: a chunk
+    // that came in the same read goes out with them in one write and one TLS record. A sized
+    // body is complete at the replica and follows its headers at once, so it needs no flush.
+    if (!sized && typeof res.flushHeaders === 'function') {
+      setImmediate(() => {
+        if (!this.bodyStarted && !res.destroyed) res.flushHeaders();
+      });
+    }
     this.ctx.meters.timeToFirstByte((performance.now() - this.ctx.startedAt) / 1000);
     return true;
   }
 
   onData(chunk: Buffer): boolean {
+    this.bodyStarted = true;
     const ok = (this.res as http.ServerResponse).write(chunk);
     this.tap?.push(chunk);
     if (ok) return true;

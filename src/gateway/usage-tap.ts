@@ -20,13 +20,27 @@ export interface UsageTap {
 const MAX_JSON_BYTES = 1 << 20;
 const USAGE_MARK = '"usage"';
 
-function usageOf(value: unknown): TokenUsage | null {
-  if (typeof value !== 'object' || value === null) return null;
-  const usage = (value as { usage?: unknown }).usage;
-  if (typeof usage !== 'object' || usage === null) return null;
-  const { prompt_tokens: p, completion_tokens: c } = usage as { prompt_tokens?: unknown; completion_tokens?: unknown };
-  if (typeof p !== 'number' && typeof c !== 'number') return null;
-  return { prompt: typeof p === 'number' ? p : 0, completion: typeof c === 'number' ? c : 0 };
+const PROMPT = /"prompt_tokens"\s*:\s*(\d+)/;
+const COMPLETION = /"completion_tokens"\s*:\s*(\d+)/;
+
+/**
+ * Usage from the text of a chat completion or chunk: the `usage` object's two counts. A scan
+ * rather than JSON.parse of the whole body — parsing every response cost more CPU than the
+ * rest of the usage accounting. The counts are read only inside the object that follows the
+ * `"usage"` key, and `"usage": null` yields nothing.
+ */
+function usageIn(text: string): TokenUsage | null {
+  const at = text.lastIndexOf(USAGE_MARK);
+  if (at === -1) return null;
+  let i = at + USAGE_MARK.length;
+  while (text[i] === ' ' || text[i] === ':' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r') i++;
+  if (text[i] !== '{') return null;
+  const end = text.indexOf('}', i);
+  const object = end === -1 ? text.slice(i) : text.slice(i, end);
+  const p = PROMPT.exec(object);
+  const c = COMPLETION.exec(object);
+  if (!p && !c) return null;
+  return { prompt: p ? Number(p[1]) : 0, completion: c ? Number(c[1]) : 0 };
 }
 
 class JsonUsageTap implements UsageTap {
@@ -41,13 +55,8 @@ class JsonUsageTap implements UsageTap {
 
   finish(): TokenUsage | null {
     if (this.size === 0 || this.size > MAX_JSON_BYTES) return null;
-    const text = this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8');
-    if (!text.includes(USAGE_MARK)) return null;
-    try {
-      return usageOf(JSON.parse(text));
-    } catch {
-      return null; // not JSON after all: nothing to count
-    }
+    const text = this.chunks.length === 1 ? this.chunks[0]!.toString('latin1') : Buffer.concat(this.chunks).toString('latin1');
+    return usageIn(text);
   }
 }
 
@@ -75,14 +84,8 @@ class SseUsageTap implements UsageTap {
   private scanLine(raw: string): void {
     const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
     if (!line.startsWith('data:') || !line.includes(USAGE_MARK)) return;
-    const payload = line.slice(5).trim();
-    if (payload === '[DONE]') return;
-    try {
-      const usage = usageOf(JSON.parse(payload));
-      if (usage) this.found = usage;
-    } catch {
-      // a data line that is not JSON carries no usage
-    }
+    const usage = usageIn(line);
+    if (usage) this.found = usage;
   }
 
   finish(): TokenUsage | null {
