@@ -16,7 +16,9 @@ beforeAll(async () => {
 });
 afterAll(async () => api?.close());
 
-const privateGeneral = (name: string) => ({ ...generalBody(name, 'unused'), endpoint_bearer_token: undefined, private_endpoint: true });
+// One instance each: this file creates many deployments, and the catalog's hardware 1 has 16.
+const general = (name: string, token: string) => ({ ...generalBody(name, token), max_replicas: 1 });
+const privateGeneral = (name: string) => ({ ...general(name, 'unused'), endpoint_bearer_token: undefined, private_endpoint: true });
 
 describe('certificates API', () => {
   let id: number;
@@ -69,6 +71,27 @@ describe('certificates API', () => {
     expect((await api.call(method, path, body, key)).status).toBe(status);
   });
 
+  it('describes the certificate routes in the OpenAPI document', async () => {
+    const doc = (await api.call('GET', '/openapi.json', undefined, null)).body;
+    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/certificates', '/certificates/{id}', '/certificates/{id}/pem', '/certificates/{id}/revoke']));
+    expect(Object.keys(doc.paths['/certificates'])).toEqual(expect.arrayContaining(['get', 'post']));
+  });
+
+  it('names the field at fault when refusing a duplicate name or an unknown deployment', async () => {
+    const duplicate = await api.call('POST', '/certificates', { name: 'ci-client' });
+    expect(duplicate.body.error).toMatchObject({ code: 'conflict', field: 'name' });
+    const unknown = await api.call('POST', '/certificates', { name: 'ci-orphan', deployment_id: 999 });
+    expect(unknown.body.error).toMatchObject({ field: 'deployment_id' });
+    expect((await api.call('GET', '/certificates')).body.items.map((c: { name: string }) => c.name)).not.toContain('ci-orphan');
+  });
+
+  it('records the deployment a certificate is issued for', async () => {
+    const d = (await api.call('POST', '/deployments/general', general('ci-for', 'tok_ci_for_0123456789abcdef'))).body;
+    const res = await api.call('POST', '/certificates', { name: 'ci-for-extra', deployment_id: d.id });
+    expect(res.status).toBe(201);
+    expect(res.body.deployment_id).toBe(d.id);
+  });
+
   it('revokes once; the .pem of a revoked certificate is refused', async () => {
     const revoked = await api.call('POST', `/certificates/${id}/revoke`);
     expect(revoked.status).toBe(200);
@@ -78,10 +101,11 @@ describe('certificates API', () => {
     expect(again.body.error.message).toMatch(/already revoked/);
     const pem = await fetch(`${api.url}/certificates/${id}/pem`, { headers: { authorization: 'Bearer igk_test-admin-key-0123456789abcdef' } });
     expect(pem.status).toBe(409);
+    expect(((await pem.json()) as { error: { message: string } }).error.message).toMatch(/revoked/);
   });
 
   it('refuses to bind a revoked certificate to a deployment', async () => {
-    const res = await api.call('POST', '/deployments/general', { ...generalBody('ci-revoked', 'unused'), endpoint_bearer_token: undefined, client_certificate_id: id });
+    const res = await api.call('POST', '/deployments/general', { ...general('ci-revoked', 'unused'), endpoint_bearer_token: undefined, client_certificate_id: id });
     expect(res.status).toBe(400);
     expect(res.body.error.field).toBe('client_certificate_id');
   });
@@ -102,13 +126,16 @@ describe('private endpoints', () => {
     const res = await api.call('POST', '/deployments/orchestrated', body);
     expect(res.status).toBe(201);
     const cert = (await api.call('GET', `/certificates/${res.body.client_certificate_id}`)).body;
-    expect(cert.deployment_id).toBe(res.body.id);
+    expect(cert).toMatchObject({ name: 'ci-orch-client', deployment_id: res.body.id });
+    expect((await api.call('GET', `/deployments/orchestrated/${res.body.id}`)).body.client_certificate_id).toBe(cert.id);
+    const pem = await downloadPem(api, cert.id);
+    expect(new X509Certificate(pem).checkPrivateKey(createPrivateKey(pem))).toBe(true);
   });
 
   it('binds an existing certificate by id without issuing another', async () => {
     const cert = (await api.call('POST', '/certificates', { name: 'ci-shared' })).body;
     const before = (await api.call('GET', '/certificates')).body.items.length;
-    const res = await api.call('POST', '/deployments/general', { ...generalBody('ci-bound', 'unused'), endpoint_bearer_token: undefined, client_certificate_id: cert.id });
+    const res = await api.call('POST', '/deployments/general', { ...general('ci-bound', 'unused'), endpoint_bearer_token: undefined, client_certificate_id: cert.id });
     expect(res.status).toBe(201);
     expect(res.body.client_certificate_id).toBe(cert.id);
     expect((await api.call('GET', '/certificates')).body.items.length).toBe(before);
@@ -123,13 +150,77 @@ describe('private endpoints', () => {
     expect((await api.call('GET', `/certificates/${clone.body.client_certificate_id}`)).body).toMatchObject({ name: 'ci-copy-client', deployment_id: clone.body.id });
   });
 
+  it('gives a clone its own certificate even when the source’s was revoked', async () => {
+    const source = (await api.call('POST', '/deployments/general', privateGeneral('ci-rsrc'))).body;
+    expect((await api.call('POST', `/certificates/${source.client_certificate_id}/revoke`)).status).toBe(200);
+    const clone = await api.call('POST', `/deployments/general/${source.id}/clone`, { name: 'ci-rcopy' });
+    expect(clone.status).toBe(201);
+    expect((await api.call('GET', `/certificates/${clone.body.client_certificate_id}`)).body).toMatchObject({ revoked: false, deployment_id: clone.body.id });
+  });
+
+  it('does not let a token-protected clone of a private endpoint keep the source’s certificate', async () => {
+    const source = (await api.call('POST', '/deployments/general', privateGeneral('ci-tsrc'))).body;
+    const clone = await api.call('POST', `/deployments/general/${source.id}/clone`, {
+      name: 'ci-tcopy',
+      private_endpoint: false,
+      endpoint_bearer_token: 'tok_ci_tcopy_0123456789abcdef',
+    });
+    expect(clone.status).toBe(201);
+    expect(clone.body).toMatchObject({ private_endpoint: false, client_certificate_id: null });
+  });
+
+  it('keeps a certificate named in a clone request', async () => {
+    const source = (await api.call('POST', '/deployments/general', privateGeneral('ci-nsrc'))).body;
+    const shared = (await api.call('POST', '/certificates', { name: 'ci-named' })).body;
+    const clone = await api.call('POST', `/deployments/general/${source.id}/clone`, { name: 'ci-ncopy', client_certificate_id: shared.id });
+    expect(clone.status).toBe(201);
+    expect(clone.body.client_certificate_id).toBe(shared.id);
+  });
+
   it('issues one when an edit turns private_endpoint on', async () => {
-    const d = (await api.call('POST', '/deployments/general', generalBody('ci-later', 'tok_ci_later_0123456789abcdef'))).body;
+    const d = (await api.call('POST', '/deployments/general', general('ci-later', 'tok_ci_later_0123456789abcdef'))).body;
     expect(d.client_certificate_id).toBeNull();
     const patched = await api.call('PATCH', `/deployments/general/${d.id}`, { private_endpoint: true });
     expect(patched.status).toBe(200);
     expect(patched.body.client_certificate_id).toEqual(expect.any(Number));
     expect(patched.body.endpoint_token_id).toBe(d.endpoint_token_id); // the token still works too
+    expect((await api.call('GET', `/certificates/${patched.body.client_certificate_id}`)).body).toMatchObject({ name: 'ci-later-client', deployment_id: d.id });
+  });
+
+  it('issues nothing when an edit turning private_endpoint on is refused by quota', async () => {
+    const d = (await api.call('POST', '/deployments/general', general('ci-quota', 'tok_ci_quota_0123456789abcdef'))).body;
+    const before = (await api.call('GET', '/certificates')).body.items.length;
+    const refused = await api.call('PATCH', `/deployments/general/${d.id}`, { private_endpoint: true, max_replicas: 100, max_concurrency: 4 });
+    expect(refused.status).toBe(422);
+    expect((await api.call('GET', '/certificates')).body.items.length).toBe(before);
+    expect((await api.call('GET', `/deployments/general/${d.id}`)).body.client_certificate_id).toBeNull();
+  });
+
+  it('records the deployment on an unbound certificate an edit binds, and leaves a bound one alone', async () => {
+    const d = (await api.call('POST', '/deployments/general', general('ci-bind', 'tok_ci_bind_0123456789abcdef'))).body;
+    const loose = (await api.call('POST', '/certificates', { name: 'ci-loose' })).body;
+    expect((await api.call('PATCH', `/deployments/general/${d.id}`, { client_certificate_id: loose.id })).status).toBe(200);
+    expect((await api.call('GET', `/certificates/${loose.id}`)).body).toMatchObject({ deployment_id: d.id, deployments: [d.id] });
+
+    const other = (await api.call('POST', '/deployments/general', general('ci-bind2', 'tok_ci_bind2_0123456789abcdef'))).body;
+    expect((await api.call('PATCH', `/deployments/general/${other.id}`, { client_certificate_id: loose.id })).status).toBe(200);
+    expect((await api.call('GET', `/certificates/${loose.id}`)).body).toMatchObject({ deployment_id: d.id, deployments: [d.id, other.id] });
+  });
+
+  it('issues nothing when a private create is refused by validation or quota', async () => {
+    const before = (await api.call('GET', '/certificates')).body.items.length;
+    const invalid = await api.call('POST', '/deployments/general', { ...privateGeneral('ci-invalid'), container_port: 0 });
+    expect(invalid.status).toBe(400);
+    const overQuota = await api.call('POST', '/deployments/general', { ...privateGeneral('ci-big'), max_replicas: 100, max_concurrency: 4 });
+    expect(overQuota.status).toBe(422);
+    const orchestrated = await api.call('POST', '/deployments/orchestrated', {
+      ...disaggregatedBody('ci-obig', 'unused'),
+      endpoint_bearer_token: undefined,
+      private_endpoint: true,
+      worker_pools: { prefill: { hardware_instance_id: 3, replicas: 2 }, decode: { hardware_instance_id: 3, replicas: 2 } },
+    });
+    expect(orchestrated.status).toBe(422);
+    expect((await api.call('GET', '/certificates')).body.items.length).toBe(before);
   });
 
   it('issues nothing when the create is refused, and names a new certificate when the old name is taken', async () => {

@@ -20,14 +20,24 @@ export interface CertificateServiceDeps {
   ca: CertificateAuthority;
 }
 
+/** What POST /certificates asks for; the name's syntax is checked at the API edge (schemas.ts). */
+export interface CertificateCreateSpec {
+  name: string;
+  /** The deployment the certificate is for; it must exist. */
+  deployment_id?: number | null;
+}
+
 export class CertificateService {
   constructor(private readonly deps: CertificateServiceDeps) {}
 
-  async create(name: string, deploymentId: number | null = null): Promise<CertificateRecord> {
+  async create(spec: CertificateCreateSpec): Promise<CertificateRecord> {
     const { store, sealer, clock, ca } = this.deps;
+    const { name } = spec;
+    const deploymentId = spec.deployment_id ?? null;
     if (deploymentId !== null && !(await store.get('deployment', deploymentId))) {
-      throw new PlatformError('invalid_field', `deployment ${deploymentId} does not exist`, { field: 'deployment_id' });
+      throw new PlatformError('invalid_field', `deployment ${deploymentId} does not exist; GET /deployments/general or /deployments/orchestrated lists them`, { field: 'deployment_id' });
     }
+    // Checked before the ~100 ms of key generation; the unique index below settles races.
     if (await store.lookup(CERTIFICATE_NAME_INDEX, name)) throw nameTaken(name);
     const issued = await issueClientCertificate(ca, name);
     try {

@@ -56,16 +56,18 @@ export class DeploymentService {
   async create(family: Family, body: unknown): Promise<DeploymentRecord> {
     const ctx = await this.context();
     const draft = unwrap(validateCreate(family, body, ctx));
-    return this.insert(draft, ctx.others, 'create', {}, draft.auth.private_endpoint && draft.auth.client_certificate_id === null);
+    return this.insert(draft, ctx.others, 'create', {});
   }
 
   async clone(family: Family, sourceId: number, body: unknown): Promise<DeploymentRecord> {
     const source = await this.get(family, sourceId);
     const ctx = await this.context();
-    const draft = unwrap(validateClone(source, body, ctx));
-    // A private clone gets its own certificate, not the source's, unless one is named.
-    const namesCertificate = typeof body === 'object' && body !== null && Object.hasOwn(body, 'client_certificate_id');
-    return this.insert(draft, ctx.others, 'clone', source.spec.secrets, draft.auth.private_endpoint && !namesCertificate);
+    // A private clone gets its own certificate, not the source's, unless the body names one:
+    // the source's binding is dropped before validation, so a revoked source certificate
+    // does not stand in the way of a clone that will never use it.
+    const request = dropsSourceCertificate(source, body) ? { ...(body as object), client_certificate_id: null } : body;
+    const draft = unwrap(validateClone(source, request, ctx));
+    return this.insert(draft, ctx.others, 'clone', source.spec.secrets);
   }
 
   async patch(family: Family, id: number, body: unknown): Promise<DeploymentRecord> {
@@ -74,35 +76,46 @@ export class DeploymentService {
     const { store, clock } = this.deps;
     // Fail fast before a new token value is registered in the vault.
     const first = unwrap(validatePatch(before, body, ctx));
+    // ...and before a certificate is issued: a refusal (rules or quota) issues nothing.
+    if (needsCertificate(first.draft)) this.assertCapacity(first.draft, ctx.others, id);
     const newTokenId = first.draft.auth.token_value
       ? await this.ensureToken(first.draft.auth.token_value, `${before.name}-endpoint`)
       : null;
     // Turning private_endpoint on without naming a certificate issues one, before the write.
-    const issued =
-      first.draft.auth.private_endpoint && first.draft.auth.client_certificate_id === null
-        ? await this.issueCertificate(before.name, id)
-        : null;
-    // Validated again inside the compare-and-set loop so a concurrent edit is never lost.
-    const updated = await modify(store, 'deployment', id, (current) => {
-      const { draft, specChanged, scalingChanged, authChanged } = unwrap(validatePatch(current, body, ctx));
-      if (!specChanged && !scalingChanged && !authChanged) return undefined;
-      this.assertCapacity(draft, ctx.others, id);
-      const now = isoNow(clock);
-      const next: DeploymentRecord = {
-        ...current,
-        scaling: draft.scaling,
-        auth: {
-          ...pickAuth(draft),
-          token_id: newTokenId ?? draft.auth.token_id,
-          client_certificate_id: issued?.id ?? draft.auth.client_certificate_id,
-        },
-        updated_at: now,
-      };
-      if (!specChanged) return next;
-      const spec = { ...draft.spec, secrets: this.sealSecrets(draft, current.spec.secrets) } as DeploymentSpec;
-      return withNewRevision(next, spec, 'update', null, now);
-    });
-    return updated.value;
+    const issued = needsCertificate(first.draft) ? await this.issueCertificate(before.name, id) : null;
+    let updated: DeploymentRecord;
+    try {
+      // Validated again inside the compare-and-set loop so a concurrent edit is never lost.
+      updated = (
+        await modify(store, 'deployment', id, (current) => {
+          const { draft, specChanged, scalingChanged, authChanged } = unwrap(validatePatch(current, body, ctx));
+          if (!specChanged && !scalingChanged && !authChanged) return undefined;
+          this.assertCapacity(draft, ctx.others, id);
+          const now = isoNow(clock);
+          const next: DeploymentRecord = {
+            ...current,
+            scaling: draft.scaling,
+            auth: {
+              ...pickAuth(draft),
+              token_id: newTokenId ?? draft.auth.token_id,
+              // A certificate bound by a concurrent edit wins over the one issued here.
+              client_certificate_id: draft.auth.client_certificate_id ?? (needsCertificate(draft) ? (issued?.id ?? null) : null),
+            },
+            updated_at: now,
+          };
+          if (!specChanged) return next;
+          const spec = { ...draft.spec, secrets: this.sealSecrets(draft, current.spec.secrets) } as DeploymentSpec;
+          return withNewRevision(next, spec, 'update', null, now);
+        })
+      ).value;
+    } catch (err) {
+      if (issued) await this.deps.certificates.discard(issued.id);
+      throw err;
+    }
+    const boundId = updated.auth.client_certificate_id;
+    if (issued && boundId !== issued.id) await this.deps.certificates.discard(issued.id);
+    if (boundId !== null && boundId !== before.auth.client_certificate_id) await this.deps.certificates.bind(boundId, id);
+    return updated;
   }
 
   async pause(family: Family, id: number): Promise<DeploymentRecord> {
@@ -177,7 +190,6 @@ export class DeploymentService {
     others: DeploymentRecord[],
     reason: 'create' | 'clone',
     inherited: SealedSecrets,
-    issueCertificate: boolean,
   ): Promise<DeploymentRecord> {
     const { store, clock } = this.deps;
     this.assertCapacity(draft, others);
@@ -186,38 +198,43 @@ export class DeploymentService {
       ? await this.ensureToken(draft.auth.token_value, `${draft.name}-endpoint`)
       : draft.auth.token_id;
     // Issued after every check that can refuse the create, so a refusal issues nothing.
-    const certificate = issueCertificate ? await this.issueCertificate(draft.name, null) : null;
+    const certificate = needsCertificate(draft) ? await this.issueCertificate(draft.name, null) : null;
     const certificateId = certificate?.id ?? draft.auth.client_certificate_id;
     const now = isoNow(clock);
     const spec = { ...draft.spec, secrets: this.sealSecrets(draft, inherited) } as DeploymentSpec;
     const revision: RevisionRecord = { revision: 1, created_at: now, reason, source_revision: null, status: 'pending', spec };
+    let created: DeploymentRecord;
     try {
-      const created = await store.create(
-        'deployment',
-        (id) => ({
-          id,
-          family: draft.family,
-          name: draft.name,
-          cluster_id: draft.cluster_id,
-          spec,
-          scaling: draft.scaling,
-          auth: { ...pickAuth(draft), token_id: tokenId, client_certificate_id: certificateId },
-          revision: 1,
-          revisions: [revision],
-          paused: false,
-          status: 'pending',
-          created_at: now,
-          updated_at: now,
-        }),
-        { unique: [{ index: NAME_INDEX, key: draft.name }] },
-      );
-      if (certificateId !== null) await this.deps.certificates.bind(certificateId, created.value.id);
-      return created.value;
+      created = (
+        await store.create(
+          'deployment',
+          (id) => ({
+            id,
+            family: draft.family,
+            name: draft.name,
+            cluster_id: draft.cluster_id,
+            spec,
+            scaling: draft.scaling,
+            auth: { ...pickAuth(draft), token_id: tokenId, client_certificate_id: certificateId },
+            revision: 1,
+            revisions: [revision],
+            paused: false,
+            status: 'pending',
+            created_at: now,
+            updated_at: now,
+          }),
+          { unique: [{ index: NAME_INDEX, key: draft.name }] },
+        )
+      ).value;
     } catch (err) {
+      // Lost a name race (or the store failed): the certificate issued for it goes too.
       if (certificate) await this.deps.certificates.discard(certificate.id);
       if (err instanceof ConflictError) throw nameConflict(draft.name);
       throw err;
     }
+    // After the insert, outside the cleanup above: the deployment now refers to the certificate.
+    if (certificateId !== null) await this.deps.certificates.bind(certificateId, created.id);
+    return created;
   }
 
   /** A client certificate for a private endpoint, named after the deployment. */
@@ -227,7 +244,7 @@ export class DeploymentService {
       // Names of deleted deployments' certificates stay taken: take the next free suffix.
       if (await this.deps.store.lookup(CERTIFICATE_NAME_INDEX, name)) continue;
       try {
-        return await this.deps.certificates.create(name, deploymentId);
+        return await this.deps.certificates.create({ name, deployment_id: deploymentId });
       } catch (err) {
         if (!(err instanceof PlatformError && err.code === 'conflict')) throw err;
       }
@@ -282,6 +299,22 @@ function nameConflict(name: string): PlatformError {
 function unwrap<T>(result: { ok: true; value: T } | { ok: false; problems: import('../core/errors.js').FieldProblem[] }): T {
   if (!result.ok) throw PlatformError.fromProblems(result.problems);
   return result.value;
+}
+
+/** private_endpoint asks for a certificate; one is issued unless the request names one. */
+function needsCertificate(draft: Pick<DeploymentDraft, 'auth'>): boolean {
+  return draft.auth.private_endpoint && draft.auth.client_certificate_id === null;
+}
+
+/**
+ * A clone does not inherit the certificate issued for a private source, nor keep the
+ * source's binding when the clone body asks for private_endpoint; a certificate named in
+ * the body is always used as given.
+ */
+function dropsSourceCertificate(source: DeploymentRecord, body: unknown): boolean {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  if (Object.hasOwn(body, 'client_certificate_id')) return false;
+  return source.auth.private_endpoint || (body as Record<string, unknown>).private_endpoint === true;
 }
 
 function pickAuth(draft: DeploymentDraft): { client_certificate_id: number | null; private_endpoint: boolean } {

@@ -14,7 +14,7 @@ export function registerCertificateRoutes(app: ControlApp, ctx: ControlContext):
     '/certificates',
     { schema: { tags, body: CertificateCreateRequest, response: { 201: CertificateResponse, 400: ErrorResponse, 409: ErrorResponse } } },
     async (request, reply) => {
-      const cert = await ctx.certificates.create(request.body.name, request.body.deployment_id ?? null);
+      const cert = await ctx.certificates.create(request.body);
       request.log.info({ certificate: cert.id, by: request.account?.name }, 'client certificate issued');
       return reply.status(201).send(renderCertificate(cert, await deployments()));
     },
