@@ -3,7 +3,7 @@
 // and each proxy process's CPU µs per request (median of interleaved rounds, since the two
 // cores are shared and noisy), then 50 concurrent SSE streams of 50 chunks: time to headers,
 // to first chunk, largest gap — over warm keep-alive connections and over new ones.
-//   npm run bench:gateway [-- --duration 6 --rounds 3 --connections 50 --streams 50]
+//   npm run bench:gateway [-- --duration 6 --rounds 3 --connections 50 --streams 50 --generator autocannon|wrk]
 // Prints a summary with the issue's targets as PASS/MISS and writes bench/results/*.json.
 
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -13,10 +13,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadOrCreateCa } from '../src/pki/ca.js';
-import { measure, type LoadResult, type LoadTarget } from './lib/load.js';
+import { measure, type Generator, type LoadResult, type LoadTarget } from './lib/load.js';
 import { freePort, onCleanup, sleep, start, stopAll } from './lib/processes.js';
 import { measureStreams, type StreamResult, type StreamTarget } from './lib/streams.js';
-import { HOST, startBareForwarder, startGateway, startHaproxy, TOKEN } from './lib/targets.js';
+import { ensurePackage, HOST, startBareForwarder, startGateway, startHaproxy, TOKEN } from './lib/targets.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
@@ -25,12 +25,15 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' },
     streams: { type: 'string', default: '50' },
+    generator: { type: 'string', default: 'autocannon' },
   },
 });
 const seconds = Number(values.duration);
 const rounds = Number(values.rounds);
 const connections = Number(values.connections);
 const streamCount = Number(values.streams);
+const generator = values.generator as Generator;
+if (generator !== 'autocannon' && generator !== 'wrk') throw new Error('--generator must be autocannon or wrk');
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -77,7 +80,8 @@ async function main(): Promise<void> {
   await until200(haproxy.port, ca.certPem, 'HAProxy');
   await until200(bare.port, ca.certPem, 'the bare forwarder');
   console.log(`bench: ${haproxy.version}; pids: upstream ${upstream.pid}, haproxy ${haproxy.proc.pid}, node-floor ${bare.proc.pid}, gateway ${gw.gateway.pid}`);
-  console.log(`bench: ${connections} connections; ${rounds} interleaved rounds of ${seconds} s per target after 1 s warm-ups; ${os.cpus().length} cores shared by everything`);
+  if (generator === 'wrk') ensurePackage('wrk');
+  console.log(`bench: ${generator}, ${connections} connections; ${rounds} interleaved rounds of ${seconds} s per target after 1 s warm-ups; ${os.cpus().length} cores shared by everything`);
 
   const auth = { authorization: `Bearer ${TOKEN}` };
   const tls = { host: HOST, headers: auth, ca: ca.certPem };
@@ -89,7 +93,7 @@ async function main(): Promise<void> {
   ];
   const runs = new Map<string, LoadResult[]>(targets.map((t) => [t.name, []]));
   for (let r = 0; r < rounds; r++) {
-    for (const t of targets) runs.get(t.name)!.push(await measure(t, { seconds, warmupSeconds: 1, connections }));
+    for (const t of targets) runs.get(t.name)!.push(await measure(t, { seconds, warmupSeconds: 1, connections, generator }));
   }
   const load = targets.map((t) => {
     const rs = runs.get(t.name)!;
@@ -125,7 +129,7 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     machine: `${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), shared by load generator, proxies and upstream`,
     haproxy: haproxy.version,
-    settings: { seconds, rounds, connections, streams: streamCount, chunks: 50, chunkDelayMs: 5 },
+    settings: { generator, seconds, rounds, connections, streams: streamCount, chunks: 50, chunkDelayMs: 5 },
     load,
     streams,
     ratios: {

@@ -68,7 +68,7 @@ describeWithRedis('infergate serve on Redis', () => {
     expect(list.items.map((d) => d.name)).toEqual(['redis-kept']);
 
     const gateway = await start('gw', ['--role', 'gateway']);
-    const port = Number(/gateway \(TLS\) listening on [^:]+:(\d+)/.exec(gateway.output())?.[1]);
+    const port = Number(/gateway \(TLS[^)]*\) listening on [^:]+:(\d+)/.exec(gateway.output())?.[1]);
     const ca = await readFile(path.join(root, 'certs', 'ca.crt'), 'utf8');
     const host = 'redis-kept.endpoints.test';
     expect((await httpsRequest({ port, host, ca })).status).toBe(401);

@@ -1,8 +1,15 @@
 // Bench helper: one autocannon run against a target, with the same settings for every
 // target, and the proxy process's CPU time per request measured over the run.
 
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import autocannon from 'autocannon';
 import { cpuMicros } from './processes.js';
+
+/** autocannon (the default, in this process) or wrk (a C program, like PERF-NOTES used). */
+export type Generator = 'autocannon' | 'wrk';
 
 export interface LoadTarget {
   name: string;
@@ -59,20 +66,63 @@ function run(target: LoadTarget, seconds: number, connections: number): Promise<
   } as autocannon.Options);
 }
 
-export async function measure(target: LoadTarget, opts: { seconds: number; warmupSeconds: number; connections: number }): Promise<LoadResult> {
-  await run(target, opts.warmupSeconds, opts.connections);
+type Raw = Omit<LoadResult, 'target' | 'cpuUsPerRequest'>;
+
+async function runAutocannon(target: LoadTarget, seconds: number, connections: number): Promise<Raw> {
+  const r = await run(target, seconds, connections);
+  return { requests: r.requests.total, rps: r.requests.average, p50ms: r.latency.p50, p99ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+}
+
+/** The same request for wrk: one thread, session ids rotating over the same 1,000. */
+const WRK_SCRIPT = `
+local i = 0
+wrk.method = "POST"
+wrk.body = '${BODY}'
+request = function()
+  i = (i + 1) % 1000
+  wrk.headers["X-Session-Id"] = "session-" .. i
+  return wrk.format(nil, "/v1/chat/completions")
+end
+`;
+
+function runWrk(target: LoadTarget, seconds: number, connections: number): Promise<Raw> {
+  const script = path.join(os.tmpdir(), `infergate-bench-${process.pid}.lua`);
+  writeFileSync(script, WRK_SCRIPT);
+  // "Host" capitalised: wrk adds its own Host header unless it finds exactly that name.
+  const headers = { 'content-type': 'application/json', ...(target.host ? { Host: target.host } : {}), ...(target.headers ?? {}) };
+  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]), target.url];
+  return new Promise((resolve, reject) => {
+    execFile('wrk', args, (err, stdout) => {
+      if (err) return reject(new Error(`wrk failed: ${err.message}`));
+      const ms = (label: string) => {
+        const m = new RegExp(`\\s${label}%\\s+([\\d.]+)(us|ms|s)`).exec(stdout);
+        if (!m) return NaN;
+        const v = Number(m[1]);
+        return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
+      };
+      const requests = Number(/(\d+) requests in/.exec(stdout)?.[1] ?? 0);
+      const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0);
+      const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout);
+      resolve({
+        requests,
+        rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? 0),
+        p50ms: ms('50'),
+        p99ms: ms('99'),
+        non2xx,
+        errors: socketErrors ? socketErrors.slice(1).reduce((a, x) => a + Number(x), 0) : 0,
+      });
+    });
+  });
+}
+
+export async function measure(
+  target: LoadTarget,
+  opts: { seconds: number; warmupSeconds: number; connections: number; generator?: Generator },
+): Promise<LoadResult> {
+  const go = opts.generator === 'wrk' ? runWrk : runAutocannon;
+  await go(target, opts.warmupSeconds, opts.connections);
   const cpuBefore = target.pid ? cpuMicros(target.pid) : 0;
-  const r = await run(target, opts.seconds, opts.connections);
+  const r = await go(target, opts.seconds, opts.connections);
   const cpuAfter = target.pid ? cpuMicros(target.pid) : 0;
-  const requests = r.requests.total;
-  return {
-    target: target.name,
-    requests,
-    rps: r.requests.average,
-    p50ms: r.latency.p50,
-    p99ms: r.latency.p99,
-    non2xx: r.non2xx,
-    errors: r.errors + r.timeouts,
-    cpuUsPerRequest: target.pid && requests > 0 ? (cpuAfter - cpuBefore) / requests : null,
-  };
+  return { target: target.name, ...r, cpuUsPerRequest: target.pid && r.requests > 0 ? (cpuAfter - cpuBefore) / r.requests : null };
 }

@@ -26,14 +26,15 @@ function haveCommand(cmd: string): boolean {
   }
 }
 
-export function ensureHaproxy(): void {
-  if (haveCommand('haproxy')) return;
-  console.log('bench: haproxy is not installed; installing it from Debian packages (apt-get install -y haproxy)');
-  execFileSync('apt-get', ['install', '-y', 'haproxy'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+/** Installs a Debian package when its command is missing (haproxy, wrk). */
+export function ensurePackage(name: string): void {
+  if (haveCommand(name)) return;
+  console.log(`bench: ${name} is not installed; installing it from Debian packages (apt-get install -y ${name})`);
+  execFileSync('apt-get', ['install', '-y', name], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
 }
 
 export async function startHaproxy(dir: string, ca: CertificateAuthority, upstreams: number[]): Promise<{ proc: Started; port: number; version: string }> {
-  ensureHaproxy();
+  ensurePackage('haproxy');
   const issued = issueServerCertificate(ca, [HOST, `*.${DOMAIN}`]);
   const pem = path.join(dir, 'haproxy.pem');
   await writeFile(pem, issued.certPem + issued.keyPem, { mode: 0o600 });
