@@ -1,11 +1,14 @@
 // `infergate serve` as a real child process: start-up lines, persistence across SIGKILL,
 // the data-dir lock, clean shutdown, and one-line failures with exit code 1.
 
+import { X509Certificate } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { issueServerCertificate, loadOrCreateCa } from '../src/pki/ca.js';
 import { disaggregatedBody, generalBody } from './helpers/control.js';
 import { freePort } from './helpers/ports.js';
 import { spawnCli, startServe, type ServeProcess } from './helpers/serve-process.js';
@@ -152,4 +155,34 @@ describe('infergate serve', () => {
     expect(lines, p.output()).toHaveLength(1);
     expect(lines[0]).toMatch(/^infergate: error: gateway: no permission to bind port 443 .*CAP_NET_BIND_SERVICE.*--gateway-port/);
   });
+
+  it('serves the operator-supplied certificate for *.<domain> (--tls-cert/--tls-key), and refuses one that does not cover it', async () => {
+    const operatorDir = path.join(root, 'operator-ca');
+    const operatorCa = await loadOrCreateCa(operatorDir);
+    const wildcard = issueServerCertificate(operatorCa, ['*.infer.example.test']);
+    const certFile = path.join(operatorDir, 'wildcard.crt');
+    const keyFile = path.join(operatorDir, 'wildcard.key');
+    await writeFile(certFile, wildcard.certPem);
+    await writeFile(keyFile, wildcard.keyPem, { mode: 0o600 });
+
+    const p = await start('operator-cert', { args: ['--domain', 'infer.example.test', '--tls-cert', certFile, '--tls-key', keyFile] });
+    expect(p.output()).toContain(`certificate from ${certFile}`);
+    const port = Number(/listening on [^:]+:(\d+); certificate from/.exec(p.output())?.[1]);
+    const presented = await new Promise<X509Certificate>((resolve, reject) => {
+      // Trusting only the operator's CA: the handshake fails unless its certificate is served.
+      const socket = tls.connect({ host: '127.0.0.1', port, servername: 'llama.infer.example.test', ca: operatorCa.certPem }, () => {
+        resolve(socket.getPeerX509Certificate()!);
+        socket.end();
+      });
+      socket.on('error', reject);
+    });
+    expect(presented.fingerprint256).toBe(new X509Certificate(wildcard.certPem).fingerprint256);
+    p.kill('SIGTERM');
+    await p.exited;
+
+    const wrong = await start('operator-cert-wrong', { expectStart: false, args: ['--domain', 'other.example.test', '--tls-cert', certFile, '--tls-key', keyFile] });
+    expect((await wrong.exited).code).toBe(1);
+    expect(wrong.output().trim()).toMatch(/^infergate: error: --tls-cert .*wildcard\.crt: it does not cover \*\.other\.example\.test$/);
+  });
 });
+
