@@ -2,8 +2,9 @@
 // upstream, same load generator, loopback only, bounded in time. Requests/s, p50/p99 latency
 // and each proxy process's CPU µs per request (median of interleaved rounds, since the two
 // cores are shared and noisy), then 50 concurrent SSE streams of 50 chunks: time to headers,
-// to first chunk, largest gap — over warm keep-alive connections and over new ones.
-//   npm run bench:gateway [-- --duration 6 --rounds 3 --connections 50 --streams 50 --generator autocannon|wrk]
+// to first chunk, largest gap — over warm keep-alive connections and over new ones (medians
+// of the per-round p50/p99 figures).
+//   npm run bench:gateway [-- --duration 6 --rounds 3 --connections 50 --streams 50 --generator autocannon|wrk --method POST|GET]
 // Prints a summary with the issue's targets as PASS/MISS and writes bench/results/*.json.
 
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -26,6 +27,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     streams: { type: 'string', default: '50' },
     generator: { type: 'string', default: 'autocannon' },
+    method: { type: 'string', default: 'POST' },
   },
 });
 const seconds = Number(values.duration);
@@ -33,6 +35,7 @@ const rounds = Number(values.rounds);
 const connections = Number(values.connections);
 const streamCount = Number(values.streams);
 const generator = values.generator as Generator;
+const method = values.method === 'GET' ? 'GET' : 'POST';
 if (generator !== 'autocannon' && generator !== 'wrk') throw new Error('--generator must be autocannon or wrk');
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -81,12 +84,12 @@ async function main(): Promise<void> {
   await until200(bare.port, ca.certPem, 'the bare forwarder');
   console.log(`bench: ${haproxy.version}; pids: upstream ${upstream.pid}, haproxy ${haproxy.proc.pid}, node-floor ${bare.proc.pid}, gateway ${gw.gateway.pid}`);
   if (generator === 'wrk') ensurePackage('wrk');
-  console.log(`bench: ${generator}, ${connections} connections; ${rounds} interleaved rounds of ${seconds} s per target after 1 s warm-ups; ${os.cpus().length} cores shared by everything`);
+  console.log(`bench: ${generator}, ${method} requests, ${connections} connections; ${rounds} interleaved rounds of ${seconds} s per target after 1 s warm-ups; ${os.cpus().length} cores shared by everything`);
 
   const auth = { authorization: `Bearer ${TOKEN}` };
-  const tls = { host: HOST, headers: auth, ca: ca.certPem };
+  const tls = { host: HOST, headers: auth, ca: ca.certPem, method } as const;
   const targets: LoadTarget[] = [
-    { name: 'direct', url: `http://127.0.0.1:${upstreamPorts[0]}` },
+    { name: 'direct', url: `http://127.0.0.1:${upstreamPorts[0]}`, method },
     { name: 'haproxy', url: `https://127.0.0.1:${haproxy.port}`, pid: haproxy.proc.pid, ...tls },
     { name: 'node-floor', url: `https://127.0.0.1:${bare.port}`, pid: bare.proc.pid, ...tls },
     { name: 'gateway', url: `https://127.0.0.1:${gw.port}`, pid: gw.gateway.pid, ...tls },
@@ -117,8 +120,30 @@ async function main(): Promise<void> {
     { name: 'haproxy', port: haproxy.port, tls: true, host: HOST, ca: ca.certPem, headers: auth },
     { name: 'gateway', port: gw.port, tls: true, host: HOST, ca: ca.certPem, headers: auth },
   ];
-  const streams: StreamResult[] = [];
-  for (const mode of ['warm', 'cold'] as const) for (const t of streamTargets) streams.push(await measureStreams(t, streamCount, mode));
+  // Rounds interleaved as for the load, and the median of each figure kept.
+  const streamRuns = new Map<string, StreamResult[]>();
+  for (let r = 0; r < rounds; r++) {
+    for (const mode of ['warm', 'cold'] as const) {
+      for (const t of streamTargets) {
+        const result = await measureStreams(t, streamCount, mode);
+        streamRuns.set(result.target, [...(streamRuns.get(result.target) ?? []), result]);
+      }
+    }
+  }
+  const streams: StreamResult[] = [...streamRuns.values()].map((rs) => {
+    const m = (field: keyof Omit<StreamResult, 'target'>) => round2(median(rs.map((x) => x[field])));
+    return {
+      target: rs[0]!.target,
+      streams: rs.reduce((a, x) => a + x.streams, 0),
+      failed: rs.reduce((a, x) => a + x.failed, 0),
+      headersP50: m('headersP50'),
+      headersP99: m('headersP99'),
+      firstChunkP50: m('firstChunkP50'),
+      firstChunkP99: m('firstChunkP99'),
+      maxGapP50: m('maxGapP50'),
+      maxGapP99: m('maxGapP99'),
+    };
+  });
   console.table(streams);
 
   const [, hap, floor, gate] = load as [(typeof load)[0], (typeof load)[0], (typeof load)[0], (typeof load)[0]];
@@ -129,7 +154,7 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     machine: `${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), shared by load generator, proxies and upstream`,
     haproxy: haproxy.version,
-    settings: { generator, seconds, rounds, connections, streams: streamCount, chunks: 50, chunkDelayMs: 5 },
+    settings: { generator, method, seconds, rounds, connections, streams: streamCount, chunks: 50, chunkDelayMs: 5 },
     load,
     streams,
     ratios: {

@@ -21,6 +21,8 @@ export interface LoadTarget {
   /** The process whose CPU is charged to the requests (none for direct). */
   pid?: number;
   headers?: Record<string, string>;
+  /** POST a small chat-completion body (default), or GET with none, as PERF-NOTES measured. */
+  method?: 'POST' | 'GET';
 }
 
 export interface LoadResult {
@@ -49,7 +51,7 @@ function run(target: LoadTarget, seconds: number, connections: number): Promise<
     tlsOptions: target.ca ? { ca: target.ca } : undefined,
     requests: [
       {
-        method: 'POST',
+        method: target.method ?? 'POST',
         path: '/v1/chat/completions',
         setupRequest: (req) => {
           const headers = { ...(req.headers ?? {}), 'x-session-id': SESSIONS[next++ % SESSIONS.length]! };
@@ -62,7 +64,7 @@ function run(target: LoadTarget, seconds: number, connections: number): Promise<
       ...(target.host ? { host: target.host } : {}),
       ...(target.headers ?? {}),
     },
-    body: BODY,
+    body: (target.method ?? 'POST') === 'POST' ? BODY : undefined,
   } as autocannon.Options);
 }
 
@@ -74,10 +76,10 @@ async function runAutocannon(target: LoadTarget, seconds: number, connections: n
 }
 
 /** The same request for wrk: one thread, session ids rotating over the same 1,000. */
-const WRK_SCRIPT = `
+const wrkScript = (method: 'POST' | 'GET') => `
 local i = 0
-wrk.method = "POST"
-wrk.body = '${BODY}'
+wrk.method = "${method}"
+${method === 'POST' ? `wrk.body = '${BODY}'` : ''}
 request = function()
   i = (i + 1) % 1000
   wrk.headers["X-Session-Id"] = "session-" .. i
@@ -87,7 +89,7 @@ end
 
 function runWrk(target: LoadTarget, seconds: number, connections: number): Promise<Raw> {
   const script = path.join(os.tmpdir(), `infergate-bench-${process.pid}.lua`);
-  writeFileSync(script, WRK_SCRIPT);
+  writeFileSync(script, wrkScript(target.method ?? 'POST'));
   // "Host" capitalised: wrk adds its own Host header unless it finds exactly that name.
   const headers = { 'content-type': 'application/json', ...(target.host ? { Host: target.host } : {}), ...(target.headers ?? {}) };
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]), target.url];

@@ -160,6 +160,7 @@ export async function startBareForwarder(root: string, dir: string, ca: Certific
   await writeFile(cert, issued.certPem);
   await writeFile(key, issued.keyPem, { mode: 0o600 });
   const port = await freePort();
-  const proc = await start(process.execPath, ['--import', 'tsx', path.join(root, 'bench/bare-forwarder.ts'), String(port), String(upstream), cert, key], { ready: /listening/ });
+  const nodeArgs = (process.env.BENCH_FLOOR_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const proc = await start(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, 'bench/bare-forwarder.ts'), String(port), String(upstream), cert, key], { ready: /listening/ });
   return { proc, port };
 }
