@@ -82,6 +82,23 @@ describe('replica choice', () => {
     expect(spread.size).toBe(2);
   });
 
+  it('stops sending to a replica within a second of it leaving the store, and moves only its sessions', async () => {
+    const id = await env.deploy('fw-leave', { session_affinity: true });
+    const ids = [];
+    for (const u of upstreams.slice(0, 2)) ids.push(await env.addReplica(id, u.address));
+    await env.waitForReplicas('fw-leave', 2);
+    const before = new Map<string, string>();
+    for (let i = 0; i < 30; i++) before.set(`k${i}`, String((await request('fw-leave', { session: `k${i}` })).headers['x-upstream']));
+    const gone = upstreams[1]!.name;
+    await env.removeReplica(ids[1]!);
+    const ms = await waitFor(() => env.gateway.table.lookup(hostOf('fw-leave'))?.replicas.length === 1, 1000, 'replica removed from the table');
+    expect(ms).toBeLessThan(1000);
+    for (const [key, served] of before) {
+      const now = String((await request('fw-leave', { session: key })).headers['x-upstream']);
+      expect(now).toBe(served === gone ? upstreams[0]!.name : served);
+    }
+  });
+
   it('ignores X-Session-Id when the deployment has affinity off', async () => {
     const id = await env.deploy('fw-p2c', { session_affinity: false });
     for (const u of upstreams.slice(0, 2)) await env.addReplica(id, u.address);
