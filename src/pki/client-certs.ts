@@ -6,7 +6,7 @@
 
 import { createHash, X509Certificate } from 'node:crypto';
 import forge from 'node-forge';
-import { generateRsaKeyPair, newSerial, type CertificateAuthority } from './ca.js';
+import { generateRsaKeyPair, newSerial, signCertificate, type CertificateAuthority } from './ca.js';
 
 export interface IssuedClientCertificate {
   certPem: string;
@@ -47,7 +47,7 @@ export async function issueClientCertificate(
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
     { name: 'extKeyUsage', clientAuth: true },
   ]);
-  cert.sign(forge.pki.privateKeyFromPem(ca.keyPem), forge.md.sha256.create());
+  signCertificate(cert, ca.keyPem);
   const certPem = forge.pki.certificateToPem(cert);
   const der = new X509Certificate(certPem).raw;
   return {
