@@ -9,6 +9,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { RedisStore } from '../../src/store/redis-store.js';
 import { issueServerCertificate, type CertificateAuthority } from '../../src/pki/ca.js';
+import { generalBody } from '../../test/helpers/spec-fixtures.js';
 import { freePort, start, type Started } from './processes.js';
 
 export const DOMAIN = 'bench.test';
@@ -104,19 +105,8 @@ export async function startGateway(root: string, dir: string, upstreams: number[
   const created = await fetch(`${api}/deployments/general`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
-    body: JSON.stringify({
-      name: ENDPOINT,
-      cluster_id: 1,
-      hardware_instance_id: 1,
-      image: 'infergate/reference-engine',
-      tag: 'openai',
-      container_port: 8000,
-      min_replicas: 1,
-      max_replicas: 2,
-      max_concurrency: 64,
-      session_affinity: true,
-      endpoint_bearer_token: TOKEN,
-    }),
+    // The tests' create body, with room for the bench's concurrency and affinity on.
+    body: JSON.stringify({ ...generalBody(ENDPOINT, TOKEN), max_concurrency: 64, session_affinity: true }),
   });
   const deployment = (await created.json()) as { id: number };
   if (created.status !== 201) throw new Error(`creating the bench deployment failed: ${created.status} ${JSON.stringify(deployment)}`);
