@@ -101,9 +101,12 @@ describe('gateway', () => {
       deployment_id: id,
       revision: 1,
       component: 'Replica',
+      name: `gw-one-${rid}`,
       address: `127.0.0.1:${upstreamPort}`,
       state: 'ready',
       restarts: 0,
+      pid: null,
+      metrics_target: null,
       updated_at: new Date().toISOString(),
     }));
     await waitFor(async () => (await get(host, { authorization: `Bearer ${token}` })).status === 200);

@@ -120,9 +120,12 @@ export async function startGateway(root: string, dir: string, upstreams: number[
       deployment_id: deployment.id,
       revision: 1,
       component: 'Replica',
+      name: `bench-${id}`,
       address: `127.0.0.1:${p}`,
       state: 'ready' as const,
       restarts: 0,
+      pid: null,
+      metrics_target: null,
       updated_at: new Date().toISOString(),
     }));
   }

@@ -10,6 +10,7 @@ import type { Clock } from '../core/clock.js';
 import { PlatformError } from '../core/errors.js';
 import type { Sealer } from '../core/secrets.js';
 import type { Catalog } from '../domain/catalog.js';
+import type { ImageMap } from '../domain/image-map.js';
 import type { CertificateAuthority } from '../pki/ca.js';
 import type { ServiceAccountRecord } from '../domain/records.js';
 import type { Store } from '../store/store.js';
@@ -22,6 +23,7 @@ import { registerCertificateRoutes } from './routes/certificates.js';
 import { registerClusterRoutes } from './routes/clusters.js';
 import { registerDeploymentRoutes } from './routes/deployments.js';
 import { registerHealthRoutes } from './routes/health.js';
+import { registerPresetRoutes } from './routes/presets.js';
 import { registerServiceAccountRoutes } from './routes/service-accounts.js';
 import { registerTokenRoutes } from './routes/tokens.js';
 
@@ -30,6 +32,8 @@ export const BODY_LIMIT = 1024 * 1024;
 export interface ControlDeps {
   store: Store;
   catalog: Catalog;
+  /** Images the runtime runs by itself (an unknown image needs a command). */
+  images: ImageMap;
   gpuQuota: number;
   sealer: Sealer;
   clock: Clock;
@@ -39,6 +43,8 @@ export interface ControlDeps {
   /** A pino logger (fastify's own); none means silent. */
   logger?: FastifyBaseLogger;
   https?: { cert: Buffer; key: Buffer } | null;
+  /** Where the runtime keeps replica logs; null: this process has no runtime (no logs). */
+  logsDir: string | null;
 }
 
 export interface ControlContext {
@@ -124,6 +130,7 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   registerCertificateRoutes(app, ctx);
   registerServiceAccountRoutes(app, ctx);
   registerClusterRoutes(app, ctx);
+  registerPresetRoutes(app, ctx);
   return app;
 }
 

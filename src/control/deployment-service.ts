@@ -8,6 +8,7 @@ import { isoNow, type Clock } from '../core/clock.js';
 import { notFound, PlatformError } from '../core/errors.js';
 import { sha256Hex, hintOf, type Sealer } from '../core/secrets.js';
 import type { Catalog } from '../domain/catalog.js';
+import type { ImageMap } from '../domain/image-map.js';
 import { checkCapacity } from '../domain/quota.js';
 import type {
   DeploymentRecord,
@@ -32,6 +33,7 @@ export const TOKEN_HASH_INDEX = 'token-hash';
 export interface DeploymentServiceDeps {
   store: Store;
   catalog: Catalog;
+  images: ImageMap;
   gpuQuota: number;
   sealer: Sealer;
   clock: Clock;
@@ -181,6 +183,7 @@ export class DeploymentService {
       liveTokenHashes: new Set(tokens.map((t) => t.value.hash)),
       certificateIds: new Set(certificates.filter((c) => c.value.revoked_at === null).map((c) => c.value.id)),
       takenNames: new Set(others.map((d) => d.name)),
+      images: this.deps.images,
       others,
     };
   }

@@ -106,8 +106,9 @@ function scalingFields(d: DeploymentRecord): Record<string, unknown> {
 export function components(d: DeploymentRecord, replicas: ReplicaRecord[]): ComponentCounts {
   const ready = (component: string): number =>
     replicas.filter((r) => r.deployment_id === d.id && r.component === component && r.state === 'ready').length;
-  const desired = (n: number): number => (d.paused ? 0 : n);
-  const entry = (component: string, n: number) => ({ ready: ready(component), desired: desired(n) });
+  // The controller's own figure once it has reconciled; until then the spec's minimum.
+  const desired = (component: string, n: number): number => (d.paused ? 0 : (d.desired_replicas?.[component] ?? n));
+  const entry = (component: string, n: number) => ({ ready: ready(component), desired: desired(component, n) });
   if (d.spec.family === 'general') return { Replica: entry('Replica', d.scaling.min_replicas) };
   if (d.spec.serving_mode === 'disaggregated' && d.scaling.pools) {
     return {

@@ -53,6 +53,7 @@ const commonFields = {
 export const GeneralRequest = Type.Object(
   {
     ...commonFields,
+    preset: Nullable(Type.String({ description: 'fills image, tag, container_port, protocol and health_check_path (GET /presets); never the command' })),
     image: Nullable(Type.String({ description: 'image without tag' })),
     tag: Nullable(Type.String()),
     container_port: Nullable(Type.Integer()),
@@ -186,4 +187,20 @@ export const CertificateResponse = Type.Object({
   revoked_at: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String(),
   pem_path: Type.String({ description: 'GET it for the certificate and private key in one .pem' }),
+});
+
+export const PresetResponse = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: Type.String(),
+  image: Type.String(),
+  tag: Type.String(),
+  container_port: Type.Integer(),
+  protocol: Type.String(),
+  health_check_path: Type.String(),
+  registry_username: Type.Union([Type.String(), Type.Null()]),
+  example_command: Type.Array(Type.String()),
+  needs_command: Type.Boolean(),
+  fills: Type.Array(Type.String()),
+  local_runtime: Type.String(),
 });

@@ -112,6 +112,11 @@ export interface DeploymentRecord {
   /** Number of the revision whose spec is current. */
   revision: number;
   revisions: RevisionRecord[];
+  /**
+   * Replica counts the controller is working towards, per component (observed state written
+   * by the controller; the autoscaler moves them within [min, max]). Absent until reconciled.
+   */
+  desired_replicas?: Record<string, number>;
   /** Paused: the controller runs no replica; `scaling` is kept, so resume restores it. */
   paused: boolean;
   status: DeploymentStatus;
@@ -154,14 +159,24 @@ export interface CertificateRecord {
   created_at: string;
 }
 
+export type ReplicaState = 'starting' | 'ready' | 'draining' | 'stopped' | 'failed';
+
+/** Observed state of one replica, written by the controller from what its runtime sees. */
 export interface ReplicaRecord {
   id: number;
   deployment_id: number;
   revision: number;
   component: string;
+  /** `<deployment>-r<revision>-<id>`: the replica id engines report (system_fingerprint). */
+  name: string;
+  /** host:port the gateway forwards to; empty until the process has a port. */
   address: string;
-  state: 'starting' | 'ready' | 'draining' | 'stopped' | 'failed';
+  state: ReplicaState;
   restarts: number;
+  /** The process (and process group) id on this node, for reaping after a crash. */
+  pid: number | null;
+  /** Prometheus scrape target of the replica (metrics port and path). */
+  metrics_target: { address: string; path: string } | null;
   updated_at: string;
 }
 

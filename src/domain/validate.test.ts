@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { ErrorCode, FieldProblem } from '../core/errors.js';
 import { disaggregatedBody } from '../../test/helpers/spec-fixtures.js';
 import { DEFAULT_CATALOG } from './catalog.js';
+import { DEFAULT_IMAGE_MAP } from './image-map.js';
 import type { DeploymentRecord, Family } from './records.js';
 import {
   toRequest,
@@ -31,6 +32,7 @@ const ctx: ValidationContext = {
   liveTokenHashes: new Set([sha256(VAULT_TOKEN)]),
   certificateIds: new Set([CERT]),
   takenNames: new Set(['taken-name']),
+  images: DEFAULT_IMAGE_MAP,
 };
 
 type Body = Record<string, unknown>;
@@ -91,8 +93,8 @@ const CASES: Case[] = [
   { rule: 'body is a JSON object', family: 'general', body: [general()], field: '', message: 'must be a JSON object', code: 'invalid_request' },
   { rule: 'body is a JSON object (null)', family: 'orchestrated', body: null, field: '', message: 'must be a JSON object', code: 'invalid_request' },
   ...shared('unknown field', { foo: 1 }, 'foo', 'unknown field "foo"'),
-  // Nothing fills a preset's fields yet, so accepting one would silently do nothing.
-  { rule: 'preset is an unknown field', family: 'general', body: general({ preset: 'vllm' }), field: 'preset', message: 'unknown field "preset": general inference deployments have no such field' },
+  { rule: 'preset must be known', family: 'general', body: general({ preset: 'llamafile' }), field: 'preset', message: 'unknown preset "llamafile": choose one of vllm, sglang, tgi, triton, ollama, nim' },
+  { rule: 'an unknown image needs a command', family: 'general', body: general({ image: 'my/own-engine' }), field: 'command', message: 'image "my/own-engine" is not one the local runtime can run by itself' },
   ...shared('wrong type: integer', { cluster_id: '1' }, 'cluster_id', 'cluster_id must be an integer, got a string'),
   ...shared('wrong type: boolean', { enable_logging: 'yes' }, 'enable_logging', 'enable_logging must be true or false'),
   ...shared('wrong type: string map', { env: ['A=1'] }, 'env', 'env must be an object mapping names to string values, got an array'),
@@ -241,7 +243,7 @@ describe('validateCreate: valid requests and defaults', () => {
   it.each<[string, Family, Body]>([
     ['general base', 'general', general()],
     ['general scale-to-zero', 'general', general({ min_replicas: 0, max_replicas: 2, max_concurrency: 4 })],
-    ['image on a registry with a port', 'general', general({ image: 'registry.local:5000/team/engine' })],
+    ['image on a registry with a port, with a host command', 'general', general({ image: 'registry.local:5000/team/engine', command: ['llama-server'] })],
     ['private endpoint alone', 'general', { ...without(general(), 'endpoint_bearer_token'), private_endpoint: true }],
     ['existing certificate alone', 'orchestrated', { ...without(aggregated(), 'endpoint_bearer_token'), client_certificate_id: CERT }],
     ['a vault token as the endpoint token', 'general', general({ endpoint_bearer_token: VAULT_TOKEN })],
@@ -509,5 +511,38 @@ describe('validateClone', () => {
   it('a general clone onto another cluster', () => {
     const d = ok(validateClone(created('general', general()), { name: 'web-2', cluster_id: 2 }, ctx));
     expect(d.cluster_id).toBe(2);
+  });
+});
+
+describe('presets', () => {
+  const bare = (o: Body = {}): Body => ({
+    ...without(general({ preset: 'vllm', command: ['vllm', 'serve', 'org/m'] }), 'image', 'tag', 'container_port', 'protocol', 'health_check_path'),
+    ...o,
+  });
+
+  it('a preset fills image, tag, port, protocol and health path, never the command', () => {
+    const d = ok(validateCreate('general', without(bare(), 'command'), ctx));
+    expect(d.spec).toMatchObject({ preset: 'vllm', image: 'vllm/vllm-openai', tag: 'latest', container_port: 8000, protocol: 'http', health_check_path: '/health', command: [] });
+  });
+
+  it("the user's own fields win over the preset's", () => {
+    const d = ok(validateCreate('general', bare({ tag: 'v0.9.1', container_port: 9000 }), ctx));
+    expect(d.spec).toMatchObject({ image: 'vllm/vllm-openai', tag: 'v0.9.1', container_port: 9000 });
+  });
+
+  it('the vendor container preset: port 8000, /v1/health/ready and the literal $oauthtoken, which then needs the password', () => {
+    const problems = problemsOf(validateCreate('general', bare({ preset: 'nim', command: [] }), ctx));
+    expect(problems.map((p) => p.field)).toEqual(['registry_password']);
+    const d = ok(validateCreate('general', bare({ preset: 'nim', command: [], registry_password: 'key-1', env: { REGISTRY_API_KEY: 'key-1' } }), ctx));
+    expect(d.spec).toMatchObject({ image: 'nvcr.io/nim/meta/llama-3.1-8b-instruct', container_port: 8000, protocol: 'http', health_check_path: '/v1/health/ready', registry_username: '$oauthtoken', command: [] });
+  });
+
+  it('Triton is gRPC; a PATCH naming another preset switches its fields', () => {
+    const d = ok(validateCreate('general', bare({ preset: 'triton' }), ctx));
+    expect(d.spec).toMatchObject({ protocol: 'grpc', container_port: 8001 });
+    const record = created('general', bare({ preset: 'triton' }));
+    const r = ok(validatePatch(record, { preset: 'ollama', command: [] }, ctx));
+    expect(r.specChanged).toBe(true);
+    expect(r.draft.spec).toMatchObject({ preset: 'ollama', image: 'ollama/ollama', container_port: 11434, protocol: 'http', health_check_path: '/' });
   });
 });

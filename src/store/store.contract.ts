@@ -41,9 +41,12 @@ export function replicaRecord(id: number, restarts = 0): ReplicaRecord {
     deployment_id: 1,
     revision: 1,
     component: 'worker',
+    name: `d1-r1-${id}`,
     address: '127.0.0.1:9000',
     state: 'starting',
     restarts,
+    pid: null,
+    metrics_target: null,
     updated_at: CREATED_AT,
   };
 }

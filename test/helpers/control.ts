@@ -8,6 +8,7 @@ import path from 'node:path';
 import { systemClock } from '../../src/core/clock.js';
 import { Sealer } from '../../src/core/secrets.js';
 import { DEFAULT_CATALOG } from '../../src/domain/catalog.js';
+import { DEFAULT_IMAGE_MAP } from '../../src/domain/image-map.js';
 import { buildControlApp, type ControlApp } from '../../src/control/app.js';
 import { Credentials } from '../../src/control/credentials.js';
 import { loadOrCreateCa, type CertificateAuthority } from '../../src/pki/ca.js';
@@ -43,7 +44,7 @@ export function testCa(): Promise<CertificateAuthority> {
   return sharedCa.then((s) => s.ca);
 }
 
-export async function startControl(opts: { gpuQuota?: number; store?: Store; ca?: CertificateAuthority } = {}): Promise<TestControl> {
+export async function startControl(opts: { gpuQuota?: number; store?: Store; ca?: CertificateAuthority; logsDir?: string } = {}): Promise<TestControl> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-api-'));
   const store = opts.store ?? new FileStore({ dir });
   await store.open();
@@ -51,6 +52,8 @@ export async function startControl(opts: { gpuQuota?: number; store?: Store; ca?
   const app = await buildControlApp({
     store,
     catalog: DEFAULT_CATALOG,
+    images: DEFAULT_IMAGE_MAP,
+    logsDir: opts.logsDir ?? null,
     gpuQuota: opts.gpuQuota ?? 32,
     sealer: new Sealer(randomBytes(32)),
     clock: systemClock,

@@ -73,9 +73,12 @@ export async function startGatewayEnv(opts: Partial<Pick<GatewayOptions, 'ejecti
         deployment_id: deploymentId,
         revision: 1,
         component,
+        name: `test-replica-${id}`,
         address,
         state: 'ready' as const,
         restarts: 0,
+        pid: null,
+        metrics_target: null,
         updated_at: new Date().toISOString(),
       }));
       return created.value.id;

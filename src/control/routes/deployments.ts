@@ -17,6 +17,7 @@ import {
   RollbackRequest,
 } from '../schemas.js';
 import { PlatformError } from '../../core/errors.js';
+import { registerLogRoutes } from './logs.js';
 
 const FAMILIES: Family[] = ['general', 'orchestrated'];
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 422: ErrorResponse };
@@ -98,6 +99,8 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
     if (!r) throw new PlatformError('not_found', `deployment ${d.name} has no revision ${request.params.n}`);
     return revisionDetail(r);
   });
+
+  registerLogRoutes(app, ctx, family);
 }
 
 async function replicasOf(ctx: ControlContext, deploymentId: number) {

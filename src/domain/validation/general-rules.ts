@@ -2,6 +2,8 @@
 // path, registry credentials, command, metrics target, config file) on top of the common
 // rules, and the GeneralSpec draft they produce.
 
+import { resolveImage } from '../image-map.js';
+import { findPreset, PRESETS } from '../presets.js';
 import type { ConfigFile, GeneralSpec } from '../records.js';
 import { checkAuth, checkAnnotations, checkEnv } from './auth-and-env-rules.js';
 import {
@@ -34,6 +36,25 @@ function checkImage(req: Req): string | undefined {
     return undefined;
   }
   return image;
+}
+
+function checkPreset(req: Req): string | null {
+  const id = nonEmpty(req.str('preset'));
+  if (id !== null && !findPreset(id)) {
+    req.add('preset', `unknown preset "${id}": choose one of ${PRESETS.map((p) => p.id).join(', ')} (GET /presets lists them)`);
+  }
+  return id;
+}
+
+/** An image the runtime does not know runs `command` on the host, so it needs one (DESIGN §10). */
+function checkRunnable(req: Req, ctx: ValidationContext, image: string | undefined, tag: string, command: string[]): void {
+  if (image === undefined || command.length > 0 || req.isBad('command')) return;
+  if (resolveImage(ctx.images, image, tag).kind === 'host') {
+    req.add(
+      'command',
+      `image "${image}" is not one the local runtime can run by itself: give a command to run on the host (an installed engine such as llama.cpp's server), use a preset, or use infergate/reference-engine`,
+    );
+  }
 }
 
 function checkTag(req: Req): string {
@@ -115,6 +136,7 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
   const name = checkName(req, ctx, opts);
   const cluster = checkCluster(req, ctx);
   const hardware = checkTopLevelHardware(req, cluster, 'the hardware type of every replica');
+  const preset = checkPreset(req);
   const image = checkImage(req);
   const tag = checkTag(req);
   const containerPort = checkContainerPort(req);
@@ -127,12 +149,12 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
   const auth = checkAuth(req, ctx, opts);
   const env = checkEnv(req, ctx, auth.token_value ?? undefined);
   const annotations = checkAnnotations(req);
+  const command = req.strs('command') ?? [];
+  checkRunnable(req, ctx, image, tag, command);
   if (req.problems.length > 0) return undefined;
   const spec: GeneralSpec = {
     family: 'general',
-    // Not a request field: nothing fills a preset's fields yet, so accepting one would
-    // silently do nothing. The record keeps the key for when presets exist.
-    preset: null,
+    preset,
     hardware_instance_id: need(hardware),
     image: need(image),
     tag,
@@ -143,7 +165,7 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
     enable_logging: req.bool('enable_logging') ?? true,
     enable_model_caching: req.bool('enable_model_caching') ?? false,
     session_affinity: req.bool('session_affinity') ?? false,
-    command: req.strs('command') ?? [],
+    command,
     metrics_port: metrics.port,
     metrics_path: metrics.path,
     env,

@@ -4,9 +4,9 @@
 // Both go through the same pipeline as create, so a stored deployment obeys the create rules.
 
 import type { FieldProblem } from '../../core/errors.js';
-import type { DeploymentRecord, DeploymentSpec, EndpointAuth, GeneralSpec, OrchestratedSpec, ScalingSpec, SealedSecrets } from '../records.js';
+import type { DeploymentRecord, Family, DeploymentSpec, EndpointAuth, GeneralSpec, OrchestratedSpec, ScalingSpec, SealedSecrets } from '../records.js';
 import { AGGREGATED_FIELDS, POOLS, type PoolName } from './orchestrated-rules.js';
-import { notAnObject, validateRequest } from './pipeline.js';
+import { notAnObject, validateRequest, withPresetDefaults } from './pipeline.js';
 import { isObject, type Obj } from './shape.js';
 import type { DeploymentDraft, Options, PatchResult, Validation, ValidationContext } from './types.js';
 
@@ -18,9 +18,7 @@ export function toRequest(record: DeploymentRecord): Record<string, unknown> {
 }
 
 function generalRequest(spec: GeneralSpec, scaling: ScalingSpec): Obj {
-  // preset is no request field (see general-rules.ts): a record stored with one must still
-  // PATCH and clone, not fail on a field its client never sent.
-  const { family: _family, secrets: _secrets, preset: _preset, ...fields } = spec;
+  const { family: _family, secrets: _secrets, ...fields } = spec;
   return {
     ...structuredClone(fields),
     min_replicas: scaling.min_replicas,
@@ -53,9 +51,12 @@ function authRequest(auth: EndpointAuth): Obj {
 
 const withoutNulls = (o: Obj): Obj => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined));
 
-/** `body` over `base`; worker_pools merge per pool, so a PATCH may carry only decode.replicas. */
-function mergeRequest(base: Obj, body: Obj): Obj {
-  const merged: Obj = { ...base, ...body };
+/**
+ * `body` over `base`; worker_pools merge per pool, so a PATCH may carry only decode.replicas.
+ * A preset named in the body fills its fields over the base (the body's own fields still win).
+ */
+function mergeRequest(base: Obj, body: Obj, family: Family): Obj {
+  const merged: Obj = { ...base, ...withPresetDefaults(family, body) };
   if (Object.hasOwn(body, 'worker_pools')) merged.worker_pools = mergePools(base.worker_pools, body.worker_pools);
   return merged;
 }
@@ -93,7 +94,7 @@ function immutableProblems(current: DeploymentRecord, body: Obj): FieldProblem[]
 
 export function validatePatch(current: DeploymentRecord, body: unknown, ctx: ValidationContext): Validation<PatchResult> {
   if (!isObject(body)) return notAnObject();
-  const merged = mergeRequest(toRequest(current), body);
+  const merged = mergeRequest(toRequest(current), body, current.family);
   // The stored values stand; a different one in the body is reported by immutableProblems.
   merged.name = current.name;
   merged.cluster_id = current.cluster_id;
@@ -134,7 +135,7 @@ export function validateClone(source: DeploymentRecord, body: unknown, ctx: Vali
     const drop = source.spec.serving_mode === 'disaggregated' ? ['worker_pools'] : AGGREGATED_FIELDS.map(([f]) => f);
     for (const field of drop) delete base[field];
   }
-  return validateRequest(source.family, mergeRequest(base, body), ctx, {
+  return validateRequest(source.family, mergeRequest(base, body, source.family), ctx, {
     mode: 'clone',
     inherited: { token_id: source.auth.token_id, secrets: source.spec.secrets },
     checkCertificate: true,

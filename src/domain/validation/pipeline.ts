@@ -6,6 +6,7 @@ import type { FieldProblem } from '../../core/errors.js';
 import type { Family } from '../records.js';
 import { validateGeneral } from './general-rules.js';
 import { validateOrchestrated } from './orchestrated-rules.js';
+import { findPreset, presetFields } from '../presets.js';
 import { checkShape, FIELDS, Req, type Obj } from './shape.js';
 import type { DeploymentDraft, Options, Validation, ValidationContext } from './types.js';
 
@@ -19,8 +20,17 @@ function ordered(family: Family, problems: FieldProblem[]): FieldProblem[] {
   return [...problems].sort((a, b) => rank(a) - rank(b));
 }
 
+/**
+ * A general request naming a known preset, with the preset's fields laid under the request's
+ * own: whatever the user gives wins, the rest comes from the recipe (never the command).
+ */
+export function withPresetDefaults(family: Family, raw: Obj): Obj {
+  const preset = family === 'general' && typeof raw.preset === 'string' ? findPreset(raw.preset) : undefined;
+  return preset ? { ...presetFields(preset), ...raw } : raw;
+}
+
 export function validateRequest(family: Family, raw: Obj, ctx: ValidationContext, opts: Options, extra: FieldProblem[] = []): Validation<DeploymentDraft> {
-  const req = new Req(family, raw);
+  const req = new Req(family, withPresetDefaults(family, raw));
   req.problems.push(...extra);
   checkShape(req);
   const draft = family === 'general' ? validateGeneral(req, ctx, opts) : validateOrchestrated(req, ctx, opts);

@@ -15,6 +15,7 @@ const GENERAL_FIELDS = new Map<string, FieldType>([
   ['name', 'string'],
   ['cluster_id', 'integer'],
   ['hardware_instance_id', 'integer'],
+  ['preset', 'string'],
   ['image', 'string'],
   ['tag', 'string'],
   ['container_port', 'integer'],

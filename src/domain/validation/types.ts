@@ -4,6 +4,7 @@
 
 import type { FieldProblem } from '../../core/errors.js';
 import type { Catalog } from '../catalog.js';
+import type { ImageMap } from '../image-map.js';
 import type { DeploymentSpec, Family, ScalingSpec, SealedSecrets } from '../records.js';
 
 export interface ValidationContext {
@@ -16,6 +17,8 @@ export interface ValidationContext {
   certificateIds: ReadonlySet<number>;
   /** Names of the other live deployments (both families). */
   takenNames: ReadonlySet<string>;
+  /** What the runtime runs for each image: an unknown image needs a command. */
+  images: ImageMap;
 }
 
 export interface DeploymentDraft {
