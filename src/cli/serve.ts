@@ -2,7 +2,7 @@
 // metrics listener together, prints where everything is, and shuts down cleanly on
 // SIGINT/SIGTERM. Wiring only — behaviour lives in the modules it composes.
 
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import type { Server } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { systemClock } from '../core/clock.js';
@@ -14,7 +14,13 @@ import { DEFAULT_CATALOG, parseCatalog, type Catalog } from '../domain/catalog.j
 import { buildControlApp, type ControlApp } from '../control/app.js';
 import { Credentials } from '../control/credentials.js';
 import { endpointUrl } from '../control/render.js';
-import { createGateway } from '../gateway/gateway.js';
+import { Controller } from '../controller/controller.js';
+import { DEFAULT_IMAGE_MAP, parseImageMap, type ImageMap } from '../domain/image-map.js';
+import { createGateway, type Gateway } from '../gateway/gateway.js';
+import { replicaTargetGroups, SERVICE_DISCOVERY_PATH } from '../metrics/service-discovery.js';
+import { deploymentLogsDir } from '../runtime/log-files.js';
+import { LocalRuntime, runtimeDirs } from '../runtime/local-runtime.js';
+import { selfCommand } from './self-command.js';
 import { createMetricsServer, createRegistry } from '../metrics/registry.js';
 import { loadOrCreateCa } from '../pki/ca.js';
 import { loadOrIssueGatewayCertificate } from '../pki/server-certs.js';
@@ -40,13 +46,22 @@ export async function serve(config: Config, out: (line: string) => void): Promis
   try {
     const lines: string[] = [];
     const registry = createRegistry();
-    if (config.role !== 'gateway') lines.push(...(await startControl(config, store, logger, closers)));
-    if (config.role !== 'control') lines.push(...(await startGateway(config, store, logger, closers, registry)));
+    const images = await loadImageMap(config.imageMapFile);
+    const { logsDir } = runtimeDirs(config.dataDir);
+    if (config.role !== 'gateway') lines.push(...(await startControl(config, store, logger, closers, images, logsDir)));
+    let gateway: Gateway | null = null;
+    if (config.role !== 'control') {
+      const started = await startGateway(config, store, logger, closers, registry);
+      gateway = started.gateway;
+      lines.push(...started.lines);
+    }
+    // The controller and its runtime live with the control role: one per store.
+    if (config.role !== 'gateway') await startController(config, store, logger, closers, images, gateway);
 
-    const metrics = createMetricsServer(registry);
+    const metrics = createMetricsServer(registry, { [SERVICE_DISCOVERY_PATH]: () => replicaTargetGroups(store) });
     closers.push(() => new Promise<void>((resolve) => metrics.close(() => resolve())));
     const metricsPort = await listen(metrics, config.metricsHost, config.metricsPort, 'metrics-port', 'metrics');
-    lines.push(`infergate: metrics on http://${hostForUrl(config.metricsHost)}:${metricsPort}/metrics`);
+    lines.push(`infergate: metrics on http://${hostForUrl(config.metricsHost)}:${metricsPort}/metrics; replica targets for Prometheus http_sd at ${SERVICE_DISCOVERY_PATH}`);
     lines.push(`infergate: state in ${config.redisUrl ? 'Redis' : config.dataDir}`);
     for (const line of lines) out(line);
     logger.info({ role: config.role, metricsPort, domain: config.domain }, 'infergate started');
@@ -59,13 +74,15 @@ export async function serve(config: Config, out: (line: string) => void): Promis
 
 type Closers = Array<() => Promise<void>>;
 
-async function startControl(config: Config, store: Store, logger: Logger, closers: Closers): Promise<string[]> {
+async function startControl(config: Config, store: Store, logger: Logger, closers: Closers, images: ImageMap, logsDir: string): Promise<string[]> {
   const catalog = await loadCatalog(config.catalogFile);
   const sealer = new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY));
   const admin = await new Credentials(store, systemClock).ensureAdmin(config.adminKey);
   const app = await buildControlApp({
     store,
     catalog,
+    images,
+    logsDir,
     gpuQuota: config.gpuQuota,
     sealer,
     clock: systemClock,
@@ -82,7 +99,25 @@ async function startControl(config: Config, store: Store, logger: Logger, closer
   return [`infergate: control API listening on ${apiUrl}`, await describeAdminKey(config, admin.generatedKey)];
 }
 
-async function startGateway(config: Config, store: Store, logger: Logger, closers: Closers, registry: Registry): Promise<string[]> {
+async function startController(config: Config, store: Store, logger: Logger, closers: Closers, images: ImageMap, gateway: Gateway | null): Promise<void> {
+  const runtimeLogger = logger.child({ component: 'runtime' });
+  const runtime = new LocalRuntime({ dataDir: config.dataDir, selfCommand: selfCommand(), images, logger: runtimeLogger });
+  const { logsDir } = runtimeDirs(config.dataDir);
+  const controller = new Controller({
+    store,
+    runtime,
+    clock: systemClock,
+    logger: logger.child({ component: 'controller' }),
+    drainTimeoutMs: config.drainTimeoutMs,
+    stopGraceMs: config.stopGraceMs,
+    load: gateway?.inflight ?? null,
+    forgetDeployment: (id) => rm(deploymentLogsDir(logsDir, id), { recursive: true, force: true }),
+  });
+  await controller.start();
+  closers.push(() => controller.stop());
+}
+
+async function startGateway(config: Config, store: Store, logger: Logger, closers: Closers, registry: Registry): Promise<{ gateway: Gateway; lines: string[] }> {
   const ca = await loadOrCreateCa(config.certsDir);
   const operatorCert = await readGatewayTls(config);
   const serverCert = operatorCert ?? (await loadOrIssueGatewayCertificate(ca, config.certsDir, config.domain));
@@ -102,10 +137,13 @@ async function startGateway(config: Config, store: Store, logger: Logger, closer
   const port = await listen(gateway.server, config.gatewayHost, config.gatewayPort, 'gateway-port', 'gateway');
   const example = endpointUrl('<name>', { domain: config.domain, port });
   const certificate = operatorCert ? `certificate from ${config.tlsCert}` : `platform CA in ${config.certsDir}/ca.crt`;
-  return [
-    `infergate: gateway (TLS, h2 and http/1.1) listening on ${config.gatewayHost}:${port}; ${certificate}`,
-    `infergate: endpoint domain ${config.domain}; endpoints are https://${example}`,
-  ];
+  return {
+    gateway,
+    lines: [
+      `infergate: gateway (TLS, h2 and http/1.1) listening on ${config.gatewayHost}:${port}; ${certificate}`,
+      `infergate: endpoint domain ${config.domain}; endpoints are https://${example}`,
+    ],
+  };
 }
 
 /** The operator's certificate for `*.<domain>` (e.g. from a public CA), checked before use. */
@@ -119,6 +157,15 @@ async function readGatewayTls(config: Config): Promise<{ certPem: string; keyPem
     return { certPem, keyPem };
   } catch (err) {
     throw new ConfigError(`--tls-cert ${config.tlsCert}: ${(err as Error).message}`);
+  }
+}
+
+async function loadImageMap(file: string | null): Promise<ImageMap> {
+  if (file === null) return DEFAULT_IMAGE_MAP;
+  try {
+    return parseImageMap(JSON.parse(await readFile(file, 'utf8')));
+  } catch (err) {
+    throw new ConfigError(`--image-map ${file}: ${(err as Error).message}`);
   }
 }
 

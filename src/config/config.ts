@@ -34,6 +34,9 @@ export interface Config {
   catalogFile: string | null;
   imageMapFile: string | null;
   gpuQuota: number;
+  /** Longest wait for a draining replica's in-flight requests, and the SIGTERM→SIGKILL grace, in ms. */
+  drainTimeoutMs: number;
+  stopGraceMs: number;
   adminKey: string | null;
   logLevel: string;
 }
@@ -75,6 +78,8 @@ export const SERVE_OPTIONS: OptionDoc[] = [
   { flag: 'catalog', env: 'INFERGATE_CATALOG', default: '', help: 'JSON file replacing the embedded cluster/hardware catalog' },
   { flag: 'image-map', env: 'INFERGATE_IMAGE_MAP', default: '', help: 'JSON file extending the image → engine map' },
   { flag: 'gpu-quota', env: 'INFERGATE_GPU_QUOTA', default: '32', help: 'account GPU quota' },
+  { flag: 'drain-timeout', env: 'INFERGATE_DRAIN_TIMEOUT', default: '30', help: 'seconds a stopping replica gets to finish its in-flight requests' },
+  { flag: 'stop-grace', env: 'INFERGATE_STOP_GRACE', default: '10', help: 'seconds between SIGTERM and SIGKILL when a replica stops' },
   { flag: 'log-level', env: 'INFERGATE_LOG_LEVEL', default: 'info', help: 'pino log level' },
 ];
 
@@ -178,6 +183,8 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     catalogFile: resolve(orNull(pick('catalog'))),
     imageMapFile: resolve(orNull(pick('image-map'))),
     gpuQuota,
+    drainTimeoutMs: parseInteger('drain-timeout', pick('drain-timeout'), 0, 3600) * 1000,
+    stopGraceMs: parseInteger('stop-grace', pick('stop-grace'), 0, 600) * 1000,
     adminKey,
     logLevel: pick('log-level'),
   };

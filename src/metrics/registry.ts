@@ -11,10 +11,27 @@ export function createRegistry(): Registry {
   return registry;
 }
 
-/** A tiny server: GET /metrics for Prometheus, /healthz for probes, 404 otherwise. */
-export function createMetricsServer(registry: Registry): http.Server {
+/** Extra JSON documents the listener serves (service discovery), by path. */
+export type JsonRoutes = Record<string, () => Promise<unknown>>;
+
+/** A tiny server: GET /metrics for Prometheus, /healthz for probes, the JSON routes, 404 otherwise. */
+export function createMetricsServer(registry: Registry, json: JsonRoutes = {}): http.Server {
   return http.createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const document = req.method === 'GET' && Object.hasOwn(json, path) ? json[path] : undefined;
+    if (document) {
+      document().then(
+        (body) => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(body));
+        },
+        (err: Error) => {
+          res.writeHead(500, { 'content-type': 'text/plain' });
+          res.end(`${path} failed: ${err.message}\n`);
+        },
+      );
+      return;
+    }
     if (req.method === 'GET' && path === '/metrics') {
       registry
         .metrics()
@@ -34,6 +51,6 @@ export function createMetricsServer(registry: Registry): http.Server {
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' });
-    res.end('not found: the metrics listener serves GET /metrics\n');
+    res.end(`not found: the metrics listener serves GET /metrics${Object.keys(json).map((p) => ` and ${p}`).join('')}\n`);
   });
 }

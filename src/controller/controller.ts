@@ -1,0 +1,254 @@
+// Owns reconciliation: on every change of desired state and every second, it compares each
+// deployment's desired replicas with the ones it runs and acts through the runtime — starts
+// the missing, drains and stops the extra and those of superseded revisions or deleted
+// deployments — and writes observed state (replica records, deployment status, component
+// desired counts, revision status) back to the store. After a restart it reaps what the
+// previous run left and brings every deployment back. One controller per store.
+
+import type { Logger } from 'pino';
+import { isoNow, type Clock } from '../core/clock.js';
+import type { DeploymentRecord, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
+import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, Runtime } from '../runtime/runtime.js';
+import { modify, NotFoundError, type Store } from '../store/store.js';
+import { deploymentStatus, desiredReplicas, GENERAL_COMPONENT, revisionStatuses } from './desired.js';
+
+/** In-flight requests per replica, as the gateway counts them (drain waits for zero). */
+export interface ReplicaLoad {
+  inflight(replicaId: number): number;
+}
+
+export interface ControllerOptions {
+  store: Store;
+  runtime: Runtime;
+  clock: Clock;
+  logger: Logger;
+  /** Longest wait for a draining replica's in-flight requests to finish. */
+  drainTimeoutMs: number;
+  /** SIGTERM → SIGKILL grace. */
+  stopGraceMs: number;
+  /** Null when no gateway shares this process: drain then waits `drainSettleMs` only. */
+  load: ReplicaLoad | null;
+  tickMs?: number;
+  /** How long routing tables take to drop a draining replica before in-flight is trusted. */
+  drainSettleMs?: number;
+  /** Removes a deleted deployment's logs and files once its replicas are gone. */
+  forgetDeployment?: (deploymentId: number) => Promise<void>;
+}
+
+interface Owned {
+  recordId: number;
+  deploymentId: number;
+  revision: number;
+  component: string;
+  handle: ReplicaHandle;
+  retiring: boolean;
+  /** Serializes this replica's record writes. */
+  writes: Promise<void>;
+}
+
+export class Controller {
+  private readonly owned = new Map<number, Owned>();
+  private readonly retirements = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | null = null;
+  private unwatch: (() => void) | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+
+  constructor(private readonly opts: ControllerOptions) {}
+
+  async start(): Promise<void> {
+    await this.reapLeftovers();
+    this.unwatch = this.opts.store.watch((event) => {
+      if (event.kind === 'deployment') this.schedule();
+    });
+    this.timer = setInterval(() => this.schedule(), this.opts.tickMs ?? 1000);
+    this.timer.unref();
+    this.schedule();
+    await this.running;
+  }
+
+  /** Drains and stops every replica this controller runs and removes their records. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.unwatch?.();
+    await this.running;
+    for (const o of this.owned.values()) if (!o.retiring) this.retire(o, 'the service is stopping');
+    await Promise.all([...this.retirements]);
+  }
+
+  /** Coalesces triggers: one pass at a time, plus one more if anything asked meanwhile. */
+  private schedule(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.reconcile()
+      .catch((err: Error) => this.opts.logger.error({ err }, 'reconcile failed'))
+      .finally(() => {
+        this.running = null;
+        if (this.again) {
+          this.again = false;
+          this.schedule();
+        }
+      });
+  }
+
+  private async reapLeftovers(): Promise<void> {
+    const { store, runtime, logger } = this.opts;
+    for (const { value: r } of await store.list('replica')) {
+      if (await runtime.reap({ name: r.name, pid: r.pid })) logger.warn({ replica: r.name }, 'reaped a replica left by an earlier run');
+      await store.delete('replica', r.id);
+    }
+  }
+
+  private async reconcile(): Promise<void> {
+    const deployments = new Map((await this.opts.store.list('deployment')).map((d) => [d.value.id, d.value]));
+    for (const o of this.owned.values()) {
+      if (!o.retiring && !deployments.has(o.deploymentId)) this.retire(o, 'its deployment was deleted');
+    }
+    for (const d of deployments.values()) {
+      if (this.stopped) return;
+      if (d.spec.family === 'general') await this.reconcileGeneral(d, d.spec);
+    }
+  }
+
+  private async reconcileGeneral(d: DeploymentRecord, spec: GeneralSpec): Promise<void> {
+    const desired = desiredReplicas(d)[GENERAL_COMPONENT] ?? 0;
+    const mine = [...this.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring);
+    const current = mine.filter((o) => o.revision === d.revision);
+    const older = mine.filter((o) => o.revision !== d.revision);
+    const isReady = (o: Owned) => o.handle.observe().phase === 'ready';
+    const currentReady = current.filter(isReady).length;
+
+    for (let i = current.length; i < desired; i++) await this.startReplica(d, spec);
+    if (current.length > desired) {
+      // Scale down: replicas not yet serving go first, then the newest.
+      const order = [...current].sort((a, b) => Number(isReady(a)) - Number(isReady(b)) || b.recordId - a.recordId);
+      for (const o of order.slice(0, current.length - desired)) this.retire(o, `scaled to ${desired}`);
+    }
+    // A superseded revision keeps serving until the current one is fully ready.
+    if (older.length > 0 && currentReady >= desired) {
+      for (const o of older) this.retire(o, `revision ${d.revision} is ready`);
+    }
+    const ready = mine.filter((o) => !o.retiring && isReady(o)).length;
+    await this.writeDeploymentState(d, { [GENERAL_COMPONENT]: desired }, ready, currentReady);
+  }
+
+  private async writeDeploymentState(d: DeploymentRecord, desired: Record<string, number>, ready: number, currentReady: number): Promise<void> {
+    const status = deploymentStatus(d, ready);
+    const revisions = revisionStatuses(d, currentReady);
+    const unchanged =
+      d.status === status && JSON.stringify(d.desired_replicas ?? {}) === JSON.stringify(desired) && JSON.stringify(revisions) === JSON.stringify(d.revisions);
+    if (unchanged) return;
+    try {
+      await modify(this.opts.store, 'deployment', d.id, (now) => {
+        // Only observed fields change; a concurrent edit of desired state is kept.
+        if (now.revision !== d.revision || now.paused !== d.paused) return undefined;
+        return { ...now, status: deploymentStatus(now, ready), desired_replicas: desired, revisions: revisionStatuses(now, currentReady) };
+      });
+      if (status !== d.status) this.opts.logger.info({ deployment: d.name, from: d.status, to: status }, 'deployment status changed');
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+    }
+  }
+
+  private async startReplica(d: DeploymentRecord, spec: GeneralSpec): Promise<void> {
+    const { store, runtime, clock } = this.opts;
+    const record = await store.create('replica', (id) => ({
+      id,
+      deployment_id: d.id,
+      revision: d.revision,
+      component: GENERAL_COMPONENT,
+      name: `${d.name}-r${d.revision}-${id}`,
+      address: '',
+      state: 'starting' as const,
+      restarts: 0,
+      pid: null,
+      metrics_target: null,
+      updated_at: isoNow(clock),
+    }));
+    const handle = runtime.start(generalRequest(d, spec, record.value.name));
+    const owned: Owned = { recordId: record.value.id, deploymentId: d.id, revision: d.revision, component: GENERAL_COMPONENT, handle, retiring: false, writes: Promise.resolve() };
+    this.owned.set(owned.recordId, owned);
+    handle.onChange((o) => this.persist(owned, o));
+    this.persist(owned, handle.observe());
+    this.opts.logger.info({ deployment: d.name, replica: handle.name, revision: d.revision }, 'replica starting');
+  }
+
+  /** Writes what the runtime observed to the replica's record, in order, then re-plans. */
+  private persist(owned: Owned, o: ReplicaObservation, state?: ReplicaState): void {
+    const next = (current: ReplicaRecord): ReplicaRecord => ({
+      ...current,
+      address: o.address ?? '',
+      state: state ?? (owned.retiring ? 'draining' : o.phase === 'stopped' ? 'stopped' : o.phase),
+      restarts: o.restarts,
+      pid: o.pid,
+      metrics_target: o.metricsTarget,
+      updated_at: isoNow(this.opts.clock),
+    });
+    owned.writes = owned.writes
+      .then(() => modify(this.opts.store, 'replica', owned.recordId, next))
+      .then(
+        () => this.schedule(),
+        (err: Error) => {
+          if (!(err instanceof NotFoundError)) this.opts.logger.warn({ err, replica: owned.handle.name }, 'replica record write failed');
+        },
+      );
+  }
+
+  /** Drain (out of routing, in-flight finishes or times out), stop, remove the record. */
+  private retire(o: Owned, why: string): void {
+    o.retiring = true;
+    this.opts.logger.info({ replica: o.handle.name, why }, 'draining replica');
+    const done = (async () => {
+      this.persist(o, o.handle.observe(), 'draining');
+      await o.writes;
+      await this.waitDrained(o);
+      await o.handle.stop(this.opts.stopGraceMs);
+      await o.writes;
+      await this.opts.store.delete('replica', o.recordId).catch(() => false);
+      this.owned.delete(o.recordId);
+      this.opts.logger.info({ replica: o.handle.name }, 'replica stopped');
+      const remaining = [...this.owned.values()].some((x) => x.deploymentId === o.deploymentId);
+      if (!remaining && !(await this.opts.store.get('deployment', o.deploymentId))) await this.opts.forgetDeployment?.(o.deploymentId);
+    })().catch((err: Error) => this.opts.logger.error({ err, replica: o.handle.name }, 'retiring a replica failed'));
+    this.retirements.add(done);
+    void done.finally(() => this.retirements.delete(done));
+  }
+
+  private async waitDrained(o: Owned): Promise<void> {
+    // Gateways drop the replica when they see the draining record; give the change feed a moment.
+    await sleep(this.opts.drainSettleMs ?? 200);
+    const { load } = this.opts;
+    if (load === null) return;
+    const deadline = this.opts.clock.now() + this.opts.drainTimeoutMs;
+    while (load.inflight(o.recordId) > 0 && this.opts.clock.now() < deadline) await sleep(100);
+    if (load.inflight(o.recordId) > 0) this.opts.logger.warn({ replica: o.handle.name, inflight: load.inflight(o.recordId) }, 'drain timed out; stopping anyway');
+  }
+}
+
+function generalRequest(d: DeploymentRecord, spec: GeneralSpec, name: string): ReplicaRequest {
+  return {
+    name,
+    deploymentId: d.id,
+    revision: d.revision,
+    component: GENERAL_COMPONENT,
+    image: spec.image,
+    tag: spec.tag,
+    command: spec.command,
+    env: spec.env,
+    configFile: spec.config_file,
+    containerPort: spec.container_port,
+    protocol: spec.protocol,
+    healthPath: spec.health_check_path,
+    metricsPort: spec.metrics_port,
+    metricsPath: spec.metrics_path,
+    logging: spec.enable_logging,
+    modelCaching: spec.enable_model_caching,
+  };
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,37 @@
+// Owns what the controller works towards for a deployment, as pure functions: how many
+// replicas of each component, the deployment's status from readiness, and each revision's
+// status. No I/O and no clock, so every rule is a table test.
+
+import type { DeploymentRecord, DeploymentStatus, RevisionRecord } from '../domain/records.js';
+
+/** The one component of a general deployment. */
+export const GENERAL_COMPONENT = 'Replica';
+
+/**
+ * Replicas per component. Paused: none. General: the autoscaler's figure clamped to
+ * [min, max], else min — but never 0 while no activator exists to bring a scaled-to-zero
+ * deployment back (M4), so a min-0 deployment keeps one replica and its endpoint answers.
+ */
+export function desiredReplicas(d: DeploymentRecord, autoscaled?: number): Record<string, number> {
+  if (d.spec.family !== 'general') return {};
+  if (d.paused) return { [GENERAL_COMPONENT]: 0 };
+  const { min_replicas: min, max_replicas: max } = d.scaling;
+  const wanted = Math.min(max, Math.max(min, autoscaled ?? min));
+  return { [GENERAL_COMPONENT]: Math.max(wanted, Math.min(1, max)) };
+}
+
+/**
+ * Status from readiness: paused wins; any ready replica makes the deployment ready; having
+ * been ready and now having none is not_ready; never ready yet is pending.
+ */
+export function deploymentStatus(d: DeploymentRecord, readyReplicas: number): DeploymentStatus {
+  if (d.paused) return 'paused';
+  if (readyReplicas > 0) return 'ready';
+  if (d.status === 'ready' || d.status === 'not_ready') return 'not_ready';
+  return d.status === 'failed' ? 'failed' : 'pending';
+}
+
+/** The current revision becomes ready the first time one of its replicas is. */
+export function revisionStatuses(d: DeploymentRecord, currentReady: number): RevisionRecord[] {
+  return d.revisions.map((r) => (r.revision === d.revision && r.status === 'pending' && currentReady > 0 ? { ...r, status: 'ready' as const } : r));
+}

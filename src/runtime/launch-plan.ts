@@ -1,0 +1,80 @@
+// Owns what the local runtime runs for a replica request: the argv (the reference engine in
+// the image's flavor, or the user's command on the host), the environment (the deployment's
+// variables plus PORT and the replica's paths — never the service's own secrets), the
+// working directory (the replica's root) and the readiness probe. Pure: no I/O.
+
+import { resolveImage, type ImageMap } from '../domain/image-map.js';
+import { modelFromVendorImage, translateEngineCommand } from './engine-args.js';
+import type { Probe } from './readiness.js';
+import type { ReplicaRequest } from './runtime.js';
+
+export interface LaunchPlan {
+  argv: string[];
+  env: Record<string, string>;
+  probe: Probe;
+  /** Lines for the replica's log explaining what the runtime chose and why. */
+  notes: string[];
+}
+
+export interface PlanInputs {
+  port: number;
+  /** A separate metrics port, when the deployment's differs from its container port. */
+  metricsPort: number | null;
+  root: string;
+  configPath: string | null;
+  cacheDir: string | null;
+  /** How to run `infergate` itself: argv before the subcommand. */
+  selfCommand: string[];
+  images: ImageMap;
+  /** Variables replicas inherit from the service's environment (PATH and the like). */
+  inherited: Record<string, string>;
+}
+
+/** Only these pass from the service's environment to replicas: nothing secret does. */
+export const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'USER', 'LOGNAME', 'SHELL'];
+
+export function pickInherited(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of INHERITED_ENV) {
+    const value = env[key];
+    if (value !== undefined) out[key] = value;
+  }
+  return out;
+}
+
+/** `$PORT` and `${PORT}` in a host command's arguments become the replica's port. */
+function substitutePort(arg: string, port: number): string {
+  return arg.replace(/\$\{PORT\}|\$PORT\b/g, String(port));
+}
+
+export function planLaunch(req: ReplicaRequest, inputs: PlanInputs): LaunchPlan {
+  const env: Record<string, string> = {
+    ...inputs.inherited,
+    ...req.env,
+    PORT: String(inputs.port),
+    INFERGATE_REPLICA_ID: req.name,
+    INFERGATE_REPLICA_ROOT: inputs.root,
+  };
+  if (inputs.metricsPort !== null) env.METRICS_PORT = String(inputs.metricsPort);
+  if (inputs.configPath !== null) env.INFERGATE_CONFIG_FILE = inputs.configPath;
+  if (inputs.cacheDir !== null) env.INFERGATE_MODEL_CACHE_DIR = inputs.cacheDir;
+  const probe: Probe = req.protocol === 'grpc' ? { kind: 'tcp' } : { kind: 'http', path: req.healthPath };
+  const notes: string[] = [];
+
+  const launch = resolveImage(inputs.images, req.image, req.tag);
+  if (launch.kind === 'host') {
+    notes.push(`infergate runtime: image ${req.image}:${req.tag} is not one the runtime simulates; running the command on this host with PORT=${inputs.port}`);
+    return { argv: req.command.map((a) => substitutePort(a, inputs.port)), env, probe, notes };
+  }
+  const engine = [...inputs.selfCommand, 'engine', '--flavor', launch.flavor];
+  if (inputs.metricsPort !== null) engine.push('--metrics-port', String(inputs.metricsPort));
+  if (launch.native) {
+    notes.push(`infergate runtime: running the reference engine (simulated GPU), flavor ${launch.flavor}`);
+    return { argv: [...engine, ...req.command], env, probe, notes };
+  }
+  const translated = translateEngineCommand(req.command);
+  const model = translated.model ?? (launch.flavor === 'nim' ? modelFromVendorImage(req.image) : null);
+  notes.push(`infergate runtime: simulating ${req.image}:${req.tag} with the reference engine (simulated GPU), flavor ${launch.flavor}`);
+  if (translated.ignored.length > 0) notes.push(`infergate runtime: arguments the simulator does not model: ${translated.ignored.join(' ')}`);
+  return { argv: [...engine, ...(model !== null ? ['--model', model] : []), ...translated.args], env, probe, notes };
+}
