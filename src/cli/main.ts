@@ -8,15 +8,15 @@ import { StoreError } from '../store/store.js';
 import { PkiError } from '../pki/ca.js';
 import { KeyFileError } from './key-files.js';
 import { ListenError } from './listen.js';
-import { serve } from './serve.js';
 
 const USAGE = `usage: infergate <command> [options]
 
 commands:
   serve     run the control API, gateway and metrics (the embedded default)
+  engine    run the reference engine, a SIMULATED inference server (one per replica)
   version   print the version
 
-infergate serve --help lists every flag and its environment override.`;
+infergate serve --help and infergate engine --help list every flag and its environment override.`;
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -47,6 +47,8 @@ async function runServe(args: string[]): Promise<void> {
     return;
   }
   const config = parseServeConfig(args, process.env);
+  // Loaded on demand: every replica runs this file as `infergate engine`, which needs none of it.
+  const { serve } = await import('./serve.js');
   const service = await serve(config, (line) => process.stdout.write(line + '\n'));
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -67,6 +69,8 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'serve':
       return runServe(rest);
+    case 'engine':
+      return (await import('../engine/index.js')).runEngine(rest);
     case 'version':
     case '--version':
       process.stdout.write(version() + '\n');

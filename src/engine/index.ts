@@ -1,0 +1,60 @@
+// Owns `infergate engine`: the reference engine as a process. Parses flags, logs JSON lines to
+// stdout with pino (the replica runtime captures stdout/stderr as the replica's logs), starts
+// the server and drains it on SIGTERM/SIGINT before exiting 0. A bad flag or a port that
+// cannot be bound is one line on stderr and exit code 1.
+
+import { readFileSync } from 'node:fs';
+import { pino } from 'pino';
+import { engineHelp, EngineOptionsError, parseEngineOptions, type EngineOptions } from './options.js';
+import { createEngine, EngineListenError } from './server.js';
+
+function fail(message: string): never {
+  process.stderr.write(`infergate engine: error: ${message}\n`);
+  process.exit(1);
+}
+
+function release(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+export async function runEngine(args: string[]): Promise<void> {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(engineHelp() + '\n');
+    return;
+  }
+  let options: EngineOptions;
+  try {
+    options = parseEngineOptions(args, process.env);
+  } catch (err) {
+    if (err instanceof EngineOptionsError) fail(err.message);
+    throw err;
+  }
+  // Synchronous writes: the log must survive process.exit at the end of a drain.
+  const log = pino(
+    { level: options.logLevel, base: { service: 'infergate-engine', flavor: options.flavor, replica: options.replicaId, pid: process.pid } },
+    pino.destination({ dest: 1, sync: true }),
+  );
+  const engine = createEngine({ options, log, env: process.env, release: release() });
+  try {
+    await engine.start();
+  } catch (err) {
+    if (err instanceof EngineListenError) fail(err.message);
+    throw err;
+  }
+  const shutdown = (signal: NodeJS.Signals) => {
+    engine.shutdown(signal).then(
+      () => process.exit(0),
+      (err: Error) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}

@@ -1,0 +1,125 @@
+// The engine server in-process on an ephemeral port: a client that goes away frees its slot
+// at once, /metrics speaks vLLM's names, unknown routes get JSON errors, and shutdown lets a
+// running stream finish.
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseEngineOptions } from './options.js';
+import { createEngine, type Engine } from './server.js';
+
+const engines: Engine[] = [];
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((e) => e.shutdown('test')));
+});
+
+async function start(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ engine: Engine; url: string }> {
+  const options = parseEngineOptions(['--host', '127.0.0.1', '--port', '0', '--startup-ms', '0', '--shutdown-grace-ms', '2000', ...args], env);
+  const engine = createEngine({ options, log: pino({ level: 'silent' }), env, release: '0.0.0-test' });
+  engines.push(engine);
+  const { port } = await engine.start();
+  await engine.loaded;
+  return { engine, url: `http://127.0.0.1:${port}` };
+}
+
+const chat = (url: string, body: Record<string, unknown>, signal?: AbortSignal) =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'sim/model', messages: [{ role: 'user', content: 'hello' }], ...body }),
+    signal,
+  });
+
+async function metric(url: string, series: string): Promise<number | null> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
+  return line === undefined ? null : Number(line.slice(series.length + 1));
+}
+
+const running = 'vllm:num_requests_running{model_name="sim/model",engine="0"}';
+const waiting = 'vllm:num_requests_waiting{model_name="sim/model",engine="0"}';
+
+async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('engine server', () => {
+  it('frees the slot of a client that goes away and counts the abort', async () => {
+    const { url } = await start(['--max-running', '1', '--ttft-ms', '0', '--itl-ms', '200', '--max-tokens-default', '50']);
+    const abort = new AbortController();
+    const res = await chat(url, { stream: true }, abort.signal);
+    const reader = res.body!.getReader();
+    await reader.read(); // the first chunk: the sequence is running
+    const queued = chat(url, { max_tokens: 1 });
+    await until(async () => (await metric(url, waiting)) === 1);
+    expect(await metric(url, running)).toBe(1);
+    abort.abort();
+    const second = await queued;
+    expect(second.status).toBe(200);
+    await second.json();
+    expect(await metric(url, 'vllm:request_success_total{model_name="sim/model",engine="0",finished_reason="abort"}')).toBe(1);
+    await until(async () => (await metric(url, running)) === 0);
+  });
+
+  it('exposes vLLM metric names with their buckets and says it is simulated', async () => {
+    const { url } = await start(['--ttft-ms', '1', '--itl-ms', '1']);
+    await (await chat(url, { max_tokens: 2, n: 2 })).json();
+    const res = await fetch(`${url}/metrics`);
+    expect(res.headers.get('content-type')).toContain('text/plain; version=0.0.4');
+    const text = await res.text();
+    expect(text).toContain('# TYPE vllm:time_to_first_token_seconds histogram');
+    expect(text).toContain('vllm:time_to_first_token_seconds_bucket{le="2560",model_name="sim/model",engine="0"} 1');
+    expect(text).toContain('vllm:e2e_request_latency_seconds_bucket{le="7680",model_name="sim/model",engine="0"} 1');
+    expect(text).toContain('vllm:generation_tokens_total{model_name="sim/model",engine="0"} 4');
+    expect(text).toContain('vllm:prompt_tokens_total{model_name="sim/model",engine="0"} 5');
+    expect(text).toContain('vllm:request_success_total{model_name="sim/model",engine="0",finished_reason="length"} 2');
+    expect(text).toContain('infergate_engine_simulated{flavor="openai"} 1');
+  });
+
+  it('answers unknown routes and methods with JSON errors', async () => {
+    const { url } = await start([]);
+    const missing = await fetch(`${url}/v2/nothing`);
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: { message: string } }).error.message).toMatch(/no route/);
+    const wrong = await fetch(`${url}/v1/chat/completions`);
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toBe('POST');
+    const bad = await fetch(`${url}/v1/chat/completions`, { method: 'POST', body: '{nope' });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ error: { type: 'invalid_request_error', param: null, code: null } });
+  });
+
+  it('lets a running stream finish on shutdown, and refuses new work meanwhile', async () => {
+    const { engine, url } = await start(['--ttft-ms', '0', '--itl-ms', '30', '--max-tokens-default', '10']);
+    const res = await chat(url, { stream: true });
+    const reader = res.body!.getReader();
+    await reader.read();
+    const stopped = engine.shutdown('SIGTERM');
+    const late = await chat(url, { max_tokens: 1 }).then(
+      (r) => r.status,
+      () => 'refused',
+    );
+    expect([503, 'refused']).toContain(late);
+    let text = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    await stopped;
+  });
+
+  it('serves /v1/health/ready in every flavor', async () => {
+    const openai = await start([]);
+    expect((await fetch(`${openai.url}/v1/health/ready`)).status).toBe(200);
+    const ollama = await start(['--flavor', 'ollama']);
+    expect((await fetch(`${ollama.url}/v1/health/ready`)).status).toBe(200);
+    const nim = await start(['--flavor', 'nim'], {});
+    const ready = await fetch(`${nim.url}/v1/health/ready`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({ object: 'health.response', status: 'not_ready' });
+  });
+});
