@@ -120,6 +120,21 @@ export function components(d: DeploymentRecord, replicas: ReplicaRecord[]): Comp
   return { Frontend: entry('Frontend', 1), Worker: entry('Worker', d.scaling.min_replicas) };
 }
 
+export interface ReplicaView {
+  id: number;
+  name: string;
+  revision: number;
+  component: string;
+  state: string;
+  restarts: number;
+  updated_at: string;
+}
+
+/** What an operator needs to tell replicas apart; addresses and pids stay inside. */
+export function renderReplica(r: ReplicaRecord): ReplicaView {
+  return { id: r.id, name: r.name, revision: r.revision, component: r.component, state: r.state, restarts: r.restarts, updated_at: r.updated_at };
+}
+
 export function revisionSummary(r: RevisionRecord): RevisionSummaryView {
   return { revision: r.revision, created_at: r.created_at, reason: r.reason, source_revision: r.source_revision, status: r.status };
 }

@@ -204,3 +204,13 @@ export const PresetResponse = Type.Object({
   fills: Type.Array(Type.String()),
   local_runtime: Type.String(),
 });
+
+export const ReplicaResponse = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  revision: Type.Integer(),
+  component: Type.String(),
+  state: Type.String({ enum: ['starting', 'ready', 'draining', 'stopped', 'failed'] }),
+  restarts: Type.Integer(),
+  updated_at: Type.String(),
+});

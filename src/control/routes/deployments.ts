@@ -5,13 +5,14 @@
 import { Type } from 'typebox';
 import type { Family } from '../../domain/records.js';
 import type { ControlApp, ControlContext } from '../app.js';
-import { renderDeployment, revisionDetail } from '../render.js';
+import { renderDeployment, renderReplica, revisionDetail } from '../render.js';
 import {
   DeploymentResponse,
   ErrorResponse,
   GeneralRequest,
   IdParams,
   OrchestratedRequest,
+  ReplicaResponse,
   RevisionParams,
   RevisionResponse,
   RollbackRequest,
@@ -98,6 +99,12 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
     const r = d.revisions.find((x) => x.revision === request.params.n);
     if (!r) throw new PlatformError('not_found', `deployment ${d.name} has no revision ${request.params.n}`);
     return revisionDetail(r);
+  });
+
+  app.get(`${base}/:id/replicas`, { schema: { tags, params: IdParams, response: { 200: Type.Object({ items: Type.Array(ReplicaResponse) }), ...errors } } }, async (request) => {
+    await service.get(family, request.params.id);
+    const items = (await replicasOf(ctx, request.params.id)).sort((a, b) => a.id - b.id).map(renderReplica);
+    return { items };
   });
 
   registerLogRoutes(app, ctx, family);

@@ -67,6 +67,8 @@ export function registerLogRoutes(app: ControlApp, ctx: ControlContext, family: 
       reply.hijack();
       const res = reply.raw;
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+      // A comment first, so clients see the response (headers included) before any log line.
+      res.write(`: following ${d.name} revision ${revision}\n\n`);
       const send = (entry: LogEntry) => res.write(`data: ${JSON.stringify(entry)}\n\n`);
       for (const entry of lines) send(entry);
       const aborter = new AbortController();

