@@ -7,6 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { engineBody, platformDirs, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
@@ -70,7 +71,8 @@ describe('a general deployment of the reference engine', () => {
     await platform.call('PATCH', `/deployments/general/${id}`, { min_replicas: 1, max_replicas: 1 });
     await platform.waitFor(id, (d) => d.components.Replica.ready === 1 && d.components.Replica.desired === 1, 30_000, 'one replica');
     await expect.poll(() => replicaProcesses(platform.dataDir).filter((p) => p.replica.startsWith('chat-')).length, { timeout: 15_000 }).toBe(1).catch(async (e) => {
-      console.log(JSON.stringify(replicaProcesses(platform.dataDir)), JSON.stringify((await platform.call('GET', `/deployments/general/${id}/replicas`)).body), platform.serve.output().slice(-3000));
+      const m = await (await fetch(`http://127.0.0.1:${platform.ports.metrics}/metrics`)).text();
+      console.log(JSON.stringify(replicaProcesses(platform.dataDir)), JSON.stringify((await platform.call('GET', `/deployments/general/${id}/replicas`)).body), m.split('\n').filter((l) => l.includes('inflight')).join('\n'));
       throw e;
     });
     expect((await client.chat.completions.create(ask)).system_fingerprint).toMatch(/^chat-r1-/);
@@ -81,5 +83,37 @@ describe('a general deployment of the reference engine', () => {
       .poll(async () => (await fetcher(`${platform.endpoint('chat')}/v1/models`, { headers: { authorization: `Bearer ${TOKEN}` } })).status, { timeout: 5000 })
       .toBe(404);
     await expect.poll(() => replicaProcesses(platform.dataDir).filter((p) => p.replica.startsWith('chat-')).length, { timeout: 20_000 }).toBe(0);
+  });
+});
+
+describe('stopping a replica', () => {
+  it('drains first: a scale-down while streams run lets every stream finish', async () => {
+    const id = await create(engineBody('drain', TOKEN, { min_replicas: 2, max_replicas: 2, command: ['--startup-ms', '200', '--ttft-ms', '10', '--itl-ms', '40'] }));
+    await platform.waitFor(id, readyCount(2), 30_000, 'two ready replicas');
+    const client = platform.client('drain', TOKEN);
+    const stream = async () => {
+      // ignore_eos (vLLM's extension, which the engine honours) makes every stream 60 tokens long.
+      const s = await client.chat.completions.create({ ...ask, max_tokens: 60, stream: true, stream_options: { include_usage: true }, ignore_eos: true } as OpenAI.ChatCompletionCreateParamsStreaming);
+      let replica = '';
+      let finish: string | null = null;
+      let tokens = 0;
+      for await (const chunk of s) {
+        replica = chunk.system_fingerprint ?? replica;
+        if (chunk.choices[0]?.finish_reason) finish = chunk.choices[0].finish_reason;
+        if (chunk.usage) tokens = chunk.usage.completion_tokens;
+      }
+      return { replica, finish, tokens };
+    };
+    // Two concurrent streams land on both replicas (power of two choices picks the idle one).
+    const streams = [stream(), stream()];
+    await new Promise((r) => setTimeout(r, 600));
+    const patched = await platform.call('PATCH', `/deployments/general/${id}`, { min_replicas: 1, max_replicas: 1 });
+    expect(patched.status).toBe(200);
+    const results = await Promise.all(streams);
+    expect(new Set(results.map((r) => r.replica)).size).toBe(2);
+    for (const r of results) expect(r).toMatchObject({ finish: 'length', tokens: 60 });
+    await platform.waitFor(id, (d) => d.components.Replica.ready === 1, 30_000, 'one replica left');
+    const stopped = async () => ((await platform.call('GET', `/deployments/general/${id}/logs?tail=500`)).body.lines as { line: string }[]).some((l) => l.line.startsWith('stopping: SIGTERM'));
+    await expect.poll(stopped, { timeout: 10_000 }).toBe(true);
   });
 });

@@ -8,8 +8,13 @@ describe('parseChatRequest', () => {
   it('accepts a minimal request with defaults', () => {
     expect(parseChatRequest(ok)).toEqual({
       ok: true,
-      request: { model: 'm', messages: ok.messages, maxTokens: null, n: 1, stream: false, includeUsage: false },
+      request: { model: 'm', messages: ok.messages, maxTokens: null, n: 1, stream: false, includeUsage: false, ignoreEos: false },
     });
+  });
+
+  it('reads ignore_eos and refuses a non-boolean one', () => {
+    expect(parseChatRequest({ ...ok, ignore_eos: true })).toMatchObject({ ok: true, request: { ignoreEos: true } });
+    expect(parseChatRequest({ ...ok, ignore_eos: 'yes' })).toMatchObject({ ok: false, param: 'ignore_eos' });
   });
 
   it('prefers max_completion_tokens over max_tokens and reads stream options', () => {

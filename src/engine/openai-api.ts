@@ -22,6 +22,8 @@ export interface ChatRequest {
   n: number;
   stream: boolean;
   includeUsage: boolean;
+  /** vLLM's extension: generate exactly the token cap, never stopping on its own. */
+  ignoreEos: boolean;
 }
 
 export type ParseResult = { ok: true; request: ChatRequest } | { ok: false; message: string; param: string | null };
@@ -128,6 +130,7 @@ export function parseChatRequest(body: unknown): ParseResult {
     if (!absent(iu) && typeof iu !== 'boolean') return fail("'stream_options.include_usage' must be a boolean", 'stream_options');
     includeUsage = iu === true;
   }
+  if (!absent(body.ignore_eos) && typeof body.ignore_eos !== 'boolean') return fail("'ignore_eos' must be a boolean", 'ignore_eos');
   for (const [key, min, max] of [
     ['temperature', 0, 2],
     ['top_p', 0, 1],
@@ -146,6 +149,7 @@ export function parseChatRequest(body: unknown): ParseResult {
       n: n ?? 1,
       stream,
       includeUsage,
+      ignoreEos: body.ignore_eos === true,
     },
   };
 }
@@ -179,7 +183,7 @@ export async function handleChatCompletions(req: http.IncomingMessage, res: http
     return;
   }
   const maxTokens = request.maxTokens ?? ctx.maxTokensDefault;
-  const completions = Array.from({ length: request.n }, (_, i) => generateCompletion(request.messages, i, maxTokens));
+  const completions = Array.from({ length: request.n }, (_, i) => generateCompletion(request.messages, i, maxTokens, request.ignoreEos));
   const reply: Reply = {
     id: `chatcmpl-${randomBytes(12).toString('hex')}`,
     created: Math.floor(Date.now() / 1000),

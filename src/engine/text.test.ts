@@ -76,3 +76,11 @@ describe('token counting', () => {
     expect(fnv1a('a')).toBe(0xe40c292c);
   });
 });
+
+describe('ignore_eos', () => {
+  it('generates exactly max_tokens, cut by length, whatever the natural length', () => {
+    const c = generateCompletion([{ role: 'user', content: 'short' }], 0, 200, true);
+    expect(c.tokens).toHaveLength(200);
+    expect(c.finishReason).toBe('length');
+  });
+});

@@ -104,10 +104,12 @@ export function seedFor(messages: readonly MessageLike[], choiceIndex: number): 
 /**
  * The completion of one choice: a natural length between MIN and MAX_NATURAL_TOKENS picked by
  * the seed, cut at maxTokens (null: no cap). Cut → finish reason "length", else "stop".
+ * `ignoreEos` (vLLM's request extension) skips the natural end: exactly maxTokens tokens.
  */
-export function generateCompletion(messages: readonly MessageLike[], choiceIndex: number, maxTokens: number | null): Completion {
+export function generateCompletion(messages: readonly MessageLike[], choiceIndex: number, maxTokens: number | null, ignoreEos = false): Completion {
   const random = mulberry32(seedFor(messages, choiceIndex));
-  const natural = MIN_NATURAL_TOKENS + Math.floor(random() * (MAX_NATURAL_TOKENS - MIN_NATURAL_TOKENS + 1));
+  const drawn = MIN_NATURAL_TOKENS + Math.floor(random() * (MAX_NATURAL_TOKENS - MIN_NATURAL_TOKENS + 1));
+  const natural = ignoreEos && maxTokens !== null ? Number.POSITIVE_INFINITY : drawn;
   const length = maxTokens === null ? natural : Math.min(natural, maxTokens);
   const tokens: string[] = [];
   for (let i = 0; i < length; i++) {
