@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineBody, platformDirs, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { engineBody, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
 let root: string;
@@ -73,7 +73,7 @@ describe('the vendor-packaged model container (preset nim)', () => {
     const waiting = await platform.deployment(id);
     expect(waiting.status).toBe('pending');
     expect(waiting.components.Replica).toEqual({ ready: 0, desired: 1 });
-    const processes = replicaProcesses(platform.dataDir).filter((p) => p.replica.startsWith('vendor-'));
+    const processes = replicaMains(platform.dataDir, 'vendor-');
     expect(processes, JSON.stringify({ processes, replicas: (await platform.call('GET', `/deployments/general/${id}/replicas`)).body })).toHaveLength(1);
 
     const fixed = await platform.call('PATCH', `/deployments/general/${id}`, { env: { REGISTRY_API_KEY: 'registry-key-0123' } });

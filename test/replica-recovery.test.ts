@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineBody, platformDirs, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { engineBody, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
 
 let root: string;
 let platform: Platform;
@@ -59,7 +59,7 @@ describe('a replica killed under steady load', () => {
     const workers = Array.from({ length: 4 }, worker);
     await new Promise((r) => setTimeout(r, 800));
 
-    const victim = replicaProcesses(platform.dataDir).find((p) => p.replica.startsWith('steady-'))!;
+    const victim = replicaMains(platform.dataDir, 'steady-')[0]!;
     process.kill(victim.pid, 'SIGKILL');
     const killedAt = Date.now();
     await expect

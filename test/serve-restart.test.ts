@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { engineBody, platformDirs, replicaProcesses, startPlatform, type Platform, type PlatformDirs } from './helpers/platform.js';
+import { engineBody, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform, type PlatformDirs } from './helpers/platform.js';
 
 let root: string;
 let dirs: PlatformDirs;
@@ -39,7 +39,7 @@ describe('restarting infergate serve', () => {
     expect(created.status).toBe(201);
     const id = created.body.id as number;
     await first.waitFor(id, twoReady, 30_000, 'keep ready');
-    expect(replicaProcesses(dirs.dataDir)).toHaveLength(2);
+    expect(replicaMains(dirs.dataDir)).toHaveLength(2);
 
     expect(await first.stop()).toBe(0);
     expect(replicaProcesses(dirs.dataDir)).toEqual([]);

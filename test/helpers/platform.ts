@@ -106,24 +106,38 @@ export async function startPlatform(dirs: PlatformDirs, args: string[] = []): Pr
   };
 }
 
-/** Live processes started as replicas of the service whose data dir is `dataDir`. */
-export function replicaProcesses(dataDir: string): { pid: number; replica: string }[] {
+/**
+ * Live processes started as replicas of the service whose data dir is `dataDir`, children
+ * included (a replica run from source has tsx's esbuild service as a child, with the same
+ * environment): `main` marks the replica's own process, whose parent is not a replica.
+ */
+export function replicaProcesses(dataDir: string): { pid: number; replica: string; main: boolean }[] {
   const marker = `INFERGATE_REPLICA_ROOT=${path.join(dataDir, 'replicas')}/`;
-  const found: { pid: number; replica: string }[] = [];
+  const found: { pid: number; replica: string; ppid: number }[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     let environ: string;
+    let stat: string;
     try {
       environ = readFileSync(`/proc/${entry}/environ`, 'latin1');
+      stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
     } catch {
       continue;
     }
     const vars = environ.split('\0');
     if (!vars.some((v) => v.startsWith(marker))) continue;
     const id = vars.find((v) => v.startsWith('INFERGATE_REPLICA_ID='));
-    found.push({ pid: Number(entry), replica: id?.slice('INFERGATE_REPLICA_ID='.length) ?? '' });
+    // stat: "pid (comm) state ppid ...": comm may contain spaces, so read after the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    found.push({ pid: Number(entry), replica: id?.slice('INFERGATE_REPLICA_ID='.length) ?? '', ppid });
   }
-  return found;
+  const pids = new Set(found.map((p) => p.pid));
+  return found.map(({ pid, replica, ppid }) => ({ pid, replica, main: !pids.has(ppid) }));
+}
+
+/** The replicas' own processes (one per running replica), children left out. */
+export function replicaMains(dataDir: string, prefix = ''): { pid: number; replica: string }[] {
+  return replicaProcesses(dataDir).filter((p) => p.main && p.replica.startsWith(prefix));
 }
 
 /** A general create body for the reference engine, with fast knobs. */
