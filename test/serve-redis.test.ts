@@ -76,5 +76,9 @@ describeWithRedis('infergate serve on Redis', () => {
     expect(ok.status).toBe(503);
     expect(ok.body).toMatch(/redis-kept is not ready/);
     expect((await httpsRequest({ port, host: 'absent.endpoints.test', ca })).status).toBe(404);
+
+    // A second control process on the same store stands by: one controller acts at a time.
+    const standby = await start('three');
+    await expect.poll(() => standby.output(), { timeout: 10_000 }).toMatch(/another controller holds the lease on this store: standing by/);
   });
 });

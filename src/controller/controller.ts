@@ -3,8 +3,11 @@
 // the missing, drains and stops the extra and those of superseded revisions or deleted
 // deployments — and writes observed state (replica records, deployment status, component
 // desired counts, revision status) back to the store. After a restart it reaps what the
-// previous run left and brings every deployment back. One controller per store.
+// previous run left and brings every deployment back. It acts only while it holds the
+// store's `controller` lease, so a second control process on a shared store stands by.
 
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import type { Logger } from 'pino';
 import { isoNow, type Clock } from '../core/clock.js';
 import type { DeploymentRecord, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
@@ -54,11 +57,12 @@ export class Controller {
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
+  private leader = false;
+  private readonly holder = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 
   constructor(private readonly opts: ControllerOptions) {}
 
   async start(): Promise<void> {
-    await this.reapLeftovers();
     this.unwatch = this.opts.store.watch((event) => {
       if (event.kind === 'deployment') this.schedule();
     });
@@ -66,6 +70,11 @@ export class Controller {
     this.timer.unref();
     this.schedule();
     await this.running;
+  }
+
+  /** Whether this controller holds the lease and acts. */
+  get isLeader(): boolean {
+    return this.leader;
   }
 
   /** Drains and stops every replica this controller runs and removes their records. */
@@ -76,7 +85,30 @@ export class Controller {
     await this.running;
     for (const o of this.owned.values()) if (!o.retiring) this.retire(o, 'the service is stopping');
     await Promise.all([...this.retirements]);
+    if (this.leader) await this.opts.store.releaseLease(LEASE, this.holder).catch(() => undefined);
   }
+
+  /**
+   * Takes or renews the lease. Taking it for the first time reaps what an earlier leader on
+   * this node left; losing it (another process took over after a stall) stops acting.
+   */
+  private async lead(): Promise<boolean> {
+    const held = await this.opts.store.holdLease(LEASE, this.holder, LEASE_TTL_MS);
+    if (held && !this.leader) {
+      this.opts.logger.info({ holder: this.holder }, 'controller lease taken: reconciling');
+      this.leader = true;
+      await this.reapLeftovers();
+    } else if (!held && this.leader) {
+      this.opts.logger.error('controller lease lost to another process: no longer reconciling');
+      this.leader = false;
+    } else if (!held && !this.standbyLogged) {
+      this.opts.logger.warn('another controller holds the lease on this store: standing by');
+      this.standbyLogged = true;
+    }
+    return held;
+  }
+
+  private standbyLogged = false;
 
   /** Coalesces triggers: one pass at a time, plus one more if anything asked meanwhile. */
   private schedule(): void {
@@ -105,6 +137,7 @@ export class Controller {
   }
 
   private async reconcile(): Promise<void> {
+    if (!(await this.lead())) return;
     const deployments = new Map((await this.opts.store.list('deployment')).map((d) => [d.value.id, d.value]));
     for (const o of this.owned.values()) {
       if (!o.retiring && !deployments.has(o.deploymentId)) this.retire(o, 'its deployment was deleted');
@@ -250,5 +283,9 @@ function generalRequest(d: DeploymentRecord, spec: GeneralSpec, name: string): R
     modelCaching: spec.enable_model_caching,
   };
 }
+
+const LEASE = 'controller';
+/** Renewed every tick (1 s); a controller that stalls this long loses it. */
+const LEASE_TTL_MS = 15_000;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -57,6 +57,8 @@ export class FileStore implements Store {
   private opened = false;
   private tail: Promise<unknown> = Promise.resolve();
   private readonly listeners = new Set<ChangeListener>();
+  /** One process owns the data dir (the lock), so leases only need to exist in memory. */
+  private readonly leases = new Map<string, { holder: string; expires: number }>();
 
   constructor(options: { dir: string }) {
     this.dir = path.resolve(options.dir);
@@ -92,6 +94,19 @@ export class FileStore implements Store {
 
   async ping(): Promise<void> {
     this.assertOpen();
+  }
+
+  async holdLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
+    this.assertOpen();
+    const now = Date.now();
+    const current = this.leases.get(name);
+    if (current && current.holder !== holder && current.expires > now) return false;
+    this.leases.set(name, { holder, expires: now + ttlMs });
+    return true;
+  }
+
+  async releaseLease(name: string, holder: string): Promise<void> {
+    if (this.leases.get(name)?.holder === holder) this.leases.delete(name);
   }
 
   async get<K extends Kind>(kind: K, id: number): Promise<Versioned<RecordMap[K]> | undefined> {

@@ -78,10 +78,28 @@ return {'ok', env.v}
 
 type ScriptReply = [string, number?];
 type ScriptCommand = (numKeys: number, ...args: string[]) => Promise<ScriptReply>;
+
+// KEYS[1] lease key; ARGV holder, ttl ms. Take it when free, renew it when ours.
+const LEASE_LUA = `
+local current = redis.call('GET', KEYS[1])
+if current == false or current == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[2]))
+  return 1
+end
+return 0
+`;
+
+const RELEASE_LUA = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
 interface ScriptCommands {
   infergateCreate: ScriptCommand;
   infergateUpdate: ScriptCommand;
   infergateDelete: ScriptCommand;
+  infergateLease: ScriptCommand;
+  infergateRelease: ScriptCommand;
 }
 
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -122,6 +140,8 @@ export class RedisStore implements Store {
     redis.defineCommand('infergateCreate', { lua: CREATE_LUA });
     redis.defineCommand('infergateUpdate', { lua: UPDATE_LUA });
     redis.defineCommand('infergateDelete', { lua: DELETE_LUA });
+    redis.defineCommand('infergateLease', { lua: LEASE_LUA });
+    redis.defineCommand('infergateRelease', { lua: RELEASE_LUA });
     this.redis = redis;
     this.opened = true;
   }
@@ -138,6 +158,15 @@ export class RedisStore implements Store {
 
   async ping(): Promise<void> {
     await this.client().ping();
+  }
+
+  async holdLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
+    const result = await this.scripts().infergateLease(1, `${this.prefix}:lease:${name}`, holder, String(ttlMs));
+    return Number(result) === 1;
+  }
+
+  async releaseLease(name: string, holder: string): Promise<void> {
+    await this.scripts().infergateRelease(1, `${this.prefix}:lease:${name}`, holder);
   }
 
   async get<K extends Kind>(kind: K, id: number): Promise<Versioned<RecordMap[K]> | undefined> {

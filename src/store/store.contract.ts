@@ -302,6 +302,21 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       });
     });
 
+    describe('leases', () => {
+      it('one holder at a time: renewed by its holder, refused to others, free again after release or expiry', async () => {
+        expect(await store.holdLease('controller', 'a', 10_000)).toBe(true);
+        expect(await store.holdLease('controller', 'a', 10_000)).toBe(true);
+        expect(await store.holdLease('controller', 'b', 10_000)).toBe(false);
+        expect(await store.holdLease('other', 'b', 10_000)).toBe(true);
+        await store.releaseLease('controller', 'b'); // not b's: nothing happens
+        expect(await store.holdLease('controller', 'b', 10_000)).toBe(false);
+        await store.releaseLease('controller', 'a');
+        expect(await store.holdLease('controller', 'b', 150)).toBe(true);
+        await new Promise((r) => setTimeout(r, 250));
+        expect(await store.holdLease('controller', 'a', 10_000)).toBe(true);
+      });
+    });
+
     describe('modify()', () => {
       it('retries under concurrent writers so that every increment lands', async () => {
         await store.create('replica', (id) => replicaRecord(id));

@@ -73,6 +73,14 @@ export interface Store {
 
   /** Subscribes to committed changes (this process's and, for shared stores, others'). */
   watch(listener: ChangeListener): () => void;
+
+  /**
+   * Takes or renews the lease `name` for `holder` for `ttlMs` (the controller runs only where
+   * it holds one). True when `holder` holds it now; false while another holder's is unexpired.
+   */
+  holdLease(name: string, holder: string, ttlMs: number): Promise<boolean>;
+  /** Gives the lease up, if `holder` has it. */
+  releaseLease(name: string, holder: string): Promise<void>;
 }
 
 export class StoreError extends Error {

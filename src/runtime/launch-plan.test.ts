@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_IMAGE_MAP } from '../domain/image-map.js';
+import { pickInherited, planLaunch, type PlanInputs } from './launch-plan.js';
+import type { ReplicaRequest } from './runtime.js';
+
+const request = (o: Partial<ReplicaRequest> = {}): ReplicaRequest => ({
+  name: 'web-r1-3',
+  deploymentId: 1,
+  revision: 1,
+  component: 'Replica',
+  image: 'infergate/reference-engine',
+  tag: 'openai',
+  command: ['--startup-ms', '100'],
+  env: { MY_VAR: 'x' },
+  configFile: null,
+  containerPort: 8000,
+  protocol: 'http',
+  healthPath: '/health',
+  metricsPort: null,
+  metricsPath: null,
+  logging: true,
+  modelCaching: false,
+  ...o,
+});
+
+const inputs = (o: Partial<PlanInputs> = {}): PlanInputs => ({
+  port: 41000,
+  metricsPort: null,
+  root: '/data/replicas/web-r1-3',
+  configPath: null,
+  cacheDir: null,
+  selfCommand: ['node', 'main.js'],
+  images: DEFAULT_IMAGE_MAP,
+  inherited: { PATH: '/usr/bin' },
+  ...o,
+});
+
+describe('planLaunch', () => {
+  it('runs the reference engine in the tag\'s flavor with the deployment\'s command as its flags', () => {
+    const plan = planLaunch(request(), inputs());
+    expect(plan.argv).toEqual(['node', 'main.js', 'engine', '--flavor', 'openai', '--startup-ms', '100']);
+    expect(plan.env).toEqual({ PATH: '/usr/bin', MY_VAR: 'x', PORT: '41000', INFERGATE_REPLICA_ID: 'web-r1-3', INFERGATE_REPLICA_ROOT: '/data/replicas/web-r1-3' });
+    expect(plan.probe).toEqual({ kind: 'http', path: '/health' });
+  });
+
+  it('simulates a preset image, taking the model from its command and naming what it does not model', () => {
+    const plan = planLaunch(request({ image: 'vllm/vllm-openai', tag: 'v0.9', command: ['vllm', 'serve', 'org/m', '--max-model-len', '4096'] }), inputs());
+    expect(plan.argv).toEqual(['node', 'main.js', 'engine', '--flavor', 'openai', '--model', 'org/m']);
+    expect(plan.notes.join('\n')).toContain('--max-model-len 4096');
+  });
+
+  it('runs an unknown image\'s command on the host with $PORT filled in', () => {
+    const plan = planLaunch(request({ image: 'me/llama-server', command: ['llama-server', '--port', '${PORT}', '--host=0.0.0.0:$PORT'] }), inputs());
+    expect(plan.argv).toEqual(['llama-server', '--port', '41000', '--host=0.0.0.0:41000']);
+  });
+
+  it('gRPC replicas are probed by TCP connect; a separate metrics port, the config file and the model cache reach the process', () => {
+    const plan = planLaunch(
+      request({ protocol: 'grpc', metricsPort: 9100, metricsPath: '/m' }),
+      inputs({ metricsPort: 42000, configPath: '/data/replicas/web-r1-3/etc/app.yaml', cacheDir: '/data/model-cache' }),
+    );
+    expect(plan.probe).toEqual({ kind: 'tcp' });
+    expect(plan.argv).toContain('--metrics-port');
+    expect(plan.env).toMatchObject({ METRICS_PORT: '42000', INFERGATE_CONFIG_FILE: '/data/replicas/web-r1-3/etc/app.yaml', INFERGATE_MODEL_CACHE_DIR: '/data/model-cache' });
+  });
+
+  it('replicas inherit PATH and the like, never the service\'s secrets', () => {
+    const inherited = pickInherited({ PATH: '/bin', HOME: '/root', INFERGATE_ADMIN_KEY: 'secret', INFERGATE_SECRET_KEY: 'k', REDIS_URL: 'redis://x' });
+    expect(inherited).toEqual({ PATH: '/bin', HOME: '/root' });
+  });
+});
