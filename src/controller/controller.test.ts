@@ -1,0 +1,198 @@
+// The controller against a real file store and a fake runtime whose replicas the test makes
+// ready: it starts min replicas, reports status from readiness, replaces an old revision
+// only once the new one is ready, drains before stopping, reaps leftovers and stands by
+// without the lease.
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../core/clock.js';
+import type { DeploymentRecord } from '../domain/records.js';
+import type { LeftoverReplica, ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, Runtime } from '../runtime/runtime.js';
+import { FileStore } from '../store/file-store.js';
+import { deploymentRecord } from '../store/store.contract.js';
+import { modify } from '../store/store.js';
+import { Controller } from './controller.js';
+
+class FakeReplica implements ReplicaHandle {
+  phase: ReplicaPhase = 'starting';
+  stopped = false;
+  private readonly listeners: Array<(o: ReplicaObservation) => void> = [];
+  constructor(readonly request: ReplicaRequest) {}
+  get name() {
+    return this.request.name;
+  }
+  observe(): ReplicaObservation {
+    return { phase: this.phase, address: '127.0.0.1:1', metricsTarget: null, pid: null, restarts: 0 };
+  }
+  onChange(listener: (o: ReplicaObservation) => void) {
+    this.listeners.push(listener);
+  }
+  set(phase: ReplicaPhase) {
+    this.phase = phase;
+    for (const l of this.listeners) l(this.observe());
+  }
+  async stop() {
+    this.stopped = true;
+    this.set('stopped');
+  }
+}
+
+class FakeRuntime implements Runtime {
+  readonly started: FakeReplica[] = [];
+  readonly reaped: string[] = [];
+  start(request: ReplicaRequest): ReplicaHandle {
+    const r = new FakeReplica(request);
+    this.started.push(r);
+    return r;
+  }
+  async reap(leftover: LeftoverReplica) {
+    this.reaped.push(leftover.name);
+    return true;
+  }
+}
+
+let dir: string;
+let store: FileStore;
+let runtime: FakeRuntime;
+let inflight: Map<number, number>;
+const controllers: Controller[] = [];
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-controller-'));
+  store = new FileStore({ dir });
+  await store.open();
+  runtime = new FakeRuntime();
+  inflight = new Map();
+});
+
+afterEach(async () => {
+  for (const c of controllers.splice(0)) await c.stop();
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function controller(): Controller {
+  const c = new Controller({
+    store,
+    runtime,
+    clock: systemClock,
+    logger: pino({ level: 'silent' }),
+    drainTimeoutMs: 5000,
+    stopGraceMs: 100,
+    load: { inflight: (id) => inflight.get(id) ?? 0 },
+    tickMs: 50,
+    drainSettleMs: 0,
+  });
+  controllers.push(c);
+  return c;
+}
+
+async function deploy(min: number): Promise<number> {
+  const base = deploymentRecord(0, 'web');
+  const created = await store.create('deployment', (id) => ({ ...base, id, scaling: { ...base.scaling, min_replicas: min, max_replicas: Math.max(min, 1) } }));
+  return created.value.id;
+}
+
+const get = async (id: number) => (await store.get('deployment', id))!.value;
+const replicaRecords = async () => (await store.list('replica')).map((r) => r.value);
+const live = () => runtime.started.filter((r) => !r.stopped);
+
+describe('Controller', () => {
+  it('starts min replicas and reports status and revision status from readiness', async () => {
+    const id = await deploy(2);
+    await controller().start();
+    await expect.poll(() => runtime.started.length).toBe(2);
+    expect(runtime.started.map((r) => r.name)).toEqual([expect.stringMatching(/^web-r1-\d+$/), expect.stringMatching(/^web-r1-\d+$/)]);
+    await expect.poll(async () => (await get(id)).desired_replicas).toEqual({ Replica: 2 });
+    expect((await get(id)).status).toBe('pending');
+
+    runtime.started[0]!.set('ready');
+    await expect.poll(async () => (await get(id)).status).toBe('ready');
+    expect((await get(id)).revisions[0]?.status).toBe('ready');
+    await expect.poll(async () => (await replicaRecords()).map((r) => r.state).sort()).toEqual(['ready', 'starting']);
+
+    for (const r of runtime.started) r.set('starting');
+    await expect.poll(async () => (await get(id)).status).toBe('not_ready');
+  });
+
+  it('keeps an old revision serving until the new one is fully ready, then drains and stops it', async () => {
+    const id = await deploy(1);
+    await controller().start();
+    await expect.poll(() => runtime.started.length).toBe(1);
+    const old = runtime.started[0]!;
+    old.set('ready');
+    await modify(store, 'deployment', id, (d): DeploymentRecord => ({
+      ...d,
+      revision: 2,
+      spec: { ...d.spec, tag: 'v2' } as DeploymentRecord['spec'],
+      revisions: [...d.revisions, { ...d.revisions[0]!, revision: 2, status: 'pending' }],
+    }));
+    await expect.poll(() => runtime.started.length).toBe(2);
+    const fresh = runtime.started[1]!;
+    expect(fresh.request).toMatchObject({ revision: 2, tag: 'v2' });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(old.stopped).toBe(false);
+
+    fresh.set('ready');
+    await expect.poll(() => old.stopped).toBe(true);
+    await expect.poll(async () => (await replicaRecords()).map((r) => r.revision)).toEqual([2]);
+  });
+
+  it('drains: a replica with requests in flight is stopped only when they finish', async () => {
+    const id = await deploy(2);
+    await controller().start();
+    await expect.poll(() => runtime.started.length).toBe(2);
+    for (const r of runtime.started) r.set('ready');
+    const records = await replicaRecords();
+    for (const r of records) inflight.set(r.id, 1);
+
+    await modify(store, 'deployment', id, (d) => ({ ...d, scaling: { ...d.scaling, min_replicas: 1, max_replicas: 1 } }));
+    await expect.poll(async () => (await replicaRecords()).some((r) => r.state === 'draining')).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(live()).toHaveLength(2);
+
+    const draining = (await replicaRecords()).find((r) => r.state === 'draining')!;
+    inflight.set(draining.id, 0);
+    await expect.poll(() => live().length).toBe(1);
+    expect((await get(id)).revision).toBe(1);
+    inflight.clear();
+  });
+
+  it('reaps the replicas an earlier run left, and stops everything on delete', async () => {
+    await store.create('replica', (rid) => ({
+      id: rid,
+      deployment_id: 99,
+      revision: 1,
+      component: 'Replica',
+      name: 'gone-r1-1',
+      address: '127.0.0.1:2',
+      state: 'ready',
+      restarts: 0,
+      pid: 12345,
+      metrics_target: null,
+      updated_at: new Date().toISOString(),
+    }));
+    const id = await deploy(1);
+    await controller().start();
+    expect(runtime.reaped).toEqual(['gone-r1-1']);
+    await expect.poll(() => runtime.started.length).toBe(1);
+    await store.delete('deployment', id);
+    await expect.poll(() => live().length).toBe(0);
+    await expect.poll(async () => (await replicaRecords()).length).toBe(0);
+  });
+
+  it('stands by while another controller holds the lease', async () => {
+    await store.holdLease('controller', 'someone-else', 60_000);
+    await deploy(1);
+    const c = controller();
+    await c.start();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(c.isLeader).toBe(false);
+    expect(runtime.started).toHaveLength(0);
+    await store.releaseLease('controller', 'someone-else');
+    await expect.poll(() => runtime.started.length).toBe(1);
+  });
+});
