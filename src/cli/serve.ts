@@ -1,6 +1,7 @@
-// Owns `infergate serve`: the composition root that wires config, store, control API and
-// metrics listener together, prints where everything is, and shuts down cleanly on
-// SIGINT/SIGTERM. Wiring only — behaviour lives in the modules it composes.
+// Owns `infergate serve`: the composition root that wires config, store, control API,
+// gateway, controller with its local runtime, and the metrics listener (with replica service
+// discovery) together, prints where everything is, and shuts down cleanly on SIGINT/SIGTERM
+// (replicas drained and stopped first). Wiring only — behaviour lives in the modules it composes.
 
 import { readFile, rm } from 'node:fs/promises';
 import type { Server } from 'node:net';
