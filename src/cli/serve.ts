@@ -15,6 +15,7 @@ import { DEFAULT_CATALOG, parseCatalog, type Catalog } from '../domain/catalog.j
 import { buildControlApp, type ControlApp } from '../control/app.js';
 import { Credentials } from '../control/credentials.js';
 import { endpointUrl } from '../control/render.js';
+import { Autoscaler } from '../autoscaler/autoscaler.js';
 import { Controller } from '../controller/controller.js';
 import { DEFAULT_IMAGE_MAP, parseImageMap, type ImageMap } from '../domain/image-map.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
@@ -57,7 +58,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       lines.push(...started.lines);
     }
     // The controller and its runtime live with the control role: one per store.
-    if (config.role !== 'gateway') await startController(config, store, logger, closers, images, gateway);
+    if (config.role !== 'gateway') await startController(config, store, logger, closers, images, gateway, registry);
 
     const metrics = createMetricsServer(registry, { [SERVICE_DISCOVERY_PATH]: () => replicaTargetGroups(store) });
     closers.push(() => new Promise<void>((resolve) => metrics.close(() => resolve())));
@@ -100,11 +101,33 @@ async function startControl(config: Config, store: Store, logger: Logger, closer
   return [`infergate: control API listening on ${apiUrl}`, await describeAdminKey(config, admin.generatedKey)];
 }
 
-async function startController(config: Config, store: Store, logger: Logger, closers: Closers, images: ImageMap, gateway: Gateway | null): Promise<void> {
+async function startController(
+  config: Config,
+  store: Store,
+  logger: Logger,
+  closers: Closers,
+  images: ImageMap,
+  gateway: Gateway | null,
+  registry: Registry,
+): Promise<void> {
   const runtimeLogger = logger.child({ component: 'runtime' });
   const runtime = new LocalRuntime({ dataDir: config.dataDir, selfCommand: selfCommand(), images, logger: runtimeLogger });
   const { logsDir } = runtimeDirs(config.dataDir);
-  const controller = new Controller({
+  // The autoscaler reads what the gateway in this process measures; without one (--role
+  // control) deployments keep their minimum (and one replica at min 0).
+  let controller: Controller | null = null;
+  const autoscaler = gateway
+    ? new Autoscaler({
+        store,
+        load: { samples: (id) => gateway.inflight.concurrency(id), held: (id) => gateway.activator.held(id) },
+        clock: systemClock,
+        windows: { stableMs: config.autoscaleStableMs, panicMs: config.autoscalePanicMs, scaleToZeroGraceMs: config.scaleToZeroGraceMs },
+        logger: logger.child({ component: 'autoscaler' }),
+        registry,
+        onChange: () => controller?.poke(),
+      })
+    : null;
+  controller = new Controller({
     store,
     runtime,
     clock: systemClock,
@@ -113,9 +136,18 @@ async function startController(config: Config, store: Store, logger: Logger, clo
     stopGraceMs: config.stopGraceMs,
     load: gateway?.inflight ?? null,
     forgetDeployment: (id) => rm(deploymentLogsDir(logsDir, id), { recursive: true, force: true }),
+    ...(autoscaler ? { autoscaled: (id: number) => autoscaler.desired(id) } : {}),
   });
-  await controller.start();
-  closers.push(() => controller.stop());
+  const running = controller;
+  if (autoscaler) {
+    gateway?.activator.onDemand(() => autoscaler.poke());
+    autoscaler.start();
+  }
+  await running.start();
+  closers.push(async () => {
+    await autoscaler?.stop();
+    await running.stop();
+  });
 }
 
 async function startGateway(config: Config, store: Store, logger: Logger, closers: Closers, registry: Registry): Promise<{ gateway: Gateway; lines: string[] }> {
@@ -131,6 +163,7 @@ async function startGateway(config: Config, store: Store, logger: Logger, closer
     registry,
     timeouts: { headersMs: config.upstreamHeadersTimeoutMs, idleMs: config.upstreamIdleTimeoutMs, connectMs: 5_000 },
     loadFactor: config.affinityLoadFactor,
+    activator: { queueSize: config.activatorQueueSize, timeoutMs: config.activatorTimeoutMs },
     logger: logger.child({ component: 'gateway' }),
   });
   await gateway.start();

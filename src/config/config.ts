@@ -37,6 +37,13 @@ export interface Config {
   /** Longest wait for a draining replica's in-flight requests, and the SIGTERM→SIGKILL grace, in ms. */
   drainTimeoutMs: number;
   stopGraceMs: number;
+  /** Autoscaler windows and the idle grace before zero, in ms. */
+  autoscaleStableMs: number;
+  autoscalePanicMs: number;
+  scaleToZeroGraceMs: number;
+  /** Activator: requests held per deployment at zero, and the longest wait, in ms. */
+  activatorQueueSize: number;
+  activatorTimeoutMs: number;
   adminKey: string | null;
   logLevel: string;
 }
@@ -80,6 +87,11 @@ export const SERVE_OPTIONS: OptionDoc[] = [
   { flag: 'gpu-quota', env: 'INFERGATE_GPU_QUOTA', default: '32', help: 'account GPU quota' },
   { flag: 'drain-timeout', env: 'INFERGATE_DRAIN_TIMEOUT', default: '30', help: 'seconds a stopping replica gets to finish its in-flight requests' },
   { flag: 'stop-grace', env: 'INFERGATE_STOP_GRACE', default: '10', help: 'seconds between SIGTERM and SIGKILL when a replica stops' },
+  { flag: 'autoscale-stable-window', env: 'INFERGATE_AUTOSCALE_STABLE_WINDOW', default: '60', help: 'seconds of concurrency the autoscaler averages (also the no-scale-down hold after a start and after panic)' },
+  { flag: 'autoscale-panic-window', env: 'INFERGATE_AUTOSCALE_PANIC_WINDOW', default: '6', help: 'seconds of the short window: wanting twice the capacity there scales up at once' },
+  { flag: 'scale-to-zero-grace', env: 'INFERGATE_SCALE_TO_ZERO_GRACE', default: '30', help: 'idle seconds beyond cooldown_period before a min-0 deployment goes to zero' },
+  { flag: 'activator-queue-size', env: 'INFERGATE_ACTIVATOR_QUEUE_SIZE', default: '256', help: 'requests held per deployment while it scales up from zero; more get 503' },
+  { flag: 'activator-timeout', env: 'INFERGATE_ACTIVATOR_TIMEOUT', default: '120', help: 'seconds a held request waits for a replica before 503 (raise it for slow model loads)' },
   { flag: 'log-level', env: 'INFERGATE_LOG_LEVEL', default: 'info', help: 'pino log level' },
 ];
 
@@ -185,9 +197,22 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     gpuQuota,
     drainTimeoutMs: parseInteger('drain-timeout', pick('drain-timeout'), 0, 3600) * 1000,
     stopGraceMs: parseInteger('stop-grace', pick('stop-grace'), 0, 600) * 1000,
+    ...autoscaleWindows(pick),
+    scaleToZeroGraceMs: parseInteger('scale-to-zero-grace', pick('scale-to-zero-grace'), 0, 86_400) * 1000,
+    activatorQueueSize: parseInteger('activator-queue-size', pick('activator-queue-size'), 1, 1_000_000),
+    activatorTimeoutMs: parseInteger('activator-timeout', pick('activator-timeout'), 1, 86_400) * 1000,
     adminKey,
     logLevel: pick('log-level'),
   };
+}
+
+function autoscaleWindows(pick: (flag: string) => string): { autoscaleStableMs: number; autoscalePanicMs: number } {
+  const stable = parseInteger('autoscale-stable-window', pick('autoscale-stable-window'), 1, 3600);
+  const panic = parseInteger('autoscale-panic-window', pick('autoscale-panic-window'), 1, 3600);
+  if (panic > stable) {
+    throw new ConfigError(`--autoscale-panic-window (${panic}) must not be longer than --autoscale-stable-window (${stable})`);
+  }
+  return { autoscaleStableMs: stable * 1000, autoscalePanicMs: panic * 1000 };
 }
 
 /** Port 0 asks the OS for a free port (tests use it); the bound port is printed. */

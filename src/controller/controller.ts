@@ -36,6 +36,11 @@ export interface ControllerOptions {
   drainSettleMs?: number;
   /** Removes a deleted deployment's logs and files once its replicas are gone. */
   forgetDeployment?: (deploymentId: number) => Promise<void>;
+  /**
+   * The autoscaler's desired count for a deployment (undefined until it decided). With it, a
+   * min-0 deployment may go to zero: the activator brings it back.
+   */
+  autoscaled?: (deploymentId: number) => number | undefined;
 }
 
 interface Owned {
@@ -70,6 +75,11 @@ export class Controller {
     this.timer.unref();
     this.schedule();
     await this.running;
+  }
+
+  /** Reconcile now (the autoscaler changed a desired count). */
+  poke(): void {
+    this.schedule();
   }
 
   /** Whether this controller holds the lease and acts. */
@@ -149,7 +159,11 @@ export class Controller {
   }
 
   private async reconcileGeneral(d: DeploymentRecord, spec: GeneralSpec): Promise<void> {
-    const desired = desiredReplicas(d)[GENERAL_COMPONENT] ?? 0;
+    const { autoscaled, load } = this.opts;
+    // Until the autoscaler has decided for a deployment: what was last applied, or for a new
+    // one at least one replica, so its revision is seen to become ready before going to zero.
+    const figure = autoscaled ? (autoscaled(d.id) ?? d.desired_replicas?.[GENERAL_COMPONENT] ?? Math.max(d.scaling.min_replicas, 1)) : undefined;
+    const desired = desiredReplicas(d, figure, autoscaled !== undefined)[GENERAL_COMPONENT] ?? 0;
     const mine = [...this.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring);
     const current = mine.filter((o) => o.revision === d.revision);
     const older = mine.filter((o) => o.revision !== d.revision);
@@ -158,8 +172,9 @@ export class Controller {
 
     for (let i = current.length; i < desired; i++) await this.startReplica(d, spec);
     if (current.length > desired) {
-      // Scale down: replicas not yet serving go first, then the newest.
-      const order = [...current].sort((a, b) => Number(isReady(a)) - Number(isReady(b)) || b.recordId - a.recordId);
+      // Scale down: replicas not yet serving go first, then the least loaded, then the newest.
+      const inflight = (o: Owned) => load?.inflight(o.recordId) ?? 0;
+      const order = [...current].sort((a, b) => Number(isReady(a)) - Number(isReady(b)) || inflight(a) - inflight(b) || b.recordId - a.recordId);
       for (const o of order.slice(0, current.length - desired)) this.retire(o, `scaled to ${desired}`);
     }
     // A superseded revision keeps serving until the current one is fully ready.
@@ -171,7 +186,8 @@ export class Controller {
   }
 
   private async writeDeploymentState(d: DeploymentRecord, desired: Record<string, number>, ready: number, currentReady: number): Promise<void> {
-    const status = deploymentStatus(d, ready);
+    const total = Object.values(desired).reduce((a, b) => a + b, 0);
+    const status = deploymentStatus(d, ready, total);
     const revisions = revisionStatuses(d, currentReady);
     const unchanged =
       d.status === status && JSON.stringify(d.desired_replicas ?? {}) === JSON.stringify(desired) && JSON.stringify(revisions) === JSON.stringify(d.revisions);
@@ -180,7 +196,7 @@ export class Controller {
       await modify(this.opts.store, 'deployment', d.id, (now) => {
         // Only observed fields change; a concurrent edit of desired state is kept.
         if (now.revision !== d.revision || now.paused !== d.paused) return undefined;
-        return { ...now, status: deploymentStatus(now, ready), desired_replicas: desired, revisions: revisionStatuses(now, currentReady) };
+        return { ...now, status: deploymentStatus(now, ready, total), desired_replicas: desired, revisions: revisionStatuses(now, currentReady) };
       });
       if (status !== d.status) this.opts.logger.info({ deployment: d.name, from: d.status, to: status }, 'deployment status changed');
     } catch (err) {

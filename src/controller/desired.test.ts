@@ -19,6 +19,11 @@ describe('desiredReplicas', () => {
     expect(desiredReplicas(general(scaling), autoscaled)).toEqual({ Replica: expected });
   });
 
+  it('min 0 may reach zero once an activator brings it back', () => {
+    expect(desiredReplicas(general({ min_replicas: 0, max_replicas: 3 }), 0, true)).toEqual({ Replica: 0 });
+    expect(desiredReplicas(general({ min_replicas: 0, max_replicas: 3 }), 2, true)).toEqual({ Replica: 2 });
+  });
+
   it('paused: none', () => {
     expect(desiredReplicas(general({ min_replicas: 2, max_replicas: 2 }, { paused: true }))).toEqual({ Replica: 0 });
   });
@@ -32,6 +37,11 @@ describe('deploymentStatus', () => {
     ['paused wins', 'ready', true, 2, 'paused'],
   ] as const)('%s', (_name, status, paused, ready, expected) => {
     expect(deploymentStatus(general({}, { status, paused }), ready)).toBe(expected);
+  });
+
+  it('scaled to zero on purpose stays ready', () => {
+    expect(deploymentStatus(general({}, { status: 'ready' }), 0, 0)).toBe('ready');
+    expect(deploymentStatus(general({}, { status: 'pending' }), 0, 0)).toBe('pending');
   });
 });
 

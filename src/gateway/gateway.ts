@@ -14,15 +14,16 @@ import { systemClock } from '../core/clock.js';
 import { normalizeFingerprint } from '../pki/client-certs.js';
 import type { CertificateAuthority } from '../pki/ca.js';
 import type { Store } from '../store/store.js';
+import { Activator, DEFAULT_ACTIVATOR, type ActivatorOptions } from './activator.js';
 import { ConsistentHashSelector } from './balancer/consistent-hash.js';
 import { PowerOfTwoSelector } from './balancer/power-of-two.js';
 import { HostCertificates } from './host-certificates.js';
 import { HttpForwarder, type DownstreamRequest, type DownstreamResponse } from './http-forward.js';
 import { InflightTracker } from './inflight.js';
-import { GatewayMetrics, type Protocol } from './metrics.js';
+import { GatewayMetrics, type DeploymentMeters, type Protocol } from './metrics.js';
 import { admitPhase, authenticatePhase, routePhase, type Rejection } from './phases.js';
 import { DEFAULT_EJECTION, ReplicaHealth, type EjectionOptions } from './replica-health.js';
-import { RoutingTable } from './routing-table.js';
+import { RoutingTable, type Route } from './routing-table.js';
 import { DEFAULT_UPSTREAM_TIMEOUTS, UpstreamPools, type UpstreamTimeouts } from './upstream-pools.js';
 
 export interface GatewayOptions {
@@ -42,12 +43,16 @@ export interface GatewayOptions {
   ejection?: EjectionOptions;
   /** Bounded-load factor c of consistent hashing (default 1.25). */
   loadFactor?: number;
+  /** Queue size and wait timeout of the activator (scale from zero). */
+  activator?: ActivatorOptions;
 }
 
 export interface Gateway {
   server: tls.Server;
   table: RoutingTable;
   inflight: InflightTracker;
+  /** Holds requests of deployments at zero; its held counts are demand for the autoscaler. */
+  activator: Activator;
   hostCertificates: HostCertificates | null;
   start(): Promise<void>;
   close(): Promise<void>;
@@ -104,7 +109,9 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const table = new RoutingTable(opts.store, opts.domain, (err) => log.error({ err }, 'routing table rebuild failed'));
   const inflight = new InflightTracker(clock);
   const health = new ReplicaHealth(opts.ejection ?? DEFAULT_EJECTION, clock);
-  const metrics = new GatewayMetrics(opts.registry ?? new Registry(), inflight, table);
+  const registry = opts.registry ?? new Registry();
+  const metrics = new GatewayMetrics(registry, inflight, table);
+  const activator = new Activator(opts.activator ?? DEFAULT_ACTIVATOR, clock, registry, () => new Map([...table.routes()].map((r) => [r.deploymentId, r.name])));
   const pools = new UpstreamPools(opts.timeouts ?? DEFAULT_UPSTREAM_TIMEOUTS);
   const affinity = new ConsistentHashSelector({ loadFactor: opts.loadFactor ?? 1.25 });
   const spread = new PowerOfTwoSelector();
@@ -133,6 +140,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     health.retain(ids);
     metrics.retain(new Set([...routes.values()].map((r) => r.name)));
     hostCertificates?.sync(new Set(routes.keys()));
+    activator.release(new Map([...routes.values()].map((r) => [r.deploymentId, r])));
   });
 
   const handle = (req: DownstreamRequest, res: DownstreamResponse): void => {
@@ -154,15 +162,35 @@ export function createGateway(opts: GatewayOptions): Gateway {
       metrics.authFailure(route.name, authed.rejection.authFailure ?? 'missing_credential');
       return refuse(authed.rejection);
     }
-    const admitted = admitPhase(route);
-    if (!admitted.ok) return refuse(admitted.rejection);
     if (protocol === 'grpc') {
+      const admitted = admitPhase(route);
+      if (!admitted.ok) return refuse(admitted.rejection);
       return refuse({ status: 501, code: 'unimplemented', message: 'this gateway does not forward gRPC yet; use the HTTP protocol' });
     }
+    // A request counts from arrival: held by the activator or forwarded.
+    if (!route.paused && route.replicas.length === 0 && route.scaleToZero) {
+      inflight.deploymentStart(route.deploymentId);
+      void activator
+        .hold(route, (cancel) => res.once('close', cancel))
+        .then((outcome) => {
+          if (outcome.ok) return forward(req, res, outcome.route, meters, startedAt);
+          inflight.deploymentEnd(route.deploymentId);
+          if (outcome.rejection) refuse(outcome.rejection);
+          else meters.requests(499);
+        });
+      return;
+    }
+    const admitted = admitPhase(route);
+    if (!admitted.ok) return refuse(admitted.rejection);
+    inflight.deploymentStart(route.deploymentId);
+    forward(req, res, route, meters, startedAt);
+  };
+
+  /** Choose a replica (affinity or p2c) and forward; in-flight was counted by the caller. */
+  const forward = (req: DownstreamRequest, res: DownstreamResponse, route: Route, meters: DeploymentMeters, startedAt: number): void => {
     const sessionId = route.affinity ? req.headers['x-session-id'] : undefined;
     const key = typeof sessionId === 'string' && sessionId !== '' ? sessionId : null;
-    const candidates = (key !== null ? affinity : spread).select(admitted.value, inflight, key);
-    inflight.deploymentStart(route.deploymentId);
+    const candidates = (key !== null ? affinity : spread).select(route.replicas, inflight, key);
     forwarder.forward(req, res, {
       route,
       candidates,
@@ -224,10 +252,12 @@ export function createGateway(opts: GatewayOptions): Gateway {
     server,
     table,
     inflight,
+    activator,
     hostCertificates,
     start: () => table.start(),
     close: async () => {
       table.stop();
+      activator.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         h1.closeAllConnections();

@@ -20,6 +20,8 @@ export interface Route {
   /** X-Session-Id selects the replica by consistent hashing (general inference switch). */
   affinity: boolean;
   paused: boolean;
+  /** General inference with min_replicas 0: at zero, the activator holds its requests. */
+  scaleToZero: boolean;
   status: DeploymentStatus;
   /** The component requests go to: every replica (general) or the Frontend (orchestrated). */
   component: string;
@@ -128,6 +130,7 @@ export class RoutingTable {
         clientCertFingerprint: d.auth.client_certificate_id === null ? null : (liveCertificates.get(d.auth.client_certificate_id) ?? null),
         affinity: d.spec.family === 'general' && d.spec.session_affinity,
         paused: d.paused,
+        scaleToZero: d.family === 'general' && d.scaling.min_replicas === 0,
         status: d.status,
         component,
         // Keep the old array when nothing changed, so the balancer's per-set caches hold.
