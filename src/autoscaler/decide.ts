@@ -88,7 +88,7 @@ export interface Decision {
   desired: number;
   reason: DecisionReason;
   panic: boolean;
-  /** Average concurrency over the stable and panic windows (held requests included). */
+  /** Average concurrency over the stable and panic windows (at least the requests held now). */
   stableConcurrency: number;
   panicConcurrency: number;
   state: AutoscaleState;
@@ -113,8 +113,10 @@ function windowAverage(samples: readonly ConcurrencySample[], now: number, windo
 
 export function decide(spec: AutoscaleSpec, windows: AutoscaleWindows, obs: AutoscaleObservation, state: AutoscaleState, now: number): Decision {
   const clamp = (v: number) => Math.min(spec.max, Math.max(spec.min, v));
-  const stable = windowAverage(obs.samples, now, windows.stableMs) + obs.held;
-  const panicAvg = windowAverage(obs.samples, now, windows.panicMs) + obs.held;
+  // Held requests are in the samples already (they count from arrival); the completed
+  // buckets lag by up to a second, so the queue as it is now is a floor, never added twice.
+  const stable = Math.max(windowAverage(obs.samples, now, windows.stableMs), obs.held);
+  const panicAvg = Math.max(windowAverage(obs.samples, now, windows.panicMs), obs.held);
   const recent = obs.samples.filter((s) => s.second >= now - 2000).some((s) => s.average > 0);
   const lastTrafficAt = obs.held > 0 || recent ? now : state.lastTrafficAt;
   const base = { stableConcurrency: stable, panicConcurrency: panicAvg };

@@ -1,8 +1,9 @@
 // Owns the gateway: one TLS listener in front of every endpoint (DESIGN §4). It terminates
 // TLS with the certificate chosen by SNI, asks for (never requires) a client certificate,
 // hands each connection to an HTTP/1.1 or HTTP/2 server object by ALPN (one tls.Server,
-// PERF-NOTES), and runs every request through route → authenticate → admit → choose
-// replica → forward. The routing table is kept current from the store's change feed.
+// PERF-NOTES), and runs every request through route → authenticate → admit (or hold in the
+// activator while a deployment scales up from zero) → choose replica → forward. The routing
+// table is kept current from the store's change feed.
 
 import http from 'node:http';
 import http2 from 'node:http2';
