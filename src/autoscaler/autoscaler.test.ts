@@ -1,0 +1,96 @@
+// The autoscaler's loop against a real file store and a fake load source: it decides per
+// deployment from the gateway's samples, tells the controller when a figure changes, scales
+// orchestrated aggregated Workers too, and leaves disaggregated pools and paused deployments alone.
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../core/clock.js';
+import type { DeploymentRecord } from '../domain/records.js';
+import { FileStore } from '../store/file-store.js';
+import { deploymentRecord } from '../store/store.contract.js';
+import { orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
+import { Autoscaler } from './autoscaler.js';
+import type { ConcurrencySample } from './decide.js';
+
+let dir: string;
+let store: FileStore;
+const clock = new ManualClock(1_000_000);
+const samples = new Map<number, ConcurrencySample[]>();
+let changes = 0;
+let autoscaler: Autoscaler;
+let registry: Registry;
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-autoscaler-'));
+  store = new FileStore({ dir });
+  await store.open();
+  changes = 0;
+  registry = new Registry();
+  autoscaler = new Autoscaler({
+    store,
+    load: { samples: (id) => samples.get(id) ?? [], held: () => 0 },
+    clock,
+    windows: { stableMs: 10_000, panicMs: 2_000, scaleToZeroGraceMs: 0 },
+    logger: pino({ level: 'silent' }),
+    registry,
+    onChange: () => changes++,
+  });
+});
+
+afterEach(async () => {
+  await autoscaler.stop();
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function add(o: Partial<DeploymentRecord>, scaling: Partial<DeploymentRecord['scaling']>): Promise<number> {
+  const base = deploymentRecord(0, 'x');
+  const created = await store.create('deployment', (id) => ({ ...base, id, name: `d${id}`, ...o, scaling: { ...base.scaling, ...scaling } }));
+  return created.value.id;
+}
+
+/** Steady concurrency `c` over the last `seconds`. */
+function load(id: number, c: number, seconds = 10): void {
+  const now = clock.now();
+  samples.set(id, Array.from({ length: seconds }, (_, i) => ({ second: now - (seconds - i) * 1000, average: c })));
+}
+
+async function tick(): Promise<void> {
+  autoscaler.poke();
+  await autoscaler.stop();
+}
+
+describe('Autoscaler', () => {
+  it('decides per deployment from the samples and tells the controller when a figure changes', async () => {
+    const id = await add({}, { min_replicas: 1, max_replicas: 5, target_concurrency: 2 });
+    load(id, 1);
+    await tick();
+    expect(autoscaler.desired(id)).toBe(1);
+    const before = changes;
+    load(id, 6);
+    clock.advance(1000);
+    await tick();
+    expect(autoscaler.desired(id)).toBe(3);
+    expect(autoscaler.decision(id)?.reason).toMatch(/panic|scale_up/);
+    expect(changes).toBe(before + 1);
+    expect(await registry.metrics()).toMatch(/infergate_autoscaler_desired_replicas\{deployment="d1"\} 3/);
+  });
+
+  it('scales orchestrated aggregated Workers; disaggregated pools and paused deployments are left alone', async () => {
+    const aggregated = await add({ family: 'orchestrated', spec: orchestratedSpec({ hardware_instance_id: 1 }) }, { min_replicas: 1, max_replicas: 4, target_concurrency: 1 });
+    const disaggregated = await add(
+      { family: 'orchestrated', spec: orchestratedSpec({ serving_mode: 'disaggregated', worker_pools: { prefill: { hardware_instance_id: 1 }, decode: { hardware_instance_id: 1 } } }) },
+      { min_replicas: 1, max_replicas: 1, pools: { prefill: 1, decode: 2 } },
+    );
+    const paused = await add({ paused: true, status: 'paused' }, { min_replicas: 1, max_replicas: 3, target_concurrency: 1 });
+    for (const id of [aggregated, disaggregated, paused]) load(id, 3);
+    await tick();
+    expect(autoscaler.desired(aggregated)).toBe(3);
+    expect(autoscaler.desired(disaggregated)).toBeUndefined();
+    expect(autoscaler.desired(paused)).toBeUndefined();
+  });
+});
