@@ -134,6 +134,8 @@ async function startController(
     logger: logger.child({ component: 'controller' }),
     drainTimeoutMs: config.drainTimeoutMs,
     stopGraceMs: config.stopGraceMs,
+    rolloutSurge: config.rolloutSurge,
+    rolloutDeadlineMs: config.rolloutDeadlineMs,
     load: gateway?.inflight ?? null,
     forgetDeployment: (id) => rm(deploymentLogsDir(logsDir, id), { recursive: true, force: true }),
     ...(autoscaler ? { autoscaled: (id: number) => autoscaler.desired(id) } : {}),

@@ -44,6 +44,9 @@ export interface Config {
   /** Activator: requests held per deployment at zero, and the longest wait, in ms. */
   activatorQueueSize: number;
   activatorTimeoutMs: number;
+  /** Rolling updates: replicas beyond the desired count, and the deadline for a new revision. */
+  rolloutSurge: number;
+  rolloutDeadlineMs: number;
   adminKey: string | null;
   logLevel: string;
 }
@@ -91,6 +94,8 @@ export const SERVE_OPTIONS: OptionDoc[] = [
   { flag: 'autoscale-panic-window', env: 'INFERGATE_AUTOSCALE_PANIC_WINDOW', default: '6', help: 'seconds of the short window: wanting twice the capacity there scales up at once' },
   { flag: 'scale-to-zero-grace', env: 'INFERGATE_SCALE_TO_ZERO_GRACE', default: '30', help: 'idle seconds beyond cooldown_period before a min-0 deployment goes to zero' },
   { flag: 'activator-queue-size', env: 'INFERGATE_ACTIVATOR_QUEUE_SIZE', default: '256', help: 'requests held per deployment while it scales up from zero; more get 503' },
+  { flag: 'rollout-surge', env: 'INFERGATE_ROLLOUT_SURGE', default: '1', help: 'replicas a rolling update may start beyond the desired count at a time' },
+  { flag: 'rollout-deadline', env: 'INFERGATE_ROLLOUT_DEADLINE', default: '600', help: 'seconds a new revision has to get its replicas ready before it is marked failed (the old one keeps serving)' },
   { flag: 'activator-timeout', env: 'INFERGATE_ACTIVATOR_TIMEOUT', default: '120', help: 'seconds a held request waits for a replica before 503 (raise it for slow model loads)' },
   { flag: 'log-level', env: 'INFERGATE_LOG_LEVEL', default: 'info', help: 'pino log level' },
 ];
@@ -201,6 +206,8 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     scaleToZeroGraceMs: parseInteger('scale-to-zero-grace', pick('scale-to-zero-grace'), 0, 86_400) * 1000,
     activatorQueueSize: parseInteger('activator-queue-size', pick('activator-queue-size'), 1, 1_000_000),
     activatorTimeoutMs: parseInteger('activator-timeout', pick('activator-timeout'), 1, 86_400) * 1000,
+    rolloutSurge: parseInteger('rollout-surge', pick('rollout-surge'), 1, 100),
+    rolloutDeadlineMs: parseInteger('rollout-deadline', pick('rollout-deadline'), 1, 86_400) * 1000,
     adminKey,
     logLevel: pick('log-level'),
   };

@@ -125,6 +125,14 @@ export class DeploymentService {
     return (
       await modify(this.deps.store, 'deployment', id, (d) => {
         if (d.paused) throw new PlatformError('conflict', `deployment ${d.name} is already paused; POST .../resume to resume it`);
+        // Spec: pausing an in-progress orchestrated rollout is unsupported.
+        if (d.family === 'orchestrated' && d.rollout?.state === 'in_progress') {
+          const from = d.rollout.from_revision === null ? '' : ` from revision ${d.rollout.from_revision}`;
+          throw new PlatformError(
+            'conflict',
+            `deployment ${d.name} cannot be paused while its rollout to revision ${d.rollout.revision}${from} is in progress; wait for it to finish (or fail), then pause`,
+          );
+        }
         return { ...d, paused: true, status: 'paused', updated_at: isoNow(this.deps.clock) };
       })
     ).value;
@@ -324,7 +332,11 @@ function pickAuth(draft: DeploymentDraft): { client_certificate_id: number | nul
   return { client_certificate_id: draft.auth.client_certificate_id, private_endpoint: draft.auth.private_endpoint };
 }
 
-/** Appends revision N+1 with `spec` and makes it current; the superseded one is retired. */
+/**
+ * Appends revision N+1 with `spec` and makes it current. The revision serving now keeps its
+ * status: the controller retires it once N+1 has replaced its replicas (or it stays ready
+ * when N+1 fails).
+ */
 function withNewRevision(
   d: DeploymentRecord,
   spec: DeploymentSpec,
@@ -333,7 +345,6 @@ function withNewRevision(
   now: string,
 ): DeploymentRecord {
   const number = Math.max(...d.revisions.map((r) => r.revision)) + 1;
-  const revisions = d.revisions.map((r) => (r.revision === d.revision && r.status !== 'failed' ? { ...r, status: 'retired' as const } : r));
-  revisions.push({ revision: number, created_at: now, reason, source_revision: source, status: 'pending', spec });
-  return { ...d, spec, revision: number, revisions, status: d.paused ? 'paused' : 'pending', updated_at: now };
+  const revisions = [...d.revisions, { revision: number, created_at: now, reason, source_revision: source, status: 'pending' as const, spec }];
+  return { ...d, spec, revision: number, revisions, updated_at: now };
 }

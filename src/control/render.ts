@@ -8,6 +8,7 @@ import type {
   DeploymentSpec,
   ReplicaRecord,
   RevisionRecord,
+  RolloutState,
   ServiceAccountRecord,
   TokenRecord,
 } from '../domain/records.js';
@@ -26,6 +27,7 @@ export interface RevisionSummaryView {
   reason: string;
   source_revision: number | null;
   status: string;
+  failure_reason: string | null;
 }
 
 export interface DeploymentView {
@@ -37,6 +39,8 @@ export interface DeploymentView {
   paused: boolean;
   endpoint_url: string;
   revision: number;
+  serving_revision: number | null;
+  rollout: RolloutState | null;
   components: ComponentCounts;
   revisions: RevisionSummaryView[];
   endpoint_token_id: number | null;
@@ -136,7 +140,14 @@ export function renderReplica(r: ReplicaRecord): ReplicaView {
 }
 
 export function revisionSummary(r: RevisionRecord): RevisionSummaryView {
-  return { revision: r.revision, created_at: r.created_at, reason: r.reason, source_revision: r.source_revision, status: r.status };
+  return {
+    revision: r.revision,
+    created_at: r.created_at,
+    reason: r.reason,
+    source_revision: r.source_revision,
+    status: r.status,
+    failure_reason: r.failure_reason ?? null,
+  };
 }
 
 export function revisionDetail(r: RevisionRecord): RevisionSummaryView & { spec: Record<string, unknown> } {
@@ -158,6 +169,8 @@ export function renderDeployment(
     paused: d.paused,
     endpoint_url: endpointUrl(d.name, at),
     revision: d.revision,
+    serving_revision: d.serving_revision ?? null,
+    rollout: d.rollout ?? null,
     ...publicSpec(d.spec),
     ...scalingFields(d),
     endpoint_token_id: d.auth.token_id,

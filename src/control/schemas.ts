@@ -100,6 +100,16 @@ const RevisionSummary = Type.Object({
   reason: Type.String(),
   source_revision: Type.Union([Type.Integer(), Type.Null()]),
   status: Type.String(),
+  failure_reason: Type.Union([Type.String(), Type.Null()]),
+});
+
+const Rollout = Type.Object({
+  revision: Type.Integer(),
+  from_revision: Type.Union([Type.Integer(), Type.Null()]),
+  state: Type.String({ enum: ['in_progress', 'complete', 'failed'] }),
+  reason: Type.Union([Type.String(), Type.Null()]),
+  started_at: Type.String(),
+  finished_at: Type.Union([Type.String(), Type.Null()]),
 });
 
 /** The deployment as the API returns it; family-specific fields are listed loosely. */
@@ -113,6 +123,8 @@ export const DeploymentResponse = Type.Object(
     paused: Type.Boolean(),
     endpoint_url: Type.String(),
     revision: Type.Integer(),
+    serving_revision: Type.Union([Type.Integer(), Type.Null()]),
+    rollout: Type.Union([Rollout, Type.Null()]),
     components: Type.Record(Type.String(), ComponentStatus),
     revisions: Type.Array(RevisionSummary),
     endpoint_token_id: Type.Union([Type.Integer(), Type.Null()]),

@@ -74,7 +74,7 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function controller(): Controller {
+function controller(extra: Partial<ConstructorParameters<typeof Controller>[0]> = {}): Controller {
   const c = new Controller({
     store,
     runtime,
@@ -85,6 +85,7 @@ function controller(): Controller {
     load: { inflight: (id) => inflight.get(id) ?? 0 },
     tickMs: 50,
     drainSettleMs: 0,
+    ...extra,
   });
   controllers.push(c);
   return c;
@@ -99,6 +100,75 @@ async function deploy(min: number): Promise<number> {
 const get = async (id: number) => (await store.get('deployment', id))!.value;
 const replicaRecords = async () => (await store.list('replica')).map((r) => r.value);
 const live = () => runtime.started.filter((r) => !r.stopped);
+
+async function edit(id: number, tag: string): Promise<void> {
+  await modify(store, 'deployment', id, (d): DeploymentRecord => {
+    const spec = { ...d.spec, tag } as DeploymentRecord['spec'];
+    const revision = d.revisions.length + 1;
+    return { ...d, revision, spec, revisions: [...d.revisions, { ...d.revisions[0]!, revision, status: 'pending', spec }] };
+  });
+}
+
+describe('Controller rollouts', () => {
+  it('replaces replicas one at a time (surge 1): a new one ready, then an old one drained', async () => {
+    const id = await deploy(2);
+    await controller().start();
+    await expect.poll(() => runtime.started.length).toBe(2);
+    for (const r of runtime.started) r.set('ready');
+    await expect.poll(async () => (await get(id)).serving_revision).toBe(1);
+
+    await edit(id, 'v2');
+    await expect.poll(() => runtime.started.length).toBe(3);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(runtime.started).toHaveLength(3); // never two new at once
+    expect(live()).toHaveLength(3);
+    expect((await get(id)).rollout).toMatchObject({ revision: 2, from_revision: 1, state: 'in_progress' });
+
+    runtime.started[2]!.set('ready');
+    await expect.poll(() => runtime.started.length).toBe(4); // one old drained, a second new started
+    await expect.poll(() => live().length).toBe(3);
+    expect(runtime.started.filter((r) => r.stopped).map((r) => r.request.revision)).toEqual([1]);
+    runtime.started[3]!.set('ready');
+    await expect.poll(() => live().map((r) => r.request.revision)).toEqual([2, 2]);
+    const done = await get(id);
+    expect(done).toMatchObject({ serving_revision: 2, rollout: { state: 'complete' }, status: 'ready' });
+    expect(done.revisions.map((r) => r.status)).toEqual(['retired', 'ready']);
+  });
+
+  it('a revision never ready within the deadline fails with a reason; the old one keeps serving', async () => {
+    const id = await deploy(1);
+    await controller({ rolloutDeadlineMs: 300 }).start();
+    await expect.poll(() => runtime.started.length).toBe(1);
+    runtime.started[0]!.set('ready');
+    await expect.poll(async () => (await get(id)).serving_revision).toBe(1);
+
+    await edit(id, 'broken');
+    await expect.poll(async () => (await get(id)).revisions[1]?.status, { timeout: 5000 }).toBe('failed');
+    const failed = await get(id);
+    expect(failed.revisions[1]?.failure_reason).toContain('revision 2 did not get 1 ready replica within 0 s');
+    expect(failed).toMatchObject({ status: 'ready', serving_revision: 1, rollout: { state: 'failed', revision: 2 } });
+    await expect.poll(() => live().map((r) => r.request.revision)).toEqual([1]);
+
+    // A fixing edit rolls out from the revision still serving.
+    await edit(id, 'fixed');
+    await expect.poll(() => live().map((r) => r.request.revision).sort()).toEqual([1, 3]);
+    runtime.started.at(-1)!.set('ready');
+    await expect.poll(async () => (await get(id)).serving_revision).toBe(3);
+    await expect.poll(() => live().map((r) => r.request.revision)).toEqual([3]);
+  });
+
+  it('pause stops every replica and keeps the counts; resume brings them back', async () => {
+    const id = await deploy(2);
+    await controller().start();
+    await expect.poll(() => runtime.started.length).toBe(2);
+    for (const r of runtime.started) r.set('ready');
+    await modify(store, 'deployment', id, (d) => ({ ...d, paused: true, status: 'paused' }));
+    await expect.poll(() => live().length).toBe(0);
+    expect((await get(id)).desired_replicas).toEqual({ Replica: 2 });
+    await modify(store, 'deployment', id, (d) => ({ ...d, paused: false, status: 'pending' }));
+    await expect.poll(() => live().length).toBe(2);
+  });
+});
 
 describe('Controller', () => {
   it('starts min replicas and reports status and revision status from readiness', async () => {
@@ -124,12 +194,10 @@ describe('Controller', () => {
     await expect.poll(() => runtime.started.length).toBe(1);
     const old = runtime.started[0]!;
     old.set('ready');
-    await modify(store, 'deployment', id, (d): DeploymentRecord => ({
-      ...d,
-      revision: 2,
-      spec: { ...d.spec, tag: 'v2' } as DeploymentRecord['spec'],
-      revisions: [...d.revisions, { ...d.revisions[0]!, revision: 2, status: 'pending' }],
-    }));
+    await modify(store, 'deployment', id, (d): DeploymentRecord => {
+      const spec = { ...d.spec, tag: 'v2' } as DeploymentRecord['spec'];
+      return { ...d, revision: 2, spec, revisions: [...d.revisions, { ...d.revisions[0]!, revision: 2, status: 'pending', spec }] };
+    });
     await expect.poll(() => runtime.started.length).toBe(2);
     const fresh = runtime.started[1]!;
     expect(fresh.request).toMatchObject({ revision: 2, tag: 'v2' });

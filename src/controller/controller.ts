@@ -13,7 +13,8 @@ import { isoNow, type Clock } from '../core/clock.js';
 import type { DeploymentRecord, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
 import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, Runtime } from '../runtime/runtime.js';
 import { modify, NotFoundError, type Store } from '../store/store.js';
-import { deploymentStatus, desiredReplicas, GENERAL_COMPONENT, revisionStatuses } from './desired.js';
+import { deploymentStatus, desiredReplicas, GENERAL_COMPONENT } from './desired.js';
+import { advanceRollout, type RolloutResult } from './rollout.js';
 
 /** In-flight requests per replica, as the gateway counts them (drain waits for zero). */
 export interface ReplicaLoad {
@@ -41,7 +42,13 @@ export interface ControllerOptions {
    * min-0 deployment may go to zero: the activator brings it back.
    */
   autoscaled?: (deploymentId: number) => number | undefined;
+  /** Replicas a rolling update may run beyond the desired count (default 1). */
+  rolloutSurge?: number;
+  /** How long a new revision has to get every desired replica ready (default 10 min). */
+  rolloutDeadlineMs?: number;
 }
+
+const DEFAULT_ROLLOUT_DEADLINE_MS = 600_000;
 
 interface Owned {
   recordId: number;
@@ -154,49 +161,79 @@ export class Controller {
     }
     for (const d of deployments.values()) {
       if (this.stopped) return;
-      if (d.spec.family === 'general') await this.reconcileGeneral(d, d.spec);
+      if (d.spec.family === 'general') await this.reconcileGeneral(d);
     }
   }
 
-  private async reconcileGeneral(d: DeploymentRecord, spec: GeneralSpec): Promise<void> {
+  private async reconcileGeneral(d: DeploymentRecord): Promise<void> {
     const { autoscaled, load } = this.opts;
     // Until the autoscaler has decided for a deployment: what was last applied, or for a new
     // one at least one replica, so its revision is seen to become ready before going to zero.
     const figure = autoscaled ? (autoscaled(d.id) ?? d.desired_replicas?.[GENERAL_COMPONENT] ?? Math.max(d.scaling.min_replicas, 1)) : undefined;
     const desired = desiredReplicas(d, figure, autoscaled !== undefined)[GENERAL_COMPONENT] ?? 0;
-    const mine = [...this.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring);
-    const current = mine.filter((o) => o.revision === d.revision);
-    const older = mine.filter((o) => o.revision !== d.revision);
+    // The revision to run: the current one, unless its rollout failed — then the one serving.
+    const failed = d.revisions.find((r) => r.revision === d.revision)?.status === 'failed';
+    const runRevision = failed ? (d.serving_revision ?? null) : d.revision;
+    const runSpec = d.revisions.find((r) => r.revision === runRevision)?.spec;
+    const mine = () => [...this.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring);
     const isReady = (o: Owned) => o.handle.observe().phase === 'ready';
-    const currentReady = current.filter(isReady).length;
+    const inflight = (o: Owned) => load?.inflight(o.recordId) ?? 0;
+    // Retire order: replicas not yet serving first, then the least loaded, then the newest.
+    const retireOrder = (a: Owned, b: Owned) => Number(isReady(a)) - Number(isReady(b)) || inflight(a) - inflight(b) || b.recordId - a.recordId;
+    const current = mine().filter((o) => o.revision === runRevision);
+    const older = mine().filter((o) => o.revision !== runRevision);
 
-    for (let i = current.length; i < desired; i++) await this.startReplica(d, spec);
-    if (current.length > desired) {
-      // Scale down: replicas not yet serving go first, then the least loaded, then the newest.
-      const inflight = (o: Owned) => load?.inflight(o.recordId) ?? 0;
-      const order = [...current].sort((a, b) => Number(isReady(a)) - Number(isReady(b)) || inflight(a) - inflight(b) || b.recordId - a.recordId);
-      for (const o of order.slice(0, current.length - desired)) this.retire(o, `scaled to ${desired}`);
+    if (runRevision === null || runSpec?.family !== 'general' || desired === 0) {
+      for (const o of mine()) this.retire(o, desired === 0 ? (d.paused ? 'the deployment is paused' : 'scaled to 0') : `revision ${d.revision} failed`);
+    } else if (older.length === 0) {
+      for (let i = current.length; i < desired; i++) await this.startReplica(d, runSpec, runRevision);
+      const extra = [...current].sort(retireOrder).slice(0, Math.max(0, current.length - desired));
+      for (const o of extra) this.retire(o, `scaled to ${desired}`);
+    } else {
+      // Rolling update: at most `surge` replicas beyond the desired count; an old replica is
+      // drained only once a new one is ready to take its place, so capacity never drops.
+      const surge = this.opts.rolloutSurge ?? 1;
+      let total = current.length + older.length;
+      for (let n = current.length; n < desired && total < desired + surge; n++, total++) await this.startReplica(d, runSpec, runRevision);
+      const keepOld = Math.max(0, desired - current.filter(isReady).length);
+      for (const o of [...older].sort(retireOrder).slice(0, Math.max(0, older.length - keepOld))) this.retire(o, `replaced by revision ${runRevision}`);
+      const extra = [...current].sort(retireOrder).slice(0, Math.max(0, current.length - desired));
+      for (const o of extra) this.retire(o, `scaled to ${desired}`);
     }
-    // A superseded revision keeps serving until the current one is fully ready.
-    if (older.length > 0 && currentReady >= desired) {
-      for (const o of older) this.retire(o, `revision ${d.revision} is ready`);
+
+    const after = mine();
+    const target = after.filter((o) => o.revision === d.revision);
+    const result = advanceRollout(
+      d,
+      {
+        desired,
+        targetReady: target.filter(isReady).length,
+        others: after.filter((o) => o.revision !== d.revision).length,
+        targetRestarts: target.reduce((sum, o) => sum + o.handle.observe().restarts, 0),
+      },
+      this.opts.clock.now(),
+      this.opts.rolloutDeadlineMs ?? DEFAULT_ROLLOUT_DEADLINE_MS,
+    );
+    if (result.rollout?.state === 'failed' && d.rollout?.state !== 'failed') {
+      this.opts.logger.warn({ deployment: d.name, revision: d.revision, reason: result.rollout.reason }, 'rollout failed');
     }
-    const ready = mine.filter((o) => !o.retiring && isReady(o)).length;
-    await this.writeDeploymentState(d, { [GENERAL_COMPONENT]: desired }, ready, currentReady);
+    const ready = after.filter(isReady).length;
+    await this.writeDeploymentState(d, { [GENERAL_COMPONENT]: desired }, ready, result);
   }
 
-  private async writeDeploymentState(d: DeploymentRecord, desired: Record<string, number>, ready: number, currentReady: number): Promise<void> {
+  private async writeDeploymentState(d: DeploymentRecord, desired: Record<string, number>, ready: number, rollout: RolloutResult): Promise<void> {
     const total = Object.values(desired).reduce((a, b) => a + b, 0);
     const status = deploymentStatus(d, ready, total);
-    const revisions = revisionStatuses(d, currentReady);
-    const unchanged =
-      d.status === status && JSON.stringify(d.desired_replicas ?? {}) === JSON.stringify(desired) && JSON.stringify(revisions) === JSON.stringify(d.revisions);
-    if (unchanged) return;
+    // While paused, the figure to come back to is kept (resume restores the counts).
+    const desiredReplicas = d.paused ? (d.desired_replicas ?? desired) : desired;
+    const observed = { status, desired_replicas: desiredReplicas, serving_revision: rollout.serving, rollout: rollout.rollout, revisions: rollout.revisions };
+    const before = { status: d.status, desired_replicas: d.desired_replicas ?? {}, serving_revision: d.serving_revision ?? null, rollout: d.rollout ?? null, revisions: d.revisions };
+    if (JSON.stringify(observed) === JSON.stringify(before)) return;
     try {
       await modify(this.opts.store, 'deployment', d.id, (now) => {
-        // Only observed fields change; a concurrent edit of desired state is kept.
-        if (now.revision !== d.revision || now.paused !== d.paused) return undefined;
-        return { ...now, status: deploymentStatus(now, ready, total), desired_replicas: desired, revisions: revisionStatuses(now, currentReady) };
+        // Only observed fields change; a concurrent edit of desired state is kept (next pass).
+        if (now.revision !== d.revision || now.paused !== d.paused || now.revisions.length !== d.revisions.length) return undefined;
+        return { ...now, ...observed, status: deploymentStatus(now, ready, total) };
       });
       if (status !== d.status) this.opts.logger.info({ deployment: d.name, from: d.status, to: status }, 'deployment status changed');
     } catch (err) {
@@ -204,14 +241,14 @@ export class Controller {
     }
   }
 
-  private async startReplica(d: DeploymentRecord, spec: GeneralSpec): Promise<void> {
+  private async startReplica(d: DeploymentRecord, spec: GeneralSpec, revision: number): Promise<void> {
     const { store, runtime, clock } = this.opts;
     const record = await store.create('replica', (id) => ({
       id,
       deployment_id: d.id,
-      revision: d.revision,
+      revision,
       component: GENERAL_COMPONENT,
-      name: `${d.name}-r${d.revision}-${id}`,
+      name: `${d.name}-r${revision}-${id}`,
       address: '',
       state: 'starting' as const,
       restarts: 0,
@@ -219,12 +256,12 @@ export class Controller {
       metrics_target: null,
       updated_at: isoNow(clock),
     }));
-    const handle = runtime.start(generalRequest(d, spec, record.value.name));
-    const owned: Owned = { recordId: record.value.id, deploymentId: d.id, revision: d.revision, component: GENERAL_COMPONENT, handle, retiring: false, writes: Promise.resolve() };
+    const handle = runtime.start(generalRequest(d, spec, revision, record.value.name));
+    const owned: Owned = { recordId: record.value.id, deploymentId: d.id, revision, component: GENERAL_COMPONENT, handle, retiring: false, writes: Promise.resolve() };
     this.owned.set(owned.recordId, owned);
     handle.onChange((o) => this.persist(owned, o));
     this.persist(owned, handle.observe());
-    this.opts.logger.info({ deployment: d.name, replica: handle.name, revision: d.revision }, 'replica starting');
+    this.opts.logger.info({ deployment: d.name, replica: handle.name, revision }, 'replica starting');
   }
 
   /** Writes what the runtime observed to the replica's record, in order, then re-plans. */
@@ -279,11 +316,11 @@ export class Controller {
   }
 }
 
-function generalRequest(d: DeploymentRecord, spec: GeneralSpec, name: string): ReplicaRequest {
+function generalRequest(d: DeploymentRecord, spec: GeneralSpec, revision: number, name: string): ReplicaRequest {
   return {
     name,
     deploymentId: d.id,
-    revision: d.revision,
+    revision,
     component: GENERAL_COMPONENT,
     image: spec.image,
     tag: spec.tag,

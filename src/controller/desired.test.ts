@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DeploymentRecord } from '../domain/records.js';
 import { deploymentRecord } from '../store/store.contract.js';
-import { deploymentStatus, desiredReplicas, revisionStatuses } from './desired.js';
+import { deploymentStatus, desiredReplicas } from './desired.js';
 
 const general = (scaling: Partial<DeploymentRecord['scaling']>, over: Partial<DeploymentRecord> = {}): DeploymentRecord => {
   const d = deploymentRecord(1, 'web');
@@ -42,13 +42,5 @@ describe('deploymentStatus', () => {
   it('scaled to zero on purpose stays ready', () => {
     expect(deploymentStatus(general({}, { status: 'ready' }), 0, 0)).toBe('ready');
     expect(deploymentStatus(general({}, { status: 'pending' }), 0, 0)).toBe('pending');
-  });
-});
-
-describe('revisionStatuses', () => {
-  it('marks the current revision ready once a replica of it is', () => {
-    const d = general({});
-    expect(revisionStatuses(d, 0)[0]?.status).toBe(d.revisions[0]?.status);
-    expect(revisionStatuses(d, 1).find((r) => r.revision === d.revision)?.status).toBe('ready');
   });
 });

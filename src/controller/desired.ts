@@ -2,7 +2,7 @@
 // replicas of each component, the deployment's status from readiness, and each revision's
 // status. No I/O and no clock, so every rule is a table test.
 
-import type { DeploymentRecord, DeploymentStatus, RevisionRecord } from '../domain/records.js';
+import type { DeploymentRecord, DeploymentStatus } from '../domain/records.js';
 
 /** The one component of a general deployment. */
 export const GENERAL_COMPONENT = 'Replica';
@@ -31,9 +31,4 @@ export function deploymentStatus(d: DeploymentRecord, readyReplicas: number, des
   if (readyReplicas > 0) return 'ready';
   if (d.status === 'ready' || d.status === 'not_ready') return desired === 0 ? 'ready' : 'not_ready';
   return d.status === 'failed' ? 'failed' : 'pending';
-}
-
-/** The current revision becomes ready the first time one of its replicas is. */
-export function revisionStatuses(d: DeploymentRecord, currentReady: number): RevisionRecord[] {
-  return d.revisions.map((r) => (r.revision === d.revision && r.status === 'pending' && currentReady > 0 ? { ...r, status: 'ready' as const } : r));
 }

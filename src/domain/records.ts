@@ -98,7 +98,20 @@ export interface RevisionRecord {
   /** For a rollback: the revision whose spec was copied. */
   source_revision: number | null;
   status: RevisionStatus;
+  /** Why the revision failed (its replicas never became ready within the rollout deadline). */
+  failure_reason?: string | null;
   spec: DeploymentSpec;
+}
+
+/** The controller's progress replacing one revision's replicas by another's (observed state). */
+export interface RolloutState {
+  revision: number;
+  /** The revision being replaced; null for the first one. */
+  from_revision: number | null;
+  state: 'in_progress' | 'complete' | 'failed';
+  reason: string | null;
+  started_at: string;
+  finished_at: string | null;
 }
 
 export interface DeploymentRecord {
@@ -117,6 +130,9 @@ export interface DeploymentRecord {
    * by the controller; the autoscaler moves them within [min, max]). Absent until reconciled.
    */
   desired_replicas?: Record<string, number>;
+  /** The revision whose replicas serve: the last one fully rolled out (observed state). */
+  serving_revision?: number | null;
+  rollout?: RolloutState | null;
   /** Paused: the controller runs no replica; `scaling` is kept, so resume restores it. */
   paused: boolean;
   status: DeploymentStatus;
