@@ -1,6 +1,7 @@
 // The control API over real HTTP on port 0: platform credentials, errors of DESIGN §3,
 // both families' routes, revisions, and that no response carries a secret.
 
+import { modify } from '../src/store/store.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { disaggregatedBody, generalBody, startControl, type TestControl } from './helpers/control.js';
 
@@ -143,6 +144,52 @@ describe('orchestrated deployments (the spec examples)', () => {
     expect(clone.body.worker_pools).toEqual(source.worker_pools);
     expect(clone.body.revision).toBe(1);
     expect(clone.body.endpoint_token_id).toBe(source.endpoint_token_id);
+  });
+
+  it('clones an aggregated deployment with overrides, keeping the rest of its spec', async () => {
+    const created = await api.call('POST', '/deployments/orchestrated', {
+      name: 'agg-src',
+      cluster_id: 1,
+      model: 'org/agg-model',
+      hardware_instance_id: 1,
+      min_replicas: 1,
+      max_replicas: 1,
+      served_model_name: 'agg',
+      extra_args: ['--max-model-len', '4096'],
+      endpoint_bearer_token: token,
+    });
+    expect(created.status).toBe(201);
+    const clone = await api.call('POST', `/deployments/orchestrated/${created.body.id}/clone`, { name: 'agg-copy', max_replicas: 2, concurrency: 4 });
+    expect(clone.status).toBe(201);
+    expect(clone.body).toMatchObject({
+      name: 'agg-copy',
+      serving_mode: 'aggregated',
+      model: 'org/agg-model',
+      hardware_instance_id: 1,
+      min_replicas: 1,
+      max_replicas: 2,
+      concurrency: 4,
+      served_model_name: 'agg',
+      extra_args: ['--max-model-len', '4096'],
+      revision: 1,
+    });
+    expect(clone.body.revisions[0].reason).toBe('clone');
+    expect((await api.call('GET', `/deployments/orchestrated/${created.body.id}`)).body.max_replicas).toBe(1);
+    // Both go again: the rest of this file needs their instances.
+    for (const id of [created.body.id, clone.body.id]) expect((await api.call('DELETE', `/deployments/orchestrated/${id}`)).status).toBe(202);
+  });
+
+  it('refuses to pause an orchestrated deployment whose rollout is in progress, naming the rollout', async () => {
+    const source = (await api.call('POST', '/deployments/orchestrated', { name: 'agg-roll', cluster_id: 1, model: 'org/m', hardware_instance_id: 1, endpoint_bearer_token: token })).body;
+    await modify(api.store, 'deployment', source.id, (d) => ({
+      ...d,
+      rollout: { revision: 2, from_revision: 1, state: 'in_progress', reason: null, started_at: new Date().toISOString(), finished_at: null },
+    }));
+    const res = await api.call('POST', `/deployments/orchestrated/${source.id}/pause`);
+    expect(res.status).toBe(409);
+    expect(res.body.error.message).toContain('rollout to revision 2 from revision 1 is in progress');
+    await modify(api.store, 'deployment', source.id, (d) => ({ ...d, rollout: { ...d.rollout!, state: 'complete' } }));
+    expect((await api.call('POST', `/deployments/orchestrated/${source.id}/pause`)).status).toBe(202);
   });
 });
 
