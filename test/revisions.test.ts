@@ -158,3 +158,47 @@ describe('pause and resume', () => {
     expect((await ask()).status).toBe(200);
   }, 90_000);
 });
+
+describe('the usage view', () => {
+  it('counts exactly the requests and tokens sent, and GPU-seconds as replica lifetime × GPUs', async () => {
+    // Hardware 2: two GPUs per instance.
+    const id = await create(engineBody('meter', TOKEN, { hardware_instance_id: 2 }));
+    await platform.waitFor(id, rolledOut(1), 30_000, 'meter ready');
+    const client = platform.client('meter', TOKEN);
+    let prompt = 0;
+    let completion = 0;
+    for (let i = 0; i < 5; i++) {
+      const c = await client.chat.completions.create({ model: 'sim/model', messages: [{ role: 'user', content: `count me ${i}` }], max_tokens: 3 + i });
+      prompt += c.usage!.prompt_tokens;
+      completion += c.usage!.completion_tokens;
+    }
+    for (let i = 0; i < 3; i++) {
+      const s = await client.chat.completions.create({
+        model: 'sim/model',
+        messages: [{ role: 'user', content: `stream me ${i}` }],
+        max_tokens: 6,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      for await (const chunk of s) {
+        if (chunk.usage) {
+          prompt += chunk.usage.prompt_tokens;
+          completion += chunk.usage.completion_tokens;
+        }
+      }
+    }
+    // A request without a valid token is not the owner's: it does not count.
+    const stranger = await gatewayFetch({ ca: platform.ca })(`${platform.endpoint('meter')}/v1/models`, { headers: { authorization: 'Bearer wrong-token-0000' } });
+    expect(stranger.status).toBe(401);
+
+    type Usage = { totals: { requests: number; errors: number; prompt_tokens: number; completion_tokens: number; gpu_seconds: number; replica_seconds: { Replica?: number } }; hours: { hour: string }[] };
+    const usage = async () => (await platform.call('GET', `/deployments/general/${id}/usage`)).body as Usage;
+    await expect.poll(async () => (await usage()).totals.requests, { timeout: 10_000 }).toBe(8);
+    const u = await usage();
+    expect(u.totals).toMatchObject({ requests: 8, errors: 0, prompt_tokens: prompt, completion_tokens: completion });
+    expect(prompt).toBeGreaterThan(0);
+    expect(u.totals.replica_seconds.Replica).toBeGreaterThan(0);
+    expect(u.totals.gpu_seconds).toBeCloseTo(2 * u.totals.replica_seconds.Replica!, 1);
+    expect(u.hours[0]?.hour).toMatch(/T\d\d:00:00\.000Z$/);
+  });
+});

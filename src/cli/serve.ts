@@ -11,7 +11,9 @@ import { Sealer } from '../core/secrets.js';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import type { Registry } from 'prom-client';
 import { ConfigError, type Config } from '../config/config.js';
-import { DEFAULT_CATALOG, parseCatalog, type Catalog } from '../domain/catalog.js';
+import { DEFAULT_CATALOG, findCluster, findHardware, parseCatalog, type Catalog } from '../domain/catalog.js';
+import type { DeploymentRecord } from '../domain/records.js';
+import { UsageLedger } from '../store/usage-ledger.js';
 import { buildControlApp, type ControlApp } from '../control/app.js';
 import { Credentials } from '../control/credentials.js';
 import { endpointUrl } from '../control/render.js';
@@ -42,6 +44,11 @@ export async function serve(config: Config, out: (line: string) => void): Promis
   const store: Store = config.redisUrl ? new RedisStore({ url: config.redisUrl, prefix: config.redisPrefix }) : new FileStore({ dir: config.dataDir });
   await store.open();
   const closers: Array<() => Promise<void>> = [() => store.close()];
+  // One usage ledger per process (gateway requests, controller replica lifetimes); flushed
+  // last, just before the store closes.
+  const usage = new UsageLedger(store);
+  usage.start();
+  closers.push(() => usage.stop());
   const stop = async () => {
     for (const close of [...closers].reverse()) await close().catch((err: Error) => logger.warn({ err }, 'shutdown step failed'));
   };
@@ -50,15 +57,16 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     const registry = createRegistry();
     const images = await loadImageMap(config.imageMapFile);
     const { logsDir } = runtimeDirs(config.dataDir);
-    if (config.role !== 'gateway') lines.push(...(await startControl(config, store, logger, closers, images, logsDir)));
+    const catalog = await loadCatalog(config.catalogFile);
+    if (config.role !== 'gateway') lines.push(...(await startControl(config, store, logger, closers, images, logsDir, catalog)));
     let gateway: Gateway | null = null;
     if (config.role !== 'control') {
-      const started = await startGateway(config, store, logger, closers, registry);
+      const started = await startGateway(config, store, logger, closers, registry, usage);
       gateway = started.gateway;
       lines.push(...started.lines);
     }
     // The controller and its runtime live with the control role: one per store.
-    if (config.role !== 'gateway') await startController(config, store, logger, closers, images, gateway, registry);
+    if (config.role !== 'gateway') await startController(config, store, logger, closers, images, gateway, registry, usage, catalog);
 
     const metrics = createMetricsServer(registry, { [SERVICE_DISCOVERY_PATH]: () => replicaTargetGroups(store) });
     closers.push(() => new Promise<void>((resolve) => metrics.close(() => resolve())));
@@ -76,8 +84,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
 
 type Closers = Array<() => Promise<void>>;
 
-async function startControl(config: Config, store: Store, logger: Logger, closers: Closers, images: ImageMap, logsDir: string): Promise<string[]> {
-  const catalog = await loadCatalog(config.catalogFile);
+async function startControl(config: Config, store: Store, logger: Logger, closers: Closers, images: ImageMap, logsDir: string, catalog: Catalog): Promise<string[]> {
   const sealer = new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY));
   const admin = await new Credentials(store, systemClock).ensureAdmin(config.adminKey);
   const app = await buildControlApp({
@@ -109,6 +116,8 @@ async function startController(
   images: ImageMap,
   gateway: Gateway | null,
   registry: Registry,
+  usage: UsageLedger,
+  catalog: Catalog,
 ): Promise<void> {
   const runtimeLogger = logger.child({ component: 'runtime' });
   const runtime = new LocalRuntime({ dataDir: config.dataDir, selfCommand: selfCommand(), images, logger: runtimeLogger });
@@ -137,7 +146,12 @@ async function startController(
     rolloutSurge: config.rolloutSurge,
     rolloutDeadlineMs: config.rolloutDeadlineMs,
     load: gateway?.inflight ?? null,
-    forgetDeployment: (id) => rm(deploymentLogsDir(logsDir, id), { recursive: true, force: true }),
+    usage,
+    gpusPerReplica: (d) => gpusPerReplica(catalog, d),
+    forgetDeployment: async (id) => {
+      await rm(deploymentLogsDir(logsDir, id), { recursive: true, force: true });
+      for (const u of await store.list('usage')) if (u.value.deployment_id === id) await store.delete('usage', u.value.id);
+    },
     ...(autoscaler ? { autoscaled: (id: number) => autoscaler.desired(id) } : {}),
   });
   const running = controller;
@@ -152,7 +166,14 @@ async function startController(
   });
 }
 
-async function startGateway(config: Config, store: Store, logger: Logger, closers: Closers, registry: Registry): Promise<{ gateway: Gateway; lines: string[] }> {
+async function startGateway(
+  config: Config,
+  store: Store,
+  logger: Logger,
+  closers: Closers,
+  registry: Registry,
+  usage: UsageLedger,
+): Promise<{ gateway: Gateway; lines: string[] }> {
   const ca = await loadOrCreateCa(config.certsDir);
   const operatorCert = await readGatewayTls(config);
   const serverCert = operatorCert ?? (await loadOrIssueGatewayCertificate(ca, config.certsDir, config.domain));
@@ -166,6 +187,7 @@ async function startGateway(config: Config, store: Store, logger: Logger, closer
     timeouts: { headersMs: config.upstreamHeadersTimeoutMs, idleMs: config.upstreamIdleTimeoutMs, connectMs: 5_000 },
     loadFactor: config.affinityLoadFactor,
     activator: { queueSize: config.activatorQueueSize, timeoutMs: config.activatorTimeoutMs },
+    usage,
     logger: logger.child({ component: 'gateway' }),
   });
   await gateway.start();
@@ -203,6 +225,14 @@ async function loadImageMap(file: string | null): Promise<ImageMap> {
   } catch (err) {
     throw new ConfigError(`--image-map ${file}: ${(err as Error).message}`);
   }
+}
+
+/** GPUs of one replica's hardware instance, from the catalog (1 when it is not there). */
+function gpusPerReplica(catalog: Catalog, d: DeploymentRecord): number {
+  const cluster = findCluster(catalog, d.cluster_id);
+  const hardwareId = d.spec.hardware_instance_id;
+  const hardware = cluster && hardwareId !== null ? findHardware(cluster, hardwareId) : undefined;
+  return hardware?.gpus_per_instance ?? 1;
 }
 
 async function loadCatalog(file: string | null): Promise<Catalog> {

@@ -13,6 +13,7 @@ import { isoNow, type Clock } from '../core/clock.js';
 import type { DeploymentRecord, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
 import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, Runtime } from '../runtime/runtime.js';
 import { modify, NotFoundError, type Store } from '../store/store.js';
+import type { UsageLedger } from '../store/usage-ledger.js';
 import { deploymentStatus, desiredReplicas, GENERAL_COMPONENT } from './desired.js';
 import { advanceRollout, type RolloutResult } from './rollout.js';
 
@@ -42,6 +43,10 @@ export interface ControllerOptions {
    * min-0 deployment may go to zero: the activator brings it back.
    */
   autoscaled?: (deploymentId: number) => number | undefined;
+  /** Replica lifetimes (× GPUs) go here, per deployment and hour (the usage view). */
+  usage?: UsageLedger;
+  /** GPUs of one replica's hardware instance (each GPU worker replica is one instance). */
+  gpusPerReplica?: (d: DeploymentRecord) => number;
   /** Replicas a rolling update may run beyond the desired count (default 1). */
   rolloutSurge?: number;
   /** How long a new revision has to get every desired replica ready (default 10 min). */
@@ -57,6 +62,9 @@ interface Owned {
   component: string;
   handle: ReplicaHandle;
   retiring: boolean;
+  /** GPUs it holds, and up to when its lifetime has been counted in the usage ledger. */
+  gpus: number;
+  accountedAt: number;
   /** Serializes this replica's record writes. */
   writes: Promise<void>;
 }
@@ -155,6 +163,7 @@ export class Controller {
 
   private async reconcile(): Promise<void> {
     if (!(await this.lead())) return;
+    for (const o of this.owned.values()) this.account(o);
     const deployments = new Map((await this.opts.store.list('deployment')).map((d) => [d.value.id, d.value]));
     for (const o of this.owned.values()) {
       if (!o.retiring && !deployments.has(o.deploymentId)) this.retire(o, 'its deployment was deleted');
@@ -257,7 +266,17 @@ export class Controller {
       updated_at: isoNow(clock),
     }));
     const handle = runtime.start(generalRequest(d, spec, revision, record.value.name));
-    const owned: Owned = { recordId: record.value.id, deploymentId: d.id, revision, component: GENERAL_COMPONENT, handle, retiring: false, writes: Promise.resolve() };
+    const owned: Owned = {
+      recordId: record.value.id,
+      deploymentId: d.id,
+      revision,
+      component: GENERAL_COMPONENT,
+      handle,
+      retiring: false,
+      gpus: this.opts.gpusPerReplica?.(d) ?? 1,
+      accountedAt: clock.now(),
+      writes: Promise.resolve(),
+    };
     this.owned.set(owned.recordId, owned);
     handle.onChange((o) => this.persist(owned, o));
     this.persist(owned, handle.observe());
@@ -285,6 +304,13 @@ export class Controller {
       );
   }
 
+  /** Counts a replica's lifetime since the last count: it holds its GPUs from start to stop. */
+  private account(o: Owned): void {
+    const now = this.opts.clock.now();
+    if (now > o.accountedAt) this.opts.usage?.addLifetime(o.deploymentId, o.component, o.gpus, o.accountedAt, now);
+    o.accountedAt = now;
+  }
+
   /** Drain (out of routing, in-flight finishes or times out), stop, remove the record. */
   private retire(o: Owned, why: string): void {
     o.retiring = true;
@@ -294,6 +320,7 @@ export class Controller {
       await o.writes;
       await this.waitDrained(o);
       await o.handle.stop(this.opts.stopGraceMs);
+      this.account(o);
       await o.writes;
       await this.opts.store.delete('replica', o.recordId).catch(() => false);
       this.owned.delete(o.recordId);

@@ -196,6 +196,24 @@ export interface ReplicaRecord {
   updated_at: string;
 }
 
+/** One deployment's usage in one clock hour; counters only ever grow (exact, not sampled). */
+export interface UsageRecord {
+  id: number;
+  deployment_id: number;
+  /** Start of the hour, ISO 8601 UTC (e.g. 2026-11-23T16:00:00.000Z). */
+  hour: string;
+  requests: number;
+  /** Requests answered with a 5xx status (by the platform or the replica). */
+  errors: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** Replica lifetime × GPUs of its hardware instance. */
+  gpu_seconds: number;
+  /** Replica lifetime by component (Replica; Frontend, Worker, Prefill, Decode). */
+  replica_seconds: Record<string, number>;
+  updated_at: string;
+}
+
 /** Every kind the store holds, by name. */
 export interface RecordMap {
   deployment: DeploymentRecord;
@@ -203,7 +221,8 @@ export interface RecordMap {
   service_account: ServiceAccountRecord;
   certificate: CertificateRecord;
   replica: ReplicaRecord;
+  usage: UsageRecord;
 }
 
 export type Kind = keyof RecordMap;
-export const KINDS: readonly Kind[] = ['deployment', 'token', 'service_account', 'certificate', 'replica'];
+export const KINDS: readonly Kind[] = ['deployment', 'token', 'service_account', 'certificate', 'replica', 'usage'];

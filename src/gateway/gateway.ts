@@ -15,6 +15,7 @@ import { systemClock } from '../core/clock.js';
 import { normalizeFingerprint } from '../pki/client-certs.js';
 import type { CertificateAuthority } from '../pki/ca.js';
 import type { Store } from '../store/store.js';
+import type { UsageLedger } from '../store/usage-ledger.js';
 import { Activator, DEFAULT_ACTIVATOR, type ActivatorOptions } from './activator.js';
 import { ConsistentHashSelector } from './balancer/consistent-hash.js';
 import { PowerOfTwoSelector } from './balancer/power-of-two.js';
@@ -46,6 +47,8 @@ export interface GatewayOptions {
   loadFactor?: number;
   /** Queue size and wait timeout of the activator (scale from zero). */
   activator?: ActivatorOptions;
+  /** Where authenticated requests, errors and tokens are counted per deployment and hour. */
+  usage?: UsageLedger;
 }
 
 export interface Gateway {
@@ -163,10 +166,15 @@ export function createGateway(opts: GatewayOptions): Gateway {
       metrics.authFailure(route.name, authed.rejection.authFailure ?? 'missing_credential');
       return refuse(authed.rejection);
     }
+    // From here on the request is the deployment owner's: it counts in the usage view.
+    const refuseCounted = (r: Rejection) => {
+      countUsage(route.deploymentId, r.status, null);
+      refuse(r);
+    };
     if (protocol === 'grpc') {
       const admitted = admitPhase(route);
-      if (!admitted.ok) return refuse(admitted.rejection);
-      return refuse({ status: 501, code: 'unimplemented', message: 'this gateway does not forward gRPC yet; use the HTTP protocol' });
+      if (!admitted.ok) return refuseCounted(admitted.rejection);
+      return refuseCounted({ status: 501, code: 'unimplemented', message: 'this gateway does not forward gRPC yet; use the HTTP protocol' });
     }
     // A request counts from arrival: held by the activator or forwarded.
     if (!route.paused && route.replicas.length === 0 && route.scaleToZero) {
@@ -176,15 +184,27 @@ export function createGateway(opts: GatewayOptions): Gateway {
         .then((outcome) => {
           if (outcome.ok) return forward(req, res, outcome.route, meters, startedAt);
           inflight.deploymentEnd(route.deploymentId);
-          if (outcome.rejection) refuse(outcome.rejection);
-          else meters.requests(499);
+          if (outcome.rejection) refuseCounted(outcome.rejection);
+          else {
+            meters.requests(499);
+            countUsage(route.deploymentId, 499, null);
+          }
         });
       return;
     }
     const admitted = admitPhase(route);
-    if (!admitted.ok) return refuse(admitted.rejection);
+    if (!admitted.ok) return refuseCounted(admitted.rejection);
     inflight.deploymentStart(route.deploymentId);
     forward(req, res, route, meters, startedAt);
+  };
+
+  const countUsage = (deploymentId: number, status: number, usage: { prompt: number; completion: number } | null): void => {
+    opts.usage?.add(deploymentId, clock.now(), {
+      requests: 1,
+      errors: status >= 500 ? 1 : 0,
+      prompt_tokens: usage?.prompt ?? 0,
+      completion_tokens: usage?.completion ?? 0,
+    });
   };
 
   /** Choose a replica (affinity or p2c) and forward; in-flight was counted by the caller. */
@@ -197,8 +217,9 @@ export function createGateway(opts: GatewayOptions): Gateway {
       candidates,
       meters,
       startedAt,
-      done: (status) => {
+      done: (status, usage) => {
         inflight.deploymentEnd(route.deploymentId);
+        countUsage(route.deploymentId, status, usage);
         meters.requests(status);
         meters.duration((performance.now() - startedAt) / 1000);
       },

@@ -49,8 +49,8 @@ export interface ForwardContext {
   meters: DeploymentMeters;
   /** performance.now() at arrival. */
   startedAt: number;
-  /** Called once when the response is over, however it ended. */
-  done(status: number): void;
+  /** Called once when the response is over, however it ended, with the tokens it reported. */
+  done(status: number, usage: { prompt: number; completion: number } | null): void;
 }
 
 export interface HttpForwarderDeps {
@@ -146,7 +146,7 @@ export class HttpForwarder {
     readBody(
       req,
       (body) => new Attempt(this.deps, req, res, ctx, order, headers, body).send(0),
-      () => ctx.done(499),
+      () => ctx.done(499, null),
     );
   }
 }
@@ -274,8 +274,8 @@ class Attempt implements Dispatcher.DispatchHandler {
     if (this.finished) return;
     this.finished = true;
     if (this.replica) this.deps.inflight.replicaEnd(this.replica.id);
-    const usage = this.tap?.finish();
+    const usage = this.tap?.finish() ?? null;
     if (usage) this.ctx.meters.tokens(usage.prompt, usage.completion);
-    this.ctx.done(status);
+    this.ctx.done(status, usage);
   }
 }

@@ -19,6 +19,7 @@ import {
 } from '../schemas.js';
 import { PlatformError } from '../../core/errors.js';
 import { registerLogRoutes } from './logs.js';
+import { registerUsageRoutes } from './usage.js';
 
 const FAMILIES: Family[] = ['general', 'orchestrated'];
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 422: ErrorResponse };
@@ -108,6 +109,7 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
   });
 
   registerLogRoutes(app, ctx, family);
+  registerUsageRoutes(app, ctx, family);
 }
 
 async function replicasOf(ctx: ControlContext, deploymentId: number) {

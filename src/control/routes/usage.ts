@@ -1,0 +1,82 @@
+// Owns GET /deployments/{family}/{id}/usage: the deployment's usage per clock hour — requests,
+// errors (5xx), prompt and completion tokens, GPU-seconds (replica lifetime × GPUs of its
+// hardware instance) and replica-seconds by component — and the totals, optionally limited
+// to `from`/`to` (ISO 8601). Exact counts, written by the gateways and the controller.
+
+import { Type } from 'typebox';
+import { PlatformError } from '../../core/errors.js';
+import type { Family, UsageRecord } from '../../domain/records.js';
+import { hourOf } from '../../store/usage-ledger.js';
+import type { ControlApp, ControlContext } from '../app.js';
+import { ErrorResponse, IdParams } from '../schemas.js';
+
+const UsageQuery = Type.Object(
+  {
+    from: Type.Optional(Type.String({ description: 'ISO 8601; the hour containing it is the first' })),
+    to: Type.Optional(Type.String({ description: 'ISO 8601; the hour containing it is the last' })),
+  },
+  { additionalProperties: false },
+);
+
+const Figures = {
+  requests: Type.Integer(),
+  errors: Type.Integer(),
+  prompt_tokens: Type.Integer(),
+  completion_tokens: Type.Integer(),
+  gpu_seconds: Type.Number(),
+  replica_seconds: Type.Record(Type.String(), Type.Number()),
+};
+
+const UsageResponse = Type.Object({
+  deployment_id: Type.Integer(),
+  hours: Type.Array(Type.Object({ hour: Type.String(), ...Figures })),
+  totals: Type.Object(Figures),
+});
+
+type Figures = Omit<UsageRecord, 'id' | 'deployment_id' | 'hour' | 'updated_at'>;
+
+const round3 = (v: number) => Math.round(v * 1000) / 1000;
+
+function figures(u: Figures): Figures {
+  return {
+    requests: u.requests,
+    errors: u.errors,
+    prompt_tokens: u.prompt_tokens,
+    completion_tokens: u.completion_tokens,
+    gpu_seconds: round3(u.gpu_seconds),
+    replica_seconds: Object.fromEntries(Object.entries(u.replica_seconds).map(([c, v]) => [c, round3(v)])),
+  };
+}
+
+function parseTime(field: string, value: string | undefined): string | null {
+  if (value === undefined) return null;
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw new PlatformError('invalid_field', `${field} must be an ISO 8601 time, such as 2026-11-23T16:00:00Z`, { field });
+  return hourOf(ms);
+}
+
+export function registerUsageRoutes(app: ControlApp, ctx: ControlContext, family: Family): void {
+  app.get(
+    `/deployments/${family}/:id/usage`,
+    { schema: { tags: [`${family} deployments`], params: IdParams, querystring: UsageQuery, response: { 200: UsageResponse, 400: ErrorResponse, 404: ErrorResponse } } },
+    async (request) => {
+      const d = await ctx.deployments.get(family, request.params.id);
+      const from = parseTime('from', request.query.from);
+      const to = parseTime('to', request.query.to);
+      const hours = (await ctx.deps.store.list('usage'))
+        .map((u) => u.value)
+        .filter((u) => u.deployment_id === d.id && (from === null || u.hour >= from) && (to === null || u.hour <= to))
+        .sort((a, b) => a.hour.localeCompare(b.hour));
+      const totals: Figures = { requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, gpu_seconds: 0, replica_seconds: {} };
+      for (const u of hours) {
+        totals.requests += u.requests;
+        totals.errors += u.errors;
+        totals.prompt_tokens += u.prompt_tokens;
+        totals.completion_tokens += u.completion_tokens;
+        totals.gpu_seconds += u.gpu_seconds;
+        for (const [c, v] of Object.entries(u.replica_seconds)) totals.replica_seconds[c] = (totals.replica_seconds[c] ?? 0) + v;
+      }
+      return { deployment_id: d.id, hours: hours.map((u) => ({ hour: u.hour, ...figures(u) })), totals: figures(totals) };
+    },
+  );
+}

@@ -1,0 +1,137 @@
+// Owns usage accounting: counts added on hot paths (a request answered, a replica alive for
+// a while) are summed in memory per deployment and clock hour, then flushed every couple of
+// seconds into one `usage` record per (deployment, hour) with a compare-and-set add, so
+// several processes (gateways, the controller) add to the same figures exactly. A flush that
+// fails keeps its deltas for the next one; stop() flushes what is left.
+
+import type { UsageRecord } from '../domain/records.js';
+import { ConflictError, modify, type Store } from './store.js';
+
+export const USAGE_INDEX = 'usage-hour';
+const HOUR_MS = 3_600_000;
+
+export interface UsageDelta {
+  requests?: number;
+  errors?: number;
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  gpu_seconds?: number;
+  replica_seconds?: Record<string, number>;
+}
+
+type Pending = Required<Omit<UsageDelta, 'replica_seconds'>> & { replica_seconds: Record<string, number> };
+
+const empty = (): Pending => ({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, gpu_seconds: 0, replica_seconds: {} });
+
+export function hourOf(ms: number): string {
+  return new Date(ms - (ms % HOUR_MS)).toISOString();
+}
+
+function merge(into: Pending, d: UsageDelta): void {
+  into.requests += d.requests ?? 0;
+  into.errors += d.errors ?? 0;
+  into.prompt_tokens += d.prompt_tokens ?? 0;
+  into.completion_tokens += d.completion_tokens ?? 0;
+  into.gpu_seconds += d.gpu_seconds ?? 0;
+  for (const [c, v] of Object.entries(d.replica_seconds ?? {})) into.replica_seconds[c] = (into.replica_seconds[c] ?? 0) + v;
+}
+
+export class UsageLedger {
+  private pending = new Map<string, { deploymentId: number; hour: string; delta: Pending }>();
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly flushMs = 2000,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.flush(), this.flushMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.flush();
+  }
+
+  add(deploymentId: number, atMs: number, delta: UsageDelta): void {
+    const hour = hourOf(atMs);
+    const key = `${deploymentId}:${hour}`;
+    let entry = this.pending.get(key);
+    if (!entry) {
+      entry = { deploymentId, hour, delta: empty() };
+      this.pending.set(key, entry);
+    }
+    merge(entry.delta, delta);
+  }
+
+  /** A replica alive from `fromMs` to `toMs`: its seconds, split at hour boundaries. */
+  addLifetime(deploymentId: number, component: string, gpus: number, fromMs: number, toMs: number): void {
+    for (let start = fromMs; start < toMs; ) {
+      const end = Math.min(toMs, start - (start % HOUR_MS) + HOUR_MS);
+      const seconds = (end - start) / 1000;
+      this.add(deploymentId, start, { gpu_seconds: seconds * gpus, replica_seconds: { [component]: seconds } });
+      start = end;
+    }
+  }
+
+  /** Writes every pending delta; one flush at a time. */
+  flush(): Promise<void> {
+    if (this.flushing) return this.flushing.then(() => this.flush());
+    const batch = this.pending;
+    this.pending = new Map();
+    this.flushing = (async () => {
+      for (const [key, entry] of batch) {
+        try {
+          await this.write(entry.deploymentId, entry.hour, entry.delta);
+        } catch {
+          // Kept for the next flush: usage is never dropped for a transient store error.
+          const again = this.pending.get(key);
+          if (again) merge(again.delta, entry.delta);
+          else this.pending.set(key, entry);
+        }
+      }
+    })().finally(() => {
+      this.flushing = null;
+    });
+    return this.flushing;
+  }
+
+  private async write(deploymentId: number, hour: string, delta: Pending): Promise<void> {
+    const key = `${deploymentId}:${hour}`;
+    const now = new Date().toISOString();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const found = await this.store.lookup(USAGE_INDEX, key);
+      if (found) {
+        await modify(this.store, 'usage', found.id, (u) => add(u, delta, now));
+        return;
+      }
+      try {
+        await this.store.create('usage', (id) => add({ id, deployment_id: deploymentId, hour, ...empty(), updated_at: now }, delta, now), {
+          unique: [{ index: USAGE_INDEX, key }],
+        });
+        return;
+      } catch (err) {
+        if (!(err instanceof ConflictError)) throw err; // another process created it first: add to it
+      }
+    }
+  }
+}
+
+function add(u: UsageRecord, d: Pending, now: string): UsageRecord {
+  const replica_seconds = { ...u.replica_seconds };
+  for (const [c, v] of Object.entries(d.replica_seconds)) replica_seconds[c] = (replica_seconds[c] ?? 0) + v;
+  return {
+    ...u,
+    requests: u.requests + d.requests,
+    errors: u.errors + d.errors,
+    prompt_tokens: u.prompt_tokens + d.prompt_tokens,
+    completion_tokens: u.completion_tokens + d.completion_tokens,
+    gpu_seconds: u.gpu_seconds + d.gpu_seconds,
+    replica_seconds,
+    updated_at: now,
+  };
+}
