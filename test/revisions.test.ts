@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineBody, FAST_ENGINE, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { WebSocket } from 'ws';
+import { engineBody, FAST_ENGINE, PLATFORM_ADMIN_KEY, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
 let root: string;
@@ -200,5 +201,60 @@ describe('the usage view', () => {
     expect(u.totals.replica_seconds.Replica).toBeGreaterThan(0);
     expect(u.totals.gpu_seconds).toBeCloseTo(2 * u.totals.replica_seconds.Replica!, 1);
     expect(u.hours[0]?.hour).toMatch(/T\d\d:00:00\.000Z$/);
+  });
+});
+
+describe('the interactive terminal', () => {
+  /** Opens the terminal; resolves with the socket once open, or with the refusal's HTTP status. */
+  function openTerminal(id: number, key = PLATFORM_ADMIN_KEY): Promise<{ ws: WebSocket } | { status: number; body: string }> {
+    const url = `${platform.apiUrl.replace(/^http/, 'ws')}/deployments/general/${id}/terminal`;
+    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${key}` } });
+    return new Promise((resolve, reject) => {
+      ws.once('open', () => resolve({ ws }));
+      ws.once('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      ws.once('error', reject);
+    });
+  }
+
+  function run(ws: WebSocket, command: string, until: RegExp): Promise<string> {
+    return new Promise((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error(`no ${until} in ${JSON.stringify(out)}`)), 10_000);
+      const onMessage = (data: Buffer) => {
+        out += data.toString();
+        if (until.test(out)) {
+          clearTimeout(timer);
+          ws.off('message', onMessage);
+          resolve(out);
+        }
+      };
+      ws.on('message', onMessage);
+      ws.send(command + '\n');
+    });
+  }
+
+  it('runs echo and pwd in a replica while ready; refused while paused; closed when the replica stops', async () => {
+    const id = await create(engineBody('shell', TOKEN, { env: { GREETING: 'from-the-replica' } }));
+    await platform.waitFor(id, rolledOut(1), 30_000, 'shell ready');
+    const opened = await openTerminal(id);
+    if (!('ws' in opened)) throw new Error(`terminal refused: ${opened.status} ${opened.body}`);
+    const { ws } = opened;
+    expect(await run(ws, 'echo "$GREETING"', /from-the-replica/)).toContain('from-the-replica');
+    const pwd = await run(ws, 'pwd', /\n/);
+    expect(pwd.trim()).toBe(path.join(platform.dataDir, 'replicas', replicaMains(platform.dataDir, 'shell-')[0]!.replica));
+    expect(await run(ws, 'echo "$INFERGATE_REPLICA_ID"', /shell-r1-\d+/)).toMatch(/^shell-r1-\d+\s*$/);
+
+    // Pausing stops the replica: the terminal closes; opening one is refused until resumed.
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    await platform.call('POST', `/deployments/general/${id}/pause`);
+    expect(await closed).toBe(1001);
+    const refused = await openTerminal(id);
+    expect(refused).toMatchObject({ status: 409 });
+    expect('body' in refused && refused.body).toContain('available only while deployment shell is ready (Active); it is paused');
+    expect(await openTerminal(id, 'not-a-key-0123456789')).toMatchObject({ status: 401 });
   });
 });

@@ -15,6 +15,7 @@ import { DEFAULT_CATALOG, findCluster, findHardware, parseCatalog, type Catalog 
 import type { DeploymentRecord } from '../domain/records.js';
 import { UsageLedger } from '../store/usage-ledger.js';
 import { buildControlApp, type ControlApp } from '../control/app.js';
+import type { ShellProvider } from '../control/routes/terminal.js';
 import { Credentials } from '../control/credentials.js';
 import { endpointUrl } from '../control/render.js';
 import { Autoscaler } from '../autoscaler/autoscaler.js';
@@ -58,7 +59,9 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     const images = await loadImageMap(config.imageMapFile);
     const { logsDir } = runtimeDirs(config.dataDir);
     const catalog = await loadCatalog(config.catalogFile);
-    if (config.role !== 'gateway') lines.push(...(await startControl(config, store, logger, closers, images, logsDir, catalog)));
+    // The control API opens terminals in the controller's replicas; the controller starts later.
+    const shells: LateShells = { controller: null, shellTarget: (id, replica) => shells.controller?.shellTarget(id, replica) ?? null };
+    if (config.role !== 'gateway') lines.push(...(await startControl(config, store, logger, closers, images, logsDir, catalog, shells)));
     let gateway: Gateway | null = null;
     if (config.role !== 'control') {
       const started = await startGateway(config, store, logger, closers, registry, usage);
@@ -66,7 +69,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       lines.push(...started.lines);
     }
     // The controller and its runtime live with the control role: one per store.
-    if (config.role !== 'gateway') await startController(config, store, logger, closers, images, gateway, registry, usage, catalog);
+    if (config.role !== 'gateway') shells.controller = await startController(config, store, logger, closers, images, gateway, registry, usage, catalog);
 
     const metrics = createMetricsServer(registry, { [SERVICE_DISCOVERY_PATH]: () => replicaTargetGroups(store) });
     closers.push(() => new Promise<void>((resolve) => metrics.close(() => resolve())));
@@ -84,7 +87,18 @@ export async function serve(config: Config, out: (line: string) => void): Promis
 
 type Closers = Array<() => Promise<void>>;
 
-async function startControl(config: Config, store: Store, logger: Logger, closers: Closers, images: ImageMap, logsDir: string, catalog: Catalog): Promise<string[]> {
+type LateShells = ShellProvider & { controller: Controller | null };
+
+async function startControl(
+  config: Config,
+  store: Store,
+  logger: Logger,
+  closers: Closers,
+  images: ImageMap,
+  logsDir: string,
+  catalog: Catalog,
+  shells: ShellProvider,
+): Promise<string[]> {
   const sealer = new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY));
   const admin = await new Credentials(store, systemClock).ensureAdmin(config.adminKey);
   const app = await buildControlApp({
@@ -92,6 +106,7 @@ async function startControl(config: Config, store: Store, logger: Logger, closer
     catalog,
     images,
     logsDir,
+    shells,
     gpuQuota: config.gpuQuota,
     sealer,
     clock: systemClock,
@@ -118,7 +133,7 @@ async function startController(
   registry: Registry,
   usage: UsageLedger,
   catalog: Catalog,
-): Promise<void> {
+): Promise<Controller> {
   const runtimeLogger = logger.child({ component: 'runtime' });
   const runtime = new LocalRuntime({ dataDir: config.dataDir, selfCommand: selfCommand(), images, logger: runtimeLogger });
   const { logsDir } = runtimeDirs(config.dataDir);
@@ -164,6 +179,7 @@ async function startController(
     await autoscaler?.stop();
     await running.stop();
   });
+  return running;
 }
 
 async function startGateway(

@@ -4,6 +4,7 @@
 
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
+import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import type { Clock } from '../core/clock.js';
@@ -26,6 +27,7 @@ import { registerHealthRoutes } from './routes/health.js';
 import { registerPresetRoutes } from './routes/presets.js';
 import { registerServiceAccountRoutes } from './routes/service-accounts.js';
 import { registerTokenRoutes } from './routes/tokens.js';
+import type { ShellProvider } from './routes/terminal.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -45,6 +47,8 @@ export interface ControlDeps {
   https?: { cert: Buffer; key: Buffer } | null;
   /** Where the runtime keeps replica logs; null: this process has no runtime (no logs). */
   logsDir: string | null;
+  /** Ready replicas to open a terminal in (the controller); null: none in this process. */
+  shells?: ShellProvider | null;
 }
 
 export interface ControlContext {
@@ -102,6 +106,7 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
     void reply.status(404).send(err.toBody());
   });
 
+  await app.register(websocket, { options: { maxPayload: 1024 * 1024 } });
   await app.register(swagger, {
     openapi: {
       info: { title: 'infergate control API', version: '1' },

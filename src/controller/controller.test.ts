@@ -38,6 +38,9 @@ class FakeReplica implements ReplicaHandle {
     this.stopped = true;
     this.set('stopped');
   }
+  shellContext() {
+    return this.stopped ? null : { cwd: '/tmp', env: {} };
+  }
 }
 
 class FakeRuntime implements Runtime {

@@ -17,6 +17,15 @@ import type { UsageLedger } from '../store/usage-ledger.js';
 import { deploymentStatus, desiredReplicas, GENERAL_COMPONENT } from './desired.js';
 import { advanceRollout, type RolloutResult } from './rollout.js';
 
+/** Where an operator's shell runs: a ready replica's directory and environment. */
+export interface ShellTarget {
+  replica: string;
+  cwd: string;
+  env: Record<string, string>;
+  /** Called once the replica stops (the shell is closed then). */
+  onGone(listener: () => void): void;
+}
+
 /** In-flight requests per replica, as the gateway counts them (drain waits for zero). */
 export interface ReplicaLoad {
   inflight(replicaId: number): number;
@@ -90,6 +99,26 @@ export class Controller {
     this.timer.unref();
     this.schedule();
     await this.running;
+  }
+
+  /**
+   * A ready replica of the deployment to open a shell in (the named one, or the first ready),
+   * with its working directory and environment, and a way to learn when it stops.
+   */
+  shellTarget(deploymentId: number, replica?: string): ShellTarget | null {
+    const candidates = [...this.owned.values()].filter(
+      (o) => o.deploymentId === deploymentId && !o.retiring && o.handle.observe().phase === 'ready' && (replica === undefined || o.handle.name === replica),
+    );
+    for (const o of candidates.sort((a, b) => a.recordId - b.recordId)) {
+      const context = o.handle.shellContext();
+      if (context === null) continue;
+      return {
+        replica: o.handle.name,
+        ...context,
+        onGone: (listener) => o.handle.onChange((obs) => obs.phase === 'stopped' && listener()),
+      };
+    }
+    return null;
   }
 
   /** Reconcile now (the autoscaler changed a desired count). */

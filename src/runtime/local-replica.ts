@@ -63,6 +63,7 @@ export class LocalReplica implements ReplicaHandle {
   private readonly exitWaiters: Array<() => void> = [];
   private readonly log: ReplicaLogWriter | null;
   private readonly root: string;
+  private plan: LaunchPlan | null = null;
 
   constructor(
     private readonly req: ReplicaRequest,
@@ -93,6 +94,11 @@ export class LocalReplica implements ReplicaHandle {
 
   onChange(listener: (o: ReplicaObservation) => void): void {
     this.listeners.push(listener);
+  }
+
+  shellContext(): { cwd: string; env: Record<string, string> } | null {
+    if (this.stopping || this.child === null || this.plan === null) return null;
+    return { cwd: this.root, env: { ...this.plan.env } };
   }
 
   async stop(graceMs: number): Promise<void> {
@@ -174,6 +180,7 @@ export class LocalReplica implements ReplicaHandle {
       return;
     }
     if (this.stopping) return;
+    this.plan = plan;
     for (const line of plan.notes) this.note(line);
     if (plan.argv.length === 0) {
       this.note('cannot start: no command to run');

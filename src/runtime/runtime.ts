@@ -47,6 +47,8 @@ export interface ReplicaHandle {
   onChange(listener: (o: ReplicaObservation) => void): void;
   /** SIGTERM to the replica's process group, SIGKILL after `graceMs`; resolves once it is gone. */
   stop(graceMs: number): Promise<void>;
+  /** Where a shell in this replica's environment runs (its root and env); null when not running. */
+  shellContext(): { cwd: string; env: Record<string, string> } | null;
 }
 
 /** A replica left by an earlier run of this node (the service crashed or was killed). */

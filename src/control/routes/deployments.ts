@@ -19,6 +19,7 @@ import {
 } from '../schemas.js';
 import { PlatformError } from '../../core/errors.js';
 import { registerLogRoutes } from './logs.js';
+import { registerTerminalRoutes } from './terminal.js';
 import { registerUsageRoutes } from './usage.js';
 
 const FAMILIES: Family[] = ['general', 'orchestrated'];
@@ -110,6 +111,7 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
 
   registerLogRoutes(app, ctx, family);
   registerUsageRoutes(app, ctx, family);
+  registerTerminalRoutes(app, ctx, family);
 }
 
 async function replicasOf(ctx: ControlContext, deploymentId: number) {

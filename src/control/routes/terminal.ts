@@ -1,0 +1,84 @@
+// Owns the interactive terminal: GET /deployments/{family}/{id}/terminal upgrades to a
+// WebSocket (platform credential, like every route) and runs a shell in a ready replica's
+// working directory and environment (`?replica=` picks one). Only while the deployment is
+// ready (the console's "Active"): otherwise 409 before the upgrade. Frames in are the
+// shell's stdin; its stdout and stderr come back as text frames. The socket closes when the
+// replica stops (1001) or the shell exits (1000). Opening and closing are logged with the
+// service account. The shell has no pseudo-terminal: it reads lines, as `sh` does from a pipe.
+
+import { spawn } from 'node:child_process';
+import { Type } from 'typebox';
+import { PlatformError } from '../../core/errors.js';
+import type { Family } from '../../domain/records.js';
+import type { ControlApp, ControlContext } from '../app.js';
+import { IdParams } from '../schemas.js';
+
+/** Where shells run: the controller's ready replicas. */
+export interface ShellProvider {
+  shellTarget(deploymentId: number, replica?: string): { replica: string; cwd: string; env: Record<string, string>; onGone(listener: () => void): void } | null;
+}
+
+const TerminalQuery = Type.Object({ replica: Type.Optional(Type.String()) }, { additionalProperties: false });
+
+export function registerTerminalRoutes(app: ControlApp, ctx: ControlContext, family: Family): void {
+  app.get(
+    `/deployments/${family}/:id/terminal`,
+    {
+      websocket: true,
+      schema: { tags: [`${family} deployments`], params: IdParams, querystring: TerminalQuery },
+      // Runs before the upgrade: a refusal is a plain HTTP error response.
+      preHandler: async (request) => {
+        const d = await ctx.deployments.get(family, request.params.id);
+        if (d.paused || d.status !== 'ready') {
+          throw new PlatformError('conflict', `the terminal is available only while deployment ${d.name} is ready (Active); it is ${d.paused ? 'paused' : d.status}`);
+        }
+        if (!ctx.deps.shells) throw new PlatformError('conflict', 'this process runs no replicas (--role gateway): open the terminal on the control process');
+        const target = ctx.deps.shells.shellTarget(d.id, request.query.replica);
+        if (!target) {
+          const which = request.query.replica ? `replica ${request.query.replica} is not a ready replica` : 'no replica is ready';
+          throw new PlatformError('conflict', `cannot open a terminal in ${d.name}: ${which}`);
+        }
+      },
+    },
+    (socket, request) => {
+      const params = request.params as { id: number };
+      const query = request.query as { replica?: string };
+      const target = ctx.deps.shells?.shellTarget(params.id, query.replica);
+      if (!target) {
+        socket.close(1011, 'the replica went away');
+        return;
+      }
+      const by = request.account?.name;
+      request.log.info({ deployment_id: params.id, replica: target.replica, by }, 'terminal opened');
+      const shell = spawn('/bin/sh', [], { cwd: target.cwd, env: target.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      const kill = () => {
+        if (shell.exitCode === null && shell.pid !== undefined) {
+          try {
+            process.kill(-shell.pid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+      };
+      const send = (chunk: Buffer) => {
+        if (socket.readyState === socket.OPEN) socket.send(chunk.toString('utf8'));
+      };
+      shell.stdout.on('data', send);
+      shell.stderr.on('data', send);
+      shell.stdin.on('error', () => {}); // the shell exited while input was on its way
+      shell.on('error', (err) => socket.close(1011, `cannot start a shell: ${err.message}`.slice(0, 120)));
+      shell.on('exit', () => {
+        if (socket.readyState === socket.OPEN) socket.close(1000, 'the shell exited');
+      });
+      socket.on('message', (data: Buffer) => shell.stdin.write(data));
+      socket.on('close', () => {
+        kill();
+        request.log.info({ deployment_id: params.id, replica: target.replica, by }, 'terminal closed');
+      });
+      target.onGone(() => {
+        if (socket.readyState === socket.OPEN) socket.close(1001, 'the replica stopped');
+        kill();
+      });
+    },
+  );
+}
