@@ -20,6 +20,7 @@ import { Activator, DEFAULT_ACTIVATOR, type ActivatorOptions } from './activator
 import { ConsistentHashSelector } from './balancer/consistent-hash.js';
 import { PowerOfTwoSelector } from './balancer/power-of-two.js';
 import { HostCertificates } from './host-certificates.js';
+import { GrpcForwarder } from './grpc-forward.js';
 import { HttpForwarder, type DownstreamRequest, type DownstreamResponse } from './http-forward.js';
 import { InflightTracker } from './inflight.js';
 import { GatewayMetrics, type DeploymentMeters, type Protocol } from './metrics.js';
@@ -90,6 +91,9 @@ function isGrpc(req: DownstreamRequest): boolean {
   return req.httpVersionMajor === 2 && (req.headers['content-type'] ?? '').startsWith('application/grpc');
 }
 
+/** A gRPC call's outcome as the HTTP-like status the metrics and usage count it under. */
+const HTTP_OF_GRPC: Record<number, number> = { 0: 200, 1: 499, 3: 400, 4: 504, 5: 404, 7: 403, 8: 429, 12: 501, 14: 503, 16: 401 };
+
 /** gRPC clients read a status from trailers, not the HTTP code (PROTOCOLS.md, gRPC over HTTP/2). */
 const GRPC_STATUS: Record<number, number> = { 401: 16, 404: 5, 503: 14, 501: 12 };
 
@@ -120,6 +124,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const affinity = new ConsistentHashSelector({ loadFactor: opts.loadFactor ?? 1.25 });
   const spread = new PowerOfTwoSelector();
   const hostCertificates = opts.perHostCertificates === false ? null : new HostCertificates(opts.ca, opts.ca.certPem, log);
+  const grpc = new GrpcForwarder({ inflight, health, connectMs: (opts.timeouts ?? DEFAULT_UPSTREAM_TIMEOUTS).connectMs });
   const forwarder = new HttpForwarder({
     pools,
     inflight,
@@ -141,6 +146,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       }
     }
     pools.retain(addresses);
+    grpc.retain(addresses);
     health.retain(ids);
     metrics.retain(new Set([...routes.values()].map((r) => r.name)));
     hostCertificates?.sync(new Set(routes.keys()));
@@ -171,11 +177,6 @@ export function createGateway(opts: GatewayOptions): Gateway {
       countUsage(route.deploymentId, r.status, null);
       refuse(r);
     };
-    if (protocol === 'grpc') {
-      const admitted = admitPhase(route);
-      if (!admitted.ok) return refuseCounted(admitted.rejection);
-      return refuseCounted({ status: 501, code: 'unimplemented', message: 'this gateway does not forward gRPC yet; use the HTTP protocol' });
-    }
     // A request counts from arrival: held by the activator or forwarded.
     if (!route.paused && route.replicas.length === 0 && route.scaleToZero) {
       inflight.deploymentStart(route.deploymentId);
@@ -209,9 +210,24 @@ export function createGateway(opts: GatewayOptions): Gateway {
 
   /** Choose a replica (affinity or p2c) and forward; in-flight was counted by the caller. */
   const forward = (req: DownstreamRequest, res: DownstreamResponse, route: Route, meters: DeploymentMeters, startedAt: number): void => {
+    // X-Session-Id, or the gRPC metadata key x-session-id: both arrive as this header.
     const sessionId = route.affinity ? req.headers['x-session-id'] : undefined;
     const key = typeof sessionId === 'string' && sessionId !== '' ? sessionId : null;
     const candidates = (key !== null ? affinity : spread).select(route.replicas, inflight, key);
+    if (isGrpc(req)) {
+      grpc.forward(req as http2.Http2ServerRequest, res as http2.Http2ServerResponse, {
+        authority: route.host,
+        candidates,
+        done: ({ grpcStatus }) => {
+          const status = HTTP_OF_GRPC[grpcStatus] ?? 500;
+          inflight.deploymentEnd(route.deploymentId);
+          countUsage(route.deploymentId, status, null);
+          meters.requests(status);
+          meters.duration((performance.now() - startedAt) / 1000);
+        },
+      });
+      return;
+    }
     forwarder.forward(req, res, {
       route,
       candidates,
@@ -288,6 +304,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
         for (const socket of openSockets) socket.destroy();
       });
       await pools.close();
+      grpc.close();
     },
   };
 }

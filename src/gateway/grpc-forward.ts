@@ -1,0 +1,180 @@
+// Owns gRPC forwarding (DESIGN §4.7): each client stream (TLS h2) becomes one stream on a
+// cleartext HTTP/2 (h2c) session to the chosen replica, generic over services and methods —
+// request headers and metadata, length-prefixed messages in both directions, response
+// headers and trailers pass intact; `grpc-timeout` travels with the request, so the replica
+// enforces the deadline; a client cancel resets the upstream stream with CANCEL. The
+// Authorization metadata stays at the gateway. A replica that cannot be reached before
+// anything was sent is skipped for the next candidate; when none answers, the client gets
+// UNAVAILABLE (14) as a Trailers-Only response (PERF-NOTES: respond with endStream).
+
+import http2 from 'node:http2';
+import type { ReplicaRef } from './balancer/selector.js';
+import type { InflightTracker } from './inflight.js';
+import type { ReplicaHealth } from './replica-health.js';
+
+const { NGHTTP2_CANCEL } = http2.constants;
+
+/** Headers the gateway never forwards: HTTP/2 forbids connection-specific ones; auth is ours. */
+const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'host', 'authorization', 'http2-settings']);
+
+export interface GrpcOutcome {
+  /** The gRPC status the client saw (trailers), or the one the gateway sent. */
+  grpcStatus: number;
+  /** The replica that answered, null when none did. */
+  replica: ReplicaRef | null;
+}
+
+export interface GrpcForwardContext {
+  authority: string;
+  candidates: readonly ReplicaRef[];
+  done(outcome: GrpcOutcome): void;
+}
+
+export class GrpcForwarder {
+  private readonly sessions = new Map<string, http2.ClientHttp2Session>();
+
+  constructor(
+    private readonly deps: { inflight: InflightTracker; health: ReplicaHealth; connectMs: number },
+  ) {}
+
+  /** Closes sessions to replicas that left every route. */
+  retain(addresses: ReadonlySet<string>): void {
+    for (const [address, session] of this.sessions) {
+      if (!addresses.has(address)) {
+        session.close();
+        this.sessions.delete(address);
+      }
+    }
+  }
+
+  close(): void {
+    for (const session of this.sessions.values()) session.destroy();
+    this.sessions.clear();
+  }
+
+  /**
+   * The compatibility objects of node:http2 carry the call: the response's trailers must go
+   * through `res.addTrailers`, since the compatibility layer answers the stream's
+   * 'wantTrailers' itself; only Trailers-Only answers use the raw stream (endStream).
+   */
+  forward(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, ctx: GrpcForwardContext): void {
+    const order = ctx.candidates.filter((c) => !this.deps.health.isEjected(c.id));
+    this.attempt(req, res, ctx, order.length > 0 ? order : ctx.candidates, 0);
+  }
+
+  private session(address: string): http2.ClientHttp2Session {
+    let session = this.sessions.get(address);
+    if (!session || session.closed || session.destroyed) {
+      session = http2.connect(`http://${address}`);
+      const s = session;
+      s.on('error', () => this.sessions.get(address) === s && this.sessions.delete(address));
+      s.on('close', () => this.sessions.get(address) === s && this.sessions.delete(address));
+      s.on('goaway', () => this.sessions.get(address) === s && this.sessions.delete(address));
+      this.sessions.set(address, s);
+    }
+    return session;
+  }
+
+  private attempt(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, ctx: GrpcForwardContext, order: readonly ReplicaRef[], index: number): void {
+    const replica = order[index];
+    if (!replica) return this.trailersOnly(res, 14, 'no replica of this deployment could be reached', ctx, null);
+    if (res.stream.destroyed) return ctx.done({ grpcStatus: 1, replica: null });
+    const { inflight, health } = this.deps;
+    inflight.replicaStart(replica.id);
+    let finished = false;
+    let responded = false;
+    let bodyStarted = false;
+    let trailersOnly = false;
+    let grpcStatus = 13;
+    const finish = (status: number) => {
+      if (finished) return;
+      finished = true;
+      inflight.replicaEnd(replica.id);
+      ctx.done({ grpcStatus: status, replica });
+    };
+    const retry = () => {
+      if (finished) return;
+      finished = true;
+      inflight.replicaEnd(replica.id);
+      health.failure(replica.id);
+      if (!bodyStarted) this.attempt(req, res, ctx, order, index + 1);
+      else this.trailersOnly(res, 14, 'the replica failed before answering', ctx, replica);
+    };
+
+    const upstreamHeaders: http2.OutgoingHttpHeaders = { ':method': 'POST', ':scheme': 'http', ':authority': ctx.authority, ':path': req.headers[':path'] ?? '/' };
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (name.startsWith(':') || DROPPED.has(name) || value === undefined) continue;
+      upstreamHeaders[name] = value;
+    }
+    let up: http2.ClientHttp2Stream;
+    try {
+      up = this.session(replica.address).request(upstreamHeaders);
+    } catch {
+      bodyStarted = false;
+      return retry();
+    }
+    const connectTimer = setTimeout(() => up.close(NGHTTP2_CANCEL), this.deps.connectMs);
+
+    up.on('response', (h) => {
+      clearTimeout(connectTimer);
+      responded = true;
+      health.success(replica.id);
+      // Trailers-Only (gRPC over HTTP/2): the status is in the response headers themselves.
+      if (up.endAfterHeaders || h['grpc-status'] !== undefined) {
+        trailersOnly = true;
+        // Trailers-Only from the replica: pass it on as one HEADERS frame with END_STREAM.
+        grpcStatus = Number(h['grpc-status'] ?? 13);
+        if (!res.stream.destroyed) res.stream.respond(responseHeaders(h), { endStream: true });
+        return finish(grpcStatus);
+      }
+      const out = responseHeaders(h);
+      delete out[':status'];
+      res.writeHead(Number(h[':status'] ?? 200), out);
+      up.pipe(res);
+    });
+    up.on('trailers', (t) => {
+      grpcStatus = Number(t['grpc-status'] ?? 13);
+      res.addTrailers(responseHeaders(t) as Record<string, string>);
+    });
+    up.on('end', () => {
+      if (responded && !trailersOnly) finish(grpcStatus);
+    });
+    up.on('error', () => {
+      clearTimeout(connectTimer);
+      if (!responded) return retry();
+      if (!res.stream.destroyed) res.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+      finish(14);
+    });
+    up.on('close', () => {
+      clearTimeout(connectTimer);
+      if (!responded) return retry();
+    });
+    // A client that goes away cancels the call at the replica too.
+    res.on('close', () => {
+      if (!up.closed) up.close(NGHTTP2_CANCEL);
+      finish(1);
+    });
+
+    req.once('data', () => (bodyStarted = true));
+    req.pipe(up);
+  }
+
+  private trailersOnly(res: http2.Http2ServerResponse, status: number, message: string, ctx: GrpcForwardContext, replica: ReplicaRef | null): void {
+    const downstream = res.stream;
+    if (!downstream.destroyed && !downstream.headersSent) {
+      downstream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(status), 'grpc-message': encodeURIComponent(message) }, { endStream: true });
+    } else if (!downstream.destroyed) {
+      downstream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    }
+    ctx.done({ grpcStatus: status, replica });
+  }
+}
+
+function responseHeaders(h: http2.IncomingHttpHeaders): http2.OutgoingHttpHeaders {
+  const out: http2.OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(h)) {
+    if ((name.startsWith(':') && name !== ':status') || DROPPED.has(name) || value === undefined) continue;
+    out[name] = value;
+  }
+  return out;
+}

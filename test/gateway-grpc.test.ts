@@ -1,0 +1,173 @@
+// gRPC through the gateway, generic over services: a grpc-js client over TLS with a bearer
+// token in metadata reaches grpc-js servers (a raw-bytes test service, no proto) registered
+// as replicas. Unary and streaming calls, metadata and trailers intact, Authorization kept at
+// the gateway, the replica's own error status passed on, UNAUTHENTICATED without the token,
+// UNAVAILABLE with no replica, affinity by the x-session-id metadata key, and a client
+// cancel or deadline reaching the replica.
+
+import * as grpc from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hostOf, startGatewayEnv, tokenFor, waitFor, type GatewayEnv } from './helpers/gateway-env.js';
+
+const passthrough = { requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b };
+const SERVICE: grpc.ServiceDefinition = {
+  Echo: { path: '/test.Echo/Echo', requestStream: false, responseStream: false, ...passthrough },
+  Count: { path: '/test.Echo/Count', requestStream: false, responseStream: true, ...passthrough },
+  Slow: { path: '/test.Echo/Slow', requestStream: false, responseStream: true, ...passthrough },
+  Fail: { path: '/test.Echo/Fail', requestStream: false, responseStream: false, ...passthrough },
+};
+
+interface Upstream {
+  name: string;
+  address: string;
+  seen: grpc.Metadata[];
+  cancelled: number;
+  server: grpc.Server;
+}
+
+async function startUpstream(name: string): Promise<Upstream> {
+  const server = new grpc.Server();
+  const u: Upstream = { name, address: '', seen: [], cancelled: 0, server };
+  server.addService(SERVICE, {
+    Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      u.seen.push(call.metadata);
+      const trailer = new grpc.Metadata();
+      trailer.set('x-served-by', name);
+      cb(null, Buffer.concat([Buffer.from(`${name}:`), call.request]), trailer);
+    },
+    Count: (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+      const n = Number(call.request.toString());
+      for (let i = 0; i < n; i++) call.write(Buffer.from(String(i)));
+      call.end();
+    },
+    Slow: (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+      let i = 0;
+      let done = false;
+      const timer = setInterval(() => {
+        if (i === 50) {
+          done = true;
+          clearInterval(timer);
+          return call.end();
+        }
+        call.write(Buffer.from(String(i++)));
+      }, 40);
+      // grpc-js emits 'cancelled' on every close (PERF-NOTES): count only early ones.
+      call.on('cancelled', () => {
+        clearInterval(timer);
+        if (!done) u.cancelled++;
+      });
+    },
+    Fail: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb({ code: grpc.status.NOT_FOUND, details: 'no such thing here' }),
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  u.address = `127.0.0.1:${port}`;
+  return u;
+}
+
+let env: GatewayEnv;
+const upstreams: Upstream[] = [];
+const Client = grpc.makeGenericClientConstructor(SERVICE, 'test.Echo');
+
+beforeAll(async () => {
+  env = await startGatewayEnv();
+  upstreams.push(await startUpstream('a'), await startUpstream('b'));
+  const id = await env.deploy('rpc', { protocol: 'grpc', session_affinity: true });
+  for (const u of upstreams) await env.addReplica(id, u.address);
+  await env.waitForReplicas('rpc', 2);
+  await env.deploy('rpc-empty', { protocol: 'grpc' });
+});
+
+afterAll(async () => {
+  await env?.close();
+  for (const u of upstreams) u.server.forceShutdown();
+});
+
+function client(name: string): InstanceType<typeof Client> {
+  return new Client(`127.0.0.1:${env.port}`, grpc.credentials.createSsl(Buffer.from(env.ca.certPem)), {
+    'grpc.ssl_target_name_override': hostOf(name),
+    'grpc.default_authority': hostOf(name),
+  });
+}
+
+function metadata(name: string, extra: Record<string, string> = {}): grpc.Metadata {
+  const m = new grpc.Metadata();
+  m.set('authorization', `Bearer ${tokenFor(name)}`);
+  for (const [k, v] of Object.entries(extra)) m.set(k, v);
+  return m;
+}
+
+type Unary = (req: Buffer, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Buffer) => void) => grpc.ClientUnaryCall;
+
+function unary(c: InstanceType<typeof Client>, method: 'Echo' | 'Fail', body: string, md: grpc.Metadata, opts: grpc.CallOptions = {}) {
+  return new Promise<{ err: grpc.ServiceError | null; res?: Buffer; trailers?: grpc.Metadata }>((resolve) => {
+    let trailers: grpc.Metadata | undefined;
+    const call = (c[method] as unknown as Unary).call(c, Buffer.from(body), md, opts, (err, res) => setImmediate(() => resolve({ err, res, trailers })));
+    call.on('status', (s: grpc.StatusObject) => (trailers = s.metadata));
+  });
+}
+
+describe('gRPC through the gateway', () => {
+  it('forwards a unary call with metadata and trailers intact, keeping Authorization at the gateway', async () => {
+    const c = client('rpc');
+    const { err, res, trailers } = await unary(c, 'Echo', 'hello', metadata('rpc', { 'x-custom': 'yes' }));
+    expect(err).toBeNull();
+    expect(res?.toString()).toMatch(/^[ab]:hello$/);
+    expect(trailers?.get('x-served-by')).toEqual([res!.toString().slice(0, 1)]);
+    const seen = upstreams.flatMap((u) => u.seen).at(-1)!;
+    expect(seen.get('x-custom')).toEqual(['yes']);
+    expect(seen.get('authorization')).toEqual([]);
+    c.close();
+  });
+
+  it('streams server messages through', async () => {
+    const c = client('rpc');
+    const got: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const call = (c.Count as unknown as (req: Buffer, md: grpc.Metadata) => grpc.ClientReadableStream<Buffer>).call(c, Buffer.from('25'), metadata('rpc'));
+      call.on('data', (b: Buffer) => got.push(b.toString()));
+      call.on('end', resolve);
+      call.on('error', reject);
+    });
+    expect(got).toEqual(Array.from({ length: 25 }, (_, i) => String(i)));
+    c.close();
+  });
+
+  it("passes the replica's error status on, and refuses without a token (16) or without a replica (14)", async () => {
+    const c = client('rpc');
+    expect((await unary(c, 'Fail', 'x', metadata('rpc'))).err).toMatchObject({ code: grpc.status.NOT_FOUND, details: 'no such thing here' });
+    expect((await unary(c, 'Echo', 'x', new grpc.Metadata())).err?.code).toBe(grpc.status.UNAUTHENTICATED);
+    const empty = client('rpc-empty');
+    expect((await unary(empty, 'Echo', 'x', metadata('rpc-empty'))).err?.code).toBe(grpc.status.UNAVAILABLE);
+    c.close();
+    empty.close();
+  });
+
+  it('keeps a session on one replica by the x-session-id metadata key', async () => {
+    const c = client('rpc');
+    const served = new Set<string>();
+    for (let i = 0; i < 12; i++) served.add((await unary(c, 'Echo', 'x', metadata('rpc', { 'x-session-id': 'session-7' }))).res!.toString().slice(0, 1));
+    expect(served.size).toBe(1);
+    c.close();
+  });
+
+  it('a client cancel and a deadline reach the replica', async () => {
+    const c = client('rpc');
+    const before = upstreams.reduce((n, u) => n + u.cancelled, 0);
+    const call = (c.Slow as unknown as (req: Buffer, md: grpc.Metadata) => grpc.ClientReadableStream<Buffer>).call(c, Buffer.from(''), metadata('rpc'));
+    call.on('error', () => {});
+    await new Promise<void>((resolve) => call.once('data', () => resolve()));
+    call.cancel();
+    await waitFor(() => upstreams.reduce((n, u) => n + u.cancelled, 0) === before + 1, 3000, 'the cancel reaching the replica');
+
+    const timed = (c.Slow as unknown as (req: Buffer, md: grpc.Metadata, o: grpc.CallOptions) => grpc.ClientReadableStream<Buffer>).call(c, Buffer.from(''), metadata('rpc'), { deadline: Date.now() + 300 });
+    const err = await new Promise<grpc.ServiceError>((resolve) => {
+      timed.on('data', () => {});
+      timed.on('error', resolve);
+    });
+    expect(err.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+    await waitFor(() => upstreams.reduce((n, u) => n + u.cancelled, 0) === before + 2, 3000, 'the deadline reaching the replica');
+    c.close();
+  });
+});
