@@ -4,6 +4,7 @@
 // (replicas drained and stopped first). Wiring only — behaviour lives in the modules it composes.
 
 import { readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
 import type { Server } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { systemClock } from '../core/clock.js';
@@ -134,6 +135,7 @@ async function startController(
   usage: UsageLedger,
   catalog: Catalog,
 ): Promise<Controller> {
+  const sealer = new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY));
   const runtimeLogger = logger.child({ component: 'runtime' });
   const runtime = new LocalRuntime({ dataDir: config.dataDir, selfCommand: selfCommand(), images, logger: runtimeLogger });
   const { logsDir } = runtimeDirs(config.dataDir);
@@ -163,6 +165,8 @@ async function startController(
     load: gateway?.inflight ?? null,
     usage,
     gpusPerReplica: (d) => gpusPerReplica(catalog, d),
+    workersDir: path.join(config.dataDir, 'orchestrated'),
+    unseal: (sealed) => sealer.unseal(sealed),
     forgetDeployment: async (id) => {
       await rm(deploymentLogsDir(logsDir, id), { recursive: true, force: true });
       for (const u of await store.list('usage')) if (u.value.deployment_id === id) await store.delete('usage', u.value.id);

@@ -10,11 +10,14 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { Logger } from 'pino';
 import { isoNow, type Clock } from '../core/clock.js';
-import type { DeploymentRecord, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { DeploymentRecord, DeploymentSpec, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
 import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, Runtime } from '../runtime/runtime.js';
 import { modify, NotFoundError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { deploymentStatus, desiredReplicas, GENERAL_COMPONENT } from './desired.js';
+import { FRONTEND, orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
 import { advanceRollout, type RolloutResult } from './rollout.js';
 
 /** Where an operator's shell runs: a ready replica's directory and environment. */
@@ -52,6 +55,10 @@ export interface ControllerOptions {
    * min-0 deployment may go to zero: the activator brings it back.
    */
   autoscaled?: (deploymentId: number) => number | undefined;
+  /** Where orchestrated deployments' workers files live (one per deployment); none: they do not run. */
+  workersDir?: string;
+  /** Opens sealed secrets (the model-hub token the workers get as a file). */
+  unseal?: (sealed: string) => string;
   /** Replica lifetimes (× GPUs) go here, per deployment and hour (the usage view). */
   usage?: UsageLedger;
   /** GPUs of one replica's hardware instance (each GPU worker replica is one instance). */
@@ -63,6 +70,16 @@ export interface ControllerOptions {
 }
 
 const DEFAULT_ROLLOUT_DEADLINE_MS = 600_000;
+
+/** One component of a deployment as the controller runs it. */
+interface ComponentPlan {
+  component: string;
+  desired: number;
+  /** GPUs each replica holds (its hardware instance's; 0 for the CPU-only Frontend). */
+  gpus: number;
+  /** The replica request for a revision's spec; null when that spec cannot run here. */
+  request(spec: DeploymentSpec, revision: number, name: string): ReplicaRequest | null;
+}
 
 interface Owned {
   recordId: number;
@@ -80,6 +97,8 @@ interface Owned {
 
 export class Controller {
   private readonly owned = new Map<number, Owned>();
+  /** The last workers file body written per orchestrated deployment. */
+  private readonly workerFiles = new Map<number, string>();
   private readonly retirements = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private unwatch: (() => void) | null = null;
@@ -200,15 +219,88 @@ export class Controller {
     for (const d of deployments.values()) {
       if (this.stopped) return;
       if (d.spec.family === 'general') await this.reconcileGeneral(d);
+      else await this.reconcileOrchestrated(d);
     }
   }
 
+  /** General inference: one component, the user's replicas, scaled by the autoscaler. */
   private async reconcileGeneral(d: DeploymentRecord): Promise<void> {
-    const { autoscaled, load } = this.opts;
+    const { autoscaled } = this.opts;
     // Until the autoscaler has decided for a deployment: what was last applied, or for a new
     // one at least one replica, so its revision is seen to become ready before going to zero.
     const figure = autoscaled ? (autoscaled(d.id) ?? d.desired_replicas?.[GENERAL_COMPONENT] ?? Math.max(d.scaling.min_replicas, 1)) : undefined;
     const desired = desiredReplicas(d, figure, autoscaled !== undefined)[GENERAL_COMPONENT] ?? 0;
+    const gpus = this.opts.gpusPerReplica?.(d) ?? 1;
+    const plans: ComponentPlan[] = [
+      { component: GENERAL_COMPONENT, desired, gpus, request: (spec, revision, name) => (spec.family === 'general' ? generalRequest(d, spec, revision, name) : null) },
+    ];
+    await this.reconcileComponents(d, plans, (ready) => deploymentStatus(d, ready.total, desired));
+  }
+
+  /**
+   * Orchestrated inference (DESIGN §6): one Frontend plus Workers, or Prefill and Decode
+   * pools; the Frontend learns its workers from a file the controller rewrites. The
+   * deployment is ready only while its Frontend is, whatever the workers do.
+   */
+  private async reconcileOrchestrated(d: DeploymentRecord): Promise<void> {
+    const { autoscaled, workersDir } = this.opts;
+    if (d.spec.family !== 'orchestrated' || !workersDir) return;
+    const workersFile = path.join(workersDir, String(d.id), 'workers.json');
+    const desired = orchestratedDesired(d, autoscaled?.(d.id));
+    const gpus = this.opts.gpusPerReplica?.(d) ?? 1;
+    const plans: ComponentPlan[] = Object.entries(desired).map(([component, n]) => ({
+      component,
+      desired: n,
+      gpus: component === FRONTEND ? 0 : gpus,
+      request: (spec, revision, name) => (spec.family === 'orchestrated' ? orchestratedRequest(d, spec, component, revision, name, workersFile, this.hubToken(spec)) : null),
+    }));
+    await this.reconcileComponents(d, plans, (ready) => orchestratedStatus(d, ready.byComponent, desired));
+    await this.writeWorkersFile(d, workersFile);
+  }
+
+  /** The model-hub token, unsealed for the workers' credential file; never logged. */
+  private hubToken(spec: DeploymentSpec): string | null {
+    const sealed = spec.family === 'orchestrated' ? spec.secrets.model_hub_token : undefined;
+    if (sealed === undefined || !this.opts.unseal) return null;
+    try {
+      return this.opts.unseal(sealed);
+    } catch {
+      this.opts.logger.error('the model hub token cannot be unsealed (was the secret key changed?); workers start without it');
+      return null;
+    }
+  }
+
+  /** Writes the ready workers' addresses for the Frontend (atomically, only when changed). */
+  private async writeWorkersFile(d: DeploymentRecord, file: string): Promise<void> {
+    if (d.spec.family !== 'orchestrated') return;
+    const ready = [...this.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring && o.handle.observe().phase === 'ready');
+    const addresses = (component: string) =>
+      ready
+        .filter((o) => o.component === component)
+        .map((o) => o.handle.observe().address)
+        .filter((a): a is string => a !== null)
+        .sort();
+    const body = JSON.stringify(
+      d.spec.serving_mode === 'disaggregated' ? { prefill: addresses('Prefill'), decode: addresses('Decode') } : { workers: addresses('Worker') },
+    );
+    if (this.workerFiles.get(d.id) === body) return;
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(`${file}.tmp`, body);
+    await rename(`${file}.tmp`, file);
+    this.workerFiles.set(d.id, body);
+  }
+
+  /**
+   * The shared reconciliation of a deployment's components: start what is missing, retire
+   * what is extra, replace another revision's replicas one at a time, then record the rollout
+   * and the status.
+   */
+  private async reconcileComponents(
+    d: DeploymentRecord,
+    plans: ComponentPlan[],
+    status: (ready: { total: number; byComponent: Record<string, number> }) => DeploymentRecord['status'],
+  ): Promise<void> {
+    const { load } = this.opts;
     // The revision to run: the current one, unless its rollout failed — then the one serving.
     const failed = d.revisions.find((r) => r.revision === d.revision)?.status === 'failed';
     const runRevision = failed ? (d.serving_revision ?? null) : d.revision;
@@ -218,33 +310,41 @@ export class Controller {
     const inflight = (o: Owned) => load?.inflight(o.recordId) ?? 0;
     // Retire order: replicas not yet serving first, then the least loaded, then the newest.
     const retireOrder = (a: Owned, b: Owned) => Number(isReady(a)) - Number(isReady(b)) || inflight(a) - inflight(b) || b.recordId - a.recordId;
-    const current = mine().filter((o) => o.revision === runRevision);
-    const older = mine().filter((o) => o.revision !== runRevision);
+    const planned = new Set(plans.map((p) => p.component));
+    for (const o of mine()) if (!planned.has(o.component)) this.retire(o, `component ${o.component} is not part of the deployment any more`);
 
-    if (runRevision === null || runSpec?.family !== 'general' || desired === 0) {
-      for (const o of mine()) this.retire(o, desired === 0 ? (d.paused ? 'the deployment is paused' : 'scaled to 0') : `revision ${d.revision} failed`);
-    } else if (older.length === 0) {
-      for (let i = current.length; i < desired; i++) await this.startReplica(d, runSpec, runRevision);
-      const extra = [...current].sort(retireOrder).slice(0, Math.max(0, current.length - desired));
-      for (const o of extra) this.retire(o, `scaled to ${desired}`);
-    } else {
-      // Rolling update: at most `surge` replicas beyond the desired count; an old replica is
-      // drained only once a new one is ready to take its place, so capacity never drops.
-      const surge = this.opts.rolloutSurge ?? 1;
-      let total = current.length + older.length;
-      for (let n = current.length; n < desired && total < desired + surge; n++, total++) await this.startReplica(d, runSpec, runRevision);
-      const keepOld = Math.max(0, desired - current.filter(isReady).length);
-      for (const o of [...older].sort(retireOrder).slice(0, Math.max(0, older.length - keepOld))) this.retire(o, `replaced by revision ${runRevision}`);
-      const extra = [...current].sort(retireOrder).slice(0, Math.max(0, current.length - desired));
-      for (const o of extra) this.retire(o, `scaled to ${desired}`);
+    for (const plan of plans) {
+      const { component, desired } = plan;
+      const ofComponent = () => mine().filter((o) => o.component === component);
+      const current = ofComponent().filter((o) => o.revision === runRevision);
+      const older = ofComponent().filter((o) => o.revision !== runRevision);
+      const start = async () => {
+        if (runRevision !== null && runSpec) await this.startReplica(d, plan, runSpec, runRevision);
+      };
+      if (runRevision === null || !runSpec || desired === 0) {
+        for (const o of ofComponent()) this.retire(o, desired === 0 ? (d.paused ? 'the deployment is paused' : 'scaled to 0') : `revision ${d.revision} failed`);
+      } else if (older.length === 0) {
+        for (let i = current.length; i < desired; i++) await start();
+        for (const o of [...current].sort(retireOrder).slice(0, Math.max(0, current.length - desired))) this.retire(o, `scaled to ${desired}`);
+      } else {
+        // Rolling update: at most `surge` replicas beyond the desired count; an old replica is
+        // drained only once a new one is ready to take its place, so capacity never drops.
+        const surge = this.opts.rolloutSurge ?? 1;
+        let total = current.length + older.length;
+        for (let n = current.length; n < desired && total < desired + surge; n++, total++) await start();
+        const keepOld = Math.max(0, desired - current.filter(isReady).length);
+        for (const o of [...older].sort(retireOrder).slice(0, Math.max(0, older.length - keepOld))) this.retire(o, `replaced by revision ${runRevision}`);
+        for (const o of [...current].sort(retireOrder).slice(0, Math.max(0, current.length - desired))) this.retire(o, `scaled to ${desired}`);
+      }
     }
 
     const after = mine();
     const target = after.filter((o) => o.revision === d.revision);
+    const desiredTotal = plans.reduce((sum, p) => sum + p.desired, 0);
     const result = advanceRollout(
       d,
       {
-        desired,
+        desired: desiredTotal,
         targetReady: target.filter(isReady).length,
         others: after.filter((o) => o.revision !== d.revision).length,
         targetRestarts: target.reduce((sum, o) => sum + o.handle.observe().restarts, 0),
@@ -255,13 +355,14 @@ export class Controller {
     if (result.rollout?.state === 'failed' && d.rollout?.state !== 'failed') {
       this.opts.logger.warn({ deployment: d.name, revision: d.revision, reason: result.rollout.reason }, 'rollout failed');
     }
-    const ready = after.filter(isReady).length;
-    await this.writeDeploymentState(d, { [GENERAL_COMPONENT]: desired }, ready, result);
+    const readyReplicas = after.filter(isReady);
+    const byComponent: Record<string, number> = {};
+    for (const o of readyReplicas) byComponent[o.component] = (byComponent[o.component] ?? 0) + 1;
+    const desired = Object.fromEntries(plans.map((p) => [p.component, p.desired]));
+    await this.writeDeploymentState(d, desired, status({ total: readyReplicas.length, byComponent }), result);
   }
 
-  private async writeDeploymentState(d: DeploymentRecord, desired: Record<string, number>, ready: number, rollout: RolloutResult): Promise<void> {
-    const total = Object.values(desired).reduce((a, b) => a + b, 0);
-    const status = deploymentStatus(d, ready, total);
+  private async writeDeploymentState(d: DeploymentRecord, desired: Record<string, number>, status: DeploymentRecord['status'], rollout: RolloutResult): Promise<void> {
     // While paused, the figure to come back to is kept (resume restores the counts).
     const desiredReplicas = d.paused ? (d.desired_replicas ?? desired) : desired;
     const observed = { status, desired_replicas: desiredReplicas, serving_revision: rollout.serving, rollout: rollout.rollout, revisions: rollout.revisions };
@@ -271,7 +372,7 @@ export class Controller {
       await modify(this.opts.store, 'deployment', d.id, (now) => {
         // Only observed fields change; a concurrent edit of desired state is kept (next pass).
         if (now.revision !== d.revision || now.paused !== d.paused || now.revisions.length !== d.revisions.length) return undefined;
-        return { ...now, ...observed, status: deploymentStatus(now, ready, total) };
+        return { ...now, ...observed };
       });
       if (status !== d.status) this.opts.logger.info({ deployment: d.name, from: d.status, to: status }, 'deployment status changed');
     } catch (err) {
@@ -279,14 +380,15 @@ export class Controller {
     }
   }
 
-  private async startReplica(d: DeploymentRecord, spec: GeneralSpec, revision: number): Promise<void> {
+  private async startReplica(d: DeploymentRecord, plan: ComponentPlan, spec: DeploymentSpec, revision: number): Promise<void> {
     const { store, runtime, clock } = this.opts;
+    const suffix = plan.component === GENERAL_COMPONENT ? '' : `-${plan.component.toLowerCase()}`;
     const record = await store.create('replica', (id) => ({
       id,
       deployment_id: d.id,
       revision,
-      component: GENERAL_COMPONENT,
-      name: `${d.name}-r${revision}-${id}`,
+      component: plan.component,
+      name: `${d.name}-r${revision}${suffix}-${id}`,
       address: '',
       state: 'starting' as const,
       restarts: 0,
@@ -294,22 +396,27 @@ export class Controller {
       metrics_target: null,
       updated_at: isoNow(clock),
     }));
-    const handle = runtime.start(generalRequest(d, spec, revision, record.value.name));
+    const request = plan.request(spec, revision, record.value.name);
+    if (request === null) {
+      await store.delete('replica', record.value.id);
+      return;
+    }
+    const handle = runtime.start(request);
     const owned: Owned = {
       recordId: record.value.id,
       deploymentId: d.id,
       revision,
-      component: GENERAL_COMPONENT,
+      component: plan.component,
       handle,
       retiring: false,
-      gpus: this.opts.gpusPerReplica?.(d) ?? 1,
+      gpus: plan.gpus,
       accountedAt: clock.now(),
       writes: Promise.resolve(),
     };
     this.owned.set(owned.recordId, owned);
     handle.onChange((o) => this.persist(owned, o));
     this.persist(owned, handle.observe());
-    this.opts.logger.info({ deployment: d.name, replica: handle.name, revision }, 'replica starting');
+    this.opts.logger.info({ deployment: d.name, replica: handle.name, component: plan.component, revision }, 'replica starting');
   }
 
   /** Writes what the runtime observed to the replica's record, in order, then re-plans. */

@@ -9,6 +9,8 @@ export const ENGINE_FLAVORS = ['openai', 'ollama', 'nim', 'v2'] as const;
 export type EngineFlavor = (typeof ENGINE_FLAVORS)[number];
 
 export const REFERENCE_ENGINE_IMAGE = 'infergate/reference-engine';
+/** The orchestrated family's platform-supplied Frontend (`infergate frontend`). */
+export const FRONTEND_IMAGE = 'infergate/frontend';
 
 export interface ImageRule {
   /** An image name, or a prefix ending in `/` that covers a whole registry path. */
@@ -35,6 +37,7 @@ export const DEFAULT_IMAGE_MAP: ImageMap = Object.freeze([
 
 export type Launch =
   | { kind: 'engine'; flavor: EngineFlavor; /** The image is the reference engine itself: the command is its own flags. */ native: boolean }
+  | { kind: 'frontend' }
   | { kind: 'host' };
 
 export function isFlavor(s: string): s is EngineFlavor {
@@ -47,6 +50,7 @@ export function isFlavor(s: string): s is EngineFlavor {
  * runs the command on the host.
  */
 export function resolveImage(map: ImageMap, image: string, tag: string): Launch {
+  if (image === FRONTEND_IMAGE) return { kind: 'frontend' };
   if (image === REFERENCE_ENGINE_IMAGE) {
     return { kind: 'engine', flavor: isFlavor(tag) ? tag : 'openai', native: true };
   }

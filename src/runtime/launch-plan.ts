@@ -66,6 +66,10 @@ export function planLaunch(req: ReplicaRequest, inputs: PlanInputs): LaunchPlan 
     notes.push(`infergate runtime: image ${req.image}:${req.tag} is not one the runtime simulates; running the command on this host with PORT=${inputs.port}`);
     return { argv: req.command.map((a) => substitutePort(a, inputs.port)), env, probe, notes };
   }
+  if (launch.kind === 'frontend') {
+    notes.push('infergate runtime: running the orchestrated Frontend (infergate frontend)');
+    return { argv: [...inputs.selfCommand, 'frontend', ...req.command], env, probe, notes };
+  }
   const engine = [...inputs.selfCommand, 'engine', '--flavor', launch.flavor];
   if (inputs.metricsPort !== null) engine.push('--metrics-port', String(inputs.metricsPort));
   if (launch.native) {

@@ -1,0 +1,105 @@
+// Owns what an orchestrated deployment runs (DESIGN §6), as pure functions: its components
+// and their counts (one CPU-only Frontend; Workers within [min, max], or fixed Prefill and
+// Decode pools), the replica request of each — the Frontend is `infergate frontend` reading
+// the workers file the controller keeps; every worker is the reference engine serving the
+// model, with the KV-transfer role of its pool — and the status rule: not ready while the
+// Frontend is not ready, whatever the workers do (spec).
+
+import { FRONTEND_IMAGE } from '../domain/image-map.js';
+import type { DeploymentRecord, DeploymentStatus, OrchestratedSpec } from '../domain/records.js';
+import type { ReplicaRequest } from '../runtime/runtime.js';
+
+export const FRONTEND = 'Frontend';
+const WORKER_IMAGE = 'infergate/reference-engine';
+/** Where a worker finds its model-hub credential: a 0600 file in its own root, never its env. */
+const HUB_TOKEN_DIR = '/secrets';
+const HUB_TOKEN_FILE = 'model-hub-token';
+
+export function orchestratedDesired(d: DeploymentRecord, autoscaled?: number): Record<string, number> {
+  if (d.spec.family !== 'orchestrated') return {};
+  const off = d.paused ? 0 : null;
+  if (d.spec.serving_mode === 'disaggregated') {
+    const pools = d.scaling.pools ?? { prefill: 1, decode: 1 };
+    return { [FRONTEND]: off ?? 1, Prefill: off ?? pools.prefill, Decode: off ?? pools.decode };
+  }
+  const { min_replicas: min, max_replicas: max } = d.scaling;
+  const workers = Math.min(max, Math.max(min, autoscaled ?? d.desired_replicas?.Worker ?? min));
+  return { [FRONTEND]: off ?? 1, Worker: off ?? workers };
+}
+
+/** Ready only with a ready Frontend and workers to serve behind it. */
+export function orchestratedStatus(d: DeploymentRecord, ready: Record<string, number>, desired: Record<string, number>): DeploymentStatus {
+  if (d.paused) return 'paused';
+  const workers = d.spec.family === 'orchestrated' && d.spec.serving_mode === 'disaggregated' ? (ready.Prefill ?? 0) > 0 && (ready.Decode ?? 0) > 0 : (ready.Worker ?? 0) > 0;
+  if ((ready[FRONTEND] ?? 0) > 0 && workers) return 'ready';
+  if (d.status === 'ready' || d.status === 'not_ready') return (desired[FRONTEND] ?? 0) === 0 ? d.status : 'not_ready';
+  return 'pending';
+}
+
+/** vLLM worker arguments the simulator takes: some map onto its knobs, some it accepts and ignores. */
+const VLLM_TO_ENGINE: Record<string, string> = { '--max-num-seqs': '--max-running' };
+
+function workerArgs(extra: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < extra.length; i++) {
+    const arg = extra[i] as string;
+    const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const mapped = VLLM_TO_ENGINE[flag];
+    if (mapped) {
+      out.push(mapped, inline ?? (extra[++i] as string));
+      continue;
+    }
+    // Anything else reaches the engine as given: one it does not support stops the worker
+    // from starting, with a log line that names it (spec: "an unsupported extra argument can
+    // prevent a worker from starting").
+    out.push(arg);
+  }
+  return out;
+}
+
+export function orchestratedRequest(
+  d: DeploymentRecord,
+  spec: OrchestratedSpec,
+  component: string,
+  revision: number,
+  name: string,
+  workersFile: string,
+  hubToken: string | null,
+): ReplicaRequest {
+  const base = {
+    name,
+    deploymentId: d.id,
+    revision,
+    component,
+    tag: 'latest',
+    containerPort: 8000,
+    protocol: 'http' as const,
+    healthPath: '/health',
+    metricsPort: null,
+    metricsPath: null,
+    logging: spec.enable_logging,
+  };
+  if (component === FRONTEND) {
+    const alias = spec.served_model_name !== null ? ['--served-model-name', spec.served_model_name] : [];
+    const protocol = spec.protocol === 'grpc' ? ['--protocol', 'grpc'] : [];
+    return {
+      ...base,
+      image: FRONTEND_IMAGE,
+      command: ['--mode', spec.serving_mode, '--model', spec.model, ...alias, ...protocol, '--workers-file', workersFile],
+      env: {},
+      configFile: null,
+      modelCaching: false,
+    };
+  }
+  const role = component === 'Prefill' ? ['--kv-role', 'prefill'] : component === 'Decode' ? ['--kv-role', 'decode'] : [];
+  const hub = hubToken !== null ? ['--hub-token-file', `.${HUB_TOKEN_DIR}/${HUB_TOKEN_FILE}`] : [];
+  return {
+    ...base,
+    image: WORKER_IMAGE,
+    tag: 'openai',
+    command: ['--model', spec.model, ...role, ...hub, ...workerArgs(spec.extra_args)],
+    env: { ...spec.env },
+    configFile: hubToken !== null ? { filename: HUB_TOKEN_FILE, mount_path: HUB_TOKEN_DIR, content: hubToken } : null,
+    modelCaching: spec.enable_model_caching,
+  };
+}
