@@ -321,9 +321,9 @@ describe('model cache', () => {
 });
 
 describe('command line', () => {
-  it('rejects the v2 flavor in one line with exit code 1', async () => {
-    const p = spawnEngine(['--flavor', 'v2']);
+  it('rejects an unknown flavor in one line with exit code 1', async () => {
+    const p = spawnEngine(['--flavor', 'tgi']);
     expect((await p.exited).code).toBe(1);
-    expect(p.output()).toMatch(/^infergate engine: error: --flavor v2 \(KServe v2 over gRPC\) is not built yet.*\n$/);
+    expect(p.output()).toMatch(/^infergate engine: error: --flavor must be openai, ollama, nim or v2, not "tgi".*\n$/);
   });
 });

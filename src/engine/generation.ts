@@ -32,6 +32,8 @@ export interface GenerationSpec {
   model: string;
   completions: readonly Completion[];
   promptTokens: number;
+  /** The KV cache was transferred in: decode only (see SequenceSpec.skipPrefill). */
+  skipPrefill?: boolean;
   onStep(step: number, deltas: ChoiceDelta[]): void;
   onFinish(): void;
 }
@@ -53,6 +55,7 @@ export function startGeneration(ctx: GenerationContext, spec: GenerationSpec): G
   const handle: SequenceHandle = ctx.scheduler.submit({
     model: spec.model,
     steps,
+    skipPrefill: spec.skipPrefill === true,
     onStart() {
       timings.startedAt = performance.now();
     },

@@ -1,12 +1,14 @@
 // Owns `infergate engine`: the reference engine as a process. Parses flags, logs JSON lines to
 // stdout with pino (the replica runtime captures stdout/stderr as the replica's logs), starts
-// the server and drains it on SIGTERM/SIGINT before exiting 0. A bad flag or a port that
-// cannot be bound is one line on stderr and exit code 1.
+// the server (HTTP, or gRPC for the v2 flavor) and drains it on SIGTERM/SIGINT before exiting
+// 0. A bad flag or a port that cannot be bound is one line on stderr and exit code 1.
 
 import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { engineHelp, EngineOptionsError, parseEngineOptions, type EngineOptions } from './options.js';
+import { readFile } from 'node:fs/promises';
 import { createEngine, EngineListenError } from './server.js';
+import { createV2Engine } from './v2-server.js';
 
 function fail(message: string): never {
   process.stderr.write(`infergate engine: error: ${message}\n`);
@@ -39,7 +41,10 @@ export async function runEngine(args: string[]): Promise<void> {
     { level: options.logLevel, base: { service: 'infergate-engine', flavor: options.flavor, replica: options.replicaId, pid: process.pid } },
     pino.destination({ dest: 1, sync: true }),
   );
-  const engine = createEngine({ options, log, env: process.env, release: release() });
+  const deps = { options, log, env: process.env, release: release() };
+  await readHubCredential(options.hubTokenFile, log);
+  // v2 speaks gRPC on its port; the other flavors share the HTTP server.
+  const engine = options.flavor === 'v2' ? createV2Engine(deps) : createEngine(deps);
   try {
     await engine.start();
   } catch (err) {
@@ -57,4 +62,18 @@ export async function runEngine(args: string[]): Promise<void> {
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+/**
+ * The model-hub credential of an orchestrated worker comes as a file (never an environment
+ * variable): read it to know it is there, and say so without ever printing it.
+ */
+async function readHubCredential(file: string | null, log: import('pino').Logger): Promise<void> {
+  if (file === null) return;
+  try {
+    const token = (await readFile(file, 'utf8')).trim();
+    log.info({ file, bytes: Buffer.byteLength(token) }, `model hub credential loaded from ${file} (${Buffer.byteLength(token)} bytes); the simulator downloads nothing with it`);
+  } catch (err) {
+    log.error({ file }, `model hub credential file ${file} cannot be read: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
 }

@@ -8,8 +8,13 @@ describe('parseChatRequest', () => {
   it('accepts a minimal request with defaults', () => {
     expect(parseChatRequest(ok)).toEqual({
       ok: true,
-      request: { model: 'm', messages: ok.messages, maxTokens: null, n: 1, stream: false, includeUsage: false, ignoreEos: false },
+      request: { model: 'm', messages: ok.messages, maxTokens: null, n: 1, stream: false, includeUsage: false, ignoreEos: false, kvTransferParams: null },
     });
+  });
+
+  it('reads kv_transfer_params and refuses a non-object one', () => {
+    expect(parseChatRequest({ ...ok, kv_transfer_params: { do_remote_decode: true } })).toMatchObject({ ok: true, request: { kvTransferParams: { do_remote_decode: true } } });
+    expect(parseChatRequest({ ...ok, kv_transfer_params: 'yes' })).toMatchObject({ ok: false, param: 'kv_transfer_params' });
   });
 
   it('reads ignore_eos and refuses a non-boolean one', () => {

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
 import { startGeneration, type ChoiceDelta, type Generation, type GenerationContext } from './generation.js';
 import { BodyError, closed, readJsonBody, sendJson, sendOpenAIError } from './http-io.js';
+import type { KvHook } from './kv-worker.js';
 import { countPromptTokens, generateCompletion, type Completion, type MessageLike } from './text.js';
 
 export const OWNED_BY = 'infergate-simulator';
@@ -24,6 +25,8 @@ export interface ChatRequest {
   includeUsage: boolean;
   /** vLLM's extension: generate exactly the token cap, never stopping on its own. */
   ignoreEos: boolean;
+  /** vLLM's disaggregated-serving extension; null when absent. */
+  kvTransferParams: Record<string, unknown> | null;
 }
 
 export type ParseResult = { ok: true; request: ChatRequest } | { ok: false; message: string; param: string | null };
@@ -50,6 +53,8 @@ export interface OpenAIContext extends GenerationContext {
   models(): ModelCard[];
   /** False while draining for shutdown: new work gets 503. */
   accepting(): boolean;
+  /** The KV transfer connector (--kv-role prefill|decode); absent: kv_transfer_params is refused. */
+  kv?: KvHook;
 }
 
 export function modelCard(id: string, created: number): ModelCard {
@@ -130,6 +135,7 @@ export function parseChatRequest(body: unknown): ParseResult {
     if (!absent(iu) && typeof iu !== 'boolean') return fail("'stream_options.include_usage' must be a boolean", 'stream_options');
     includeUsage = iu === true;
   }
+  if (!absent(body.kv_transfer_params) && !isObject(body.kv_transfer_params)) return fail("'kv_transfer_params' must be an object", 'kv_transfer_params');
   if (!absent(body.ignore_eos) && typeof body.ignore_eos !== 'boolean') return fail("'ignore_eos' must be a boolean", 'ignore_eos');
   for (const [key, min, max] of [
     ['temperature', 0, 2],
@@ -150,6 +156,7 @@ export function parseChatRequest(body: unknown): ParseResult {
       stream,
       includeUsage,
       ignoreEos: body.ignore_eos === true,
+      kvTransferParams: isObject(body.kv_transfer_params) ? body.kv_transfer_params : null,
     },
   };
 }
@@ -182,6 +189,28 @@ export async function handleChatCompletions(req: http.IncomingMessage, res: http
     });
     return;
   }
+  const promptTokens = countPromptTokens(request.messages);
+  let skipPrefill = false;
+  let keepKv: (() => Record<string, unknown>) | null = null;
+  if (request.kvTransferParams) {
+    if (!ctx.kv) {
+      sendOpenAIError(res, 400, "'kv_transfer_params' needs a KV transfer connector; this engine runs with --kv-role none", { param: 'kv_transfer_params' });
+      return;
+    }
+    // A client that leaves while decode pulls the KV blocks cancels the pull.
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    res.once('close', onClose);
+    const plan = await ctx.kv.prepare(request.kvTransferParams, { promptTokens, stream: request.stream, signal: gone.signal });
+    res.off('close', onClose);
+    if (closed(res)) return;
+    if (!plan.ok) {
+      sendOpenAIError(res, plan.status, plan.message, { param: plan.status === 400 ? 'kv_transfer_params' : null, code: plan.code });
+      return;
+    }
+    skipPrefill = plan.skipPrefill;
+    keepKv = plan.keep;
+  }
   const maxTokens = request.maxTokens ?? ctx.maxTokensDefault;
   const completions = Array.from({ length: request.n }, (_, i) => generateCompletion(request.messages, i, maxTokens, request.ignoreEos));
   const reply: Reply = {
@@ -189,11 +218,12 @@ export async function handleChatCompletions(req: http.IncomingMessage, res: http
     created: Math.floor(Date.now() / 1000),
     model: resolved.model,
     fingerprint: ctx.replicaId,
-    promptTokens: countPromptTokens(request.messages),
+    promptTokens,
     completions,
+    skipPrefill,
   };
   if (request.stream) streamReply(res, ctx, resolved.label, reply, request.includeUsage);
-  else bufferedReply(res, ctx, resolved.label, reply);
+  else bufferedReply(res, ctx, resolved.label, reply, keepKv);
 }
 
 interface Reply {
@@ -203,6 +233,7 @@ interface Reply {
   fingerprint: string;
   promptTokens: number;
   completions: Completion[];
+  skipPrefill: boolean;
 }
 
 function usageOf(reply: Reply) {
@@ -210,14 +241,17 @@ function usageOf(reply: Reply) {
   return { prompt_tokens: reply.promptTokens, completion_tokens: completion, total_tokens: reply.promptTokens + completion };
 }
 
-function bufferedReply(res: http.ServerResponse, ctx: OpenAIContext, label: string, reply: Reply): void {
+function bufferedReply(res: http.ServerResponse, ctx: OpenAIContext, label: string, reply: Reply, keepKv: (() => Record<string, unknown>) | null): void {
   const generation = startGeneration(ctx, {
     model: label,
     completions: reply.completions,
     promptTokens: reply.promptTokens,
+    skipPrefill: reply.skipPrefill,
     onStep: () => undefined,
     onFinish() {
       if (closed(res)) return;
+      // Kept only for a client still there to hand the block ids on.
+      const kv = keepKv ? { kv_transfer_params: keepKv() } : {};
       sendJson(res, 200, {
         id: reply.id,
         object: 'chat.completion',
@@ -231,6 +265,7 @@ function bufferedReply(res: http.ServerResponse, ctx: OpenAIContext, label: stri
           finish_reason: c.finishReason,
         })),
         usage: usageOf(reply),
+        ...kv,
       });
     },
   });
@@ -263,6 +298,7 @@ function streamReply(res: http.ServerResponse, ctx: OpenAIContext, label: string
     model: label,
     completions: reply.completions,
     promptTokens: reply.promptTokens,
+    skipPrefill: reply.skipPrefill,
     onStep(step: number, deltas: ChoiceDelta[]) {
       if (closed(res)) return;
       let out = '';

@@ -35,6 +35,10 @@ describe('parseEngineOptions', () => {
     });
   });
 
+  it('accepts the v2 flavor, its port taken from PORT like the others', () => {
+    expect(parseEngineOptions(['--flavor', 'v2', '--metrics-port', '9100'], { PORT: '9001' })).toMatchObject({ flavor: 'v2', port: 9001, metricsPort: 9100 });
+  });
+
   it('parses every knob', () => {
     const o = parseEngineOptions(
       ['--flavor', 'ollama', '--itl-growth', '0.5', '--warm-load-ratio', '.25', '--max-running', '2', '--metrics-port', '9100', '--ttft-ms', '1.5'],
@@ -44,8 +48,7 @@ describe('parseEngineOptions', () => {
   });
 
   it.each([
-    [['--flavor', 'v2'], /v2 \(KServe v2 over gRPC\) is not built yet/],
-    [['--flavor', 'tgi'], /--flavor must be openai, ollama or nim/],
+    [['--flavor', 'tgi'], /--flavor must be openai, ollama, nim or v2/],
     [['--port', 'abc'], /--port must be a whole number/],
     [['--port', '70000'], /--port must be between 0 and 65535/],
     [['--max-running', '0'], /--max-running must be between 1/],
@@ -65,6 +68,14 @@ describe('parseEngineOptions', () => {
     expect(error).toBeInstanceOf(EngineOptionsError);
     expect((error as Error).message).toMatch(message);
     expect((error as Error).message).not.toContain('\n');
+  });
+
+  it('parses the KV transfer connector flags and refuses a bad role', () => {
+    expect(parseEngineOptions([], {}).kv).toEqual({ role: 'none', port: 0, host: '127.0.0.1', bytesPerToken: 2048, blockTokens: 16 });
+    const o = parseEngineOptions(['--kv-role', 'prefill', '--kv-port', '7001', '--kv-host', '10.0.0.5', '--kv-bytes-per-token', '512', '--kv-block-tokens', '32'], {});
+    expect(o.kv).toEqual({ role: 'prefill', port: 7001, host: '10.0.0.5', bytesPerToken: 512, blockTokens: 32 });
+    expect(() => parseEngineOptions(['--kv-role', 'both'], {})).toThrow(/--kv-role must be none, prefill or decode/);
+    expect(() => parseEngineOptions(['--kv-role', 'decode', '--flavor', 'ollama'], {})).toThrow(/--kv-role decode needs --flavor openai/);
   });
 
   it('documents every flag in --help', () => {

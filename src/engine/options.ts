@@ -5,13 +5,13 @@
 
 import { parseArgs } from 'node:util';
 
-export type Flavor = 'openai' | 'ollama' | 'nim';
+export type Flavor = 'openai' | 'ollama' | 'nim' | 'v2';
 
 export interface EngineOptions {
   flavor: Flavor;
   host: string;
   port: number;
-  /** The served model name (openai, nim); ollama serves whatever is pulled. */
+  /** The served model name (openai, nim, v2); ollama serves whatever is pulled. */
   model: string;
   /** Model load time on a cold start, and its multiplier when the model cache is warm. */
   startupMs: number;
@@ -24,11 +24,33 @@ export interface EngineOptions {
   maxTokensDefault: number;
   replicaId: string;
   cacheDir: string | null;
-  /** A second listener serving only GET /metrics; null: /metrics on the main port only. */
+  /** A second listener serving only GET /metrics; null: /metrics on the main port only (v2: none). */
   metricsPort: number | null;
   pullMs: number;
   shutdownGraceMs: number;
+  /**
+   * v2 only: open the gRPC port once the model is loaded (as Triton and vLLM do, so a TCP
+   * readiness probe means ready), or at start (ServerReady and health then say loading).
+   */
+  listen: 'after-load' | 'at-start';
+  /** A file holding the model-hub credential (orchestrated workers); never logged. */
+  hubTokenFile: string | null;
   logLevel: string;
+  /** KV transfer connector (openai flavor): see kv-connector.ts. */
+  kv: KvOptions;
+}
+
+/** A disaggregated worker's side of the KV transfer: prefill serves KV blocks, decode pulls them. */
+export type KvRole = 'none' | 'prefill' | 'decode';
+
+export interface KvOptions {
+  role: KvRole;
+  /** Prefill: TCP port of its KV block server (0: any free port). */
+  port: number;
+  /** Prefill: the host it advertises as remote_host. */
+  host: string;
+  bytesPerToken: number;
+  blockTokens: number;
 }
 
 /** A command line the engine cannot start with; the message names the flag to fix. */
@@ -46,10 +68,10 @@ interface OptionDoc {
 
 /** Every flag, its env fallback and default — also the source of `infergate engine --help`. */
 export const ENGINE_OPTIONS: OptionDoc[] = [
-  { flag: 'flavor', default: 'openai', help: 'openai | ollama | nim (v2, gRPC, is not built yet)' },
+  { flag: 'flavor', default: 'openai', help: 'openai | ollama | nim | v2 (KServe v2 / Triton gRPC, h2c on --port)' },
   { flag: 'host', default: '0.0.0.0', help: 'listen address' },
   { flag: 'port', env: 'PORT', default: '8000', help: 'listen port (0: any free port)' },
-  { flag: 'model', default: 'sim/model', help: 'served model name (openai, nim)' },
+  { flag: 'model', default: 'sim/model', help: 'served model name (openai, nim, v2)' },
   { flag: 'startup-ms', default: '2000', help: 'simulated model load time on a cold start' },
   { flag: 'warm-load-ratio', default: '0.1', help: 'load (and ollama pull) time multiplier when the model cache is warm, 0..1' },
   { flag: 'ttft-ms', default: '50', help: 'time to first token once a sequence runs' },
@@ -59,13 +81,21 @@ export const ENGINE_OPTIONS: OptionDoc[] = [
   { flag: 'max-tokens-default', default: '16', help: 'completion length cap when a request gives no max_tokens' },
   { flag: 'replica-id', env: 'INFERGATE_REPLICA_ID', default: '', help: 'reported as system_fingerprint [default: sim-<pid>]' },
   { flag: 'cache-dir', env: 'INFERGATE_MODEL_CACHE_DIR', default: '', help: 'model cache directory shared by replicas [default: none]' },
-  { flag: 'metrics-port', default: '', help: 'also serve GET /metrics on this port [default: main port only]' },
+  { flag: 'metrics-port', default: '', help: 'also serve GET /metrics on this port; v2 serves /metrics only here (its --port is gRPC only, no HTTP) [default: main port only; v2: no /metrics]' },
   { flag: 'pull-ms', default: '1500', help: 'simulated pull duration (ollama)' },
   { flag: 'shutdown-grace-ms', default: '5000', help: 'on SIGTERM/SIGINT, how long running sequences may finish' },
+  { flag: 'listen', default: 'after-load', help: 'v2: open the gRPC port after-load (a TCP probe then means ready) or at-start' },
+  { flag: 'hub-token-file', default: '', help: 'file with the model-hub credential (read at start, never logged) [default: none]' },
   { flag: 'log-level', default: 'info', help: 'pino log level' },
+  { flag: 'kv-role', default: 'none', help: 'KV transfer connector role (openai flavor): none | prefill | decode' },
+  { flag: 'kv-port', default: '0', help: 'prefill: TCP port of the KV block server (0: any free port)' },
+  { flag: 'kv-host', default: '127.0.0.1', help: 'prefill: host advertised to decode workers as remote_host' },
+  { flag: 'kv-bytes-per-token', default: '2048', help: 'simulated KV cache size per prompt token' },
+  { flag: 'kv-block-tokens', default: '16', help: 'tokens per KV block' },
 ];
 
-const FLAVORS: readonly string[] = ['openai', 'ollama', 'nim'];
+const FLAVORS: readonly string[] = ['openai', 'ollama', 'nim', 'v2'];
+const KV_ROLES: readonly string[] = ['none', 'prefill', 'decode'];
 const LOG_LEVELS: readonly string[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 /** The model name becomes a cache directory name: keep it to characters that cannot escape it. */
 export const MODEL_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,255}$/;
@@ -109,11 +139,8 @@ export function parseEngineOptions(argv: string[], env: NodeJS.ProcessEnv, pid =
   };
 
   const flavor = pick('flavor');
-  if (flavor === 'v2') {
-    throw new EngineOptionsError('--flavor v2 (KServe v2 over gRPC) is not built yet; use openai, ollama or nim');
-  }
   if (!FLAVORS.includes(flavor)) {
-    throw new EngineOptionsError(`--flavor must be openai, ollama or nim, not "${flavor}"`);
+    throw new EngineOptionsError(`--flavor must be openai, ollama, nim or v2, not "${flavor}"`);
   }
   const model = pick('model');
   if (!MODEL_NAME_RE.test(model)) {
@@ -126,6 +153,11 @@ export function parseEngineOptions(argv: string[], env: NodeJS.ProcessEnv, pid =
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new EngineOptionsError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, not "${logLevel}"`);
   }
+  const kvRole = pick('kv-role');
+  if (!KV_ROLES.includes(kvRole)) throw new EngineOptionsError(`--kv-role must be none, prefill or decode, not "${kvRole}"`);
+  if (kvRole !== 'none' && flavor !== 'openai') throw new EngineOptionsError(`--kv-role ${kvRole} needs --flavor openai, not "${flavor}"`);
+  const kvHost = pick('kv-host');
+  if (kvHost === '') throw new EngineOptionsError('--kv-host must not be empty');
   const metricsPortRaw = pick('metrics-port');
   const cacheDir = pick('cache-dir');
 
@@ -146,7 +178,16 @@ export function parseEngineOptions(argv: string[], env: NodeJS.ProcessEnv, pid =
     metricsPort: metricsPortRaw === '' ? null : integer('metrics-port', metricsPortRaw, 0, 65535),
     pullMs: integer('pull-ms', pick('pull-ms'), 0, 86_400_000),
     shutdownGraceMs: integer('shutdown-grace-ms', pick('shutdown-grace-ms'), 0, 3_600_000),
+    listen: oneOf('listen', pick('listen'), ['after-load', 'at-start'] as const),
+    hubTokenFile: pick('hub-token-file') === '' ? null : pick('hub-token-file'),
     logLevel,
+    kv: {
+      role: kvRole as KvRole,
+      port: integer('kv-port', pick('kv-port'), 0, 65535),
+      host: kvHost,
+      bytesPerToken: integer('kv-bytes-per-token', pick('kv-bytes-per-token'), 1, 16 << 20),
+      blockTokens: integer('kv-block-tokens', pick('kv-block-tokens'), 1, 1_000_000),
+    },
   };
 }
 
@@ -162,4 +203,9 @@ function decimal(flag: string, raw: string, min: number, max: number): number {
   if (!Number.isFinite(n)) throw new EngineOptionsError(`--${flag} must be a non-negative number, not "${raw}"`);
   if (n < min || n > max) throw new EngineOptionsError(`--${flag} must be between ${min} and ${max}, not ${n}`);
   return n;
+}
+
+function oneOf<T extends string>(flag: string, raw: string, values: readonly T[]): T {
+  if (!(values as readonly string[]).includes(raw)) throw new EngineOptionsError(`--${flag} must be one of ${values.join(', ')}, not "${raw}"`);
+  return raw as T;
 }

@@ -31,6 +31,17 @@ afterEach(() => {
 });
 
 describe('Scheduler', () => {
+  it('skips the prefill of a sequence whose KV cache was transferred in: first token after one itl', () => {
+    const s = new Scheduler({ ttftMs: 50, itlMs: 10, itlGrowth: 0.5, maxRunning: 4 });
+    const a = seq(2);
+    s.submit({ ...a.spec, skipPrefill: true });
+    vi.advanceTimersByTime(1000);
+    expect(a.trace.steps).toEqual([
+      [0, 10],
+      [1, 20],
+    ]);
+  });
+
   it('emits the first token ttft after start, then one per itl, then finishes', () => {
     const s = new Scheduler({ ttftMs: 50, itlMs: 10, itlGrowth: 0.5, maxRunning: 4 });
     const a = seq(3);

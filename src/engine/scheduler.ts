@@ -25,6 +25,12 @@ export interface SequenceSpec {
   model: string;
   /** Tokens to emit: the longest choice; at least 1. */
   steps: number;
+  /**
+   * The prompt's KV cache came from elsewhere (a disaggregated decode worker pulled it from a
+   * prefill worker): no prefill here, so the first token comes one inter-token interval after
+   * the start instead of ttftMs.
+   */
+  skipPrefill?: boolean;
   /** Left the queue (prefill begins). */
   onStart?(): void;
   /** Step `step` (0-based) is emitted; step 0 is the first token. */
@@ -148,7 +154,8 @@ export class Scheduler {
       const seq = this.queue.shift() as Sequence;
       seq.state = 'running';
       this.active.add(seq);
-      seq.timer = this.timers.setTimeout(() => this.tick(seq), this.timing.ttftMs);
+      const firstMs = seq.spec.skipPrefill ? this.currentItlMs() : this.timing.ttftMs;
+      seq.timer = this.timers.setTimeout(() => this.tick(seq), firstMs);
       this.call(seq, () => seq.spec.onStart?.());
     }
   }

@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { sendJson, sendOpenAIError } from './http-io.js';
 import { EngineMetrics } from './metrics.js';
+import { createKvWorker } from './kv-worker.js';
 import { loadModel } from './model-loader.js';
 import * as nim from './nim-api.js';
 import * as ollama from './ollama-api.js';
@@ -74,6 +75,9 @@ export function createEngine(deps: EngineDeps): Engine {
   let markLoaded: () => void = () => undefined;
   const loaded = new Promise<void>((resolve) => (markLoaded = resolve));
 
+  // Disaggregated serving (--kv-role prefill|decode): the KV transfer connector.
+  const kvWorker = options.kv.role !== 'none' ? createKvWorker(options.kv, log) : null;
+
   const servedModels = (): string[] => (options.flavor === 'ollama' ? pulled.names() : [options.model]);
   const metrics = new EngineMetrics({ flavor: options.flavor, models: servedModels, counts: () => scheduler.countsByModel() });
 
@@ -99,7 +103,7 @@ export function createEngine(deps: EngineDeps): Engine {
   const openai: OpenAIContext =
     options.flavor === 'ollama'
       ? { ...base, replicaId: options.replicaId, resolve: (m) => pulled.resolve(m), models: () => pulled.cards() }
-      : { ...base, replicaId: options.replicaId, resolve: resolveServed, models: () => [modelCard(options.model, startedAt)] };
+      : { ...base, replicaId: options.replicaId, resolve: resolveServed, models: () => [modelCard(options.model, startedAt)], ...(kvWorker ? { kv: kvWorker.hook } : {}) };
   const ollamaCtx: ollama.OllamaContext = {
     ...base,
     models: pulled,
@@ -258,6 +262,9 @@ export function createEngine(deps: EngineDeps): Engine {
       );
       log.info({ port, metrics_port: metricsPort }, `listening on http://${options.host}:${port}` + (metricsPort !== null ? ` (metrics also on port ${metricsPort})` : ''));
       await logConfigFile();
+      await kvWorker?.start(options.host).catch((err: Error) => {
+        throw new EngineListenError(err.message);
+      });
       void load().finally(markLoaded);
       return { port, metricsPort };
     },
@@ -280,6 +287,7 @@ export function createEngine(deps: EngineDeps): Engine {
       await Promise.race([serverClosed, sleep(drained ? 250 : 0)]);
       server.closeAllConnections();
       metricsServer?.closeAllConnections();
+      await kvWorker?.close();
       log.info('engine stopped');
     },
   };
@@ -289,7 +297,8 @@ export class EngineListenError extends Error {
   override name = 'EngineListenError';
 }
 
-function listen(server: http.Server, port: number, host: string): Promise<number> {
+/** Binds an HTTP server; a port that cannot be bound is an EngineListenError. */
+export function listen(server: http.Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error) => reject(new EngineListenError(`cannot listen on ${host}:${port}: ${err.message}`));
     server.once('error', onError);
