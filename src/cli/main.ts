@@ -14,9 +14,10 @@ const USAGE = `usage: infergate <command> [options]
 commands:
   serve     run the control API, gateway and metrics (the embedded default)
   engine    run the reference engine, a SIMULATED inference server (one per replica)
+  frontend  run the orchestrated runtime's Frontend (aggregated or disaggregated workers)
   version   print the version
 
-infergate serve --help and infergate engine --help list every flag and its environment override.`;
+infergate serve --help, infergate engine --help and infergate frontend --help list every flag and its environment override.`;
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -71,6 +72,8 @@ async function main(argv: string[]): Promise<void> {
       return runServe(rest);
     case 'engine':
       return (await import('../engine/index.js')).runEngine(rest);
+    case 'frontend':
+      return (await import('../orchestrated/frontend.js')).runFrontend(rest);
     case 'version':
     case '--version':
       process.stdout.write(version() + '\n');
