@@ -1,0 +1,73 @@
+// A general gRPC deployment of the reference engine's v2 flavor (TCP readiness), reached with
+// a grpc-js client built from proto/ over TLS through the gateway, the bearer token in
+// metadata: ModelInfer returns text, ModelStreamInfer streams tokens ending with Triton's
+// final flag, no token is UNAUTHENTICATED, and a client cancel reaches the replica.
+
+import * as grpc from '@grpc/grpc-js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENDPOINT_DOMAIN, platformDirs, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { bearer, inferRequest, modelInfer, modelStreamInfer, v2ClientTls, type V2Client } from './helpers/v2-client.js';
+
+let root: string;
+let platform: Platform;
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'infergate-grpc-'));
+  platform = await startPlatform(await platformDirs(root, 'grpc'));
+});
+
+afterAll(async () => {
+  if (platform) {
+    platform.serve.kill('SIGTERM');
+    await platform.serve.exited;
+    for (const p of replicaProcesses(platform.dataDir)) process.kill(p.pid, 'SIGKILL');
+  }
+  await rm(root, { recursive: true, force: true });
+});
+
+const TOKEN = 'tok-grpc-0123456789';
+
+describe('a general gRPC deployment (reference engine, v2 flavor)', () => {
+  it('answers ModelInfer and ModelStreamInfer through the gateway; UNAUTHENTICATED without the token; a cancel reaches the replica', async () => {
+    const created = await platform.call('POST', '/deployments/general', {
+      name: 'triton',
+      cluster_id: 1,
+      hardware_instance_id: 1,
+      image: 'infergate/reference-engine',
+      tag: 'v2',
+      container_port: 8001,
+      protocol: 'grpc',
+      command: ['--startup-ms', '300', '--ttft-ms', '10', '--itl-ms', '30', '--model', 'sim-v2'],
+      endpoint_bearer_token: TOKEN,
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.body.id as number;
+    await platform.waitFor(id, (d) => d.status === 'ready', 30_000, 'triton ready');
+    const client: V2Client = v2ClientTls(platform.ports.gateway, `triton.${ENDPOINT_DOMAIN}`, platform.ca);
+
+    const unary = await modelInfer(client, 'sim-v2', 'hello over grpc', 6, bearer(TOKEN));
+    expect(unary.text.split(' ').filter(Boolean).length).toBeGreaterThan(0);
+    expect(unary.replica).toMatch(/^triton-r1-\d+$/);
+
+    const stream = await modelStreamInfer(client, 'sim-v2', 'stream it', 5, bearer(TOKEN));
+    expect(stream.tokens.length).toBeGreaterThanOrEqual(5);
+    expect(stream.finals.at(-1)).toBe(true);
+    expect(stream.finals.slice(0, -1).every((f) => !f)).toBe(true);
+
+    await expect(modelInfer(client, 'sim-v2', 'no token', 3, bearer(null))).rejects.toMatchObject({ code: grpc.status.UNAUTHENTICATED });
+
+    // A cancel mid-stream: the engine logs it and frees the sequence.
+    const call = (client.ModelStreamInfer as (m: grpc.Metadata) => grpc.ClientDuplexStream<unknown, unknown>).call(client, bearer(TOKEN));
+    call.on('error', () => {});
+    call.write(inferRequest('sim-v2', 'a long one', 200));
+    await new Promise<void>((resolve) => call.once('data', () => resolve()));
+    call.cancel();
+    await expect
+      .poll(async () => ((await platform.call('GET', `/deployments/general/${id}/logs?tail=200`)).body.lines as { line: string }[]).some((l) => l.line.includes('cancelled by the client')), { timeout: 5000 })
+      .toBe(true);
+    client.close();
+  });
+});

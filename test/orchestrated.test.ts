@@ -1,0 +1,133 @@
+// Orchestrated deployments with real processes: a Frontend (`infergate frontend`) in front of
+// reference-engine workers. Aggregated: the openai SDK through the gateway and the Frontend,
+// by the served model name and by the model id. Disaggregated, created through the API with
+// both pools: completions work, Prefill and Decode logs carry the KV transfer lines, GET shows
+// worker_pools and the three components. Killing the Frontend makes the deployment not ready
+// within 5 s although the workers run, and ready again once it is back. An unsupported extra
+// argument stops the worker with a log line naming it; the model-hub token reaches workers as
+// a file, never in their environment, logs or responses.
+
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+
+let root: string;
+let platform: Platform;
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(os.tmpdir(), 'infergate-orchestrated-'));
+  platform = await startPlatform(await platformDirs(root, 'orchestrated'));
+});
+
+afterAll(async () => {
+  if (platform) {
+    platform.serve.kill('SIGTERM');
+    await platform.serve.exited;
+    for (const p of replicaProcesses(platform.dataDir)) process.kill(p.pid, 'SIGKILL');
+  }
+  await rm(root, { recursive: true, force: true });
+});
+
+const TOKEN = 'tok-orchestrated-0123456789';
+const FAST = ['--startup-ms', '300', '--ttft-ms', '10', '--itl-ms', '5'];
+type Components = Record<string, { ready: number; desired: number }>;
+type View = { status: string; components: Components; worker_pools?: unknown };
+
+async function create(body: Record<string, unknown>): Promise<number> {
+  const res = await platform.call('POST', '/deployments/orchestrated', { cluster_id: 1, endpoint_bearer_token: TOKEN, ...body });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.id as number;
+}
+
+const view = async (id: number): Promise<View> => (await platform.call('GET', `/deployments/orchestrated/${id}`)).body;
+async function waitFor(id: number, check: (d: View) => boolean, ms: number, what: string): Promise<View> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const d = await view(id);
+    if (check(d)) return d;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(d)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function logs(id: number, component: string): Promise<string[]> {
+  const res = await platform.call('GET', `/deployments/orchestrated/${id}/logs?component=${component}&tail=500`);
+  return (res.body.lines as { line: string }[]).map((l) => l.line);
+}
+
+async function streamed(name: string, model: string): Promise<string> {
+  const s = await platform.client(name, TOKEN).chat.completions.create({ model, messages: [{ role: 'user', content: 'hello there' }], max_tokens: 8, stream: true });
+  let text = '';
+  for await (const chunk of s) text += chunk.choices[0]?.delta.content ?? '';
+  return text;
+}
+
+describe('orchestrated aggregated', () => {
+  it('serves the openai SDK through the gateway and the Frontend, by alias and by model id; killing the Frontend makes it not ready', async () => {
+    const id = await create({ name: 'agg', model: 'org/agg-model', served_model_name: 'agg', hardware_instance_id: 1, extra_args: FAST });
+    const ready = await waitFor(id, (d) => d.status === 'ready', 40_000, 'agg ready');
+    expect(ready.components).toEqual({ Frontend: { ready: 1, desired: 1 }, Worker: { ready: 1, desired: 1 } });
+    expect(await streamed('agg', 'agg')).not.toBe('');
+    expect(await streamed('agg', 'org/agg-model')).not.toBe('');
+    const models = await platform.client('agg', TOKEN).models.list();
+    expect(models.data.map((m) => m.id)).toContain('agg');
+
+    const frontend = replicaMains(platform.dataDir, 'agg-r1-frontend-')[0]!;
+    const killedAt = Date.now();
+    process.kill(frontend.pid, 'SIGKILL');
+    await waitFor(id, (d) => d.status === 'not_ready', 5000, 'not_ready after the Frontend died');
+    expect(Date.now() - killedAt).toBeLessThan(5000);
+    expect(replicaMains(platform.dataDir, 'agg-r1-worker-')).toHaveLength(1); // the worker still runs
+    await waitFor(id, (d) => d.status === 'ready', 30_000, 'ready again after the Frontend restarted');
+    expect(await streamed('agg', 'agg')).not.toBe('');
+  });
+});
+
+describe('orchestrated disaggregated', () => {
+  it('created through the API with both pools: completions work and the KV transfer shows in Prefill and Decode logs', async () => {
+    const id = await create({
+      name: 'disagg',
+      model: 'org/disagg-model',
+      serving_mode: 'disaggregated',
+      worker_pools: { prefill: { hardware_instance_id: 1, replicas: 1 }, decode: { hardware_instance_id: 1, replicas: 1 } },
+      enable_logging: true,
+      extra_args: FAST,
+    });
+    const ready = await waitFor(id, (d) => d.status === 'ready', 40_000, 'disagg ready');
+    expect(ready.worker_pools).toEqual({ prefill: { hardware_instance_id: 1, replicas: 1 }, decode: { hardware_instance_id: 1, replicas: 1 } });
+    expect(ready.components).toEqual({ Frontend: { ready: 1, desired: 1 }, Prefill: { ready: 1, desired: 1 }, Decode: { ready: 1, desired: 1 } });
+    expect(await streamed('disagg', 'org/disagg-model')).not.toBe('');
+    const plain = await platform.client('disagg', TOKEN).chat.completions.create({ model: 'org/disagg-model', messages: [{ role: 'user', content: 'again' }], max_tokens: 4 });
+    expect(plain.choices[0]?.message.content).toBeTruthy();
+    for (const component of ['Prefill', 'Decode']) {
+      await expect.poll(async () => (await logs(id, component)).some((l) => l.includes('kv transfer: tcp')), { timeout: 5000 }).toBe(true);
+    }
+  });
+});
+
+describe('orchestrated workers', () => {
+  it('an unsupported extra argument stops the worker, with a log line naming it', async () => {
+    const id = await create({ name: 'badarg', model: 'org/m', hardware_instance_id: 1, extra_args: [...FAST, '--no-such-flag'] });
+    await expect.poll(async () => (await logs(id, 'Worker')).some((l) => l.includes('--no-such-flag')), { timeout: 20_000, interval: 250 }).toBe(true);
+    const d = await view(id);
+    expect(d.status).not.toBe('ready');
+    expect(d.components.Worker?.ready).toBe(0);
+  });
+
+  it('the model-hub token reaches workers as a file, never in their environment, logs or responses', async () => {
+    const secret = 'hf_secret_token_0123456789';
+    const id = await create({ name: 'gated', model: 'org/gated', hardware_instance_id: 1, model_hub_token: secret, extra_args: FAST });
+    await waitFor(id, (d) => d.status === 'ready', 40_000, 'gated ready');
+    const d = await platform.call('GET', `/deployments/orchestrated/${id}`);
+    expect(JSON.stringify(d.body)).not.toContain(secret);
+    expect(d.body.has_model_hub_token).toBe(true);
+    const worker = replicaMains(platform.dataDir, 'gated-r1-worker-')[0]!;
+    expect(readFileSync(`/proc/${worker.pid}/environ`, 'latin1')).not.toContain(secret);
+    const workerLogs = await logs(id, 'Worker');
+    expect(workerLogs.some((l) => l.includes('model hub credential'))).toBe(true);
+    expect(workerLogs.join('\n')).not.toContain(secret);
+  });
+});
