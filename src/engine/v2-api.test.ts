@@ -49,7 +49,7 @@ describe('metadata', () => {
 
 describe('parseInferRequest', () => {
   it('reads bytes_contents', () => {
-    expect(parseInferRequest(request())).toEqual({ id: 'req-1', text: 'hello there', maxTokens: null, raw: false });
+    expect(parseInferRequest(request())).toEqual({ id: 'req-1', text: 'hello there', maxTokens: null, raw: false, ignoreEos: false });
   });
 
   it('reads raw_input_contents with the 4-byte length prefix', () => {
@@ -60,7 +60,11 @@ describe('parseInferRequest', () => {
         parameters: { max_tokens: { parameter_choice: 'int64_param', int64_param: '3' } },
       }),
     );
-    expect(parsed).toEqual({ id: 'req-1', text: 'raw text', maxTokens: 3, raw: true });
+    expect(parsed).toEqual({ id: 'req-1', text: 'raw text', maxTokens: 3, raw: true, ignoreEos: false });
+  });
+
+  it('reads the ignore_eos bool parameter', () => {
+    expect(parseInferRequest({ ...request(), parameters: { ignore_eos: { bool_param: true } } } as Parameters<typeof parseInferRequest>[0]).ignoreEos).toBe(true);
   });
 
   it.each<[string, Partial<ModelInferRequestIn>, RegExp]>([

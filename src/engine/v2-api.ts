@@ -66,6 +66,8 @@ export interface InferInput {
   maxTokens: number | null;
   /** The input came in raw_input_contents, so the output goes out in raw_output_contents. */
   raw: boolean;
+  /** The `ignore_eos` bool parameter (vLLM's, also understood by Triton's vLLM backend). */
+  ignoreEos: boolean;
 }
 
 const invalid = (message: string) => new V2Error(status.INVALID_ARGUMENT, message);
@@ -126,7 +128,8 @@ export function parseInferRequest(req: ModelInferRequestIn): InferInput {
   }
   const maxTokens = readIntParam(req.parameters, 'max_tokens', 1, MAX_TOKENS_LIMIT);
   if ('error' in maxTokens) throw invalid(maxTokens.error);
-  return { id: req.id, text, maxTokens: maxTokens.value, raw };
+  const ignoreEos = req.parameters?.ignore_eos?.bool_param === true;
+  return { id: req.id, text, maxTokens: maxTokens.value, raw, ignoreEos };
 }
 
 /** A ModelInferResponse with `text` as the one BYTES element of text_output. */

@@ -113,7 +113,7 @@ export function createV2Engine(deps: EngineDeps): Engine {
   /** Plays one request through the scheduler: a token callback per step, then the usage. */
   const generate = (input: InferInput, on: { token(text: string, last: boolean, usage: Usage): void; finish(usage: Usage): void }): Generation => {
     const messages: MessageLike[] = [{ role: 'user', content: input.text }];
-    const completion = generateCompletion(messages, 0, input.maxTokens ?? options.maxTokensDefault);
+    const completion = generateCompletion(messages, 0, input.maxTokens ?? options.maxTokensDefault, input.ignoreEos);
     const usage: Usage = { promptTokens: countPromptTokens(messages), completionTokens: completion.tokens.length };
     return startGeneration(
       { scheduler, metrics },
