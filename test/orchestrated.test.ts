@@ -12,7 +12,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { ENDPOINT_DOMAIN, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { bearer, modelInfer, modelStreamInfer, v2ClientTls } from './helpers/v2-client.js';
 
 let root: string;
 let platform: Platform;
@@ -130,4 +131,38 @@ describe('orchestrated workers', () => {
     expect(workerLogs.some((l) => l.includes('model hub credential'))).toBe(true);
     expect(workerLogs.join('\n')).not.toContain(secret);
   });
+});
+
+describe('orchestrated gRPC and autoscaled workers', () => {
+  it('a gRPC deployment serves ModelInfer and ModelStreamInfer through the gateway and its Frontend', async () => {
+    const id = await create({ name: 'agrpc', model: 'org/grpc-model', served_model_name: 'grpc-model', protocol: 'grpc', hardware_instance_id: 1, extra_args: FAST });
+    await waitFor(id, (d) => d.status === 'ready', 40_000, 'agrpc ready');
+    const client = v2ClientTls(platform.ports.gateway, `agrpc.${ENDPOINT_DOMAIN}`, platform.ca);
+    const unary = await modelInfer(client, 'grpc-model', 'hello', 5, bearer(TOKEN));
+    expect(unary.text).not.toBe('');
+    expect(unary.replica).toMatch(/^agrpc-r1-worker-\d+$/);
+    const stream = await modelStreamInfer(client, 'org/grpc-model', 'stream', 4, bearer(TOKEN));
+    expect(stream.tokens.join('')).not.toBe('');
+    expect(stream.finals.at(-1)).toBe(true);
+    expect(stream.finals.filter(Boolean)).toHaveLength(1);
+    await expect(modelInfer(client, 'grpc-model', 'x', 2, bearer(null))).rejects.toMatchObject({ code: 16 });
+    client.close();
+  });
+
+  it('the Worker count follows concurrency within [min, max]', async () => {
+    const id = await create({ name: 'scaled', model: 'org/scaled', hardware_instance_id: 1, min_replicas: 1, max_replicas: 2, concurrency: 1, extra_args: [...FAST, '--itl-ms', '40'] });
+    await waitFor(id, (d) => d.status === 'ready', 40_000, 'scaled ready');
+    const client = platform.client('scaled', TOKEN);
+    let running = true;
+    const load = Array.from({ length: 4 }, async () => {
+      while (running) {
+        const s = await client.chat.completions.create({ model: 'org/scaled', messages: [{ role: 'user', content: 'busy' }], max_tokens: 30, stream: true });
+        for await (const _chunk of s) void _chunk;
+      }
+    });
+    const up = await waitFor(id, (d) => d.components.Worker?.ready === 2, 30_000, 'two workers under load');
+    expect(up.components.Worker).toEqual({ ready: 2, desired: 2 });
+    running = false;
+    await Promise.all(load);
+  }, 60_000);
 });

@@ -84,6 +84,8 @@ export function orchestratedRequest(
     const protocol = spec.protocol === 'grpc' ? ['--protocol', 'grpc'] : [];
     return {
       ...base,
+      // A gRPC Frontend is probed by TCP connect, like every gRPC replica (spec).
+      protocol: spec.protocol,
       image: FRONTEND_IMAGE,
       command: ['--mode', spec.serving_mode, '--model', spec.model, ...alias, ...protocol, '--workers-file', workersFile],
       env: {},

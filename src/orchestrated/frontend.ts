@@ -8,6 +8,7 @@
 // untouched with backpressure; a client that leaves aborts the upstream call. One pino JSON
 // line per request on stdout.
 
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
@@ -268,20 +269,36 @@ export async function runFrontend(args: string[]): Promise<void> {
     { level: options.logLevel, base: { service: 'infergate-frontend', mode: options.mode, pid: process.pid } },
     pino.destination({ dest: 1, sync: true }),
   );
-  const frontend = createFrontend(options, log);
+  // gRPC: the v2 protocol on the port, the chat-completions side on loopback behind it.
+  const grpcMode = options.protocol === 'grpc';
+  const frontend = createFrontend(grpcMode ? { ...options, host: '127.0.0.1', port: 0 } : options, log);
+  let grpcSide: { stop(): Promise<void> } | null = null;
   try {
-    await frontend.start();
+    const httpPort = await frontend.start();
+    if (grpcMode) {
+      const { startGrpcFrontend } = await import('./grpc-frontend.js');
+      grpcSide = await startGrpcFrontend({ host: options.host, port: options.port, httpPort, servedName: options.servedModelName ?? options.model, model: options.model, release: packageVersion(), log });
+    }
   } catch (err) {
     process.stderr.write(`infergate frontend: error: ${(err as Error).message}\n`);
     process.exit(1);
   }
   const shutdown = (signal: string) => {
     log.info({ signal }, `${signal} received: stopping`);
-    frontend.stop().then(
+    Promise.all([grpcSide?.stop(), frontend.stop()]).then(
       () => process.exit(0),
       () => process.exit(1),
     );
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+/** The package's version, for ServerMetadata (the same number `infergate version` prints). */
+function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string }).version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
 }

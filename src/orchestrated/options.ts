@@ -9,6 +9,8 @@ export type FrontendMode = 'aggregated' | 'disaggregated';
 export interface FrontendOptions {
   host: string;
   port: number;
+  /** What clients speak: chat completions over HTTP, or the v2 inference protocol over gRPC. */
+  protocol: 'http' | 'grpc';
   mode: FrontendMode;
   /** The model-hub id the workers serve (e.g. org/model); requests are rewritten to it. */
   model: string;
@@ -35,6 +37,7 @@ interface OptionDoc {
 export const FRONTEND_OPTIONS: OptionDoc[] = [
   { flag: 'host', default: '0.0.0.0', help: 'listen address' },
   { flag: 'port', env: 'PORT', default: '8000', help: 'listen port (0: any free port)' },
+  { flag: 'protocol', default: 'http', help: 'http (chat completions) | grpc (the v2 inference protocol on --port; chat completions inside, on loopback)' },
   { flag: 'mode', default: 'aggregated', help: 'aggregated (workers serve whole requests) | disaggregated (prefill then decode workers)' },
   { flag: 'model', default: '', help: 'model-hub id the workers serve, e.g. org/model (required)' },
   { flag: 'served-model-name', default: '', help: 'the name clients use and /v1/models shows [default: the model id]' },
@@ -78,6 +81,8 @@ export function parseFrontendOptions(argv: string[], env: NodeJS.ProcessEnv): Fr
     if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
     return doc?.default ?? '';
   };
+  const protocol = pick('protocol');
+  if (protocol !== 'http' && protocol !== 'grpc') throw new FrontendOptionsError(`--protocol must be http or grpc, not "${protocol}"`);
   const mode = pick('mode');
   if (mode !== 'aggregated' && mode !== 'disaggregated') throw new FrontendOptionsError(`--mode must be aggregated or disaggregated, not "${mode}"`);
   const model = pick('model');
@@ -92,6 +97,7 @@ export function parseFrontendOptions(argv: string[], env: NodeJS.ProcessEnv): Fr
   return {
     host,
     port: integer('port', pick('port'), 0, 65535),
+    protocol,
     mode,
     model,
     servedModelName: alias === '' ? null : alias,
