@@ -164,7 +164,7 @@ async function startController(
     rolloutDeadlineMs: config.rolloutDeadlineMs,
     load: gateway?.inflight ?? null,
     usage,
-    gpusPerReplica: (d) => gpusPerReplica(catalog, d),
+    gpusPerReplica: (d, component) => gpusPerReplica(catalog, d, component),
     workersDir: path.join(config.dataDir, 'orchestrated'),
     unseal: (sealed) => sealer.unseal(sealed),
     forgetDeployment: async (id) => {
@@ -248,9 +248,11 @@ async function loadImageMap(file: string | null): Promise<ImageMap> {
 }
 
 /** GPUs of one replica's hardware instance, from the catalog (1 when it is not there). */
-function gpusPerReplica(catalog: Catalog, d: DeploymentRecord): number {
+function gpusPerReplica(catalog: Catalog, d: DeploymentRecord, component: string): number {
   const cluster = findCluster(catalog, d.cluster_id);
-  const hardwareId = d.spec.hardware_instance_id;
+  const pools = d.spec.family === 'orchestrated' ? d.spec.worker_pools : null;
+  const pool = component === 'Prefill' ? pools?.prefill : component === 'Decode' ? pools?.decode : undefined;
+  const hardwareId = pool?.hardware_instance_id ?? d.spec.hardware_instance_id;
   const hardware = cluster && hardwareId !== null ? findHardware(cluster, hardwareId) : undefined;
   return hardware?.gpus_per_instance ?? 1;
 }

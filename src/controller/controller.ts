@@ -62,7 +62,7 @@ export interface ControllerOptions {
   /** Replica lifetimes (× GPUs) go here, per deployment and hour (the usage view). */
   usage?: UsageLedger;
   /** GPUs of one replica's hardware instance (each GPU worker replica is one instance). */
-  gpusPerReplica?: (d: DeploymentRecord) => number;
+  gpusPerReplica?: (d: DeploymentRecord, component: string) => number;
   /** Replicas a rolling update may run beyond the desired count (default 1). */
   rolloutSurge?: number;
   /** How long a new revision has to get every desired replica ready (default 10 min). */
@@ -230,7 +230,7 @@ export class Controller {
     // one at least one replica, so its revision is seen to become ready before going to zero.
     const figure = autoscaled ? (autoscaled(d.id) ?? d.desired_replicas?.[GENERAL_COMPONENT] ?? Math.max(d.scaling.min_replicas, 1)) : undefined;
     const desired = desiredReplicas(d, figure, autoscaled !== undefined)[GENERAL_COMPONENT] ?? 0;
-    const gpus = this.opts.gpusPerReplica?.(d) ?? 1;
+    const gpus = this.opts.gpusPerReplica?.(d, GENERAL_COMPONENT) ?? 1;
     const plans: ComponentPlan[] = [
       { component: GENERAL_COMPONENT, desired, gpus, request: (spec, revision, name) => (spec.family === 'general' ? generalRequest(d, spec, revision, name) : null) },
     ];
@@ -247,11 +247,10 @@ export class Controller {
     if (d.spec.family !== 'orchestrated' || !workersDir) return;
     const workersFile = path.join(workersDir, String(d.id), 'workers.json');
     const desired = orchestratedDesired(d, autoscaled?.(d.id));
-    const gpus = this.opts.gpusPerReplica?.(d) ?? 1;
     const plans: ComponentPlan[] = Object.entries(desired).map(([component, n]) => ({
       component,
       desired: n,
-      gpus: component === FRONTEND ? 0 : gpus,
+      gpus: component === FRONTEND ? 0 : (this.opts.gpusPerReplica?.(d, component) ?? 1),
       request: (spec, revision, name) => (spec.family === 'orchestrated' ? orchestratedRequest(d, spec, component, revision, name, workersFile, this.hubToken(spec)) : null),
     }));
     await this.reconcileComponents(d, plans, (ready) => orchestratedStatus(d, ready.byComponent, desired));
