@@ -253,6 +253,8 @@ export class Controller {
       gpus: component === FRONTEND ? 0 : (this.opts.gpusPerReplica?.(d, component) ?? 1),
       request: (spec, revision, name) => (spec.family === 'orchestrated' ? orchestratedRequest(d, spec, component, revision, name, workersFile, this.hubToken(spec)) : null),
     }));
+    // The file first: the Frontend should know a worker before the deployment says ready.
+    await this.writeWorkersFile(d, workersFile);
     await this.reconcileComponents(d, plans, (ready) => orchestratedStatus(d, ready.byComponent, desired));
     await this.writeWorkersFile(d, workersFile);
   }

@@ -276,6 +276,13 @@ export async function runFrontend(args: string[]): Promise<void> {
   try {
     const httpPort = await frontend.start();
     if (grpcMode) {
+      // A gRPC replica's readiness is a TCP connect: open the port only once there are
+      // workers to serve, as the HTTP side's /health waits for them.
+      for (let logged = false; (await (await fetch(`http://127.0.0.1:${httpPort}/health`)).status) !== 200; ) {
+        if (!logged) log.info('waiting for workers before opening the gRPC port');
+        logged = true;
+        await new Promise((r) => setTimeout(r, 100));
+      }
       const { startGrpcFrontend } = await import('./grpc-frontend.js');
       grpcSide = await startGrpcFrontend({ host: options.host, port: options.port, httpPort, servedName: options.servedModelName ?? options.model, model: options.model, release: packageVersion(), log });
     }
