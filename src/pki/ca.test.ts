@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issueServerCertificate, loadOrCreateCa } from './ca.js';
+import { issueServerCertificate, loadOrCreateCa, newSerial } from './ca.js';
 import { loadOrIssueGatewayCertificate } from './server-certs.js';
 
 let dir: string;
@@ -43,5 +43,14 @@ describe('platform CA', () => {
     const c = await loadOrIssueGatewayCertificate(ca, dir, 'other.test');
     expect(new X509Certificate(c.certPem).checkHost('x.other.test')).toBe('*.other.test');
     expect(await readFile(path.join(dir, 'gateway', 'endpoints.test.crt'), 'utf8')).toBe(a.certPem);
+  });
+});
+
+describe('serial numbers', () => {
+  it('are 16 octets, positive and minimally encoded (never a leading zero octet)', () => {
+    for (let i = 0; i < 2000; i++) {
+      const serial = newSerial();
+      expect(serial).toMatch(/^[4-7][0-9a-f]{31}$/);
+    }
   });
 });

@@ -54,10 +54,14 @@ function rsaKeyPair(): PemKeyPair {
   };
 }
 
-/** Positive 128-bit serial: RFC 5280 §4.1.2.2 wants unique, positive, at most 20 octets. */
+/**
+ * Positive 128-bit serial: RFC 5280 §4.1.2.2 wants unique, positive, at most 20 octets. The
+ * first octet is kept in 0x40–0x7f: positive, and never 0x00, which would make the DER
+ * INTEGER non-minimal (parsers then print it without the zero, and it no longer matches).
+ */
 export function newSerial(): string {
   const bytes = randomBytes(16);
-  bytes[0] = (bytes[0] ?? 0) & 0x7f;
+  bytes[0] = ((bytes[0] ?? 0) & 0x3f) | 0x40;
   return bytes.toString('hex');
 }
 
