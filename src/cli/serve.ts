@@ -169,6 +169,7 @@ async function startController(
     unseal: (sealed) => sealer.unseal(sealed),
     forgetDeployment: async (id) => {
       await rm(deploymentLogsDir(logsDir, id), { recursive: true, force: true });
+      await rm(path.join(config.dataDir, 'orchestrated', String(id)), { recursive: true, force: true });
       for (const u of await store.list('usage')) if (u.value.deployment_id === id) await store.delete('usage', u.value.id);
     },
     ...(autoscaler ? { autoscaled: (id: number) => autoscaler.desired(id) } : {}),

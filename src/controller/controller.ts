@@ -6,19 +6,18 @@
 // previous run left and brings every deployment back. It acts only while it holds the
 // store's `controller` lease, so a second control process on a shared store stands by.
 
-import { randomBytes } from 'node:crypto';
-import os from 'node:os';
 import type { Logger } from 'pino';
 import { isoNow, type Clock } from '../core/clock.js';
-import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { DeploymentRecord, DeploymentSpec, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
 import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, Runtime } from '../runtime/runtime.js';
 import { modify, NotFoundError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { deploymentStatus, desiredReplicas, GENERAL_COMPONENT } from './desired.js';
+import { ControllerLease } from './lease.js';
 import { FRONTEND, orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
 import { advanceRollout, type RolloutResult } from './rollout.js';
+import { WorkersFiles } from './workers-file.js';
 
 /** Where an operator's shell runs: a ready replica's directory and environment. */
 export interface ShellTarget {
@@ -97,18 +96,18 @@ interface Owned {
 
 export class Controller {
   private readonly owned = new Map<number, Owned>();
-  /** The last workers file body written per orchestrated deployment. */
-  private readonly workerFiles = new Map<number, string>();
+  private readonly workersFiles = new WorkersFiles();
   private readonly retirements = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private unwatch: (() => void) | null = null;
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
-  private leader = false;
-  private readonly holder = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private readonly lease: ControllerLease;
 
-  constructor(private readonly opts: ControllerOptions) {}
+  constructor(private readonly opts: ControllerOptions) {
+    this.lease = new ControllerLease(opts.store, opts.logger);
+  }
 
   async start(): Promise<void> {
     this.unwatch = this.opts.store.watch((event) => {
@@ -147,7 +146,7 @@ export class Controller {
 
   /** Whether this controller holds the lease and acts. */
   get isLeader(): boolean {
-    return this.leader;
+    return this.lease.isHeld;
   }
 
   /** Drains and stops every replica this controller runs and removes their records. */
@@ -158,30 +157,9 @@ export class Controller {
     await this.running;
     for (const o of this.owned.values()) if (!o.retiring) this.retire(o, 'the service is stopping');
     await Promise.all([...this.retirements]);
-    if (this.leader) await this.opts.store.releaseLease(LEASE, this.holder).catch(() => undefined);
+    await this.lease.release();
   }
 
-  /**
-   * Takes or renews the lease. Taking it for the first time reaps what an earlier leader on
-   * this node left; losing it (another process took over after a stall) stops acting.
-   */
-  private async lead(): Promise<boolean> {
-    const held = await this.opts.store.holdLease(LEASE, this.holder, LEASE_TTL_MS);
-    if (held && !this.leader) {
-      this.opts.logger.info({ holder: this.holder }, 'controller lease taken: reconciling');
-      this.leader = true;
-      await this.reapLeftovers();
-    } else if (!held && this.leader) {
-      this.opts.logger.error('controller lease lost to another process: no longer reconciling');
-      this.leader = false;
-    } else if (!held && !this.standbyLogged) {
-      this.opts.logger.warn('another controller holds the lease on this store: standing by');
-      this.standbyLogged = true;
-    }
-    return held;
-  }
-
-  private standbyLogged = false;
 
   /** Coalesces triggers: one pass at a time, plus one more if anything asked meanwhile. */
   private schedule(): void {
@@ -210,7 +188,8 @@ export class Controller {
   }
 
   private async reconcile(): Promise<void> {
-    if (!(await this.lead())) return;
+    // Taking the lease for the first time reaps what an earlier run on this node left.
+    if (!(await this.lease.hold(() => this.reapLeftovers()))) return;
     for (const o of this.owned.values()) this.account(o);
     const deployments = new Map((await this.opts.store.list('deployment')).map((d) => [d.value.id, d.value]));
     for (const o of this.owned.values()) {
@@ -271,7 +250,7 @@ export class Controller {
     }
   }
 
-  /** Writes the ready workers' addresses for the Frontend (atomically, only when changed). */
+  /** Writes the ready workers' addresses for the Frontend. */
   private async writeWorkersFile(d: DeploymentRecord, file: string): Promise<void> {
     if (d.spec.family !== 'orchestrated') return;
     const ready = [...this.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring && o.handle.observe().phase === 'ready');
@@ -281,14 +260,9 @@ export class Controller {
         .map((o) => o.handle.observe().address)
         .filter((a): a is string => a !== null)
         .sort();
-    const body = JSON.stringify(
-      d.spec.serving_mode === 'disaggregated' ? { prefill: addresses('Prefill'), decode: addresses('Decode') } : { workers: addresses('Worker') },
-    );
-    if (this.workerFiles.get(d.id) === body) return;
-    await mkdir(path.dirname(file), { recursive: true });
-    await writeFile(`${file}.tmp`, body);
-    await rename(`${file}.tmp`, file);
-    this.workerFiles.set(d.id, body);
+    const content: Record<string, string[]> =
+      d.spec.serving_mode === 'disaggregated' ? { prefill: addresses('Prefill'), decode: addresses('Decode') } : { workers: addresses('Worker') };
+    await this.workersFiles.write(d.id, file, content);
   }
 
   /**
@@ -463,7 +437,10 @@ export class Controller {
       this.owned.delete(o.recordId);
       this.opts.logger.info({ replica: o.handle.name }, 'replica stopped');
       const remaining = [...this.owned.values()].some((x) => x.deploymentId === o.deploymentId);
-      if (!remaining && !(await this.opts.store.get('deployment', o.deploymentId))) await this.opts.forgetDeployment?.(o.deploymentId);
+      if (!remaining && !(await this.opts.store.get('deployment', o.deploymentId))) {
+        this.workersFiles.forget(o.deploymentId);
+        await this.opts.forgetDeployment?.(o.deploymentId);
+      }
     })().catch((err: Error) => this.opts.logger.error({ err, replica: o.handle.name }, 'retiring a replica failed'));
     this.retirements.add(done);
     void done.finally(() => this.retirements.delete(done));
@@ -500,9 +477,5 @@ function generalRequest(d: DeploymentRecord, spec: GeneralSpec, revision: number
     modelCaching: spec.enable_model_caching,
   };
 }
-
-const LEASE = 'controller';
-/** Renewed every tick (1 s); a controller that stalls this long loses it. */
-const LEASE_TTL_MS = 15_000;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
