@@ -5,32 +5,16 @@
 // stream; a full activator queue answers 503 with Retry-After, a held request that waits too
 // long too.
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import type OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineBody, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { describe, expect, it } from 'vitest';
+import { engineBody, replicaMains, usePlatform, type Platform } from './helpers/platform.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
-let root: string;
 let platform: Platform;
 
 const FLAGS = ['--autoscale-stable-window', '4', '--autoscale-panic-window', '2', '--scale-to-zero-grace', '1', '--activator-queue-size', '3', '--activator-timeout', '8'];
 
-beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'infergate-autoscale-'));
-  platform = await startPlatform(await platformDirs(root, 'autoscale'), FLAGS);
-});
-
-afterAll(async () => {
-  if (platform) {
-    platform.serve.kill('SIGTERM');
-    await platform.serve.exited;
-    for (const p of replicaProcesses(platform.dataDir)) process.kill(p.pid, 'SIGKILL');
-  }
-  await rm(root, { recursive: true, force: true });
-});
+usePlatform('autoscale', FLAGS, (p) => (platform = p));
 
 const TOKEN = 'tok-autoscale-0123456789';
 type Counts = { status: string; components: { Replica: { ready: number; desired: number } } };

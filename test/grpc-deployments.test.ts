@@ -4,29 +4,13 @@
 // final flag, no token is UNAUTHENTICATED, and a client cancel reaches the replica.
 
 import * as grpc from '@grpc/grpc-js';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENDPOINT_DOMAIN, platformDirs, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { describe, expect, it } from 'vitest';
+import { ENDPOINT_DOMAIN, usePlatform, type Platform } from './helpers/platform.js';
 import { bearer, inferRequest, modelInfer, modelStreamInfer, v2ClientTls, type V2Client } from './helpers/v2-client.js';
 
-let root: string;
 let platform: Platform;
 
-beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'infergate-grpc-'));
-  platform = await startPlatform(await platformDirs(root, 'grpc'));
-});
-
-afterAll(async () => {
-  if (platform) {
-    platform.serve.kill('SIGTERM');
-    await platform.serve.exited;
-    for (const p of replicaProcesses(platform.dataDir)) process.kill(p.pid, 'SIGKILL');
-  }
-  await rm(root, { recursive: true, force: true });
-});
+usePlatform('grpc', [], (p) => (platform = p));
 
 const TOKEN = 'tok-grpc-0123456789';
 

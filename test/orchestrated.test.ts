@@ -8,29 +8,13 @@
 // a file, never in their environment, logs or responses.
 
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENDPOINT_DOMAIN, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { describe, expect, it } from 'vitest';
+import { ENDPOINT_DOMAIN, replicaMains, usePlatform, type Platform } from './helpers/platform.js';
 import { bearer, modelInfer, modelStreamInfer, v2ClientTls } from './helpers/v2-client.js';
 
-let root: string;
 let platform: Platform;
 
-beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'infergate-orchestrated-'));
-  platform = await startPlatform(await platformDirs(root, 'orchestrated'));
-});
-
-afterAll(async () => {
-  if (platform) {
-    platform.serve.kill('SIGTERM');
-    await platform.serve.exited;
-    for (const p of replicaProcesses(platform.dataDir)) process.kill(p.pid, 'SIGKILL');
-  }
-  await rm(root, { recursive: true, force: true });
-});
+usePlatform('orchestrated', [], (p) => (platform = p));
 
 const TOKEN = 'tok-orchestrated-0123456789';
 const FAST = ['--startup-ms', '300', '--ttft-ms', '10', '--itl-ms', '5'];

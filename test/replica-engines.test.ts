@@ -3,30 +3,16 @@
 // Ollama preset (pull through the gateway, then NDJSON chat), and the logs route with and
 // without enable_logging, including `follow` over SSE.
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineBody, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { describe, expect, it } from 'vitest';
+import { engineBody, replicaMains, usePlatform, type Platform } from './helpers/platform.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
-let root: string;
 let platform: Platform;
 let fetcher: typeof globalThis.fetch;
 
-beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'infergate-engines-'));
-  platform = await startPlatform(await platformDirs(root, 'engines'));
-  fetcher = gatewayFetch({ ca: platform.ca });
-});
-
-afterAll(async () => {
-  if (platform) {
-    platform.serve.kill('SIGTERM');
-    await platform.serve.exited;
-    for (const p of replicaProcesses(platform.dataDir)) process.kill(p.pid, 'SIGKILL');
-  }
-  await rm(root, { recursive: true, force: true });
+usePlatform('engines', [], (p) => {
+  platform = p;
+  fetcher = gatewayFetch({ ca: p.ca });
 });
 
 const TOKEN = 'tok-engines-0123456789';

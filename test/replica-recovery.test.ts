@@ -3,28 +3,12 @@
 // loads from the warm cache and starts faster; and the metrics listener's service discovery
 // lists every ready replica's scrape target with deployment, revision and component labels.
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineBody, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { describe, expect, it } from 'vitest';
+import { engineBody, replicaMains, usePlatform, type Platform } from './helpers/platform.js';
 
-let root: string;
 let platform: Platform;
 
-beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'infergate-recovery-'));
-  platform = await startPlatform(await platformDirs(root, 'recovery'));
-});
-
-afterAll(async () => {
-  if (platform) {
-    platform.serve.kill('SIGTERM');
-    await platform.serve.exited;
-    for (const p of replicaProcesses(platform.dataDir)) process.kill(p.pid, 'SIGKILL');
-  }
-  await rm(root, { recursive: true, force: true });
-});
+usePlatform('recovery', [], (p) => (platform = p));
 
 const TOKEN = 'tok-recovery-0123456789';
 

@@ -4,30 +4,14 @@
 // PATCH scales in place without a revision → DELETE stops every process and the host 404s.
 // Also: kill -9 of a replica under load, and the logs route with and without logging.
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import type OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineBody, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { describe, expect, it } from 'vitest';
+import { engineBody, replicaMains, replicaProcesses, usePlatform, type Platform } from './helpers/platform.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
-let root: string;
 let platform: Platform;
 
-beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'infergate-replicas-'));
-  platform = await startPlatform(await platformDirs(root, 'main'));
-});
-
-afterAll(async () => {
-  if (platform) {
-    platform.serve.kill('SIGTERM');
-    await platform.serve.exited;
-    for (const p of replicaProcesses(platform.dataDir)) process.kill(p.pid, 'SIGKILL');
-  }
-  await rm(root, { recursive: true, force: true });
-});
+usePlatform('replicas', [], (p) => (platform = p));
 
 const TOKEN = 'tok-replicas-0123456789';
 const ask = { model: 'sim/model', messages: [{ role: 'user' as const, content: 'say something' }], max_tokens: 4 };

@@ -4,31 +4,16 @@
 // that never becomes ready fails while the old one keeps serving, and a rollback recovers;
 // pause answers 503 within 2 s with no replica process left, and resume restores the counts.
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import type OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { engineBody, FAST_ENGINE, PLATFORM_ADMIN_KEY, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform } from './helpers/platform.js';
+import { engineBody, FAST_ENGINE, PLATFORM_ADMIN_KEY, replicaMains, replicaProcesses, usePlatform, type Platform } from './helpers/platform.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
-let root: string;
 let platform: Platform;
 
-beforeAll(async () => {
-  root = await mkdtemp(path.join(os.tmpdir(), 'infergate-revisions-'));
-  platform = await startPlatform(await platformDirs(root, 'revisions'), ['--rollout-deadline', '6']);
-});
-
-afterAll(async () => {
-  if (platform) {
-    platform.serve.kill('SIGTERM');
-    await platform.serve.exited;
-    for (const p of replicaProcesses(platform.dataDir)) process.kill(p.pid, 'SIGKILL');
-  }
-  await rm(root, { recursive: true, force: true });
-});
+usePlatform('revisions', ['--rollout-deadline', '6'], (p) => (platform = p));
 
 const TOKEN = 'tok-revisions-0123456789';
 type View = { status: string; revision: number; serving_revision: number | null; rollout: { state: string; revision: number } | null; components: { Replica: { ready: number; desired: number } }; revisions: { revision: number; status: string; failure_reason: string | null }[] };

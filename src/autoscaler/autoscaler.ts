@@ -8,6 +8,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
+import { CoalescingRunner } from '../core/coalescing-runner.js';
 import type { DeploymentRecord, ReplicaRecord } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import { decide, initialState, type AutoscaleState, type AutoscaleWindows, type ConcurrencySample, type Decision } from './decide.js';
@@ -40,8 +41,7 @@ export class Autoscaler {
   private readonly states = new Map<number, AutoscaleState>();
   private readonly last = new Map<number, Decision>();
   private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly ticks = new CoalescingRunner(() => this.tick(), (err) => this.opts.logger.error({ err }, 'autoscaler tick failed'));
   private readonly desiredGauge: Gauge<'deployment'>;
   private readonly panicGauge: Gauge<'deployment'>;
   private readonly decisions: Counter<'deployment' | 'reason'>;
@@ -62,7 +62,7 @@ export class Autoscaler {
   stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    return this.running ?? Promise.resolve();
+    return this.ticks.current();
   }
 
   /** The autoscaler's figure for a deployment, once it has decided; the controller applies it. */
@@ -76,19 +76,7 @@ export class Autoscaler {
 
   /** Decide now (the activator holds a request, or the tick is due); coalesced. */
   poke(): void {
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.tick()
-      .catch((err: Error) => this.opts.logger.error({ err }, 'autoscaler tick failed'))
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.poke();
-        }
-      });
+    this.ticks.trigger();
   }
 
   private async tick(): Promise<void> {

@@ -8,6 +8,7 @@
 
 import type { Logger } from 'pino';
 import { isoNow, type Clock } from '../core/clock.js';
+import { CoalescingRunner } from '../core/coalescing-runner.js';
 import path from 'node:path';
 import type { DeploymentRecord, DeploymentSpec, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
 import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, Runtime } from '../runtime/runtime.js';
@@ -100,8 +101,7 @@ export class Controller {
   private readonly retirements = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private unwatch: (() => void) | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly passes = new CoalescingRunner(() => this.reconcile(), (err) => this.opts.logger.error({ err }, 'reconcile failed'));
   private stopped = false;
   private readonly lease: ControllerLease;
 
@@ -116,7 +116,7 @@ export class Controller {
     this.timer = setInterval(() => this.schedule(), this.opts.tickMs ?? 1000);
     this.timer.unref();
     this.schedule();
-    await this.running;
+    await this.passes.current();
   }
 
   /**
@@ -154,29 +154,15 @@ export class Controller {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.unwatch?.();
-    await this.running;
+    await this.passes.current();
     for (const o of this.owned.values()) if (!o.retiring) this.retire(o, 'the service is stopping');
     await Promise.all([...this.retirements]);
     await this.lease.release();
   }
 
-
-  /** Coalesces triggers: one pass at a time, plus one more if anything asked meanwhile. */
+  /** One pass at a time, plus one more if anything asked meanwhile. */
   private schedule(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.reconcile()
-      .catch((err: Error) => this.opts.logger.error({ err }, 'reconcile failed'))
-      .finally(() => {
-        this.running = null;
-        if (this.again) {
-          this.again = false;
-          this.schedule();
-        }
-      });
+    if (!this.stopped) this.passes.trigger();
   }
 
   private async reapLeftovers(): Promise<void> {

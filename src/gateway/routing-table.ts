@@ -3,6 +3,7 @@
 // replicas it routes to). It is rebuilt in memory from the store whenever the change feed
 // reports a relevant change, so the request path never touches the store.
 
+import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { normalizeFingerprint } from '../pki/client-certs.js';
 import type { DeploymentRecord, DeploymentStatus, Kind, Protocol } from '../domain/records.js';
 import type { Store } from '../store/store.js';
@@ -39,8 +40,8 @@ function routedComponent(d: DeploymentRecord): string {
 export class RoutingTable {
   private table = new Map<string, Route>();
   private unwatch: (() => void) | null = null;
-  private rebuilding: Promise<void> | null = null;
-  private again = false;
+  /** Bursts of changes coalesce into one rebuild at a time, plus one after it. */
+  private readonly rebuilds = new CoalescingRunner(() => this.rebuild(), (err) => this.onError(err));
   private readonly listeners: Array<(routes: ReadonlyMap<string, Route>) => void> = [];
 
   constructor(
@@ -51,7 +52,7 @@ export class RoutingTable {
 
   async start(): Promise<void> {
     this.unwatch = this.store.watch((event) => {
-      if (RELEVANT.has(event.kind)) this.scheduleRebuild();
+      if (RELEVANT.has(event.kind)) this.rebuilds.trigger();
     });
     await this.rebuild();
   }
@@ -81,23 +82,6 @@ export class RoutingTable {
 
   get size(): number {
     return this.table.size;
-  }
-
-  /** Coalesces bursts of changes into one rebuild running at a time, plus one after it. */
-  private scheduleRebuild(): void {
-    if (this.rebuilding) {
-      this.again = true;
-      return;
-    }
-    this.rebuilding = this.rebuild()
-      .catch((err: Error) => this.onError(err))
-      .finally(() => {
-        this.rebuilding = null;
-        if (this.again) {
-          this.again = false;
-          this.scheduleRebuild();
-        }
-      });
   }
 
   private async rebuild(): Promise<void> {

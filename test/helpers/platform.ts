@@ -5,8 +5,10 @@
 // gateway, and the replica processes of a data dir read from the process list (/proc).
 
 import { readdirSync, readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import OpenAI from 'openai';
 import { freePort } from './ports.js';
 import { startServe, type ServeProcess } from './serve-process.js';
@@ -104,6 +106,29 @@ export async function startPlatform(dirs: PlatformDirs, args: string[] = []): Pr
       return (await serve.exited).code;
     },
   };
+}
+
+/**
+ * One platform for a test file: started in beforeAll in its own temp dir (with `args` for
+ * `infergate serve`), handed to `ready`, and stopped in afterAll — SIGTERM, then SIGKILL for
+ * any replica process still there — with the temp dir removed.
+ */
+export function usePlatform(name: string, args: string[], ready: (p: Platform) => void): void {
+  let root: string | undefined;
+  let platform: Platform | undefined;
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(os.tmpdir(), `infergate-${name}-`));
+    platform = await startPlatform(await platformDirs(root, name), args);
+    ready(platform);
+  });
+  afterAll(async () => {
+    if (platform) {
+      platform.serve.kill('SIGTERM');
+      await platform.serve.exited;
+      for (const p of replicaProcesses(platform.dataDir)) process.kill(p.pid, 'SIGKILL');
+    }
+    if (root) await rm(root, { recursive: true, force: true });
+  });
 }
 
 /**
