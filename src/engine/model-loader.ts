@@ -4,6 +4,7 @@
 // small weights file and then the marker, each through a temporary file and a rename, so two
 // replicas loading the same model at once both succeed and nobody sees a half-written entry.
 
+import type { Logger } from 'pino';
 import { randomBytes } from 'node:crypto';
 import { mkdir, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -79,4 +80,31 @@ export async function loadModel(opts: LoadOptions): Promise<LoadResult> {
   await sleep(waitMs, undefined, opts.signal ? { signal: opts.signal } : undefined);
   if (dir !== null && !warm) await writeCacheEntry(dir, opts.model);
   return { cache: dir === null ? 'none' : warm ? 'warm' : 'cold', dir, ms: Math.round(performance.now() - started) };
+}
+
+/** Where a replica's model stands: the engines' readiness follows it. */
+export type ModelStatus = { state: 'loading' } | { state: 'ready' } | { state: 'failed'; why: string };
+
+/**
+ * Loads the served model as an engine does at start, logging how (warm or cold cache, or
+ * none) and how long it took; the resulting status, or null when the load was aborted.
+ */
+export async function loadServedModel(
+  o: { model: string; cacheDir: string | null; startupMs: number; warmLoadRatio: number },
+  log: Logger,
+  signal: AbortSignal,
+): Promise<ModelStatus | null> {
+  log.info({ model: o.model, cache_dir: o.cacheDir }, `loading model ${o.model}`);
+  try {
+    const result = await loadModel({ model: o.model, cacheDir: o.cacheDir, fullMs: o.startupMs, warmRatio: o.warmLoadRatio, signal });
+    const fields = { model: o.model, cache: result.cache === 'none' ? undefined : result.cache, dir: result.dir ?? undefined, load_ms: result.ms };
+    if (result.cache === 'warm') log.info(fields, `model cache warm: loaded ${o.model} from ${result.dir} in ${result.ms} ms`);
+    else if (result.cache === 'cold') log.info(fields, `model cache cold: downloaded ${o.model} into ${result.dir} in ${result.ms} ms`);
+    else log.info(fields, `model loaded in ${result.ms} ms (no model cache)`);
+    return { state: 'ready' };
+  } catch (err) {
+    if (signal.aborted) return null;
+    log.error({ err, model: o.model }, `could not load model ${o.model}: ${(err as Error).message}`);
+    return { state: 'failed', why: (err as Error).message };
+  }
 }

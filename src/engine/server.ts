@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { sendJson, sendOpenAIError } from './http-io.js';
 import { EngineMetrics } from './metrics.js';
 import { createKvWorker } from './kv-worker.js';
-import { loadModel } from './model-loader.js';
+import { loadServedModel, type ModelStatus } from './model-loader.js';
 import * as nim from './nim-api.js';
 import * as ollama from './ollama-api.js';
 import { handleChatCompletions, handleModels, modelCard, type ModelResolution, type OpenAIContext } from './openai-api.js';
@@ -40,7 +40,6 @@ export interface Engine {
   shutdown(signal: string): Promise<void>;
 }
 
-type ModelStatus = { state: 'loading' } | { state: 'ready' } | { state: 'failed'; why: string };
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void | Promise<void>;
 
 /** Counts work outside the scheduler (ollama pulls) so the drain can wait for it. */
@@ -219,25 +218,7 @@ export function createEngine(deps: EngineDeps): Engine {
       log.error({ model: options.model }, `could not load model ${options.model}: ${why}; the engine stays live but never becomes ready`);
       return;
     }
-    log.info({ model: options.model, cache_dir: options.cacheDir }, `loading model ${options.model}`);
-    try {
-      const result = await loadModel({
-        model: options.model,
-        cacheDir: options.cacheDir,
-        fullMs: options.startupMs,
-        warmRatio: options.warmLoadRatio,
-        signal: loadAbort.signal,
-      });
-      status = { state: 'ready' };
-      const fields = { model: options.model, cache: result.cache === 'none' ? undefined : result.cache, dir: result.dir ?? undefined, load_ms: result.ms };
-      if (result.cache === 'warm') log.info(fields, `model cache warm: loaded ${options.model} from ${result.dir} in ${result.ms} ms`);
-      else if (result.cache === 'cold') log.info(fields, `model cache cold: downloaded ${options.model} into ${result.dir} in ${result.ms} ms`);
-      else log.info(fields, `model loaded in ${result.ms} ms (no model cache)`);
-    } catch (err) {
-      if (loadAbort.signal.aborted) return;
-      status = { state: 'failed', why: (err as Error).message };
-      log.error({ err, model: options.model }, `could not load model ${options.model}: ${(err as Error).message}`);
-    }
+    status = (await loadServedModel(options, log, loadAbort.signal)) ?? status;
   }
 
   async function logConfigFile(): Promise<void> {

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startGeneration, type Generation } from './generation.js';
 import { sendJson } from './http-io.js';
 import { EngineMetrics } from './metrics.js';
-import { loadModel } from './model-loader.js';
+import { loadServedModel, type ModelStatus } from './model-loader.js';
 import { EngineListenError, listen, type Engine, type EngineAddress, type EngineDeps } from './server.js';
 import { Scheduler } from './scheduler.js';
 import { countPromptTokens, generateCompletion, type MessageLike } from './text.js';
@@ -31,7 +31,6 @@ import {
 } from './v2-proto.js';
 import { boolParam, int64Param, stringParam, type InferParameterOut } from './v2-tensors.js';
 
-type ModelStatus = { state: 'loading' } | { state: 'ready' } | { state: 'failed'; why: string };
 
 /** Services the health service knows: the whole server ("") and the inference service. */
 const HEALTH_SERVICES: readonly string[] = ['', INFERENCE_SERVICE];
@@ -263,24 +262,8 @@ export function createV2Engine(deps: EngineDeps): Engine {
   }
 
   async function load(): Promise<void> {
-    log.info({ model: options.model, cache_dir: options.cacheDir }, `loading model ${options.model}`);
     try {
-      const result = await loadModel({
-        model: options.model,
-        cacheDir: options.cacheDir,
-        fullMs: options.startupMs,
-        warmRatio: options.warmLoadRatio,
-        signal: loadAbort.signal,
-      });
-      status = { state: 'ready' };
-      const fields = { model: options.model, cache: result.cache === 'none' ? undefined : result.cache, dir: result.dir ?? undefined, load_ms: result.ms };
-      if (result.cache === 'warm') log.info(fields, `model cache warm: loaded ${options.model} from ${result.dir} in ${result.ms} ms`);
-      else if (result.cache === 'cold') log.info(fields, `model cache cold: downloaded ${options.model} into ${result.dir} in ${result.ms} ms`);
-      else log.info(fields, `model loaded in ${result.ms} ms (no model cache)`);
-    } catch (err) {
-      if (loadAbort.signal.aborted) return;
-      status = { state: 'failed', why: (err as Error).message };
-      log.error({ err, model: options.model }, `could not load model ${options.model}: ${(err as Error).message}`);
+      status = (await loadServedModel(options, log, loadAbort.signal)) ?? status;
     } finally {
       healthChanged();
     }

@@ -57,8 +57,13 @@ export class UsageLedger {
     await this.flush();
   }
 
+  /** The hour of the last add: the gateway adds once per request, and hours rarely change. */
+  private lastHour = { start: -1, iso: '' };
+
   add(deploymentId: number, atMs: number, delta: UsageDelta): void {
-    const hour = hourOf(atMs);
+    const start = atMs - (atMs % HOUR_MS);
+    if (start !== this.lastHour.start) this.lastHour = { start, iso: new Date(start).toISOString() };
+    const hour = this.lastHour.iso;
     const key = `${deploymentId}:${hour}`;
     let entry = this.pending.get(key);
     if (!entry) {
