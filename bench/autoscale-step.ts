@@ -7,13 +7,13 @@
 //   npm run bench:autoscale [-- --min 0 --base 15 --high 40 --tail 120 --cooldown 10 --stable 60 --panic 6]
 // Writes bench/results/autoscale-step-min<N>.csv and .json.
 
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Agent, fetch } from 'undici';
-import { freePort, onCleanup, sleep, start, stopAll } from './lib/processes.js';
+import { sleep, stopAll } from './lib/processes.js';
+import { startService } from './lib/service.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
@@ -31,7 +31,6 @@ const { values } = parseArgs({
 const min = Number(values.min);
 const phases = { base: Number(values.base) * 1000, high: Number(values.high) * 1000, tail: Number(values.tail) * 1000 };
 const highStreams = Number(values.streams);
-const ADMIN = 'bench-admin-key-0123456789abcdef';
 const TOKEN = 'bench-autoscale-token-0123456789';
 const NAME = 'step';
 
@@ -44,58 +43,27 @@ interface Sample {
 }
 
 async function main(): Promise<void> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-bench-autoscale-'));
-  onCleanup(() => rm(dir, { recursive: true, force: true }));
-  const ports = { api: await freePort(), gateway: await freePort(), metrics: await freePort() };
-  const serve = await start(
-    process.execPath,
-    [path.join(root, 'dist/cli/main.js'), 'serve', '--autoscale-stable-window', String(values.stable), '--autoscale-panic-window', String(values.panic), '--scale-to-zero-grace', '5'],
-    {
-      env: {
-        INFERGATE_DATA_DIR: path.join(dir, 'data'),
-        INFERGATE_CERTS_DIR: path.join(dir, 'certs'),
-        INFERGATE_API_PORT: String(ports.api),
-        INFERGATE_GATEWAY_PORT: String(ports.gateway),
-        INFERGATE_METRICS_PORT: String(ports.metrics),
-        INFERGATE_ADMIN_KEY: ADMIN,
-        INFERGATE_LOG_LEVEL: 'info',
-      },
-      ready: /state in /,
-      timeoutMs: 20_000,
-    },
-  );
-  const api = `http://127.0.0.1:${ports.api}`;
-  const headers = { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' };
-  const created = await fetch(`${api}/deployments/general`, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({
-      name: NAME,
-      cluster_id: 1,
-      hardware_instance_id: 1,
-      image: 'infergate/reference-engine',
-      tag: 'openai',
-      container_port: 8000,
-      health_check_path: '/health',
-      command: ['--startup-ms', '1000', '--ttft-ms', '30', '--itl-ms', '20'],
-      min_replicas: min,
-      max_replicas: 6,
-      max_concurrency: 2,
-      cooldown_period: Number(values.cooldown),
-      endpoint_bearer_token: TOKEN,
-    }),
+  const serve = await startService('autoscale', ['--autoscale-stable-window', String(values.stable), '--autoscale-panic-window', String(values.panic), '--scale-to-zero-grace', '5'], 'info');
+  const ports = serve.ports;
+  const id = await serve.createGeneral({
+    name: NAME,
+    image: 'infergate/reference-engine',
+    tag: 'openai',
+    container_port: 8000,
+    health_check_path: '/health',
+    command: ['--startup-ms', '1000', '--ttft-ms', '30', '--itl-ms', '20'],
+    min_replicas: min,
+    max_replicas: 6,
+    max_concurrency: 2,
+    cooldown_period: Number(values.cooldown),
+    endpoint_bearer_token: TOKEN,
   });
-  const deployment = (await created.json()) as { id: number };
-  if (created.status !== 201) throw new Error(`create failed: ${created.status} ${JSON.stringify(deployment)}`);
-  const counts = async () => {
-    const d = (await (await fetch(`${api}/deployments/general/${deployment.id}`, { headers })).json()) as { components: { Replica: { ready: number; desired: number } } };
-    return d.components.Replica;
-  };
+  const counts = async () => (await serve.deployment<{ components: { Replica: { ready: number; desired: number } } }>(id)).components.Replica;
   // Settle: the first replica comes up; with min 0 the deployment then goes to zero.
   for (let i = 0; i < 600 && (await counts()).ready < 1; i++) await sleep(100);
   if (min === 0) for (let i = 0; i < 1200 && (await counts()).desired !== 0; i++) await sleep(250);
 
-  const ca = await readFile(path.join(dir, 'certs', 'ca.crt'), 'utf8');
+  const ca = await serve.caPem();
   const host = `${NAME}.endpoints.localhost`;
   // The endpoint's own name in the URL (SNI and Host), resolved to loopback.
   const lookup = ((_h: string, options: { all?: boolean }, cb: (...args: unknown[]) => void) =>
@@ -185,7 +153,7 @@ async function main(): Promise<void> {
   await Promise.all([...workers, sampler]);
 
   // The decision's own timestamp, from the autoscaler's log line.
-  const decisions = serve
+  const decisions = serve.proc
     .output()
     .split('\n')
     .filter((l) => l.includes('"autoscaler decision"'))
@@ -208,7 +176,7 @@ async function main(): Promise<void> {
     errors: Object.fromEntries(errors),
     decisions: decisions.map((d) => ({ t: (d.time - t0) / 1000, from: d.from, to: d.to, reason: d.reason })),
   };
-  await serve.stop();
+  await serve.proc.stop();
   const out = path.join(root, 'bench', 'results');
   await mkdir(out, { recursive: true });
   const csv = ['t_s,phase,client_streams,desired,ready', ...samples.map((s) => `${s.t.toFixed(2)},${s.phase},${s.streams},${s.desired},${s.ready}`)].join('\n') + '\n';

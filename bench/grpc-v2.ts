@@ -6,21 +6,20 @@
 //   npm run bench:grpc [-- --duration 8 --concurrency 32 --stream-tokens 2000]
 // Target (M6): gateway calls/s ≥ 0.35 × direct. Writes bench/results/grpc-v2.json.
 
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import { bearer, inferRequest, v2ClientPlain, v2ClientTls, type V2Client } from '../test/helpers/v2-client.js';
-import { freePort, onCleanup, sleep, start, stopAll } from './lib/processes.js';
+import { sleep, stopAll } from './lib/processes.js';
+import { startService } from './lib/service.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '8' }, concurrency: { type: 'string', default: '32' }, 'stream-tokens': { type: 'string', default: '2000' } } });
 const seconds = Number(values.duration);
 const concurrency = Number(values.concurrency);
 const streamTokens = Number(values['stream-tokens']);
-const ADMIN = 'bench-admin-key-0123456789abcdef';
 const TOKEN = 'bench-grpc-token-0123456789';
 const MODEL = 'bench-v2';
 
@@ -81,41 +80,18 @@ async function streamRate(client: V2Client, md: grpc.Metadata): Promise<{ tokens
 }
 
 async function main(): Promise<void> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-bench-grpc-'));
-  onCleanup(() => rm(dir, { recursive: true, force: true }));
-  const ports = { api: await freePort(), gateway: await freePort(), metrics: await freePort() };
-  await start(process.execPath, [path.join(root, 'dist/cli/main.js'), 'serve', '--log-level', 'warn'], {
-    env: {
-      INFERGATE_DATA_DIR: path.join(dir, 'data'),
-      INFERGATE_CERTS_DIR: path.join(dir, 'certs'),
-      INFERGATE_API_PORT: String(ports.api),
-      INFERGATE_GATEWAY_PORT: String(ports.gateway),
-      INFERGATE_METRICS_PORT: String(ports.metrics),
-      INFERGATE_ADMIN_KEY: ADMIN,
-    },
-    ready: /state in /,
-    timeoutMs: 20_000,
+  const serve = await startService('grpc', ['--log-level', 'warn']);
+  const ports = serve.ports;
+  await serve.createGeneral({
+    name: 'v2bench',
+    image: 'infergate/reference-engine',
+    tag: 'v2',
+    container_port: 8001,
+    protocol: 'grpc',
+    enable_logging: false,
+    command: ['--startup-ms', '100', '--ttft-ms', '0', '--itl-ms', '0', '--max-running', '4096', '--model', MODEL],
+    endpoint_bearer_token: TOKEN,
   });
-  const api = `http://127.0.0.1:${ports.api}`;
-  const headers = { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' };
-  const created = await fetch(`${api}/deployments/general`, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({
-      name: 'v2bench',
-      cluster_id: 1,
-      hardware_instance_id: 1,
-      image: 'infergate/reference-engine',
-      tag: 'v2',
-      container_port: 8001,
-      protocol: 'grpc',
-      enable_logging: false,
-      command: ['--startup-ms', '100', '--ttft-ms', '0', '--itl-ms', '0', '--max-running', '4096', '--model', MODEL],
-      endpoint_bearer_token: TOKEN,
-    }),
-  });
-  const d = (await created.json()) as { id: number };
-  if (created.status !== 201) throw new Error(`create failed: ${created.status} ${JSON.stringify(d)}`);
   let replicaAddress = '';
   for (let i = 0; i < 300 && replicaAddress === ''; i++) {
     const groups = (await (await fetch(`http://127.0.0.1:${ports.metrics}/sd/replicas`)).json()) as { targets: string[] }[];
@@ -123,7 +99,7 @@ async function main(): Promise<void> {
     if (replicaAddress === '') await sleep(100);
   }
   if (replicaAddress === '') throw new Error('the replica never became ready');
-  const ca = await readFile(path.join(dir, 'certs', 'ca.crt'), 'utf8');
+  const ca = await serve.caPem();
   const direct = v2ClientPlain(replicaAddress);
   const gateway = v2ClientTls(ports.gateway, 'v2bench.endpoints.localhost', ca);
   const none = new grpc.Metadata();
