@@ -2,7 +2,7 @@
 // Owns the `infergate` command line: dispatches subcommands and turns start-up failures
 // into one clear line on stderr and exit code 1.
 
-import { readFileSync } from 'node:fs';
+import { packageVersion } from '../core/version.js';
 import { ConfigError, parseServeConfig, serveHelp } from '../config/config.js';
 import { StoreError } from '../store/store.js';
 import { PkiError } from '../pki/ca.js';
@@ -19,10 +19,6 @@ commands:
 
 infergate serve --help, infergate engine --help and infergate frontend --help list every flag and its environment override.`;
 
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}
 
 function fail(message: string): never {
   process.stderr.write(`infergate: error: ${message}\n`);
@@ -76,7 +72,7 @@ async function main(argv: string[]): Promise<void> {
       return (await import('../orchestrated/frontend.js')).runFrontend(rest);
     case 'version':
     case '--version':
-      process.stdout.write(version() + '\n');
+      process.stdout.write(packageVersion() + '\n');
       return;
     case undefined:
     case 'help':

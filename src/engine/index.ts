@@ -3,10 +3,10 @@
 // the server (HTTP, or gRPC for the v2 flavor) and drains it on SIGTERM/SIGINT before exiting
 // 0. A bad flag or a port that cannot be bound is one line on stderr and exit code 1.
 
-import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { engineHelp, EngineOptionsError, parseEngineOptions, type EngineOptions } from './options.js';
 import { readFile } from 'node:fs/promises';
+import { packageVersion } from '../core/version.js';
 import { createEngine, EngineListenError } from './server.js';
 import { createV2Engine } from './v2-server.js';
 
@@ -15,14 +15,6 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-function release(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
-    return pkg.version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
-}
 
 export async function runEngine(args: string[]): Promise<void> {
   if (args.includes('--help') || args.includes('-h')) {
@@ -41,7 +33,7 @@ export async function runEngine(args: string[]): Promise<void> {
     { level: options.logLevel, base: { service: 'infergate-engine', flavor: options.flavor, replica: options.replicaId, pid: process.pid } },
     pino.destination({ dest: 1, sync: true }),
   );
-  const deps = { options, log, env: process.env, release: release() };
+  const deps = { options, log, env: process.env, release: packageVersion() };
   await readHubCredential(options.hubTokenFile, log);
   // v2 speaks gRPC on its port; the other flavors share the HTTP server.
   const engine = options.flavor === 'v2' ? createV2Engine(deps) : createEngine(deps);

@@ -8,12 +8,12 @@
 // untouched with backpressure; a client that leaves aborts the upstream call. One pino JSON
 // line per request on stdout.
 
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { pino, type Logger } from 'pino';
 import { Agent, request, type Dispatcher } from 'undici';
+import { packageVersion } from '../core/version.js';
 import { BodyError, readJsonBody, sendJson, sendOpenAIError } from '../engine/http-io.js';
 import { frontendHelp, FrontendOptionsError, parseFrontendOptions, type FrontendOptions } from './options.js';
 import { rolesOf, WorkerPool, WorkersFileWatcher, type Lease, type Role, type WorkerLists } from './workers.js';
@@ -299,13 +299,4 @@ export async function runFrontend(args: string[]): Promise<void> {
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
-}
-
-/** The package's version, for ServerMetadata (the same number `infergate version` prints). */
-function packageVersion(): string {
-  try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string }).version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
 }
