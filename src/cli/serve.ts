@@ -269,7 +269,10 @@ async function readApiTls(config: Config): Promise<{ cert: Buffer; key: Buffer }
 }
 
 async function describeAdminKey(config: Config, generated: string | null): Promise<string> {
-  if (config.adminKey !== null) return 'infergate: admin key: the value of INFERGATE_ADMIN_KEY';
+  if (config.adminKeyFile !== null) return `infergate: admin key: from ${config.adminKeyFile}`;
+  if (config.adminKey !== null) {
+    return 'infergate: admin key: the value of INFERGATE_ADMIN_KEY (it stays readable in /proc/<pid>/environ to root and this user; --admin-key-file is preferred)';
+  }
   if (generated !== null) {
     const file = await writeAdminKey(config.dataDir, generated);
     return `infergate: admin key created and written to ${file} (mode 0600); shown once: ${generated}`;

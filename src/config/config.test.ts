@@ -82,4 +82,62 @@ describe('serve config', () => {
     const c = parse(['--upstream-idle-timeout', '0', '--affinity-load-factor', '1.5', '--tls-cert', 'w.crt', '--tls-key', 'w.key']);
     expect(c).toMatchObject({ upstreamIdleTimeoutMs: 0, affinityLoadFactor: 1.5, tlsCert: '/srv/app/w.crt', tlsKey: '/srv/app/w.key' });
   });
+
+  it('has the M7 hardening defaults: sandbox auto, host commands admin-only, bounded connections and bodies', () => {
+    expect(parse([])).toMatchObject({
+      sandbox: 'auto',
+      sandboxUser: { uid: 65534, gid: 65534 },
+      sandboxBinds: [],
+      allowUnsandboxedHostCommands: false,
+      allowMemberHostCommands: false,
+      limits: {
+        tlsHandshakeTimeoutMs: 10_000,
+        keepAliveTimeoutMs: 65_000,
+        h2IdleTimeoutMs: 120_000,
+        headersTimeoutMs: 30_000,
+        gateway: { maxConnections: 8192, maxConnectionsPerClient: 256 },
+        api: { maxConnections: 512, maxConnectionsPerClient: 64 },
+      },
+      bodyIdleTimeoutMs: 30_000,
+      maxRequestBodyBytes: 16 * 1024 * 1024,
+    });
+  });
+
+  it('takes switches as flags or as 1/true/yes in the environment', () => {
+    expect(parse(['--allow-member-host-commands']).allowMemberHostCommands).toBe(true);
+    expect(parse([], { INFERGATE_ALLOW_UNSANDBOXED_HOST_COMMANDS: 'true' }).allowUnsandboxedHostCommands).toBe(true);
+    expect(parse([], { INFERGATE_ALLOW_UNSANDBOXED_HOST_COMMANDS: '0' }).allowUnsandboxedHostCommands).toBe(false);
+    expect(() => parse([], { INFERGATE_ALLOW_MEMBER_HOST_COMMANDS: 'maybe' })).toThrow(/INFERGATE_ALLOW_MEMBER_HOST_COMMANDS must be 1, true or yes/);
+  });
+
+  it.each([
+    [['--sandbox', 'docker'], /--sandbox must be auto, bwrap or none/],
+    [['--sandbox-user', '0:0'], /unprivileged/],
+    [['--sandbox-user', 'nobody'], /uid:gid in numbers/],
+    [['--max-request-body', '16 parsecs'], /--max-request-body must be a size/],
+    [['--max-request-body', '12'], /between 1KiB and 64GiB/],
+    [['--tls-handshake-timeout', '0'], /--tls-handshake-timeout must be between 1 and 600/],
+  ])('refuses %j', (argv, message) => {
+    expect(() => parse(argv)).toThrow(message);
+  });
+
+  it('reads sizes in bytes, binary and decimal units', () => {
+    expect(parse(['--max-request-body', '512KiB']).maxRequestBodyBytes).toBe(524_288);
+    expect(parse(['--max-request-body', '2GiB']).maxRequestBodyBytes).toBe(2 * 1024 ** 3);
+    expect(parse(['--max-request-body', '1048576']).maxRequestBodyBytes).toBe(1_048_576);
+    expect(parse(['--max-request-body', '10MB']).maxRequestBodyBytes).toBe(10_000_000);
+  });
+
+  it('reads the admin key from a 0600 file and refuses one others can read', async () => {
+    const { mkdtempSync, writeFileSync, chmodSync } = await import('node:fs');
+    const os = await import('node:os');
+    const dir = mkdtempSync(`${os.tmpdir()}/ig-key-`);
+    writeFileSync(`${dir}/admin.key`, 'igk_from_a_file_0123456789\n', { mode: 0o600 });
+    const c = parseServeConfig(['--admin-key-file', `${dir}/admin.key`], {}, dir);
+    expect(c).toMatchObject({ adminKey: 'igk_from_a_file_0123456789', adminKeyFile: `${dir}/admin.key` });
+    chmodSync(`${dir}/admin.key`, 0o644);
+    expect(() => parseServeConfig(['--admin-key-file', `${dir}/admin.key`], {}, dir)).toThrow(/readable by other users.*chmod 600/);
+    chmodSync(`${dir}/admin.key`, 0o600);
+    expect(() => parseServeConfig(['--admin-key-file', `${dir}/admin.key`], { INFERGATE_ADMIN_KEY: 'x'.repeat(20) }, dir)).toThrow(/not both/);
+  });
 });

@@ -2,6 +2,7 @@
 // overrides and the embedded defaults of DESIGN §2 and §10, validated into one Config.
 // Precedence: flag > environment > default.
 
+import { readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 
@@ -48,7 +49,36 @@ export interface Config {
   rolloutSurge: number;
   rolloutDeadlineMs: number;
   adminKey: string | null;
+  /** `--admin-key-file`: where adminKey came from, when it came from a file. */
+  adminKeyFile: string | null;
   logLevel: string;
+  /** Replica sandbox: auto (bubblewrap when it works here), bwrap (required) or none. */
+  sandbox: SandboxMode;
+  /** uid and gid replicas run as when the service runs as root. */
+  sandboxUser: { uid: number; gid: number };
+  /** Extra host paths replicas see read-only (a host engine installed outside /usr or /opt). */
+  sandboxBinds: string[];
+  /** Operator's explicit choice to run host commands (and the terminal) without a sandbox. */
+  allowUnsandboxedHostCommands: boolean;
+  /** Members may deploy host commands (default: admins only). */
+  allowMemberHostCommands: boolean;
+  /** Connection limits of the gateway and the control API. */
+  limits: ConnectionLimitsConfig;
+  /** Request bodies at the gateway: longest silence, in ms, and the default size limit in bytes. */
+  bodyIdleTimeoutMs: number;
+  maxRequestBodyBytes: number;
+}
+
+export type SandboxMode = 'auto' | 'bwrap' | 'none';
+
+/** Per listener: 0 turns a cap off. Timeouts in ms. */
+export interface ConnectionLimitsConfig {
+  tlsHandshakeTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  h2IdleTimeoutMs: number;
+  headersTimeoutMs: number;
+  gateway: { maxConnections: number; maxConnectionsPerClient: number };
+  api: { maxConnections: number; maxConnectionsPerClient: number };
 }
 
 /** A configuration the service cannot start with; the message names the flag to fix. */
@@ -61,6 +91,8 @@ interface OptionDoc {
   env?: string;
   default: string;
   help: string;
+  /** A switch: present (or its env set to 1/true/yes) means on. */
+  boolean?: true;
 }
 
 /** Every flag, its env override and default — also the source of `infergate serve --help`. */
@@ -98,6 +130,22 @@ export const SERVE_OPTIONS: OptionDoc[] = [
   { flag: 'rollout-deadline', env: 'INFERGATE_ROLLOUT_DEADLINE', default: '600', help: 'seconds a new revision has to get its replicas ready before it is marked failed (the old one keeps serving)' },
   { flag: 'activator-timeout', env: 'INFERGATE_ACTIVATOR_TIMEOUT', default: '120', help: 'seconds a held request waits for a replica before 503 (raise it for slow model loads)' },
   { flag: 'log-level', env: 'INFERGATE_LOG_LEVEL', default: 'info', help: 'pino log level' },
+  { flag: 'admin-key-file', env: 'INFERGATE_ADMIN_KEY_FILE', default: '', help: 'file holding the admin service-account key (recommended over INFERGATE_ADMIN_KEY, which stays readable in /proc/<pid>/environ)' },
+  { flag: 'sandbox', env: 'INFERGATE_SANDBOX', default: 'auto', help: 'replica sandbox: auto (bubblewrap when it works here), bwrap (refuse to start without it) or none' },
+  { flag: 'sandbox-user', env: 'INFERGATE_SANDBOX_USER', default: '65534:65534', help: 'uid:gid replicas run as when the service runs as root' },
+  { flag: 'sandbox-bind', env: 'INFERGATE_SANDBOX_BIND', default: '', help: 'comma-separated host paths replicas may read (e.g. an engine installed outside /usr and /opt)' },
+  { flag: 'allow-unsandboxed-host-commands', env: 'INFERGATE_ALLOW_UNSANDBOXED_HOST_COMMANDS', default: '', boolean: true, help: 'run host commands and the terminal even when no sandbox is available (they run as the service\'s user)' },
+  { flag: 'allow-member-host-commands', env: 'INFERGATE_ALLOW_MEMBER_HOST_COMMANDS', default: '', boolean: true, help: 'let member service accounts deploy host commands (images the runtime does not simulate); default: admins only' },
+  { flag: 'tls-handshake-timeout', env: 'INFERGATE_TLS_HANDSHAKE_TIMEOUT', default: '10', help: 'seconds a connection has to finish its TLS handshake (gateway, and the control API over HTTPS)' },
+  { flag: 'keep-alive-timeout', env: 'INFERGATE_KEEP_ALIVE_TIMEOUT', default: '65', help: 'seconds an idle HTTP/1.1 keep-alive connection stays open' },
+  { flag: 'h2-idle-timeout', env: 'INFERGATE_H2_IDLE_TIMEOUT', default: '120', help: 'seconds an HTTP/2 connection with no open stream stays open' },
+  { flag: 'request-headers-timeout', env: 'INFERGATE_REQUEST_HEADERS_TIMEOUT', default: '30', help: 'seconds a client has to send a request\'s headers' },
+  { flag: 'max-connections', env: 'INFERGATE_MAX_CONNECTIONS', default: '8192', help: 'open connections the gateway accepts in all (0: no cap)' },
+  { flag: 'max-connections-per-client', env: 'INFERGATE_MAX_CONNECTIONS_PER_CLIENT', default: '256', help: 'open gateway connections per client address (0: no cap; raise it behind a load balancer)' },
+  { flag: 'api-max-connections', env: 'INFERGATE_API_MAX_CONNECTIONS', default: '512', help: 'open connections the control API accepts in all (0: no cap)' },
+  { flag: 'api-max-connections-per-client', env: 'INFERGATE_API_MAX_CONNECTIONS_PER_CLIENT', default: '64', help: 'open control API connections per client address (0: no cap)' },
+  { flag: 'body-idle-timeout', env: 'INFERGATE_BODY_IDLE_TIMEOUT', default: '30', help: 'seconds a request body may stay silent before the gateway answers 408' },
+  { flag: 'max-request-body', env: 'INFERGATE_MAX_REQUEST_BODY', default: '16MiB', help: 'request body size limit of deployments that set none (max_request_body_bytes); bytes, or KiB/MiB/GiB' },
 ];
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
@@ -107,14 +155,14 @@ export function serveHelp(): string {
   const rows = SERVE_OPTIONS.map((o) => {
     const env = o.env ? ` (env ${o.env})` : '';
     const def = o.default ? ` [default: ${o.default}]` : '';
-    return `  --${o.flag.padEnd(26)} ${o.help}${def}${env}`;
+    return `  --${o.flag.padEnd(32)} ${o.help}${def}${env}`;
   });
   return ['usage: infergate serve [options]', '', ...rows, '', 'INFERGATE_ADMIN_KEY sets the admin service-account key instead of generating one.'].join('\n');
 }
 
 /** Parses `serve` arguments and the environment into a validated Config. */
 export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = process.cwd()): Config {
-  const options = Object.fromEntries(SERVE_OPTIONS.map((o) => [o.flag, { type: 'string' as const }]));
+  const options = Object.fromEntries(SERVE_OPTIONS.map((o) => [o.flag, { type: o.boolean ? ('boolean' as const) : ('string' as const) }]));
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
@@ -130,6 +178,14 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     return doc?.default ?? '';
   };
   const orNull = (v: string): string | null => (v === '' ? null : v);
+  const enabled = (flag: string): boolean => {
+    if (values[flag] === true) return true;
+    const doc = SERVE_OPTIONS.find((o) => o.flag === flag);
+    const fromEnv = (doc?.env ? env[doc.env] : undefined)?.toLowerCase() ?? '';
+    if (fromEnv === '' || ['0', 'false', 'no'].includes(fromEnv)) return false;
+    if (['1', 'true', 'yes'].includes(fromEnv)) return true;
+    throw new ConfigError(`${doc?.env} must be 1, true or yes (or 0, false, no), not "${fromEnv}"`);
+  };
 
   const role = pick('role');
   if (role !== 'all' && role !== 'control' && role !== 'gateway') {
@@ -162,9 +218,20 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     throw new ConfigError(`--affinity-load-factor must be a number above 1 and at most 10, not "${pick('affinity-load-factor')}"`);
   }
   const gpuQuota = parseInteger('gpu-quota', pick('gpu-quota'), 0, 1_000_000);
-  const adminKey = orNull(env.INFERGATE_ADMIN_KEY ?? '');
+  const adminKeyFile = orNull(pick('admin-key-file'));
+  if (adminKeyFile !== null && env.INFERGATE_ADMIN_KEY) {
+    throw new ConfigError('give the admin key once: --admin-key-file or INFERGATE_ADMIN_KEY, not both');
+  }
+  const adminKey = adminKeyFile !== null ? readAdminKeyFile(path.resolve(cwd, adminKeyFile)) : orNull(env.INFERGATE_ADMIN_KEY ?? '');
   if (adminKey !== null && adminKey.length < 16) {
-    throw new ConfigError('INFERGATE_ADMIN_KEY must be at least 16 characters');
+    throw new ConfigError(`${adminKeyFile !== null ? `--admin-key-file ${adminKeyFile}` : 'INFERGATE_ADMIN_KEY'}: the admin key must be at least 16 characters`);
+  }
+  if (adminKey !== null && !/^[\x21-\x7e]+$/.test(adminKey)) {
+    throw new ConfigError('the admin key may contain only printable ASCII without spaces (it is sent as a Bearer token)');
+  }
+  const sandbox = pick('sandbox');
+  if (sandbox !== 'auto' && sandbox !== 'bwrap' && sandbox !== 'none') {
+    throw new ConfigError(`--sandbox must be auto, bwrap or none, not "${sandbox}"`);
   }
   const redisUrl = orNull(pick('redis'));
   if (redisUrl !== null && !/^rediss?:\/\//.test(redisUrl)) {
@@ -209,8 +276,74 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     rolloutSurge: parseInteger('rollout-surge', pick('rollout-surge'), 1, 100),
     rolloutDeadlineMs: parseInteger('rollout-deadline', pick('rollout-deadline'), 1, 86_400) * 1000,
     adminKey,
+    adminKeyFile: adminKeyFile === null ? null : path.resolve(cwd, adminKeyFile),
     logLevel: pick('log-level'),
+    sandbox,
+    sandboxUser: parseUser(pick('sandbox-user')),
+    sandboxBinds: pick('sandbox-bind')
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p !== '')
+      .map((p) => path.resolve(cwd, p)),
+    allowUnsandboxedHostCommands: enabled('allow-unsandboxed-host-commands'),
+    allowMemberHostCommands: enabled('allow-member-host-commands'),
+    limits: {
+      tlsHandshakeTimeoutMs: parseInteger('tls-handshake-timeout', pick('tls-handshake-timeout'), 1, 600) * 1000,
+      keepAliveTimeoutMs: parseInteger('keep-alive-timeout', pick('keep-alive-timeout'), 1, 3600) * 1000,
+      h2IdleTimeoutMs: parseInteger('h2-idle-timeout', pick('h2-idle-timeout'), 1, 86_400) * 1000,
+      headersTimeoutMs: parseInteger('request-headers-timeout', pick('request-headers-timeout'), 1, 600) * 1000,
+      gateway: {
+        maxConnections: parseInteger('max-connections', pick('max-connections'), 0, 10_000_000),
+        maxConnectionsPerClient: parseInteger('max-connections-per-client', pick('max-connections-per-client'), 0, 10_000_000),
+      },
+      api: {
+        maxConnections: parseInteger('api-max-connections', pick('api-max-connections'), 0, 10_000_000),
+        maxConnectionsPerClient: parseInteger('api-max-connections-per-client', pick('api-max-connections-per-client'), 0, 10_000_000),
+      },
+    },
+    bodyIdleTimeoutMs: parseInteger('body-idle-timeout', pick('body-idle-timeout'), 1, 3600) * 1000,
+    maxRequestBodyBytes: parseSize('max-request-body', pick('max-request-body')),
   };
+}
+
+/** The key file's first line; it must not be readable by others (it is the platform's root credential). */
+function readAdminKeyFile(file: string): string {
+  let text: string;
+  try {
+    const mode = statSync(file).mode;
+    if ((mode & 0o077) !== 0) {
+      throw new ConfigError(`--admin-key-file ${file} is readable by other users (mode ${(mode & 0o777).toString(8)}); chmod 600 it`);
+    }
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(`--admin-key-file ${file}: ${(err as Error).message}`);
+  }
+  return (text.split('\n')[0] ?? '').trim();
+}
+
+/** `uid:gid` (or a lone uid, whose gid is the same number). Root is refused: the point is to drop it. */
+function parseUser(raw: string): { uid: number; gid: number } {
+  const m = /^(\d+)(?::(\d+))?$/.exec(raw);
+  if (!m) throw new ConfigError(`--sandbox-user must be uid:gid in numbers (e.g. 65534:65534), not "${raw}"`);
+  const uid = Number(m[1]);
+  const gid = Number(m[2] ?? m[1]);
+  if (uid === 0 || gid === 0 || uid > 4_294_967_294 || gid > 4_294_967_294) {
+    throw new ConfigError(`--sandbox-user must name an unprivileged uid and gid (not 0), not "${raw}"`);
+  }
+  return { uid, gid };
+}
+
+const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, kb: 1000, mb: 1000 ** 2, gb: 1000 ** 3 };
+
+/** A byte count: `1048576`, `512KiB`, `16MiB`, `1GiB` (and the decimal kB/MB/GB). */
+export function parseSize(flag: string, raw: string): number {
+  const m = /^(\d+)\s*([a-zA-Z]*)$/.exec(raw.trim());
+  const unit = m ? SIZE_UNITS[m[2]!.toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new ConfigError(`--${flag} must be a size such as 1048576, 512KiB, 16MiB or 1GiB, not "${raw}"`);
+  const bytes = Number(m[1]) * unit;
+  if (bytes < 1024 || bytes > 64 * 1024 ** 3) throw new ConfigError(`--${flag} must be between 1KiB and 64GiB, not "${raw}"`);
+  return bytes;
 }
 
 function autoscaleWindows(pick: (flag: string) => string): { autoscaleStableMs: number; autoscalePanicMs: number } {

@@ -9,6 +9,9 @@ export type ErrorCode =
   | 'not_found'
   | 'conflict'
   | 'payload_too_large'
+  | 'request_timeout'
+  | 'rate_limited'
+  | 'headers_too_large'
   | 'quota_exceeded'
   | 'hardware_unavailable'
   | 'unavailable'
@@ -22,6 +25,9 @@ const STATUS: Record<ErrorCode, number> = {
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,
+  request_timeout: 408,
+  rate_limited: 429,
+  headers_too_large: 431,
   quota_exceeded: 422,
   hardware_unavailable: 422,
   unavailable: 503,
