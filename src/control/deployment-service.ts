@@ -90,13 +90,14 @@ export class DeploymentService {
       // Validated again inside the compare-and-set loop so a concurrent edit is never lost.
       updated = (
         await modify(store, 'deployment', id, (current) => {
-          const { draft, specChanged, scalingChanged, authChanged } = unwrap(validatePatch(current, body, ctx));
-          if (!specChanged && !scalingChanged && !authChanged) return undefined;
+          const { draft, specChanged, scalingChanged, authChanged, limitsChanged } = unwrap(validatePatch(current, body, ctx));
+          if (!specChanged && !scalingChanged && !authChanged && !limitsChanged) return undefined;
           this.assertCapacity(draft, ctx.others, id);
           const now = isoNow(clock);
           const next: DeploymentRecord = {
             ...current,
             scaling: draft.scaling,
+            limits: draft.limits,
             auth: {
               ...pickAuth(draft),
               token_id: newTokenId ?? draft.auth.token_id,
@@ -226,6 +227,7 @@ export class DeploymentService {
             cluster_id: draft.cluster_id,
             spec,
             scaling: draft.scaling,
+            limits: draft.limits,
             auth: { ...pickAuth(draft), token_id: tokenId, client_certificate_id: certificateId },
             revision: 1,
             revisions: [revision],

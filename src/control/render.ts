@@ -2,15 +2,17 @@
 // revisions, tokens, service accounts and client certificates. Nothing secret passes through here — sealed
 // secrets become `has_*` flags, hashes are dropped.
 
-import type {
-  CertificateRecord,
-  DeploymentRecord,
-  DeploymentSpec,
-  ReplicaRecord,
-  RevisionRecord,
-  RolloutState,
-  ServiceAccountRecord,
-  TokenRecord,
+import {
+  NO_LIMITS,
+  type CertificateRecord,
+  type DeploymentRecord,
+  type DeploymentSpec,
+  type RateLimit,
+  type ReplicaRecord,
+  type RevisionRecord,
+  type RolloutState,
+  type ServiceAccountRecord,
+  type TokenRecord,
 } from '../domain/records.js';
 
 export interface EndpointAddress {
@@ -46,6 +48,8 @@ export interface DeploymentView {
   endpoint_token_id: number | null;
   client_certificate_id: number | null;
   private_endpoint: boolean;
+  max_request_body_bytes: number | null;
+  rate_limit: RateLimit | null;
   created_at: string;
   updated_at: string;
   /** Family-specific spec and scaling fields. */
@@ -176,6 +180,8 @@ export function renderDeployment(
     endpoint_token_id: d.auth.token_id,
     client_certificate_id: d.auth.client_certificate_id,
     private_endpoint: d.auth.private_endpoint,
+    max_request_body_bytes: (d.limits ?? NO_LIMITS).max_request_body_bytes,
+    rate_limit: (d.limits ?? NO_LIMITS).rate_limit,
     components: components(d, replicas),
     revisions: d.revisions.map(revisionSummary),
     created_at: d.created_at,

@@ -25,6 +25,19 @@ const PoolRequest = Type.Object(
   { additionalProperties: false },
 );
 
+const RateLimitRequest = Type.Object(
+  {
+    requests_per_second: Nullable(Type.Number({ description: 'sustained requests per second per credential (a burst of one second is allowed)' })),
+    tokens_per_minute: Nullable(Type.Integer({ description: 'prompt + completion tokens per minute per credential, from the responses\' usage' })),
+  },
+  { additionalProperties: true },
+);
+
+const limitFields = {
+  max_request_body_bytes: Nullable(Type.Integer({ description: 'largest request body the gateway accepts (413 above it); null: the server default' })),
+  rate_limit: Nullable(RateLimitRequest),
+};
+
 const authFields = {
   endpoint_bearer_token: Nullable(Type.String({ description: 'Bearer token protecting the endpoint (shown never again)' })),
   private_endpoint: Nullable(Type.Boolean({ description: 'Issue a client certificate bound to this deployment (mTLS)' })),
@@ -44,6 +57,7 @@ const commonFields = {
   cooldown_period: Nullable(Type.Integer({ description: 'seconds, 0 to 3600' })),
   hardware_instance_id: Nullable(Type.Integer()),
   ...authFields,
+  ...limitFields,
 };
 
 /**
@@ -130,6 +144,11 @@ export const DeploymentResponse = Type.Object(
     endpoint_token_id: Type.Union([Type.Integer(), Type.Null()]),
     client_certificate_id: Type.Union([Type.Integer(), Type.Null()]),
     private_endpoint: Type.Boolean(),
+    max_request_body_bytes: Type.Union([Type.Integer(), Type.Null()]),
+    rate_limit: Type.Union([
+      Type.Object({ requests_per_second: Type.Union([Type.Number(), Type.Null()]), tokens_per_minute: Type.Union([Type.Integer(), Type.Null()]) }),
+      Type.Null(),
+    ]),
     created_at: Type.String(),
     updated_at: Type.String(),
   },

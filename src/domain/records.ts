@@ -90,6 +90,27 @@ export interface EndpointAuth {
   private_endpoint: boolean;
 }
 
+/**
+ * The gateway's policy for one endpoint: applied at once by every gateway, never part of a
+ * revision (no replica restarts for it), like the endpoint's credentials.
+ */
+export interface EndpointLimits {
+  /** Largest request body the gateway passes on, in bytes; null: the server's `--max-request-body`. */
+  max_request_body_bytes: number | null;
+  /** Per-credential limits; null: none. */
+  rate_limit: RateLimit | null;
+}
+
+/** Applied to each credential (bearer token or client certificate) separately. */
+export interface RateLimit {
+  /** Sustained requests per second (a burst of one second's worth is allowed); null: no limit. */
+  requests_per_second: number | null;
+  /** Prompt plus completion tokens per minute, as the responses' `usage` reports them; null: no limit. */
+  tokens_per_minute: number | null;
+}
+
+export const NO_LIMITS: EndpointLimits = Object.freeze({ max_request_body_bytes: null, rate_limit: null });
+
 export interface RevisionRecord {
   revision: number;
   created_at: string;
@@ -122,6 +143,8 @@ export interface DeploymentRecord {
   spec: DeploymentSpec;
   scaling: ScalingSpec;
   auth: EndpointAuth;
+  /** Body size and rate limits at the gateway; absent in records written before they existed. */
+  limits?: EndpointLimits;
   /** Number of the revision whose spec is current. */
   revision: number;
   revisions: RevisionRecord[];
@@ -207,6 +230,8 @@ export interface UsageRecord {
   errors: number;
   prompt_tokens: number;
   completion_tokens: number;
+  /** Requests refused with 429 by the deployment's rate_limit (counted in `requests` too). */
+  rate_limited?: number;
   /** Replica lifetime × GPUs of its hardware instance. */
   gpu_seconds: number;
   /** Replica lifetime by component (Replica; Frontend, Worker, Prefill, Decode). */

@@ -546,3 +546,52 @@ describe('presets', () => {
     expect(r.draft.spec).toMatchObject({ preset: 'ollama', image: 'ollama/ollama', container_port: 11434, protocol: 'http', health_check_path: '/' });
   });
 });
+
+describe('endpoint limits (max_request_body_bytes, rate_limit)', () => {
+  it('are optional, default to none, and are kept for both families', () => {
+    expect(ok(validateCreate('general', general(), ctx)).limits).toEqual({ max_request_body_bytes: null, rate_limit: null });
+    const draft = ok(
+      validateCreate('orchestrated', aggregated({ max_request_body_bytes: 65_536, rate_limit: { requests_per_second: 0.5, tokens_per_minute: 1000 } }), ctx),
+    );
+    expect(draft.limits).toEqual({ max_request_body_bytes: 65_536, rate_limit: { requests_per_second: 0.5, tokens_per_minute: 1000 } });
+  });
+
+  it('an empty rate_limit is no limit at all', () => {
+    expect(ok(validateCreate('general', general({ rate_limit: {} }), ctx)).limits.rate_limit).toBeNull();
+    expect(ok(validateCreate('general', general({ rate_limit: { tokens_per_minute: null } }), ctx)).limits.rate_limit).toBeNull();
+  });
+
+  it.each([
+    [{ max_request_body_bytes: 10 }, 'max_request_body_bytes', /between 1024/],
+    [{ max_request_body_bytes: 65 * 1024 ** 3 }, 'max_request_body_bytes', /64 GiB/],
+    [{ max_request_body_bytes: '1MiB' }, 'max_request_body_bytes', /must be an integer/],
+    [{ rate_limit: { requests_per_second: 0 } }, 'rate_limit.requests_per_second', /above 0/],
+    [{ rate_limit: { requests_per_second: '5' } }, 'rate_limit.requests_per_second', /got a string/],
+    [{ rate_limit: { tokens_per_minute: 1.5 } }, 'rate_limit.tokens_per_minute', /whole number/],
+    [{ rate_limit: { tokens_per_minute: -1 } }, 'rate_limit.tokens_per_minute', /whole number from 1/],
+    [{ rate_limit: { burst: 3 } }, 'rate_limit.burst', /unknown field "rate_limit.burst"/],
+    [{ rate_limit: 5 }, 'rate_limit', /must be an object \{requests_per_second, tokens_per_minute\}/],
+  ])('%j is refused naming %s', (extra, field, message) => {
+    const problems = problemsOf(validateCreate('general', general(extra), ctx));
+    expect(problems.map((p) => p.field)).toEqual([field]);
+    expect(problems[0]!.message).toMatch(message);
+  });
+
+  it('a PATCH of the limits changes them in place: limitsChanged, no revision', () => {
+    const record = { ...created('general', general()), limits: { max_request_body_bytes: null, rate_limit: { requests_per_second: 5, tokens_per_minute: null } } };
+    const r = ok(validatePatch(record, { rate_limit: { tokens_per_minute: 600 } }, ctx));
+    expect(r).toMatchObject({ specChanged: false, scalingChanged: false, limitsChanged: true });
+    // rate_limit is replaced as a whole: the request rate not given is no longer limited
+    expect(r.draft.limits.rate_limit).toEqual({ requests_per_second: null, tokens_per_minute: 600 });
+    expect(ok(validatePatch(record, {}, ctx)).limitsChanged).toBe(false);
+    expect(ok(validatePatch(record, { rate_limit: null }, ctx)).draft.limits.rate_limit).toBeNull();
+  });
+
+  it('a record written before limits existed reads as no limits, and a clone carries them over', () => {
+    const old = created('general', general());
+    delete (old as Partial<DeploymentRecord>).limits;
+    expect(ok(validatePatch(old, {}, ctx)).limitsChanged).toBe(false);
+    const source = { ...created('general', general()), limits: { max_request_body_bytes: 4096, rate_limit: null } };
+    expect(ok(validateClone(source, { name: 'copy' }, ctx)).limits).toEqual({ max_request_body_bytes: 4096, rate_limit: null });
+  });
+});

@@ -17,6 +17,8 @@ const route = (o: Partial<Route> = {}): Route => ({
   status: 'ready',
   component: 'Replica',
   replicas: [],
+  maxBodyBytes: null,
+  rateLimit: null,
   ...o,
 });
 

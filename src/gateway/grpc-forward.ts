@@ -8,7 +8,9 @@
 // UNAVAILABLE (14) as a Trailers-Only response (PERF-NOTES: respond with endStream).
 
 import http2 from 'node:http2';
+import type { Readable } from 'node:stream';
 import type { ReplicaRef } from './balancer/selector.js';
+import { BodyError } from './request-body.js';
 import type { InflightTracker } from './inflight.js';
 import type { ReplicaHealth } from './replica-health.js';
 
@@ -26,6 +28,8 @@ export interface GrpcOutcome {
 
 export interface GrpcForwardContext {
   authority: string;
+  /** The request's messages, as received (request-body.ts: per-message size limit). */
+  body: Readable;
   candidates: readonly ReplicaRef[];
   done(outcome: GrpcOutcome): void;
 }
@@ -155,8 +159,25 @@ export class GrpcForwarder {
       finish(1);
     });
 
-    req.once('data', () => (bodyStarted = true));
-    req.pipe(up);
+    // A message over the size limit ends the call with RESOURCE_EXHAUSTED (what gRPC servers
+    // answer beyond their max receive size); the replica's stream is cancelled.
+    const onBodyError = (err: Error) => {
+      if (!(err instanceof BodyError) || finished) return;
+      clearTimeout(connectTimer);
+      if (!up.closed) up.close(NGHTTP2_CANCEL);
+      finished = true;
+      inflight.replicaEnd(replica.id);
+      const status = err.kind === 'too_large' ? 8 : 4;
+      if (!res.stream.destroyed && !res.stream.headersSent) this.trailersOnly(res, status, err.message, ctx, replica);
+      else {
+        if (!res.stream.destroyed) res.stream.close(http2.constants.NGHTTP2_CANCEL);
+        ctx.done({ grpcStatus: status, replica });
+      }
+    };
+    ctx.body.once('error', onBodyError);
+    up.once('close', () => ctx.body.off('error', onBodyError));
+    ctx.body.once('data', () => (bodyStarted = true));
+    ctx.body.pipe(up);
   }
 
   private trailersOnly(res: http2.Http2ServerResponse, status: number, message: string, ctx: GrpcForwardContext, replica: ReplicaRef | null): void {

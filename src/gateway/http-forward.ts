@@ -6,8 +6,10 @@
 //
 // Retries: a request is sent to the next candidate only when the failed attempt never got a
 // connection (undici calls onConnect once the request is on a socket), so nothing reached
-// the replica and even a POST is safe to repeat. Small bodies are read first so a retry can
-// send them again; large or unsized ones are streamed and retried only before being read.
+// the replica and even a POST is safe to repeat. The body comes in received (request-body.ts):
+// small sized ones whole, so a retry can send them again; large or unsized ones as a gate
+// that streams them, retried only before being read. A gate cut for a stalled or oversized
+// body ends the attempt with 408 or 413 when no response has started.
 
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
@@ -19,6 +21,7 @@ import type { DeploymentMeters } from './metrics.js';
 import type { ReplicaHealth } from './replica-health.js';
 import type { Route } from './routing-table.js';
 import type { UpstreamPools } from './upstream-pools.js';
+import { BodyError, BodyGate } from './request-body.js';
 import { usageTapFor, type UsageTap } from './usage-tap.js';
 
 export type DownstreamRequest = http.IncomingMessage | http2.Http2ServerRequest;
@@ -39,7 +42,6 @@ const HOP_BY_HOP = new Set([
 ]);
 /** Set by the gateway itself; a client's values would be spoofable. */
 const REPLACED = new Set(['authorization', 'x-forwarded-proto', 'x-forwarded-host', 'host']);
-const BUFFERED_BODY_LIMIT = 1 << 20;
 const MAX_ATTEMPTS = 4;
 const RETRYABLE_BEFORE_CONNECT = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
 
@@ -110,44 +112,24 @@ function downstreamHeaders(raw: Buffer[]): { headers: string[]; contentType: str
   return { headers, contentType, sized };
 }
 
-type Body = Buffer | null | DownstreamRequest;
+/** A received body: whole, none, or streaming through its gate. */
+export type Body = Buffer | null | BodyGate;
 
-function hasNoBody(req: DownstreamRequest): boolean {
-  const length = req.headers['content-length'];
-  if (length === '0') return true;
-  if ('stream' in req && req.stream) return req.stream.endAfterHeaders && length === undefined;
-  return length === undefined && req.headers['transfer-encoding'] === undefined;
-}
-
-/** Reads a small, sized body so a retry can send it again; streams anything else. */
-function readBody(req: DownstreamRequest, then: (body: Body) => void, fail: () => void): void {
-  if (hasNoBody(req)) return then(null);
-  const length = Number(req.headers['content-length']);
-  if (!Number.isFinite(length) || length > BUFFERED_BODY_LIMIT) return then(req);
-  const chunks: Buffer[] = [];
-  let ended = false;
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    ended = true;
-    then(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-  });
-  // A client that leaves mid-body may emit only 'close' (or 'error' first): count it once.
-  req.once('close', () => ended || ((ended = true), fail()));
-  req.on('error', () => undefined);
+/** The gate's own error when an attempt failed because the client's body was cut. */
+function bodyErrorOf(err: Error, body: Body): BodyError | null {
+  if (err instanceof BodyError) return err;
+  if (body instanceof BodyGate && body.errored instanceof BodyError) return body.errored;
+  return null;
 }
 
 export class HttpForwarder {
   constructor(private readonly deps: HttpForwarderDeps) {}
 
-  forward(req: DownstreamRequest, res: DownstreamResponse, ctx: ForwardContext): void {
+  forward(req: DownstreamRequest, res: DownstreamResponse, body: Body, ctx: ForwardContext): void {
     const live = ctx.candidates.filter((c) => !this.deps.health.isEjected(c.id));
     const order = live.length > 0 ? live : ctx.candidates; // all ejected: try them anyway
     const headers = upstreamRequestHeaders(req, ctx.route.host);
-    readBody(
-      req,
-      (body) => new Attempt(this.deps, req, res, ctx, order, headers, body).send(0),
-      () => ctx.done(499, null),
-    );
+    new Attempt(this.deps, req, res, ctx, order, headers, body).send(0);
   }
 }
 
@@ -242,7 +224,9 @@ class Attempt implements Dispatcher.DispatchHandler {
     const replica = this.replica!;
     if (this.clientGone) return this.finish(499);
     const code = (err as NodeJS.ErrnoException).code ?? '';
-    const replayable = this.body === null || Buffer.isBuffer(this.body) || !(this.body as DownstreamRequest).readableDidRead;
+    const bodyError = bodyErrorOf(err, this.body);
+    if (bodyError) return this.refuseBody(bodyError);
+    const replayable = this.body === null || Buffer.isBuffer(this.body) || !this.body.readableDidRead;
     if (!this.connected && this.status === 0) {
       if (this.deps.health.failure(replica.id)) this.deps.onEjected(this.ctx.route, replica);
       if (replayable && RETRYABLE_BEFORE_CONNECT.has(code) && this.index + 1 < Math.min(this.order.length, MAX_ATTEMPTS)) {
@@ -268,6 +252,23 @@ class Attempt implements Dispatcher.DispatchHandler {
     // The response had started: the client can only learn of the failure by the cut.
     this.res.destroy(err);
     this.finish(this.status);
+  }
+
+  /** The client's body stalled or outgrew the limit while it was being forwarded. */
+  private refuseBody(error: BodyError): void {
+    this.abortUpstream?.(error);
+    if (this.status !== 0 || this.res.headersSent) {
+      this.res.destroy(error);
+      return this.finish(this.status);
+    }
+    const status = error.kind === 'timeout' ? 408 : 413;
+    const body = JSON.stringify({ error: { code: error.kind === 'timeout' ? 'request_timeout' : 'payload_too_large', message: error.message } });
+    // The rest of the body will not be read: the connection cannot carry another request.
+    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+    if (this.req.httpVersionMajor === 1) headers.connection = 'close';
+    (this.res as http.ServerResponse).writeHead(status, headers);
+    this.res.end(body);
+    this.finish(status);
   }
 
   private finish(status: number): void {

@@ -28,6 +28,8 @@ export class GatewayMetrics {
   private readonly authFailures: Counter<'deployment' | 'reason'>;
   private readonly retries: Counter<'deployment'>;
   private readonly ejections: Counter<'deployment'>;
+  private readonly rateLimitedTotal: Counter<'deployment' | 'limit'>;
+  private readonly bodyRefusals: Counter<'deployment' | 'reason'>;
   private readonly meters = new Map<string, DeploymentMeters>();
 
   constructor(registry: Registry, inflight: InflightTracker, table: RoutingTable) {
@@ -74,6 +76,18 @@ export class GatewayMetrics {
       name: 'infergate_replica_ejections_total',
       help: 'Replicas left out of replica choice for a while after repeated connection failures',
       labelNames: ['deployment'],
+      registers,
+    });
+    this.rateLimitedTotal = new Counter({
+      name: 'infergate_rate_limited_total',
+      help: "Requests refused with 429 by a deployment's rate_limit, by deployment and limit (requests, tokens)",
+      labelNames: ['deployment', 'limit'],
+      registers,
+    });
+    this.bodyRefusals = new Counter({
+      name: 'infergate_request_body_refusals_total',
+      help: 'Requests refused for their body, by deployment and reason (timeout: 408, too_large: 413)',
+      labelNames: ['deployment', 'reason'],
       registers,
     });
     new Gauge({
@@ -136,6 +150,14 @@ export class GatewayMetrics {
 
   authFailure(deployment: string, reason: AuthFailureReason): void {
     this.authFailures.labels(deployment, reason).inc();
+  }
+
+  rateLimited(deployment: string, limit: 'requests' | 'tokens'): void {
+    this.rateLimitedTotal.labels(deployment, limit).inc();
+  }
+
+  bodyRefused(deployment: string, reason: 'timeout' | 'too_large'): void {
+    this.bodyRefusals.labels(deployment, reason).inc();
   }
 
   ejection(deployment: string): void {

@@ -1,10 +1,12 @@
 // Owns the decisions a client request passes through in the gateway before forwarding, each
 // a small function with one job (docs/request-lifecycle.md lists them):
-//   route (Host → deployment) → authenticate (client certificate or Bearer) → admit
-//   (paused / ready). A phase either lets the request continue or ends it with a rejection.
+//   headers (count) → route (Host → deployment) → authenticate (client certificate or
+//   Bearer) → rate limit → admit (paused / ready). A phase either lets the request continue
+//   or ends it with a rejection.
 
 import { constantTimeEqualHex, sha256Hex } from '../core/secrets.js';
 import type { AuthFailureReason } from './metrics.js';
+import type { RateDecision } from './rate-limiter.js';
 import type { Route, RoutingTable } from './routing-table.js';
 
 export interface Rejection {
@@ -61,18 +63,39 @@ export interface Credentials {
 
 export type AuthMethod = 'certificate' | 'bearer';
 
+/** Who passed: the method, and the credential's public identity (the key of its rate limits). */
+export interface Authenticated {
+  method: AuthMethod;
+  /** `cert:<fingerprint>` or `token:<sha256>`: never the secret itself. */
+  credential: string;
+}
+
+/**
+ * Header lines a request may carry. nghttp2's own limit (128 pairs) resets the stream with no
+ * answer; the gateway lets more through the parser and answers 431 itself, over HTTP/1.1
+ * and HTTP/2 alike.
+ */
+export const MAX_REQUEST_HEADERS = 128;
+
+export function headersPhase(rawHeaderCount: number): PhaseResult<null> {
+  if (rawHeaderCount <= MAX_REQUEST_HEADERS) return { ok: true, value: null };
+  return reject(431, 'headers_too_large', `the request has ${rawHeaderCount} header fields; at most ${MAX_REQUEST_HEADERS} are accepted`);
+}
+
 /**
  * Either credential is enough (DESIGN §4.3). The certificate is checked first: a client
  * using only its certificate may still send a dummy API key, as client libraries require
  * one (spec, Authentication 3). Token hashes are compared in constant time.
  */
-export function authenticatePhase(route: Route, creds: Credentials): PhaseResult<AuthMethod> {
+export function authenticatePhase(route: Route, creds: Credentials): PhaseResult<Authenticated> {
   if (creds.certificateFingerprint !== null && route.clientCertFingerprint !== null) {
-    if (constantTimeEqualHex(creds.certificateFingerprint, route.clientCertFingerprint)) return { ok: true, value: 'certificate' };
+    if (constantTimeEqualHex(creds.certificateFingerprint, route.clientCertFingerprint)) {
+      return { ok: true, value: { method: 'certificate', credential: `cert:${route.clientCertFingerprint}` } };
+    }
   }
   const presented = bearerOf(creds.authorization);
   if (presented !== null && route.tokenHash !== null && constantTimeEqualHex(hashOfPresented(presented), route.tokenHash)) {
-    return { ok: true, value: 'bearer' };
+    return { ok: true, value: { method: 'bearer', credential: `token:${route.tokenHash}` } };
   }
   const challenge = `Bearer realm="${route.host}"`;
   if (presented !== null) {
@@ -93,11 +116,22 @@ export function authenticatePhase(route: Route, creds: Credentials): PhaseResult
   }, 'missing_credential');
 }
 
+/** A credential over its deployment's rate limit: 429 with Retry-After. */
+export function rateLimitPhase(decision: RateDecision): PhaseResult<null> {
+  if (decision.ok) return { ok: true, value: null };
+  return reject(429, 'rate_limited', decision.message, { 'retry-after': String(decision.retryAfterSeconds) });
+}
+
+/** A paused deployment answers 503 before its body is read. */
+export function pausedPhase(route: Route): PhaseResult<null> {
+  if (!route.paused) return { ok: true, value: null };
+  return reject(503, 'unavailable', `deployment ${route.name} is paused; resume it to serve requests`);
+}
+
 /** Paused and not-ready deployments answer 503 with a message that says which. */
 export function admitPhase(route: Route): PhaseResult<Route['replicas']> {
-  if (route.paused) {
-    return reject(503, 'unavailable', `deployment ${route.name} is paused; resume it to serve requests`);
-  }
+  const paused = pausedPhase(route);
+  if (!paused.ok) return paused;
   if (route.replicas.length === 0) {
     return reject(503, 'unavailable', `deployment ${route.name} is not ready (${route.status}): no replica is ready yet`, {
       'retry-after': '5',

@@ -1,11 +1,13 @@
 // Owns the gateway's routing table: hostname → what the request path needs to know about
 // a deployment (credential hashes, the bound client certificate, paused, status, the ready
-// replicas it routes to). It is rebuilt in memory from the store whenever the change feed
-// reports a relevant change, so the request path never touches the store.
+// replicas it routes to, its body and rate limits). It is rebuilt in memory from the store
+// whenever the change feed reports a relevant change, so the request path never touches the
+// store. A bound token whose hash is also a service-account key's is left out: a platform
+// credential never opens an endpoint, whatever a record written before that rule says.
 
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { normalizeFingerprint } from '../pki/client-certs.js';
-import type { DeploymentRecord, DeploymentStatus, Kind, Protocol } from '../domain/records.js';
+import { NO_LIMITS, type DeploymentRecord, type DeploymentStatus, type Kind, type Protocol, type RateLimit } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import type { ReplicaRef } from './balancer/selector.js';
 
@@ -28,9 +30,13 @@ export interface Route {
   component: string;
   /** Ready replicas of that component; the same array object until the set changes. */
   replicas: readonly ReplicaRef[];
+  /** Largest request body in bytes; null: the gateway's default. */
+  maxBodyBytes: number | null;
+  /** Per-credential rate limit; null: none. */
+  rateLimit: RateLimit | null;
 }
 
-const RELEVANT: ReadonlySet<Kind> = new Set<Kind>(['deployment', 'token', 'replica', 'certificate']);
+const RELEVANT: ReadonlySet<Kind> = new Set<Kind>(['deployment', 'token', 'replica', 'certificate', 'service_account']);
 
 /** Orchestrated deployments are reached through their Frontend (DESIGN §4.5). */
 function routedComponent(d: DeploymentRecord): string {
@@ -85,13 +91,15 @@ export class RoutingTable {
   }
 
   private async rebuild(): Promise<void> {
-    const [deployments, tokens, replicas, certificates] = await Promise.all([
+    const [deployments, tokens, replicas, certificates, accounts] = await Promise.all([
       this.store.list('deployment'),
       this.store.list('token'),
       this.store.list('replica'),
       this.store.list('certificate'),
+      this.store.list('service_account'),
     ]);
-    const tokenHash = new Map(tokens.map((t) => [t.value.id, t.value.hash]));
+    const platformKeys = new Set(accounts.map((a) => a.value.key_hash));
+    const tokenHash = new Map(tokens.filter((t) => !platformKeys.has(t.value.hash)).map((t) => [t.value.id, t.value.hash]));
     const liveCertificates = new Map(
       certificates.filter((c) => c.value.revoked_at === null).map((c) => [c.value.id, normalizeFingerprint(c.value.fingerprint_sha256)]),
     );
@@ -119,6 +127,8 @@ export class RoutingTable {
         component,
         // Keep the old array when nothing changed, so the balancer's per-set caches hold.
         replicas: previous && sameReplicas(previous.replicas, ready) ? previous.replicas : ready,
+        maxBodyBytes: (d.limits ?? NO_LIMITS).max_request_body_bytes,
+        rateLimit: (d.limits ?? NO_LIMITS).rate_limit,
       });
     }
     this.table = next;

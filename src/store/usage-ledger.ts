@@ -15,13 +15,14 @@ export interface UsageDelta {
   errors?: number;
   prompt_tokens?: number;
   completion_tokens?: number;
+  rate_limited?: number;
   gpu_seconds?: number;
   replica_seconds?: Record<string, number>;
 }
 
 type Pending = Required<Omit<UsageDelta, 'replica_seconds'>> & { replica_seconds: Record<string, number> };
 
-const empty = (): Pending => ({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, gpu_seconds: 0, replica_seconds: {} });
+const empty = (): Pending => ({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, rate_limited: 0, gpu_seconds: 0, replica_seconds: {} });
 
 export function hourOf(ms: number): string {
   return new Date(ms - (ms % HOUR_MS)).toISOString();
@@ -32,6 +33,7 @@ function merge(into: Pending, d: UsageDelta): void {
   into.errors += d.errors ?? 0;
   into.prompt_tokens += d.prompt_tokens ?? 0;
   into.completion_tokens += d.completion_tokens ?? 0;
+  into.rate_limited += d.rate_limited ?? 0;
   into.gpu_seconds += d.gpu_seconds ?? 0;
   for (const [c, v] of Object.entries(d.replica_seconds ?? {})) into.replica_seconds[c] = (into.replica_seconds[c] ?? 0) + v;
 }
@@ -135,6 +137,7 @@ function add(u: UsageRecord, d: Pending, now: string): UsageRecord {
     errors: u.errors + d.errors,
     prompt_tokens: u.prompt_tokens + d.prompt_tokens,
     completion_tokens: u.completion_tokens + d.completion_tokens,
+    rate_limited: (u.rate_limited ?? 0) + d.rate_limited,
     gpu_seconds: u.gpu_seconds + d.gpu_seconds,
     replica_seconds,
     updated_at: now,

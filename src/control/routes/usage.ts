@@ -1,5 +1,5 @@
 // Owns GET /deployments/{family}/{id}/usage: the deployment's usage per clock hour — requests,
-// errors (5xx), prompt and completion tokens, GPU-seconds (replica lifetime × GPUs of its
+// errors (5xx), prompt and completion tokens, requests refused by the rate limit, GPU-seconds (replica lifetime × GPUs of its
 // hardware instance) and replica-seconds by component — and the totals, optionally limited
 // to `from`/`to` (ISO 8601). Exact counts, written by the gateways and the controller.
 
@@ -23,6 +23,7 @@ const Figures = {
   errors: Type.Integer(),
   prompt_tokens: Type.Integer(),
   completion_tokens: Type.Integer(),
+  rate_limited: Type.Integer({ description: "requests refused with 429 by the deployment's rate_limit (counted in requests too)" }),
   gpu_seconds: Type.Number(),
   replica_seconds: Type.Record(Type.String(), Type.Number()),
 };
@@ -33,16 +34,17 @@ const UsageResponse = Type.Object({
   totals: Type.Object(Figures),
 });
 
-type Figures = Omit<UsageRecord, 'id' | 'deployment_id' | 'hour' | 'updated_at'>;
+type Figures = Omit<UsageRecord, 'id' | 'deployment_id' | 'hour' | 'updated_at' | 'rate_limited'> & { rate_limited: number };
 
 const round3 = (v: number) => Math.round(v * 1000) / 1000;
 
-function figures(u: Figures): Figures {
+function figures(u: Figures | UsageRecord): Figures {
   return {
     requests: u.requests,
     errors: u.errors,
     prompt_tokens: u.prompt_tokens,
     completion_tokens: u.completion_tokens,
+    rate_limited: u.rate_limited ?? 0,
     gpu_seconds: round3(u.gpu_seconds),
     replica_seconds: Object.fromEntries(Object.entries(u.replica_seconds).map(([c, v]) => [c, round3(v)])),
   };
@@ -67,12 +69,13 @@ export function registerUsageRoutes(app: ControlApp, ctx: ControlContext, family
         .map((u) => u.value)
         .filter((u) => u.deployment_id === d.id && (from === null || u.hour >= from) && (to === null || u.hour <= to))
         .sort((a, b) => a.hour.localeCompare(b.hour));
-      const totals: Figures = { requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, gpu_seconds: 0, replica_seconds: {} };
+      const totals: Figures = { requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, rate_limited: 0, gpu_seconds: 0, replica_seconds: {} };
       for (const u of hours) {
         totals.requests += u.requests;
         totals.errors += u.errors;
         totals.prompt_tokens += u.prompt_tokens;
         totals.completion_tokens += u.completion_tokens;
+        totals.rate_limited += u.rate_limited ?? 0;
         totals.gpu_seconds += u.gpu_seconds;
         for (const [c, v] of Object.entries(u.replica_seconds)) totals.replica_seconds[c] = (totals.replica_seconds[c] ?? 0) + v;
       }

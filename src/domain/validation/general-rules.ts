@@ -5,6 +5,7 @@
 import { resolveImage } from '../image-map.js';
 import { findPreset, PRESETS } from '../presets.js';
 import type { ConfigFile, GeneralSpec } from '../records.js';
+import { checkLimits } from './limits-rules.js';
 import { checkAuth, checkAnnotations, checkEnv } from './auth-and-env-rules.js';
 import {
   checkCluster,
@@ -149,6 +150,7 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
   const auth = checkAuth(req, ctx, opts);
   const env = checkEnv(req, ctx, auth.token_value ?? undefined);
   const annotations = checkAnnotations(req);
+  const limits = checkLimits(req);
   const command = req.strs('command') ?? [];
   checkRunnable(req, ctx, image, tag, command);
   if (req.problems.length > 0) return undefined;
@@ -175,5 +177,5 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
   };
   const registryPassword = plainSecret(req, 'registry_password');
   const plainSecrets = registryPassword === undefined ? {} : { registry_password: registryPassword };
-  return { family: 'general', name: need(name), cluster_id: need(cluster).id, spec, plainSecrets, scaling: need(scaling), auth };
+  return { family: 'general', name: need(name), cluster_id: need(cluster).id, spec, plainSecrets, scaling: need(scaling), auth, limits };
 }

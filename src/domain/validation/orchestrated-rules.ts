@@ -4,6 +4,7 @@
 
 import type { Cluster } from '../catalog.js';
 import type { OrchestratedSpec, ScalingSpec, ServingMode } from '../records.js';
+import { checkLimits } from './limits-rules.js';
 import { checkAuth, checkAnnotations, checkEnv } from './auth-and-env-rules.js';
 import {
   checkCluster,
@@ -176,6 +177,7 @@ export function validateOrchestrated(req: Req, ctx: ValidationContext, opts: Opt
   const protocol = checkProtocol(req);
   const env = checkEnv(req, ctx, auth.token_value ?? undefined);
   const annotations = checkAnnotations(req);
+  const limits = checkLimits(req);
   if (req.problems.length > 0) return undefined;
   const shape = need(topology);
   const spec: OrchestratedSpec = {
@@ -195,5 +197,5 @@ export function validateOrchestrated(req: Req, ctx: ValidationContext, opts: Opt
   };
   const hubToken = plainSecret(req, 'model_hub_token');
   const plainSecrets = hubToken === undefined ? {} : { model_hub_token: hubToken };
-  return { family: 'orchestrated', name: need(name), cluster_id: need(cluster).id, spec, plainSecrets, scaling: shape.scaling, auth };
+  return { family: 'orchestrated', name: need(name), cluster_id: need(cluster).id, spec, plainSecrets, scaling: shape.scaling, auth, limits };
 }

@@ -4,7 +4,7 @@
 // Both go through the same pipeline as create, so a stored deployment obeys the create rules.
 
 import type { FieldProblem } from '../../core/errors.js';
-import type { DeploymentRecord, Family, DeploymentSpec, EndpointAuth, GeneralSpec, OrchestratedSpec, ScalingSpec, SealedSecrets } from '../records.js';
+import { NO_LIMITS, type DeploymentRecord, type Family, type DeploymentSpec, type EndpointAuth, type EndpointLimits, type GeneralSpec, type OrchestratedSpec, type ScalingSpec, type SealedSecrets } from '../records.js';
 import { AGGREGATED_FIELDS, POOLS, type PoolName } from './orchestrated-rules.js';
 import { notAnObject, validateRequest, withPresetDefaults } from './pipeline.js';
 import { isObject, type Obj } from './shape.js';
@@ -14,7 +14,7 @@ import type { DeploymentDraft, Options, PatchResult, Validation, ValidationConte
 export function toRequest(record: DeploymentRecord): Record<string, unknown> {
   const spec =
     record.spec.family === 'general' ? generalRequest(record.spec, record.scaling) : orchestratedRequest(record.spec, record.scaling);
-  return withoutNulls({ name: record.name, cluster_id: record.cluster_id, ...spec, ...authRequest(record.auth) });
+  return withoutNulls({ name: record.name, cluster_id: record.cluster_id, ...spec, ...authRequest(record.auth), ...limitsRequest(record.limits ?? NO_LIMITS) });
 }
 
 function generalRequest(spec: GeneralSpec, scaling: ScalingSpec): Obj {
@@ -47,6 +47,10 @@ function orchestratedRequest(spec: OrchestratedSpec, scaling: ScalingSpec): Obj 
 
 function authRequest(auth: EndpointAuth): Obj {
   return { private_endpoint: auth.private_endpoint, client_certificate_id: auth.client_certificate_id };
+}
+
+function limitsRequest(limits: EndpointLimits): Obj {
+  return { max_request_body_bytes: limits.max_request_body_bytes, rate_limit: limits.rate_limit === null ? null : { ...limits.rate_limit } };
 }
 
 const withoutNulls = (o: Obj): Obj => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined));
@@ -113,6 +117,7 @@ export function validatePatch(current: DeploymentRecord, body: unknown, ctx: Val
       draft,
       specChanged: !sameSpec(draft.spec, current.spec) || secretsChange(draft.plainSecrets, current.spec.secrets),
       scalingChanged: !deepEqual(draft.scaling, current.scaling),
+      limitsChanged: !deepEqual(draft.limits, current.limits ?? NO_LIMITS),
       authChanged:
         draft.auth.token_value !== null ||
         draft.auth.token_id !== current.auth.token_id ||

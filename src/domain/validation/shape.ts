@@ -39,6 +39,8 @@ const GENERAL_FIELDS = new Map<string, FieldType>([
   ['endpoint_bearer_token', 'string'],
   ['private_endpoint', 'boolean'],
   ['client_certificate_id', 'integer'],
+  ['max_request_body_bytes', 'integer'],
+  ['rate_limit', 'object'],
 ]);
 
 const ORCHESTRATED_FIELDS = new Map<string, FieldType>([
@@ -63,6 +65,8 @@ const ORCHESTRATED_FIELDS = new Map<string, FieldType>([
   ['enable_model_caching', 'boolean'],
   ['client_certificate_id', 'integer'],
   ['private_endpoint', 'boolean'],
+  ['max_request_body_bytes', 'integer'],
+  ['rate_limit', 'object'],
 ]);
 
 export const FIELDS: Record<Family, Map<string, FieldType>> = { general: GENERAL_FIELDS, orchestrated: ORCHESTRATED_FIELDS };
@@ -207,6 +211,7 @@ const TYPE_TESTS: Record<FieldType, { test: (v: unknown) => boolean; expected: s
 const EXPECTED_SHAPE: Record<string, string> = {
   config_file: 'an object {filename, mount_path, content}',
   worker_pools: 'an object {prefill: {hardware_instance_id, replicas}, decode: {hardware_instance_id, replicas}}',
+  rate_limit: 'an object {requests_per_second, tokens_per_minute}',
 };
 
 /** Unknown fields, the other family's fields, and wrong types. */

@@ -5,7 +5,7 @@
 import type { FieldProblem } from '../../core/errors.js';
 import type { Catalog } from '../catalog.js';
 import type { ImageMap } from '../image-map.js';
-import type { DeploymentSpec, Family, ScalingSpec, SealedSecrets } from '../records.js';
+import type { DeploymentSpec, EndpointLimits, Family, ScalingSpec, SealedSecrets } from '../records.js';
 
 export interface ValidationContext {
   catalog: Catalog;
@@ -30,6 +30,7 @@ export interface DeploymentDraft {
   /** A key absent = keep the sealed one, null = clear it, a string = replace it. */
   plainSecrets: { registry_password?: string | null; model_hub_token?: string | null };
   scaling: ScalingSpec;
+  limits: EndpointLimits;
   /** token_value set: bind that value (the caller finds or creates its vault entry). */
   auth: { token_value: string | null; token_id: number | null; client_certificate_id: number | null; private_endpoint: boolean };
 }
@@ -42,6 +43,8 @@ export interface PatchResult {
   specChanged: boolean;
   /** Replica counts, concurrency target, cooldown or pool sizes changed: scale in place. */
   scalingChanged: boolean;
+  /** Body size or rate limits changed: the gateways apply them at once, no revision. */
+  limitsChanged: boolean;
   authChanged: boolean;
 }
 
