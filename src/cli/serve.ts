@@ -28,6 +28,9 @@ import { deploymentLogsDir } from '../runtime/log-files.js';
 import { LocalRuntime, runtimeDirs } from '../runtime/local-runtime.js';
 import { selfCommand } from './self-command.js';
 import { createMetricsServer, createRegistry } from '../metrics/registry.js';
+import { ConnectionGuard } from '../net/connection-guard.js';
+import { capsWarning, openFileLimit } from '../net/file-limit.js';
+import { listenerMeters } from '../net/metrics.js';
 import { loadOrCreateCa } from '../pki/ca.js';
 import { loadOrIssueGatewayCertificate } from '../pki/server-certs.js';
 import { FileStore } from '../store/file-store.js';
@@ -62,7 +65,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     const catalog = await loadCatalog(config.catalogFile);
     // The control API opens terminals in the controller's replicas; the controller starts later.
     const shells: LateShells = { controller: null, shellTarget: (id, replica) => shells.controller?.shellTarget(id, replica) ?? null };
-    if (config.role !== 'gateway') lines.push(...(await startControl(config, store, logger, closers, images, logsDir, catalog, shells)));
+    if (config.role !== 'gateway') lines.push(...(await startControl(config, store, logger, closers, images, logsDir, catalog, shells, registry)));
     let gateway: Gateway | null = null;
     if (config.role !== 'control') {
       const started = await startGateway(config, store, logger, closers, registry, usage);
@@ -77,6 +80,9 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     const metricsPort = await listen(metrics, config.metricsHost, config.metricsPort, 'metrics-port', 'metrics');
     lines.push(`infergate: metrics on http://${hostForUrl(config.metricsHost)}:${metricsPort}/metrics; replica targets for Prometheus http_sd at ${SERVICE_DISCOVERY_PATH}`);
     lines.push(`infergate: state in ${config.redisUrl ? 'Redis' : config.dataDir}`);
+    const caps = [config.role !== 'control' ? config.limits.gateway.maxConnections : null, config.role !== 'gateway' ? config.limits.api.maxConnections : null];
+    const fdWarning = capsWarning(openFileLimit(), caps.filter((c): c is number => c !== null));
+    if (fdWarning) lines.push(fdWarning);
     for (const line of lines) out(line);
     logger.info({ role: config.role, metricsPort, domain: config.domain }, 'infergate started');
     return { metricsPort, stop };
@@ -99,6 +105,7 @@ async function startControl(
   logsDir: string,
   catalog: Catalog,
   shells: ShellProvider,
+  registry: Registry,
 ): Promise<string[]> {
   const sealer = new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY));
   const admin = await new Credentials(store, systemClock).ensureAdmin(config.adminKey);
@@ -115,7 +122,11 @@ async function startControl(
     ca: await loadOrCreateCa(config.certsDir),
     logger: logger.child({ component: 'control' }),
     https: await readApiTls(config),
+    timeouts: { headersMs: config.limits.headersTimeoutMs, keepAliveMs: config.limits.keepAliveTimeoutMs, tlsHandshakeMs: config.limits.tlsHandshakeTimeoutMs },
   });
+  // The control API shares this process's file descriptors with the gateway: its own caps
+  // keep a flood of either from starving the other.
+  new ConnectionGuard(config.limits.api, listenerMeters(registry, 'api')).attach(app.server as Server);
   closers.push(() => app.close());
   const apiPort = await listen(app.server as Server, config.apiHost, config.apiPort, 'api-port', 'control API');
   await app.ready();
@@ -209,6 +220,14 @@ async function startGateway(
     loadFactor: config.affinityLoadFactor,
     activator: { queueSize: config.activatorQueueSize, timeoutMs: config.activatorTimeoutMs },
     usage,
+    connections: config.limits.gateway,
+    clientTimeouts: {
+      tlsHandshakeMs: config.limits.tlsHandshakeTimeoutMs,
+      keepAliveMs: config.limits.keepAliveTimeoutMs,
+      h2IdleMs: config.limits.h2IdleTimeoutMs,
+      headersMs: config.limits.headersTimeoutMs,
+    },
+    body: { maxBytes: config.maxRequestBodyBytes, idleMs: config.bodyIdleTimeoutMs },
     logger: logger.child({ component: 'gateway' }),
   });
   await gateway.start();

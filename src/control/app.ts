@@ -49,6 +49,14 @@ export interface ControlDeps {
   logsDir: string | null;
   /** Ready replicas to open a terminal in (the controller); null: none in this process. */
   shells?: ShellProvider | null;
+  /** Client-side timeouts of the listener; the defaults are Node's and fastify's. */
+  timeouts?: ListenerTimeouts;
+}
+
+export interface ListenerTimeouts {
+  headersMs: number;
+  keepAliveMs: number;
+  tlsHandshakeMs: number;
 }
 
 export interface ControlContext {
@@ -88,14 +96,21 @@ function validatorCompiler() {
 }
 
 export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
+  const t = deps.timeouts;
+  // Headers must arrive in time (slow-loris) and idle keep-alive connections end; no request
+  // timeout, since a log follow (SSE) or a terminal may rightly stay open for hours.
+  const listener = t
+    ? { headersTimeout: t.headersMs, connectionsCheckingInterval: Math.max(100, Math.min(5_000, Math.floor(t.headersMs / 4))), requestTimeout: 0 }
+    : {};
   const options: FastifyServerOptions = {
     bodyLimit: BODY_LIMIT,
+    ...(t ? { keepAliveTimeout: t.keepAliveMs, requestTimeout: 0, http: listener } : {}),
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     genReqId: () => crypto.randomUUID(),
     requestIdHeader: 'x-request-id',
   };
   const app = (deps.https
-    ? Fastify({ ...options, https: deps.https } as FastifyServerOptions)
+    ? Fastify({ ...options, https: { ...deps.https, ...listener, ...(t ? { handshakeTimeout: t.tlsHandshakeMs } : {}) } } as FastifyServerOptions)
     : Fastify(options)
   ).withTypeProvider<TypeBoxTypeProvider>() as unknown as ControlApp;
 

@@ -460,7 +460,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
     openSockets.add(socket);
     socket.once('close', () => openSockets.delete(socket));
   });
-  server.on('tlsClientError', (err: NodeJS.ErrnoException) => {
+  // With a listener here Node no longer closes the connection of a failed handshake (a
+  // handshake timeout included): it must be destroyed, or it stays open.
+  server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: tls.TLSSocket) => {
+    socket.destroy();
     if (err.code === 'ERR_TLS_HANDSHAKE_TIMEOUT') connectionMeters.closed('handshake_timeout');
     log.debug({ err }, 'TLS handshake failed');
   });

@@ -40,8 +40,11 @@ const HOP_BY_HOP = new Set([
   'upgrade',
   'http2-settings',
 ]);
-/** Set by the gateway itself; a client's values would be spoofable. */
-const REPLACED = new Set(['authorization', 'x-forwarded-proto', 'x-forwarded-host', 'host']);
+/**
+ * Set by the gateway itself (a client's values would be spoofable), or answered by it:
+ * `Expect: 100-continue` is the gateway's to answer, after authentication.
+ */
+const REPLACED = new Set(['authorization', 'x-forwarded-proto', 'x-forwarded-host', 'host', 'expect']);
 const MAX_ATTEMPTS = 4;
 const RETRYABLE_BEFORE_CONNECT = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
 

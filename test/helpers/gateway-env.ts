@@ -11,6 +11,7 @@ import { Registry } from 'prom-client';
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway/gateway.js';
 import { loadOrCreateCa, type CertificateAuthority } from '../../src/pki/ca.js';
 import { loadOrIssueGatewayCertificate } from '../../src/pki/server-certs.js';
+import { UsageLedger } from '../../src/store/usage-ledger.js';
 import { generalBody, startControl, type TestControl } from './control.js';
 
 export const DOMAIN = 'endpoints.test';
@@ -25,6 +26,8 @@ export interface GatewayEnv {
   port: number;
   ca: CertificateAuthority;
   registry: Registry;
+  /** The gateway's usage ledger, with `withUsage`. */
+  usage?: UsageLedger;
   /** Creates a general deployment through the API and returns its id. */
   deploy(name: string, overrides?: Record<string, unknown>): Promise<number>;
   /** Registers a ready replica of a deployment at an address; returns the replica id. */
@@ -44,13 +47,18 @@ export async function waitFor(check: () => boolean | Promise<boolean>, ms = 2000
   return Date.now() - start;
 }
 
-export async function startGatewayEnv(opts: Partial<Pick<GatewayOptions, 'ejection' | 'timeouts' | 'loadFactor'>> = {}): Promise<GatewayEnv> {
+export async function startGatewayEnv(
+  opts: Partial<Pick<GatewayOptions, 'ejection' | 'timeouts' | 'loadFactor' | 'connections' | 'clientTimeouts' | 'body'>> & { withUsage?: boolean } = {},
+): Promise<GatewayEnv> {
   const certsDir = await mkdtemp(path.join(os.tmpdir(), 'infergate-gw-certs-'));
   const ca = await loadOrCreateCa(certsDir);
   const api = await startControl({ ca }); // one platform CA, as serve shares its certs dir
   const cert = await loadOrIssueGatewayCertificate(ca, certsDir, DOMAIN);
   const registry = new Registry();
-  const gateway = createGateway({ store: api.store, domain: DOMAIN, ...cert, ca, registry, logger: pino({ level: 'silent' }), ...opts });
+  const { withUsage, ...gatewayOpts } = opts;
+  // A usage ledger flushed on demand (usage.flush()) when the test reads the usage view.
+  const usage = withUsage ? new UsageLedger(api.store, 60_000) : undefined;
+  const gateway = createGateway({ store: api.store, domain: DOMAIN, ...cert, ca, registry, logger: pino({ level: 'silent' }), usage, ...gatewayOpts });
   await gateway.start();
   await new Promise<void>((resolve) => gateway.server.listen(0, '127.0.0.1', resolve));
   const port = (gateway.server.address() as { port: number }).port;
@@ -61,6 +69,7 @@ export async function startGatewayEnv(opts: Partial<Pick<GatewayOptions, 'ejecti
     port,
     ca,
     registry,
+    usage,
     async deploy(name, overrides = {}) {
       const res = await api.call('POST', '/deployments/general', { ...generalBody(name, tokenFor(name)), ...overrides });
       if (res.status !== 201) throw new Error(`create ${name}: ${res.status} ${JSON.stringify(res.body)}`);
@@ -91,6 +100,7 @@ export async function startGatewayEnv(opts: Partial<Pick<GatewayOptions, 'ejecti
     },
     async close() {
       await gateway.close();
+      await usage?.stop();
       await api.close();
       await rm(certsDir, { recursive: true, force: true });
     },
