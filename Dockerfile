@@ -2,6 +2,13 @@
 # infergate: multi-stage build. The build stage compiles TypeScript; the runtime stage holds
 # only production dependencies and the compiled output, and runs as an unprivileged user
 # that may still bind 443 (CAP_NET_BIND_SERVICE on the node binary).
+#
+# Replicas run in a bubblewrap sandbox (own PID namespace, private view of the files). As a
+# non-root user bubblewrap needs user namespaces, which Docker's default seccomp profile
+# refuses: run with `--security-opt seccomp=unconfined` (or a profile that allows
+# clone/unshare with CLONE_NEWUSER) to get the sandbox; without it the service says so at
+# start, runs the simulated engines unsandboxed, and refuses host commands and the terminal
+# unless started with --allow-unsandboxed-host-commands (the container is then the boundary).
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
@@ -16,7 +23,7 @@ RUN npm ci --omit=dev --ignore-scripts
 
 FROM node:20-bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libcap2-bin tini curl \
+ && apt-get install -y --no-install-recommends libcap2-bin tini curl bubblewrap \
  && setcap cap_net_bind_service=+ep "$(readlink -f "$(command -v node)")" \
  && apt-get purge -y libcap2-bin && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
