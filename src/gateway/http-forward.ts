@@ -46,6 +46,8 @@ const HOP_BY_HOP = new Set([
  */
 const REPLACED = new Set(['authorization', 'x-forwarded-proto', 'x-forwarded-host', 'host', 'expect']);
 const MAX_ATTEMPTS = 4;
+/** Errors of the connection to a replica (as opposed to undici refusing the request itself). */
+const CONNECTION_FAILURES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 const RETRYABLE_BEFORE_CONNECT = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
 
 export interface ForwardContext {
@@ -231,7 +233,9 @@ class Attempt implements Dispatcher.DispatchHandler {
     if (bodyError) return this.refuseBody(bodyError);
     const replayable = this.body === null || Buffer.isBuffer(this.body) || !this.body.readableDidRead;
     if (!this.connected && this.status === 0) {
-      if (this.deps.health.failure(replica.id)) this.deps.onEjected(this.ctx.route, replica);
+      // Only a connection that failed says something about the replica; undici refusing the
+      // request itself (an argument it does not support) must never eject a healthy one.
+      if (CONNECTION_FAILURES.has(code) && this.deps.health.failure(replica.id)) this.deps.onEjected(this.ctx.route, replica);
       if (replayable && RETRYABLE_BEFORE_CONNECT.has(code) && this.index + 1 < Math.min(this.order.length, MAX_ATTEMPTS)) {
         this.deps.inflight.replicaEnd(replica.id);
         this.ctx.meters.retry();

@@ -109,8 +109,14 @@ function createCa(now: Date): CertificateAuthority {
   cert.serialNumber = newSerial();
   cert.validity.notBefore = new Date(now.getTime() - 60_000);
   cert.validity.notAfter = new Date(now.getTime() + 3650 * DAY_MS);
+  // A name of its own per installation. Two CAs with one name make OpenSSL check a client
+  // certificate of the other installation's CA against this one's key; the failed RSA check
+  // leaves an error in OpenSSL's queue that Node then reports on the connection's next read,
+  // so a client sending that certificate along with a valid bearer token lost its
+  // connection. With distinct names the certificate is just "issuer unknown", and the token
+  // decides, as it should.
   const subject = [
-    { name: 'commonName', value: 'infergate platform CA' },
+    { name: 'commonName', value: `infergate platform CA ${randomBytes(4).toString('hex')}` },
     { name: 'organizationName', value: 'infergate' },
   ];
   cert.setSubject(subject);
