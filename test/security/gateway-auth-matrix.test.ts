@@ -35,22 +35,25 @@ import { downloadPem } from '../helpers/tls-clients.js';
 
 const DAY_MS = 86_400_000;
 /**
- * Known gateway bug (reported with M7's matrix): a client certificate whose issuer name is the
- * platform CA's but whose signature does not verify (a self-made CA with the same subject)
- * leaves the TLS socket to emit a spurious OpenSSL error (ERR_SSL_INVALID_PADDING) right after
- * the first request arrives; the HTTP/1.1 server answers it by destroying the connection and
- * the HTTP/2 session dies (stream closed with CANCEL), so a valid bearer token is never served
- * on such a connection. Fails closed — no replica is reached — but contradicts "a client
- * certificate is requested, never required" (docs/request-lifecycle.md).
+ * Known limitation (Node's TLS over OpenSSL, reported with M7's matrix): a client certificate
+ * whose issuer name is exactly the platform CA's but whose signature does not verify leaves a
+ * stale RSA error in OpenSSL's queue, which Node reports on the connection's next read
+ * (ERR_SSL_INVALID_PADDING): the HTTP/1.1 connection is destroyed and the HTTP/2 session dies,
+ * so the answer to a request with a valid bearer token never reaches the client on such a
+ * connection. It fails closed (only the authorized request is forwarded, without its
+ * Authorization header) and only a client that forges the CA's name on purpose meets it: each installation's
+ * CA now has a name of its own, so another installation's certificate is just "issuer unknown".
  */
-const FOREIGN_SIGNATURE_BUG = 'connection destroyed when the client certificate fails its signature check';
+const FORGED_NAME_LIMITATION = 'connection cut when a certificate forged under the CA name fails its signature check';
 const WRONG_TOKEN = 'tok_wrong_0123456789abcdef0123';
 const DUMMY_KEY = 'sk-dummy-api-key-for-sdk';
 
 let sec: SecurityEnv;
 let foreignDir: string;
-/** Per deployment name: a certificate from a self-made CA with the same subject as its own. */
+/** Per deployment name: a certificate for its name from another installation's CA. */
 const lookalike: Record<string, string> = {};
+/** A client certificate from a CA forged under the platform CA's exact name. */
+let forgedNamePem: string;
 /** An expired certificate from the platform CA (bound to `expired`). */
 let expiredPem: string;
 /** A self-signed client certificate (its own issuer, unknown to the gateway). */
@@ -81,14 +84,16 @@ beforeAll(async () => {
   await sec.add('del', 'token');
   await sec.add('rpc', 'both', { grpc: true });
 
-  // A self-made CA: loadOrCreateCa gives it the platform CA's own subject, and its client
-  // certificates carry the same subject as the real ones (CN <name>-client).
+  // Another installation's CA: its client certificates carry the same subject as the real
+  // ones (CN <name>-client) under another CA name.
   foreignDir = await mkdtemp(path.join(os.tmpdir(), 'infergate-foreign-ca-'));
   const foreignCa = await loadOrCreateCa(foreignDir);
   for (const name of ['tok', 'crt', 'both', 'rpc']) {
     const c = await issueClientCertificate(foreignCa, `${name}-client`);
     lookalike[name] = c.certPem + c.keyPem;
   }
+  const forgedName = await issueClientCertificate(await caForgedUnderNameOf(sec.env.ca.certPem), 'tok-client');
+  forgedNamePem = forgedName.certPem + forgedName.keyPem;
   selfSignedPem = await selfSigned('self-signed-client');
   // Fingerprints bound on purpose to certificates that must still fail: the chain or the
   // validity is what refuses them, not an unknown fingerprint.
@@ -118,6 +123,25 @@ afterAll(async () => {
   await sec?.close();
   if (foreignDir) await rm(foreignDir, { recursive: true, force: true });
 });
+
+/** A CA with its own key under exactly the subject of `realCaPem`. */
+async function caForgedUnderNameOf(realCaPem: string): Promise<{ certPem: string; keyPem: string }> {
+  const real = forge.pki.certificateFromPem(realCaPem);
+  const keys = await generateRsaKeyPair();
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = forge.pki.publicKeyFromPem(keys.publicKeyPem);
+  cert.serialNumber = '4f02';
+  cert.validity.notBefore = new Date(Date.now() - 60_000);
+  cert.validity.notAfter = new Date(Date.now() + DAY_MS);
+  cert.setSubject(real.subject.attributes);
+  cert.setIssuer(real.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true, critical: true },
+    { name: 'keyUsage', keyCertSign: true, critical: true },
+  ]);
+  signCertificate(cert, keys.privateKeyPem);
+  return { certPem: forge.pki.certificateToPem(cert), keyPem: keys.privateKeyPem };
+}
 
 /** A self-signed certificate (key generated natively, signed natively). */
 async function selfSigned(cn: string): Promise<string> {
@@ -220,7 +244,7 @@ interface CredentialCase {
   present(t: ProtectedDeployment): Presented;
   /** Served by t's replica (true), or 401 with nothing reaching any replica (false). */
   passes: boolean;
-  /** A gateway bug makes this case fail today: it runs as it.fails until it is fixed. */
+  /** A known limitation makes this case fail today: it runs as it.fails until it is lifted. */
   knownBug?: string;
 }
 
@@ -243,11 +267,17 @@ const CASES: CredentialCase[] = [
   { what: 'its own token with an expired platform certificate (passes by the token)', needs: 'token', passes: true, present: withToken((tok) => ({ pem: expiredPem, headers: auth(`Bearer ${tok}`) })) },
   { what: 'its own token with a self-signed certificate (passes by the token)', needs: 'token', passes: true, present: withToken((tok) => ({ pem: selfSignedPem, headers: auth(`Bearer ${tok}`) })) },
   {
-    what: "its own token with a self-made CA's certificate of the same subject (passes by the token)",
+    what: "its own token with another installation's certificate for its name (passes by the token)",
     needs: 'token',
     passes: true,
     present: withToken((tok, t) => ({ pem: lookalike[t.name] ?? lookalike.tok, headers: auth(`Bearer ${tok}`) })),
-    knownBug: FOREIGN_SIGNATURE_BUG,
+  },
+  {
+    what: "its own token with a certificate from a CA forged under the platform CA's exact name (passes by the token)",
+    needs: 'token',
+    passes: true,
+    present: withToken((tok) => ({ pem: forgedNamePem, headers: auth(`Bearer ${tok}`) })),
+    knownBug: FORGED_NAME_LIMITATION,
   },
 
   // Refused: nothing, or a malformed Authorization header around the right token.
@@ -284,7 +314,7 @@ const CASES: CredentialCase[] = [
   { what: 'a revoked platform certificate', passes: false, present: () => ({ pem: d('rev').pem }) },
   { what: 'an expired platform certificate', passes: false, present: () => ({ pem: expiredPem }) },
   { what: 'a self-signed certificate', passes: false, present: () => ({ pem: selfSignedPem }) },
-  { what: 'a certificate from a self-made CA with the same subject as its own', passes: false, present: (t) => ({ pem: lookalike[t.name] ?? lookalike.tok }) },
+  { what: "another installation's certificate for its name", passes: false, present: (t) => ({ pem: lookalike[t.name] ?? lookalike.tok }) },
   { what: 'a self-made CA certificate with a dummy API key', passes: false, present: (t) => ({ pem: lookalike[t.name] ?? lookalike.tok, headers: auth(`Bearer ${DUMMY_KEY}`) }) },
 ];
 
@@ -305,7 +335,10 @@ for (const [protocol, send] of Object.entries(PROTOCOLS)) {
       describe(label, () => {
         for (const c of CASES.filter((x) => x.needs === undefined || (binds as readonly string[]).includes(x.needs))) {
           const title = c.passes ? `serves ${c.what}, without Authorization at the replica` : `answers 401 to ${c.what}; no replica sees it`;
-          (c.knownBug ? it.fails : it)(c.knownBug ? `${title} [known bug: ${c.knownBug}]` : title, async () => {
+          (c.knownBug ? it.fails : it)(c.knownBug ? `${title} [known limitation: ${c.knownBug}]` : title, async () => {
+            // A known limitation cuts the client's connection after its (authorized) request
+            // was forwarded: let that request land before the next case takes its mark.
+            if (c.knownBug) onTestFinished(() => new Promise((r) => setTimeout(r, 300)));
             const t = d(target);
             const presented = c.present(t);
             const mark = sec.mark();
@@ -373,7 +406,8 @@ describe('credentials over gRPC', () => {
     ["another deployment's certificate with a wrong token", () => ({ pem: d('oth').pem, headers: auth(`Bearer ${WRONG_TOKEN}`) }), false],
     ['a revoked certificate', () => ({ pem: d('rev').pem }), false],
     ['an expired platform certificate', () => ({ pem: expiredPem }), false],
-    ['a self-made CA certificate with the same subject', () => ({ pem: lookalike.rpc }), false],
+    ["another installation's certificate for its name", () => ({ pem: lookalike.rpc }), false],
+    ['a certificate from a CA forged under the platform CA name', () => ({ pem: forgedNamePem }), false],
   ];
 
   it.each(grpcCases)('%s → served: %s', async (_what, p, passes) => {
