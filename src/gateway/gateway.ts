@@ -29,7 +29,7 @@ import { GrpcForwarder } from './grpc-forward.js';
 import { HttpForwarder, type Body, type DownstreamRequest, type DownstreamResponse } from './http-forward.js';
 import { InflightTracker } from './inflight.js';
 import { GatewayMetrics, type DeploymentMeters, type Protocol } from './metrics.js';
-import { admitPhase, authenticatePhase, headersPhase, pausedPhase, rateLimitPhase, routePhase, type Authenticated, type Rejection } from './phases.js';
+import { admitPhase, authenticatePhase, headersPhase, pausedPhase, rateLimitPhase, routePhase, targetPhase, type Authenticated, type Rejection } from './phases.js';
 import { RateLimiter } from './rate-limiter.js';
 import { BodyGate, followClient, grpcMessageCheck, hasNoBody, receiveBody, type BodyError, type BodyLimits, type ReceivedBody } from './request-body.js';
 import { DEFAULT_EJECTION, ReplicaHealth, type EjectionOptions } from './replica-health.js';
@@ -167,14 +167,6 @@ function bodyRejection(error: BodyError): Rejection {
     : { status: 413, code: 'payload_too_large', message: error.message };
 }
 
-/** Header fields of the request, HTTP/2 pseudo-headers not counted. */
-function headerCount(req: DownstreamRequest): number {
-  const raw = req.rawHeaders;
-  let n = 0;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.charCodeAt(0) !== 58 /* ':' */) n++;
-  return n;
-}
-
 /** A client error of the HTTP/1.1 parser answered in the error shape, then the connection closed. */
 function answerClientError(socket: import('node:stream').Duplex, status: number, code: string, message: string): void {
   if (!socket.writable) return void socket.destroy();
@@ -246,12 +238,18 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const handle = (req: DownstreamRequest, res: DownstreamResponse): void => {
     const startedAt = performance.now();
     const protocol: Protocol = isGrpc(req) ? 'grpc' : 'http';
-    const headers = headersPhase(headerCount(req));
+    const headers = headersPhase(req.rawHeaders);
     if (!headers.ok) {
-      metrics.forDeployment('', protocol).requests(431);
+      metrics.forDeployment('', protocol).requests(headers.rejection.status);
       return sendRejection(req, res, headers.rejection);
     }
-    const routed = routePhase(table, req.headers.host ?? (req.headers[':authority'] as string | undefined));
+    const host = req.headers.host ?? (req.headers[':authority'] as string | undefined);
+    const target = targetPhase(req.url, host);
+    if (!target.ok) {
+      metrics.forDeployment('', protocol).requests(400);
+      return sendRejection(req, res, target.rejection);
+    }
+    const routed = routePhase(table, host);
     if (!routed.ok) {
       metrics.forDeployment('', protocol).requests(routed.rejection.status);
       return sendRejection(req, res, routed.rejection);
@@ -296,7 +294,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
         metrics.bodyRefused(route.name, r.error.kind);
         return refuseCounted(bodyRejection(r.error));
       }
-      admit(req, res, route, who, r.body, meters, startedAt, refuseCounted);
+      admit(req, res, route, who, r.body, target.value, meters, startedAt, refuseCounted);
     };
     if (protocol === 'grpc') {
       const gate = new BodyGate(limits, grpcMessageCheck(limits.maxBytes));
@@ -318,6 +316,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     arrived: Route,
     who: Authenticated,
     body: Body,
+    path: string,
     meters: DeploymentMeters,
     startedAt: number,
     refuseCounted: (r: Rejection) => void,
@@ -329,7 +328,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       void activator
         .hold(route, (cancel) => res.once('close', cancel))
         .then((outcome) => {
-          if (outcome.ok) return forward(req, res, outcome.route, who, body, meters, startedAt);
+          if (outcome.ok) return forward(req, res, outcome.route, who, body, path, meters, startedAt);
           inflight.deploymentEnd(route.deploymentId);
           if (outcome.rejection) refuseCounted(outcome.rejection);
           else {
@@ -344,7 +343,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       inflight.deploymentEnd(route.deploymentId);
       return refuseCounted(admitted.rejection);
     }
-    forward(req, res, route, who, body, meters, startedAt);
+    forward(req, res, route, who, body, path, meters, startedAt);
   };
 
   /** Choose a replica (affinity or p2c) and forward; in-flight was counted by the caller. */
@@ -354,6 +353,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     route: Route,
     who: Authenticated,
     body: Body,
+    path: string,
     meters: DeploymentMeters,
     startedAt: number,
   ): void => {
@@ -378,6 +378,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     }
     forwarder.forward(req, res, body, {
       route,
+      path,
       candidates,
       meters,
       startedAt,

@@ -52,6 +52,8 @@ const RETRYABLE_BEFORE_CONNECT = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUN
 
 export interface ForwardContext {
   route: Route;
+  /** The request target in origin form (phases.ts: targetPhase). */
+  path: string;
   candidates: readonly ReplicaRef[];
   meters: DeploymentMeters;
   /** performance.now() at arrival. */
@@ -177,7 +179,7 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.abortUpstream = null;
     this.deps.inflight.replicaStart(replica.id);
     this.deps.pools.get(replica.address).dispatch(
-      { path: this.req.url ?? '/', method: this.req.method as Dispatcher.HttpMethod, headers: this.headers, body: this.body },
+      { path: this.ctx.path, method: this.req.method as Dispatcher.HttpMethod, headers: this.headers, body: this.body },
       this,
     );
   }

@@ -1,8 +1,9 @@
 // Owns the decisions a client request passes through in the gateway before forwarding, each
 // a small function with one job (docs/request-lifecycle.md lists them):
-//   headers (count) → route (Host → deployment) → authenticate (client certificate or
-//   Bearer) → rate limit → admit (paused / ready). A phase either lets the request continue
-//   or ends it with a rejection.
+//   headers (count, no second Host or Authorization) → target (absolute form only for its
+//   own host) → route (Host → deployment) → authenticate (client certificate or Bearer) →
+//   rate limit → admit (paused / ready). A phase either lets the request continue or ends
+//   it with a rejection.
 
 import { constantTimeEqualHex, sha256Hex } from '../core/secrets.js';
 import type { AuthFailureReason } from './metrics.js';
@@ -77,9 +78,53 @@ export interface Authenticated {
  */
 export const MAX_REQUEST_HEADERS = 128;
 
-export function headersPhase(rawHeaderCount: number): PhaseResult<null> {
-  if (rawHeaderCount <= MAX_REQUEST_HEADERS) return { ok: true, value: null };
-  return reject(431, 'headers_too_large', `the request has ${rawHeaderCount} header fields; at most ${MAX_REQUEST_HEADERS} are accepted`);
+/**
+ * The header fields as a whole: not too many (431), and no field the gateway decides on sent
+ * twice — two Host or two Authorization lines are an ambiguity two hops could resolve
+ * differently (RFC 9112 §3.2 requires 400 for a second Host). HTTP/2 pseudo-headers are not
+ * counted.
+ */
+export function headersPhase(rawHeaders: readonly string[]): PhaseResult<null> {
+  let count = 0;
+  let hosts = 0;
+  let authorizations = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.charCodeAt(0) === 58 /* ':' */) continue;
+    count++;
+    if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations++;
+  }
+  if (count > MAX_REQUEST_HEADERS) {
+    return reject(431, 'headers_too_large', `the request has ${count} header fields; at most ${MAX_REQUEST_HEADERS} are accepted`);
+  }
+  if (hosts > 1) return reject(400, 'invalid_request', 'the request has more than one Host header');
+  if (authorizations > 1) return reject(400, 'invalid_request', 'the request has more than one Authorization header; send one credential');
+  return { ok: true, value: null };
+}
+
+/**
+ * The request target as the path forwarded to the replica. The absolute form (`GET
+ * https://host/path`) is accepted only when it names the same host as the Host header the
+ * request is routed and authenticated by (RFC 9112 §3.2.2 makes the target's host win; a
+ * disagreement is refused rather than resolved), and goes on in origin form.
+ */
+export function targetPhase(url: string | undefined, host: string | undefined): PhaseResult<string> {
+  if (url !== undefined && url.startsWith('/')) return { ok: true, value: url };
+  let target: URL | null = null;
+  try {
+    target = url === undefined ? null : new URL(url);
+  } catch {
+    target = null;
+  }
+  const bare = (h: string) => h.toLowerCase().replace(/:\d+$/, '');
+  if (target === null || (target.protocol !== 'https:' && target.protocol !== 'http:')) {
+    return reject(400, 'invalid_request', 'the request target must be a path (or an absolute https URL)');
+  }
+  if (host === undefined || bare(target.host) !== bare(host)) {
+    return reject(400, 'invalid_request', `the request target names ${target.hostname}, but the Host header ${host ?? '(none)'}`);
+  }
+  return { ok: true, value: `${target.pathname}${target.search}` };
 }
 
 /**
