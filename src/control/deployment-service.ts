@@ -64,11 +64,7 @@ export class DeploymentService {
   async clone(family: Family, sourceId: number, body: unknown): Promise<DeploymentRecord> {
     const source = await this.get(family, sourceId);
     const ctx = await this.context();
-    // A private clone gets its own certificate, not the source's, unless the body names one:
-    // the source's binding is dropped before validation, so a revoked source certificate
-    // does not stand in the way of a clone that will never use it.
-    const request = dropsSourceCertificate(source, body) ? { ...(body as object), client_certificate_id: null } : body;
-    const draft = unwrap(validateClone(source, request, ctx));
+    const draft = unwrap(validateClone(source, body, ctx));
     return this.insert(draft, ctx.others, 'clone', source.spec.secrets);
   }
 
@@ -115,8 +111,11 @@ export class DeploymentService {
       throw err;
     }
     const boundId = updated.auth.client_certificate_id;
+    const previousId = before.auth.client_certificate_id;
     if (issued && boundId !== issued.id) await this.deps.certificates.discard(issued.id);
-    if (boundId !== null && boundId !== before.auth.client_certificate_id) await this.deps.certificates.bind(boundId, id);
+    if (boundId !== null && boundId !== previousId) await this.deps.certificates.bind(boundId, id);
+    // private_endpoint: false (or another certificate): the old one no longer names this deployment.
+    if (previousId !== null && boundId !== previousId) await this.deps.certificates.unbind(previousId, id);
     return updated;
   }
 
@@ -179,16 +178,18 @@ export class DeploymentService {
   /** What validation needs to know about everything else in the store. */
   async context(excludeId?: number): Promise<ValidationContext & { others: DeploymentRecord[] }> {
     const { store, catalog } = this.deps;
-    const [deployments, tokens, certificates] = await Promise.all([
+    const [deployments, tokens, certificates, accounts] = await Promise.all([
       store.list('deployment'),
       store.list('token'),
       store.list('certificate'),
+      store.list('service_account'),
     ]);
     const others = deployments.map((d) => d.value).filter((d) => d.id !== excludeId);
     return {
       catalog,
       hashToken: sha256Hex,
       liveTokenHashes: new Set(tokens.map((t) => t.value.hash)),
+      platformKeyHashes: new Set(accounts.map((a) => a.value.key_hash)),
       certificateIds: new Set(certificates.filter((c) => c.value.revoked_at === null).map((c) => c.value.id)),
       takenNames: new Set(others.map((d) => d.name)),
       images: this.deps.images,
@@ -315,17 +316,6 @@ function unwrap<T>(result: { ok: true; value: T } | { ok: false; problems: impor
 /** private_endpoint asks for a certificate; one is issued unless the request names one. */
 function needsCertificate(draft: Pick<DeploymentDraft, 'auth'>): boolean {
   return draft.auth.private_endpoint && draft.auth.client_certificate_id === null;
-}
-
-/**
- * A clone does not inherit the certificate issued for a private source, nor keep the
- * source's binding when the clone body asks for private_endpoint; a certificate named in
- * the body is always used as given.
- */
-function dropsSourceCertificate(source: DeploymentRecord, body: unknown): boolean {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
-  if (Object.hasOwn(body, 'client_certificate_id')) return false;
-  return source.auth.private_endpoint || (body as Record<string, unknown>).private_endpoint === true;
 }
 
 function pickAuth(draft: DeploymentDraft): { client_certificate_id: number | null; private_endpoint: boolean } {

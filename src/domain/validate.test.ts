@@ -24,12 +24,15 @@ const sha256 = (v: string): string => createHash('sha256').update(v, 'utf8').dig
 
 const TOKEN = 'endpoint-token-0123';
 const VAULT_TOKEN = 'vault-token-abcdef12';
+/** A service-account key: a platform credential, never an endpoint's. */
+const PLATFORM_KEY = 'igk_platform-key-0123456789';
 const CERT = 7;
 
 const ctx: ValidationContext = {
   catalog: DEFAULT_CATALOG,
   hashToken: sha256,
   liveTokenHashes: new Set([sha256(VAULT_TOKEN)]),
+  platformKeyHashes: new Set([sha256(PLATFORM_KEY)]),
   certificateIds: new Set([CERT]),
   takenNames: new Set(['taken-name']),
   images: DEFAULT_IMAGE_MAP,
@@ -172,6 +175,9 @@ const CASES: Case[] = [
   ...shared('token length', { endpoint_bearer_token: 'short' }, 'endpoint_bearer_token', 'must be 8 to 512 characters long'),
   ...shared('token length (long)', { endpoint_bearer_token: 'x'.repeat(513) }, 'endpoint_bearer_token', 'must be 8 to 512 characters long'),
   ...shared('token charset', { endpoint_bearer_token: 'has spaces in it' }, 'endpoint_bearer_token', 'RFC 6750 token68'),
+  ...shared('a service-account key is no endpoint token', { endpoint_bearer_token: PLATFORM_KEY }, 'endpoint_bearer_token', 'is a service-account key, a platform credential'),
+  ...shared('a service-account key in env', { env: { KEY: `--api-key=${PLATFORM_KEY}` } }, 'env.KEY', 'env.KEY holds a service-account key, a platform credential'),
+  ...shared('a service-account key inside a longer env value', { env: { URL: `https://bot:${PLATFORM_KEY}@api.internal/` } }, 'env.URL', 'holds a service-account key'),
   ...shared('certificate exists', { client_certificate_id: 99 }, 'client_certificate_id', 'client certificate 99 does not exist or is revoked'),
 
   // env
@@ -468,6 +474,50 @@ describe('validatePatch', () => {
     const bare = problemsOf(validatePatch(web(), { endpoint_bearer_token: null }, ctx));
     expect(bare.map((p) => p.field)).toEqual(['endpoint_bearer_token']);
     expect(problemsOf(validatePatch(web(), { client_certificate_id: 99 }, ctx)).map((p) => p.field)).toEqual(['client_certificate_id']);
+  });
+
+  it('refuses a service-account key as the new token and never echoes it', () => {
+    const problems = problemsOf(validatePatch(web(), { endpoint_bearer_token: PLATFORM_KEY }, ctx));
+    expect(problems.map((p) => p.field)).toEqual(['endpoint_bearer_token']);
+    expect(JSON.stringify(problems)).not.toContain(PLATFORM_KEY);
+  });
+
+  describe('private_endpoint: false', () => {
+    const withCert = (token: boolean) => {
+      const record = web();
+      return { ...record, auth: { token_id: token ? 5 : null, client_certificate_id: CERT, private_endpoint: true } } as DeploymentRecord;
+    };
+
+    it('unbinds the certificate when a token still protects the endpoint', () => {
+      const r = ok(validatePatch(withCert(true), { private_endpoint: false }, ctx));
+      expect(r.draft.auth).toEqual({ token_value: null, token_id: 5, client_certificate_id: null, private_endpoint: false });
+      expect(r.authChanged).toBe(true);
+      expect(ok(validatePatch(withCert(true), { private_endpoint: null }, ctx)).draft.auth.client_certificate_id).toBeNull();
+    });
+
+    it('keeps a certificate named in the same body', () => {
+      const r = ok(validatePatch(withCert(false), { private_endpoint: false, client_certificate_id: CERT }, ctx));
+      expect(r.draft.auth).toMatchObject({ client_certificate_id: CERT, private_endpoint: false });
+    });
+
+    it('is refused, naming private_endpoint and why, when nothing else protects the endpoint', () => {
+      const problems = problemsOf(validatePatch(withCert(false), { private_endpoint: false }, ctx));
+      expect(problems).toEqual([{ field: 'private_endpoint', code: 'invalid_field', message: expect.stringContaining('bind a bearer token first') }]);
+      expect(problems[0]?.message).toContain(`client certificate ${CERT}`);
+      // ...and accepted with a token in the same request.
+      expect(ok(validatePatch(withCert(false), { private_endpoint: false, endpoint_bearer_token: TOKEN }, ctx)).draft.auth).toMatchObject({
+        token_value: TOKEN,
+        client_certificate_id: null,
+      });
+    });
+
+    it('a clone with private_endpoint false does not carry the source certificate', () => {
+      const d = ok(validateClone(withCert(true), { name: 'open-copy', private_endpoint: false }, ctx));
+      expect(d.auth).toMatchObject({ token_id: 5, client_certificate_id: null, private_endpoint: false });
+      expect(problemsOf(validateClone(withCert(false), { name: 'bare-copy', private_endpoint: false }, ctx)).map((p) => p.field)).toEqual([
+        'private_endpoint',
+      ]);
+    });
   });
 
   it('refuses a body that is not an object', () => {

@@ -20,5 +20,5 @@ export { toRequest, validateClone, validatePatch } from './validation/patch-and-
 
 export function validateCreate(family: Family, body: unknown, ctx: ValidationContext): Validation<DeploymentDraft> {
   if (!isObject(body)) return notAnObject();
-  return validateRequest(family, body, ctx, { mode: 'create', inherited: null, checkCertificate: true });
+  return validateRequest(family, body, ctx, { mode: 'create', inherited: null, checkCertificate: true, releasedCertificate: null });
 }
