@@ -11,9 +11,10 @@ import type { Clock } from '../core/clock.js';
 import { PlatformError } from '../core/errors.js';
 import type { Sealer } from '../core/secrets.js';
 import type { Catalog } from '../domain/catalog.js';
+import type { HostCommandPolicy } from '../domain/host-commands.js';
 import type { ImageMap } from '../domain/image-map.js';
 import type { CertificateAuthority } from '../pki/ca.js';
-import type { ServiceAccountRecord } from '../domain/records.js';
+import type { ServiceAccountRecord, ServiceAccountRole } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import { CertificateService } from './certificate-service.js';
 import { Credentials } from './credentials.js';
@@ -49,7 +50,16 @@ export interface ControlDeps {
   logsDir: string | null;
   /** Ready replicas to open a terminal in (the controller); null: none in this process. */
   shells?: ShellProvider | null;
+  /** Who may deploy host commands; `infergate serve` passes what its sandbox probe found. */
+  hostCommands?: HostCommandPolicy;
 }
+
+/**
+ * The policy of an app built without one (API tests, embedders): such an app runs no
+ * replicas itself, so there is no sandbox here to probe and the runtime that runs them keeps
+ * its own check; what the API must still hold is the role rule — admins only.
+ */
+export const EMBEDDED_HOST_COMMANDS: HostCommandPolicy = { sandboxed: true, allowUnsandboxed: false, allowMembers: false };
 
 export interface ControlContext {
   deps: ControlDeps;
@@ -118,7 +128,7 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   const certificates = new CertificateService(deps);
   const ctx: ControlContext = {
     deps,
-    deployments: new DeploymentService({ ...deps, certificates }),
+    deployments: new DeploymentService({ ...deps, certificates, hostCommands: deps.hostCommands ?? EMBEDDED_HOST_COMMANDS }),
     credentials: new Credentials(deps.store, deps.clock),
     certificates,
   };
@@ -155,6 +165,12 @@ async function authenticate(credentials: Credentials, header: string | undefined
     );
   }
   throw new PlatformError('unauthenticated', 'invalid platform credential');
+}
+
+/** The authenticated caller's role, for rules that depend on it (host commands). */
+export function callerRole(request: { account: ServiceAccountRecord | null }): ServiceAccountRole {
+  if (!request.account) throw new PlatformError('unauthenticated', 'missing platform credential: send Authorization: Bearer <service-account key>');
+  return request.account.role;
 }
 
 /** 403 unless the caller is an admin service account. */

@@ -1,13 +1,15 @@
 // Owns the deployment operations behind the control API: create, read, edit, pause,
 // resume, roll back, clone and delete, as changes of desired state in the store. It keeps
-// the spec's revision rule (a spec edit makes a revision, a replica-count change does not)
-// and checks quota and hardware on every change that can grow a footprint. It never starts
-// processes: the controller acts on what it writes.
+// the spec's revision rule (a spec edit makes a revision, a replica-count change does not),
+// checks quota and hardware on every change that can grow a footprint, and the host-command
+// rule (who may make a spec that runs its command on this host) on every change that writes
+// a spec. It never starts processes: the controller acts on what it writes.
 
 import { isoNow, type Clock } from '../core/clock.js';
 import { notFound, PlatformError } from '../core/errors.js';
 import { sha256Hex, hintOf, type Sealer } from '../core/secrets.js';
 import type { Catalog } from '../domain/catalog.js';
+import { hostCommandRefusal, runsHostCommand, type HostCommandPolicy } from '../domain/host-commands.js';
 import type { ImageMap } from '../domain/image-map.js';
 import { checkCapacity } from '../domain/quota.js';
 import type {
@@ -16,6 +18,7 @@ import type {
   Family,
   RevisionRecord,
   SealedSecrets,
+  ServiceAccountRole,
 } from '../domain/records.js';
 import {
   validateClone,
@@ -39,6 +42,8 @@ export interface DeploymentServiceDeps {
   clock: Clock;
   /** Issues the client certificate of a private endpoint. */
   certificates: CertificateService;
+  /** Who may write a spec that runs its command on this host. */
+  hostCommands: HostCommandPolicy;
 }
 
 export class DeploymentService {
@@ -55,25 +60,34 @@ export class DeploymentService {
     return found.value;
   }
 
-  async create(family: Family, body: unknown): Promise<DeploymentRecord> {
+  /** `role`: the calling service account's, for the host-command rule. */
+  async create(family: Family, body: unknown, role: ServiceAccountRole): Promise<DeploymentRecord> {
     const ctx = await this.context();
     const draft = unwrap(validateCreate(family, body, ctx));
+    this.assertHostCommandAllowed(draft.spec, role);
     return this.insert(draft, ctx.others, 'create', {});
   }
 
-  async clone(family: Family, sourceId: number, body: unknown): Promise<DeploymentRecord> {
+  async clone(family: Family, sourceId: number, body: unknown, role: ServiceAccountRole): Promise<DeploymentRecord> {
     const source = await this.get(family, sourceId);
     const ctx = await this.context();
     const draft = unwrap(validateClone(source, body, ctx));
+    // The clone's spec is written anew by this caller, even when it is the source's unchanged.
+    this.assertHostCommandAllowed(draft.spec, role);
     return this.insert(draft, ctx.others, 'clone', source.spec.secrets);
   }
 
-  async patch(family: Family, id: number, body: unknown): Promise<DeploymentRecord> {
+  /**
+   * Only a spec change is held to the host-command rule: scaling, endpoint credentials,
+   * pause, resume, rollback and delete of a deployment an admin made stay open to members.
+   */
+  async patch(family: Family, id: number, body: unknown, role: ServiceAccountRole): Promise<DeploymentRecord> {
     const before = await this.get(family, id);
     const ctx = await this.context(id);
     const { store, clock } = this.deps;
     // Fail fast before a new token value is registered in the vault.
     const first = unwrap(validatePatch(before, body, ctx));
+    if (first.specChanged) this.assertHostCommandAllowed(first.draft.spec, role);
     // ...and before a certificate is issued: a refusal (rules or quota) issues nothing.
     if (needsCertificate(first.draft)) this.assertCapacity(first.draft, ctx.others, id);
     const newTokenId = first.draft.auth.token_value
@@ -88,6 +102,7 @@ export class DeploymentService {
         await modify(store, 'deployment', id, (current) => {
           const { draft, specChanged, scalingChanged, authChanged } = unwrap(validatePatch(current, body, ctx));
           if (!specChanged && !scalingChanged && !authChanged) return undefined;
+          if (specChanged) this.assertHostCommandAllowed(draft.spec, role);
           this.assertCapacity(draft, ctx.others, id);
           const now = isoNow(clock);
           const next: DeploymentRecord = {
@@ -281,6 +296,13 @@ export class DeploymentService {
         if (!(err instanceof ConflictError)) throw err; // lost a race: the winner's id is found next
       }
     }
+  }
+
+  /** 403 when this caller may not write a spec that runs its command on this host. */
+  private assertHostCommandAllowed(spec: DeploymentSpec, role: ServiceAccountRole): void {
+    if (!runsHostCommand(spec, this.deps.images)) return;
+    const refusal = hostCommandRefusal(this.deps.hostCommands, role);
+    if (refusal) throw new PlatformError('forbidden', refusal.message);
   }
 
   private assertCapacity(

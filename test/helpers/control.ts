@@ -11,6 +11,7 @@ import { DEFAULT_CATALOG } from '../../src/domain/catalog.js';
 import { DEFAULT_IMAGE_MAP } from '../../src/domain/image-map.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { buildControlApp, type ControlApp } from '../../src/control/app.js';
+import type { HostCommandPolicy } from '../../src/domain/host-commands.js';
 import { Credentials } from '../../src/control/credentials.js';
 import { loadOrCreateCa, type CertificateAuthority } from '../../src/pki/ca.js';
 import { FileStore } from '../../src/store/file-store.js';
@@ -50,6 +51,8 @@ export interface StartControlOptions {
   store?: Store;
   ca?: CertificateAuthority;
   logsDir?: string;
+  /** Default: the app's own (admins only). */
+  hostCommands?: HostCommandPolicy;
   logger?: FastifyBaseLogger;
 }
 
@@ -68,6 +71,7 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
     clock: systemClock,
     endpoint: { domain: 'endpoints.test', port: 443 },
     ca: opts.ca ?? (await testCa()),
+    ...(opts.hostCommands ? { hostCommands: opts.hostCommands } : {}),
     ...(opts.logger ? { logger: opts.logger } : {}),
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
