@@ -22,7 +22,7 @@ import { CertificateService } from './certificate-service.js';
 import { Credentials } from './credentials.js';
 import { DeploymentService } from './deployment-service.js';
 import { errorHandler } from './errors.js';
-import { answerClientError, answerFrameworkError, closeIfBodyWithheld, continueAfterAuthentication, deferContinue } from './http-edge.js';
+import { answerClientError, answerFrameworkError, closeIfBodyWithheld, continueAfterAuthentication, handleExpectations } from './http-edge.js';
 import { requestLogView } from './request-log.js';
 import type { EndpointAddress } from './render.js';
 import { registerCertificateRoutes } from './routes/certificates.js';
@@ -176,7 +176,7 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   };
 
   app.decorateRequest('account', null);
-  deferContinue(app.server);
+  handleExpectations(app.server);
   app.addHook('onRequest', async (request, reply) => {
     if (!request.routeOptions.config.public) {
       try {

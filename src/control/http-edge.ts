@@ -90,10 +90,14 @@ function expectsContinue(req: IncomingMessage): boolean {
 /**
  * With a 'checkContinue' listener Node no longer answers `Expect: 100-continue` by itself;
  * the request then goes through fastify as any other, and `continueAfterAuthentication`
- * sends the 100 once the credential has been checked.
+ * sends the 100 once the credential has been checked. Any other expectation Node would
+ * answer 417 with an empty body; it is ignored instead (RFC 9110 §10.1.1 allows that), so
+ * the request gets the answer it would get without it, in the error shape when it fails.
  */
-export function deferContinue(server: http.Server | HttpsServer): void {
-  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => server.emit('request', req, res));
+export function handleExpectations(server: http.Server | HttpsServer): void {
+  const asRequest = (req: IncomingMessage, res: ServerResponse) => server.emit('request', req, res);
+  server.on('checkContinue', asRequest);
+  server.on('checkExpectation', asRequest);
 }
 
 /** Called once a request is authenticated (or needs no credential). */

@@ -65,6 +65,15 @@ describe('Expect: 100-continue', () => {
     expect(finalResponse(raw).status).toBe(401);
   });
 
+  it('answers an unknown expectation as if it were absent, in the error shape (not an empty 417)', async () => {
+    const conn = await rawConnect(api.url);
+    conn.write('GET /deployments/general HTTP/1.1\r\nHost: localhost\r\nExpect: something-else\r\n\r\n');
+    const raw = await conn.waitFor(/\r\n\r\n\{[^]*\}$/);
+    conn.destroy();
+    expect(finalResponse(raw).status).toBe(401);
+    expectErrorShape(finalResponse(raw).body, 'unauthenticated');
+  });
+
   it('sends 100 Continue to an authenticated request, which then proceeds', async () => {
     const body = JSON.stringify({ name: 'edge-clone' });
     const conn = await rawConnect(api.url);
