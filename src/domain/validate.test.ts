@@ -178,6 +178,17 @@ const CASES: Case[] = [
   ...shared('a service-account key is no endpoint token', { endpoint_bearer_token: PLATFORM_KEY }, 'endpoint_bearer_token', 'is a service-account key, a platform credential'),
   ...shared('a service-account key in env', { env: { KEY: `--api-key=${PLATFORM_KEY}` } }, 'env.KEY', 'env.KEY holds a service-account key, a platform credential'),
   ...shared('a service-account key inside a longer env value', { env: { URL: `https://bot:${PLATFORM_KEY}@api.internal/` } }, 'env.URL', 'holds a service-account key'),
+  // Credentials outside their own fields: every field is shown to all readers of the deployment.
+  ...shared('a service-account key in any field', { annotations: { owner: `key ${PLATFORM_KEY}` } }, 'annotations.owner', 'annotations.owner holds a service-account key'),
+  ...shared('a vault token in any field', { annotations: { 'x.io/t': VAULT_TOKEN } }, 'annotations.x.io/t', 'holds an endpoint bearer token'),
+  ...shared('the own token in any field', { annotations: { note: TOKEN } }, 'annotations.note', 'give the token in endpoint_bearer_token only'),
+  ...shared('a service-account key as a map key', { annotations: { [PLATFORM_KEY]: 'v' } }, 'annotations', 'holds a service-account key'),
+  ...shared('a service-account key as the name, never quoted', { name: PLATFORM_KEY }, 'name', 'name holds a service-account key'),
+  { rule: 'a service-account key in the command', family: 'general', body: general({ command: ['--api-key', PLATFORM_KEY] }), field: 'command.1', message: 'command.1 holds a service-account key' },
+  { rule: 'a service-account key as the image', family: 'general', body: general({ image: PLATFORM_KEY }), field: 'image', message: 'image holds a service-account key' },
+  { rule: 'a service-account key as registry_password', family: 'general', body: general({ registry_username: 'u', registry_password: PLATFORM_KEY }), field: 'registry_password', message: 'cannot be used as registry_password' },
+  { rule: 'a service-account key as model_hub_token', family: 'orchestrated', body: aggregated({ model_hub_token: PLATFORM_KEY }), field: 'model_hub_token', message: 'cannot be used as model_hub_token' },
+  { rule: 'a vault token in extra_args', family: 'orchestrated', body: aggregated({ extra_args: ['--token', VAULT_TOKEN] }), field: 'extra_args.1', message: 'holds an endpoint bearer token' },
   ...shared('certificate exists', { client_certificate_id: 99 }, 'client_certificate_id', 'client certificate 99 does not exist or is revoked'),
 
   // env
@@ -241,6 +252,21 @@ describe('validateCreate: one case per rule', () => {
       const problems = problemsOf(validateCreate('general', general({ env: { X: value } }), ctx));
       expect(problems).toHaveLength(1);
       expect(problems[0]?.message).not.toContain(value.slice(0, 12));
+    }
+  });
+
+  it('never quotes a platform key, wherever it is put', () => {
+    for (const body of [
+      general({ name: PLATFORM_KEY }),
+      general({ image: PLATFORM_KEY }),
+      general({ preset: PLATFORM_KEY }),
+      general({ env: { [PLATFORM_KEY]: 'v' } }),
+      general({ annotations: { [PLATFORM_KEY]: 'v' } }),
+      general({ endpoint_bearer_token: PLATFORM_KEY, env: { K: PLATFORM_KEY } }),
+    ]) {
+      const problems = problemsOf(validateCreate('general', body, ctx));
+      expect(problems.length, JSON.stringify(body)).toBeGreaterThan(0);
+      expect(JSON.stringify(problems)).not.toContain(PLATFORM_KEY);
     }
   });
 });

@@ -1,9 +1,11 @@
 // Owns endpoint protection and the two free-form string maps. Auth: the bearer token (never a
 // service-account key), the client certificate and the rule that no endpoint is public. env
-// and annotations: key syntax and string values; env is also screened for credentials, which
-// is why it sits with auth (a token copied into env would leak to everyone who can read the
-// deployment, and a platform key to everything that runs in the replica).
+// and annotations: key syntax and string values; env values are also screened for endpoint
+// credentials (PEM keys and substrings of the own token included), which is why they sit with
+// auth (a token copied into env would leak to everything that runs in the replica). Every
+// other field's credentials are credential-screen.ts's.
 
+import { credentialKind } from './credential-screen.js';
 import type { DeploymentDraft, Options, ValidationContext } from './types.js';
 import { kindOf, type Obj, type Req } from './shape.js';
 
@@ -14,12 +16,6 @@ const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const ANNOTATION_KEY = /^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9](?:[A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
 const PEM_PRIVATE_KEY = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/;
-/**
- * Generated platform keys (`igk_`) and vault tokens (`igt_`), wherever they sit inside a longer
- * value (core/secrets.ts's prefixes, spelled here so the rules stay free of node:crypto).
- */
-const GENERATED_CREDENTIAL = /ig[kt]_[A-Za-z0-9_-]{8,}/g;
-
 const PLATFORM_KEY_AS_TOKEN =
   'endpoint_bearer_token is a service-account key, a platform credential for the control API, and cannot protect an endpoint ' +
   '(every client of the endpoint would hold your platform key); create an endpoint token with POST /vault/tokens or choose ' +
@@ -85,29 +81,10 @@ export function checkAuth(req: Req, ctx: ValidationContext, opts: Options): Depl
   };
 }
 
-/**
- * The substrings of an environment value a credential could be: the whole value, its
- * whitespace/comma/quote-separated words, what follows `=` or `:` in each (`--key=…`,
- * `Bearer:…`), and generated platform keys or vault tokens anywhere in it.
- */
-function candidates(value: string): Set<string> {
-  const out = new Set<string>();
-  const add = (c: string) => {
-    if (c.length >= TOKEN_MIN) out.add(c);
-  };
-  for (const piece of [value, value.trim(), ...value.split(/[\s,;"']+/)]) {
-    add(piece);
-    add(piece.slice(piece.indexOf('=') + 1));
-    add(piece.slice(piece.indexOf(':') + 1));
-  }
-  for (const match of value.matchAll(GENERATED_CREDENTIAL)) add(match[0]);
-  return out;
-}
-
 /** What is wrong with an environment value that holds a credential, or null. Never the value itself. */
 function credentialIn(field: string, value: string, ownToken: string | undefined, ctx: ValidationContext): string | null {
-  const hashes = [...candidates(value)].map((c) => ctx.hashToken(c));
-  if (hashes.some((h) => ctx.platformKeyHashes.has(h))) {
+  const kind = credentialKind(value, ctx);
+  if (kind === 'platform_key') {
     return (
       `${field} holds a service-account key, a platform credential for the control API; a replica's environment is readable ` +
       'by everything that runs in the replica, so it must never hold one: remove it (and rotate the key if it has been shared)'
@@ -120,7 +97,7 @@ function credentialIn(field: string, value: string, ownToken: string | undefined
   if (ownToken !== undefined && ownToken.length >= TOKEN_MIN && value.includes(ownToken)) {
     return endpointCredential("it holds this deployment's endpoint bearer token");
   }
-  if (hashes.some((h) => ctx.liveTokenHashes.has(h))) return endpointCredential('it holds an endpoint bearer token from the vault');
+  if (kind === 'endpoint_token') return endpointCredential('it holds an endpoint bearer token from the vault');
   return null;
 }
 
