@@ -13,6 +13,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import type { Registry } from 'prom-client';
 import { ConfigError, type Config } from '../config/config.js';
 import { DEFAULT_CATALOG, findCluster, findHardware, parseCatalog, type Catalog } from '../domain/catalog.js';
+import type { HostCommandPolicy } from '../domain/host-commands.js';
 import type { DeploymentRecord } from '../domain/records.js';
 import { UsageLedger } from '../store/usage-ledger.js';
 import { buildControlApp, type ControlApp } from '../control/app.js';
@@ -65,7 +66,13 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     const catalog = await loadCatalog(config.catalogFile);
     // The control API opens terminals in the controller's replicas; the controller starts later.
     const shells: LateShells = { controller: null, shellTarget: (id, replica) => shells.controller?.shellTarget(id, replica) ?? null };
-    if (config.role !== 'gateway') lines.push(...(await startControl(config, store, logger, closers, images, logsDir, catalog, shells, registry)));
+    // replaced by the sandbox probe
+    const hostCommands: HostCommandPolicy = {
+      sandboxed: false,
+      allowUnsandboxed: config.allowUnsandboxedHostCommands,
+      allowMembers: config.allowMemberHostCommands,
+    };
+    if (config.role !== 'gateway') lines.push(...(await startControl(config, store, logger, closers, images, logsDir, catalog, shells, hostCommands, registry)));
     let gateway: Gateway | null = null;
     if (config.role !== 'control') {
       const started = await startGateway(config, store, logger, closers, registry, usage);
@@ -105,6 +112,7 @@ async function startControl(
   logsDir: string,
   catalog: Catalog,
   shells: ShellProvider,
+  hostCommands: HostCommandPolicy,
   registry: Registry,
 ): Promise<string[]> {
   const sealer = new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY));
@@ -115,6 +123,7 @@ async function startControl(
     images,
     logsDir,
     shells,
+    hostCommands,
     gpuQuota: config.gpuQuota,
     sealer,
     clock: systemClock,

@@ -1,24 +1,29 @@
 // Owns the control API's HTTP application: fastify with TypeBox schemas, the platform
-// credential check on every route but health and the OpenAPI document, the 1 MiB body
-// limit, the error body of DESIGN §3 and the OpenAPI document at /openapi.json.
+// credential check on every route but health and the OpenAPI document (and only then
+// `100 Continue`), the 1 MiB body limit, strict integers in paths and queries, the error
+// body of DESIGN §3 for every refusal (fastify's and Node's included), request logs without
+// query values, and the OpenAPI document at /openapi.json.
 
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Ajv } from 'ajv';
+import { Ajv, type ErrorObject } from 'ajv';
 import type { Clock } from '../core/clock.js';
 import { PlatformError } from '../core/errors.js';
 import type { Sealer } from '../core/secrets.js';
 import type { Catalog } from '../domain/catalog.js';
+import type { HostCommandPolicy } from '../domain/host-commands.js';
 import type { ImageMap } from '../domain/image-map.js';
 import type { CertificateAuthority } from '../pki/ca.js';
-import type { ServiceAccountRecord } from '../domain/records.js';
+import type { ServiceAccountRecord, ServiceAccountRole } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import { CertificateService } from './certificate-service.js';
 import { Credentials } from './credentials.js';
 import { DeploymentService } from './deployment-service.js';
 import { errorHandler } from './errors.js';
+import { answerClientError, answerFrameworkError, closeIfBodyWithheld, continueAfterAuthentication, handleExpectations } from './http-edge.js';
+import { requestLogView } from './request-log.js';
 import type { EndpointAddress } from './render.js';
 import { registerCertificateRoutes } from './routes/certificates.js';
 import { registerClusterRoutes } from './routes/clusters.js';
@@ -49,6 +54,8 @@ export interface ControlDeps {
   logsDir: string | null;
   /** Ready replicas to open a terminal in (the controller); null: none in this process. */
   shells?: ShellProvider | null;
+  /** Who may deploy host commands; `infergate serve` passes what its sandbox probe found. */
+  hostCommands?: HostCommandPolicy;
   /** Client-side timeouts of the listener; the defaults are Node's and fastify's. */
   timeouts?: ListenerTimeouts;
 }
@@ -58,6 +65,13 @@ export interface ListenerTimeouts {
   keepAliveMs: number;
   tlsHandshakeMs: number;
 }
+
+/**
+ * The policy of an app built without one (API tests, embedders): such an app runs no
+ * replicas itself, so there is no sandbox here to probe and the runtime that runs them keeps
+ * its own check; what the API must still hold is the role rule — admins only.
+ */
+export const EMBEDDED_HOST_COMMANDS: HostCommandPolicy = { sandboxed: true, allowUnsandboxed: false, allowMembers: false };
 
 export interface ControlContext {
   deps: ControlDeps;
@@ -86,13 +100,45 @@ declare module 'fastify' {
 
 /**
  * Bodies are checked strictly (no type coercion: "1" is not an integer); path and query
- * strings are coerced, since they are always strings on the wire.
+ * strings are coerced, since they are always strings on the wire — integers only from
+ * decimal digits (see decimalIntegers).
  */
 function validatorCompiler() {
   const strict = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: true, removeAdditional: false, strict: false });
   const coercing = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: true, removeAdditional: false, strict: false });
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    (httpPart === 'body' ? strict : coercing).compile(schema);
+    httpPart === 'body' ? strict.compile(schema) : decimalIntegers(schema, coercing.compile(schema));
+}
+
+type Validator = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
+
+const DECIMAL = /^-?[0-9]+$/;
+
+/**
+ * AJV coerces any string JavaScript reads as a number: "1e400" becomes Infinity (which passes
+ * as an integer), "0x10" 16, " 7 " 7. Integer parameters must be plain decimal digits;
+ * anything else is a 400 naming the parameter, before the coercing validator runs (whose
+ * schema bounds, e.g. MAX_ID, catch digits too many to be an id).
+ */
+function decimalIntegers(schema: object, validate: Validator): Validator {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  const names = Object.entries(properties)
+    .filter(([, s]) => s.type === 'integer')
+    .map(([name]) => name);
+  if (names.length === 0) return validate;
+  const check: Validator = (data) => {
+    const values = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
+    const bad = names.find((n) => values[n] !== undefined && !(typeof values[n] === 'string' && DECIMAL.test(values[n])));
+    if (bad !== undefined) {
+      const message = Array.isArray(values[bad]) ? 'must be given once' : 'must be an integer in decimal digits';
+      check.errors = [{ instancePath: `/${bad}`, schemaPath: '', keyword: 'type', params: {}, message }];
+      return false;
+    }
+    const ok = validate(data);
+    check.errors = validate.errors ?? null;
+    return ok;
+  };
+  return check;
 }
 
 export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
@@ -105,9 +151,15 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   const options: FastifyServerOptions = {
     bodyLimit: BODY_LIMIT,
     ...(t ? { keepAliveTimeout: t.keepAliveMs, requestTimeout: 0, http: listener } : {}),
-    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
+    // Request lines keep the path and the query's parameter names, never their values.
+    ...(deps.logger ? { loggerInstance: deps.logger.child({}, { serializers: { req: requestLogView } }) } : { logger: false }),
     genReqId: () => crypto.randomUUID(),
     requestIdHeader: 'x-request-id',
+    clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
+    // fastify's 503 while closing has a body of its own; in-flight keep-alive requests are
+    // served instead (with Connection: close) until the server has closed.
+    return503OnClosing: false,
   };
   const app = (deps.https
     ? Fastify({ ...options, https: { ...deps.https, ...listener, ...(t ? { handshakeTimeout: t.tlsHandshakeMs } : {}) } } as FastifyServerOptions)
@@ -133,15 +185,23 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   const certificates = new CertificateService(deps);
   const ctx: ControlContext = {
     deps,
-    deployments: new DeploymentService({ ...deps, certificates }),
+    deployments: new DeploymentService({ ...deps, certificates, hostCommands: deps.hostCommands ?? EMBEDDED_HOST_COMMANDS }),
     credentials: new Credentials(deps.store, deps.clock),
     certificates,
   };
 
   app.decorateRequest('account', null);
-  app.addHook('onRequest', async (request) => {
-    if (request.routeOptions.config.public) return;
-    request.account = await authenticate(ctx.credentials, request.headers.authorization);
+  handleExpectations(app.server);
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.routeOptions.config.public) {
+      try {
+        request.account = await authenticate(ctx.credentials, request.headers.authorization);
+      } catch (err) {
+        closeIfBodyWithheld(request.raw, reply);
+        throw err;
+      }
+    }
+    continueAfterAuthentication(request.raw, reply.raw);
   });
 
   registerHealthRoutes(app, ctx);
@@ -170,6 +230,12 @@ async function authenticate(credentials: Credentials, header: string | undefined
     );
   }
   throw new PlatformError('unauthenticated', 'invalid platform credential');
+}
+
+/** The authenticated caller's role, for rules that depend on it (host commands). */
+export function callerRole(request: { account: ServiceAccountRecord | null }): ServiceAccountRole {
+  if (!request.account) throw new PlatformError('unauthenticated', 'missing platform credential: send Authorization: Bearer <service-account key>');
+  return request.account.role;
 }
 
 /** 403 unless the caller is an admin service account. */

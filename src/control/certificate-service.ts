@@ -9,7 +9,7 @@ import type { Sealer } from '../core/secrets.js';
 import type { CertificateRecord } from '../domain/records.js';
 import type { CertificateAuthority } from '../pki/ca.js';
 import { issueClientCertificate } from '../pki/client-certs.js';
-import { ConflictError, modify, type Store } from '../store/store.js';
+import { ConflictError, modify, NotFoundError, type Store } from '../store/store.js';
 
 export const CERTIFICATE_NAME_INDEX = 'certificate-name';
 
@@ -98,6 +98,18 @@ export class CertificateService {
   /** Records the deployment a certificate was issued for, when it has none yet. */
   async bind(id: number, deploymentId: number): Promise<void> {
     await modify(this.deps.store, 'certificate', id, (c) => (c.deployment_id === null ? { ...c, deployment_id: deploymentId } : undefined));
+  }
+
+  /**
+   * Clears the deployment a certificate names when that deployment no longer accepts it
+   * (private_endpoint turned off), so the view does not show a binding that is gone.
+   */
+  async unbind(id: number, deploymentId: number): Promise<void> {
+    try {
+      await modify(this.deps.store, 'certificate', id, (c) => (c.deployment_id === deploymentId ? { ...c, deployment_id: null } : undefined));
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err; // deleted meanwhile: nothing left to clear
+    }
   }
 
   /** Removes a certificate issued for a deployment whose creation then failed. */

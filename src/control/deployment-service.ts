@@ -1,13 +1,15 @@
 // Owns the deployment operations behind the control API: create, read, edit, pause,
 // resume, roll back, clone and delete, as changes of desired state in the store. It keeps
-// the spec's revision rule (a spec edit makes a revision, a replica-count change does not)
-// and checks quota and hardware on every change that can grow a footprint. It never starts
-// processes: the controller acts on what it writes.
+// the spec's revision rule (a spec edit makes a revision, a replica-count change does not),
+// checks quota and hardware on every change that can grow a footprint, and the host-command
+// rule (who may make a spec that runs its command on this host) on every change that writes
+// a spec. It never starts processes: the controller acts on what it writes.
 
 import { isoNow, type Clock } from '../core/clock.js';
 import { notFound, PlatformError } from '../core/errors.js';
 import { sha256Hex, hintOf, type Sealer } from '../core/secrets.js';
 import type { Catalog } from '../domain/catalog.js';
+import { hostCommandRefusal, runsHostCommand, type HostCommandPolicy } from '../domain/host-commands.js';
 import type { ImageMap } from '../domain/image-map.js';
 import { checkCapacity } from '../domain/quota.js';
 import type {
@@ -16,6 +18,7 @@ import type {
   Family,
   RevisionRecord,
   SealedSecrets,
+  ServiceAccountRole,
 } from '../domain/records.js';
 import {
   validateClone,
@@ -39,6 +42,8 @@ export interface DeploymentServiceDeps {
   clock: Clock;
   /** Issues the client certificate of a private endpoint. */
   certificates: CertificateService;
+  /** Who may write a spec that runs its command on this host. */
+  hostCommands: HostCommandPolicy;
 }
 
 export class DeploymentService {
@@ -55,29 +60,34 @@ export class DeploymentService {
     return found.value;
   }
 
-  async create(family: Family, body: unknown): Promise<DeploymentRecord> {
+  /** `role`: the calling service account's, for the host-command rule. */
+  async create(family: Family, body: unknown, role: ServiceAccountRole): Promise<DeploymentRecord> {
     const ctx = await this.context();
     const draft = unwrap(validateCreate(family, body, ctx));
+    this.assertHostCommandAllowed(draft.spec, role);
     return this.insert(draft, ctx.others, 'create', {});
   }
 
-  async clone(family: Family, sourceId: number, body: unknown): Promise<DeploymentRecord> {
+  async clone(family: Family, sourceId: number, body: unknown, role: ServiceAccountRole): Promise<DeploymentRecord> {
     const source = await this.get(family, sourceId);
     const ctx = await this.context();
-    // A private clone gets its own certificate, not the source's, unless the body names one:
-    // the source's binding is dropped before validation, so a revoked source certificate
-    // does not stand in the way of a clone that will never use it.
-    const request = dropsSourceCertificate(source, body) ? { ...(body as object), client_certificate_id: null } : body;
-    const draft = unwrap(validateClone(source, request, ctx));
+    const draft = unwrap(validateClone(source, body, ctx));
+    // The clone's spec is written anew by this caller, even when it is the source's unchanged.
+    this.assertHostCommandAllowed(draft.spec, role);
     return this.insert(draft, ctx.others, 'clone', source.spec.secrets);
   }
 
-  async patch(family: Family, id: number, body: unknown): Promise<DeploymentRecord> {
+  /**
+   * Only a spec change is held to the host-command rule: scaling, endpoint credentials,
+   * pause, resume, rollback and delete of a deployment an admin made stay open to members.
+   */
+  async patch(family: Family, id: number, body: unknown, role: ServiceAccountRole): Promise<DeploymentRecord> {
     const before = await this.get(family, id);
     const ctx = await this.context(id);
     const { store, clock } = this.deps;
     // Fail fast before a new token value is registered in the vault.
     const first = unwrap(validatePatch(before, body, ctx));
+    if (first.specChanged) this.assertHostCommandAllowed(first.draft.spec, role);
     // ...and before a certificate is issued: a refusal (rules or quota) issues nothing.
     if (needsCertificate(first.draft)) this.assertCapacity(first.draft, ctx.others, id);
     const newTokenId = first.draft.auth.token_value
@@ -92,6 +102,7 @@ export class DeploymentService {
         await modify(store, 'deployment', id, (current) => {
           const { draft, specChanged, scalingChanged, authChanged, limitsChanged } = unwrap(validatePatch(current, body, ctx));
           if (!specChanged && !scalingChanged && !authChanged && !limitsChanged) return undefined;
+          if (specChanged) this.assertHostCommandAllowed(draft.spec, role);
           this.assertCapacity(draft, ctx.others, id);
           const now = isoNow(clock);
           const next: DeploymentRecord = {
@@ -116,8 +127,11 @@ export class DeploymentService {
       throw err;
     }
     const boundId = updated.auth.client_certificate_id;
+    const previousId = before.auth.client_certificate_id;
     if (issued && boundId !== issued.id) await this.deps.certificates.discard(issued.id);
-    if (boundId !== null && boundId !== before.auth.client_certificate_id) await this.deps.certificates.bind(boundId, id);
+    if (boundId !== null && boundId !== previousId) await this.deps.certificates.bind(boundId, id);
+    // private_endpoint: false (or another certificate): the old one no longer names this deployment.
+    if (previousId !== null && boundId !== previousId) await this.deps.certificates.unbind(previousId, id);
     return updated;
   }
 
@@ -180,16 +194,18 @@ export class DeploymentService {
   /** What validation needs to know about everything else in the store. */
   async context(excludeId?: number): Promise<ValidationContext & { others: DeploymentRecord[] }> {
     const { store, catalog } = this.deps;
-    const [deployments, tokens, certificates] = await Promise.all([
+    const [deployments, tokens, certificates, accounts] = await Promise.all([
       store.list('deployment'),
       store.list('token'),
       store.list('certificate'),
+      store.list('service_account'),
     ]);
     const others = deployments.map((d) => d.value).filter((d) => d.id !== excludeId);
     return {
       catalog,
       hashToken: sha256Hex,
       liveTokenHashes: new Set(tokens.map((t) => t.value.hash)),
+      platformKeyHashes: new Set(accounts.map((a) => a.value.key_hash)),
       certificateIds: new Set(certificates.filter((c) => c.value.revoked_at === null).map((c) => c.value.id)),
       takenNames: new Set(others.map((d) => d.name)),
       images: this.deps.images,
@@ -284,6 +300,13 @@ export class DeploymentService {
     }
   }
 
+  /** 403 when this caller may not write a spec that runs its command on this host. */
+  private assertHostCommandAllowed(spec: DeploymentSpec, role: ServiceAccountRole): void {
+    if (!runsHostCommand(spec, this.deps.images)) return;
+    const refusal = hostCommandRefusal(this.deps.hostCommands, role);
+    if (refusal) throw new PlatformError('forbidden', refusal.message);
+  }
+
   private assertCapacity(
     candidate: Pick<DeploymentRecord, 'cluster_id' | 'spec' | 'scaling'>,
     others: DeploymentRecord[],
@@ -317,17 +340,6 @@ function unwrap<T>(result: { ok: true; value: T } | { ok: false; problems: impor
 /** private_endpoint asks for a certificate; one is issued unless the request names one. */
 function needsCertificate(draft: Pick<DeploymentDraft, 'auth'>): boolean {
   return draft.auth.private_endpoint && draft.auth.client_certificate_id === null;
-}
-
-/**
- * A clone does not inherit the certificate issued for a private source, nor keep the
- * source's binding when the clone body asks for private_endpoint; a certificate named in
- * the body is always used as given.
- */
-function dropsSourceCertificate(source: DeploymentRecord, body: unknown): boolean {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
-  if (Object.hasOwn(body, 'client_certificate_id')) return false;
-  return source.auth.private_endpoint || (body as Record<string, unknown>).private_endpoint === true;
 }
 
 function pickAuth(draft: DeploymentDraft): { client_certificate_id: number | null; private_endpoint: boolean } {

@@ -8,8 +8,15 @@ import { Type, type TSchema } from 'typebox';
 const Nullable = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
 const StringMap = Type.Record(Type.String(), Type.String());
 
-export const IdParams = Type.Object({ id: Type.Integer({ minimum: 1 }) });
-export const RevisionParams = Type.Object({ id: Type.Integer({ minimum: 1 }), n: Type.Integer({ minimum: 1 }) });
+/**
+ * The largest id or revision number the API accepts in a path, query or rollback body
+ * (2^31-1): anything larger is a 400 naming the parameter, not a lookup that cannot succeed.
+ */
+export const MAX_ID = 2 ** 31 - 1;
+export const Id = (description?: string) => Type.Integer({ minimum: 1, maximum: MAX_ID, ...(description ? { description } : {}) });
+
+export const IdParams = Type.Object({ id: Id() });
+export const RevisionParams = Type.Object({ id: Id(), n: Id() });
 
 export const ErrorResponse = Type.Object({
   error: Type.Object({
@@ -105,7 +112,7 @@ export const OrchestratedRequest = Type.Object(
   { additionalProperties: true },
 );
 
-export const RollbackRequest = Type.Object({ revision: Type.Integer({ minimum: 1 }) }, { additionalProperties: false });
+export const RollbackRequest = Type.Object({ revision: Id() }, { additionalProperties: false });
 
 const ComponentStatus = Type.Object({ ready: Type.Integer(), desired: Type.Integer() });
 const RevisionSummary = Type.Object({
@@ -202,7 +209,7 @@ export const ClusterResponse = Type.Object({
 export const CertificateCreateRequest = Type.Object(
   {
     name: CredentialName,
-    deployment_id: Nullable(Type.Integer({ minimum: 1, description: 'the deployment this certificate is for (informational; bind it with client_certificate_id)' })),
+    deployment_id: Nullable(Id('the deployment this certificate is for (informational; bind it with client_certificate_id)')),
   },
   { additionalProperties: false },
 );

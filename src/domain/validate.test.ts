@@ -24,12 +24,15 @@ const sha256 = (v: string): string => createHash('sha256').update(v, 'utf8').dig
 
 const TOKEN = 'endpoint-token-0123';
 const VAULT_TOKEN = 'vault-token-abcdef12';
+/** A service-account key: a platform credential, never an endpoint's. */
+const PLATFORM_KEY = 'igk_platform-key-0123456789';
 const CERT = 7;
 
 const ctx: ValidationContext = {
   catalog: DEFAULT_CATALOG,
   hashToken: sha256,
   liveTokenHashes: new Set([sha256(VAULT_TOKEN)]),
+  platformKeyHashes: new Set([sha256(PLATFORM_KEY)]),
   certificateIds: new Set([CERT]),
   takenNames: new Set(['taken-name']),
   images: DEFAULT_IMAGE_MAP,
@@ -172,6 +175,20 @@ const CASES: Case[] = [
   ...shared('token length', { endpoint_bearer_token: 'short' }, 'endpoint_bearer_token', 'must be 8 to 512 characters long'),
   ...shared('token length (long)', { endpoint_bearer_token: 'x'.repeat(513) }, 'endpoint_bearer_token', 'must be 8 to 512 characters long'),
   ...shared('token charset', { endpoint_bearer_token: 'has spaces in it' }, 'endpoint_bearer_token', 'RFC 6750 token68'),
+  ...shared('a service-account key is no endpoint token', { endpoint_bearer_token: PLATFORM_KEY }, 'endpoint_bearer_token', 'is a service-account key, a platform credential'),
+  ...shared('a service-account key in env', { env: { KEY: `--api-key=${PLATFORM_KEY}` } }, 'env.KEY', 'env.KEY holds a service-account key, a platform credential'),
+  ...shared('a service-account key inside a longer env value', { env: { URL: `https://bot:${PLATFORM_KEY}@api.internal/` } }, 'env.URL', 'holds a service-account key'),
+  // Credentials outside their own fields: every field is shown to all readers of the deployment.
+  ...shared('a service-account key in any field', { annotations: { owner: `key ${PLATFORM_KEY}` } }, 'annotations.owner', 'annotations.owner holds a service-account key'),
+  ...shared('a vault token in any field', { annotations: { 'x.io/t': VAULT_TOKEN } }, 'annotations.x.io/t', 'holds an endpoint bearer token'),
+  ...shared('the own token in any field', { annotations: { note: TOKEN } }, 'annotations.note', 'give the token in endpoint_bearer_token only'),
+  ...shared('a service-account key as a map key', { annotations: { [PLATFORM_KEY]: 'v' } }, 'annotations', 'holds a service-account key'),
+  ...shared('a service-account key as the name, never quoted', { name: PLATFORM_KEY }, 'name', 'name holds a service-account key'),
+  { rule: 'a service-account key in the command', family: 'general', body: general({ command: ['--api-key', PLATFORM_KEY] }), field: 'command.1', message: 'command.1 holds a service-account key' },
+  { rule: 'a service-account key as the image', family: 'general', body: general({ image: PLATFORM_KEY }), field: 'image', message: 'image holds a service-account key' },
+  { rule: 'a service-account key as registry_password', family: 'general', body: general({ registry_username: 'u', registry_password: PLATFORM_KEY }), field: 'registry_password', message: 'cannot be used as registry_password' },
+  { rule: 'a service-account key as model_hub_token', family: 'orchestrated', body: aggregated({ model_hub_token: PLATFORM_KEY }), field: 'model_hub_token', message: 'cannot be used as model_hub_token' },
+  { rule: 'a vault token in extra_args', family: 'orchestrated', body: aggregated({ extra_args: ['--token', VAULT_TOKEN] }), field: 'extra_args.1', message: 'holds an endpoint bearer token' },
   ...shared('certificate exists', { client_certificate_id: 99 }, 'client_certificate_id', 'client certificate 99 does not exist or is revoked'),
 
   // env
@@ -235,6 +252,21 @@ describe('validateCreate: one case per rule', () => {
       const problems = problemsOf(validateCreate('general', general({ env: { X: value } }), ctx));
       expect(problems).toHaveLength(1);
       expect(problems[0]?.message).not.toContain(value.slice(0, 12));
+    }
+  });
+
+  it('never quotes a platform key, wherever it is put', () => {
+    for (const body of [
+      general({ name: PLATFORM_KEY }),
+      general({ image: PLATFORM_KEY }),
+      general({ preset: PLATFORM_KEY }),
+      general({ env: { [PLATFORM_KEY]: 'v' } }),
+      general({ annotations: { [PLATFORM_KEY]: 'v' } }),
+      general({ endpoint_bearer_token: PLATFORM_KEY, env: { K: PLATFORM_KEY } }),
+    ]) {
+      const problems = problemsOf(validateCreate('general', body, ctx));
+      expect(problems.length, JSON.stringify(body)).toBeGreaterThan(0);
+      expect(JSON.stringify(problems)).not.toContain(PLATFORM_KEY);
     }
   });
 });
@@ -468,6 +500,50 @@ describe('validatePatch', () => {
     const bare = problemsOf(validatePatch(web(), { endpoint_bearer_token: null }, ctx));
     expect(bare.map((p) => p.field)).toEqual(['endpoint_bearer_token']);
     expect(problemsOf(validatePatch(web(), { client_certificate_id: 99 }, ctx)).map((p) => p.field)).toEqual(['client_certificate_id']);
+  });
+
+  it('refuses a service-account key as the new token and never echoes it', () => {
+    const problems = problemsOf(validatePatch(web(), { endpoint_bearer_token: PLATFORM_KEY }, ctx));
+    expect(problems.map((p) => p.field)).toEqual(['endpoint_bearer_token']);
+    expect(JSON.stringify(problems)).not.toContain(PLATFORM_KEY);
+  });
+
+  describe('private_endpoint: false', () => {
+    const withCert = (token: boolean) => {
+      const record = web();
+      return { ...record, auth: { token_id: token ? 5 : null, client_certificate_id: CERT, private_endpoint: true } } as DeploymentRecord;
+    };
+
+    it('unbinds the certificate when a token still protects the endpoint', () => {
+      const r = ok(validatePatch(withCert(true), { private_endpoint: false }, ctx));
+      expect(r.draft.auth).toEqual({ token_value: null, token_id: 5, client_certificate_id: null, private_endpoint: false });
+      expect(r.authChanged).toBe(true);
+      expect(ok(validatePatch(withCert(true), { private_endpoint: null }, ctx)).draft.auth.client_certificate_id).toBeNull();
+    });
+
+    it('keeps a certificate named in the same body', () => {
+      const r = ok(validatePatch(withCert(false), { private_endpoint: false, client_certificate_id: CERT }, ctx));
+      expect(r.draft.auth).toMatchObject({ client_certificate_id: CERT, private_endpoint: false });
+    });
+
+    it('is refused, naming private_endpoint and why, when nothing else protects the endpoint', () => {
+      const problems = problemsOf(validatePatch(withCert(false), { private_endpoint: false }, ctx));
+      expect(problems).toEqual([{ field: 'private_endpoint', code: 'invalid_field', message: expect.stringContaining('bind a bearer token first') }]);
+      expect(problems[0]?.message).toContain(`client certificate ${CERT}`);
+      // ...and accepted with a token in the same request.
+      expect(ok(validatePatch(withCert(false), { private_endpoint: false, endpoint_bearer_token: TOKEN }, ctx)).draft.auth).toMatchObject({
+        token_value: TOKEN,
+        client_certificate_id: null,
+      });
+    });
+
+    it('a clone with private_endpoint false does not carry the source certificate', () => {
+      const d = ok(validateClone(withCert(true), { name: 'open-copy', private_endpoint: false }, ctx));
+      expect(d.auth).toMatchObject({ token_id: 5, client_certificate_id: null, private_endpoint: false });
+      expect(problemsOf(validateClone(withCert(false), { name: 'bare-copy', private_endpoint: false }, ctx)).map((p) => p.field)).toEqual([
+        'private_endpoint',
+      ]);
+    });
   });
 
   it('refuses a body that is not an object', () => {

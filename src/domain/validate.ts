@@ -7,8 +7,8 @@
 // caller seals them). Capacity (quota, instances) is domain/quota.ts's job. Pure: no I/O.
 //
 // The rules live in ./validation/, one concern per file. Imports point one way, so there
-// are no cycles: types, shape <- common-rules, auth-and-env-rules <- general-rules,
-// orchestrated-rules <- pipeline <- patch-and-clone <- this file.
+// are no cycles: types, shape <- credential-screen <- common-rules, auth-and-env-rules <-
+// general-rules, orchestrated-rules <- pipeline <- patch-and-clone <- this file.
 
 import type { Family } from './records.js';
 import { notAnObject, validateRequest } from './validation/pipeline.js';
@@ -20,5 +20,5 @@ export { toRequest, validateClone, validatePatch } from './validation/patch-and-
 
 export function validateCreate(family: Family, body: unknown, ctx: ValidationContext): Validation<DeploymentDraft> {
   if (!isObject(body)) return notAnObject();
-  return validateRequest(family, body, ctx, { mode: 'create', inherited: null, checkCertificate: true });
+  return validateRequest(family, body, ctx, { mode: 'create', inherited: null, checkCertificate: true, releasedCertificate: null });
 }

@@ -9,7 +9,9 @@ import { systemClock } from '../../src/core/clock.js';
 import { Sealer } from '../../src/core/secrets.js';
 import { DEFAULT_CATALOG } from '../../src/domain/catalog.js';
 import { DEFAULT_IMAGE_MAP } from '../../src/domain/image-map.js';
+import type { FastifyBaseLogger } from 'fastify';
 import { buildControlApp, type ControlApp } from '../../src/control/app.js';
+import type { HostCommandPolicy } from '../../src/domain/host-commands.js';
 import { Credentials } from '../../src/control/credentials.js';
 import { loadOrCreateCa, type CertificateAuthority } from '../../src/pki/ca.js';
 import { FileStore } from '../../src/store/file-store.js';
@@ -44,7 +46,17 @@ export function testCa(): Promise<CertificateAuthority> {
   return sharedCa.then((s) => s.ca);
 }
 
-export async function startControl(opts: { gpuQuota?: number; store?: Store; ca?: CertificateAuthority; logsDir?: string } = {}): Promise<TestControl> {
+export interface StartControlOptions {
+  gpuQuota?: number;
+  store?: Store;
+  ca?: CertificateAuthority;
+  logsDir?: string;
+  /** Default: the app's own (admins only). */
+  hostCommands?: HostCommandPolicy;
+  logger?: FastifyBaseLogger;
+}
+
+export async function startControl(opts: StartControlOptions = {}): Promise<TestControl> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-api-'));
   const store = opts.store ?? new FileStore({ dir });
   await store.open();
@@ -59,6 +71,8 @@ export async function startControl(opts: { gpuQuota?: number; store?: Store; ca?
     clock: systemClock,
     endpoint: { domain: 'endpoints.test', port: 443 },
     ca: opts.ca ?? (await testCa()),
+    ...(opts.hostCommands ? { hostCommands: opts.hostCommands } : {}),
+    ...(opts.logger ? { logger: opts.logger } : {}),
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();

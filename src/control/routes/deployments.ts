@@ -4,7 +4,7 @@
 
 import { Type } from 'typebox';
 import type { Family } from '../../domain/records.js';
-import type { ControlApp, ControlContext } from '../app.js';
+import { callerRole, type ControlApp, type ControlContext } from '../app.js';
 import { renderDeployment, renderReplica, revisionDetail } from '../render.js';
 import {
   DeploymentResponse,
@@ -40,7 +40,7 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
   };
 
   app.post(base, { schema: { tags, body, response: { 201: DeploymentResponse, ...errors } } }, async (request, reply) => {
-    const created = await service.create(family, request.body);
+    const created = await service.create(family, request.body, callerRole(request));
     request.log.info({ deployment: created.name, family, by: request.account?.name }, 'deployment created');
     return reply.status(201).send(await render(created.id));
   });
@@ -56,7 +56,7 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
   );
 
   app.patch(`${base}/:id`, { schema: { tags, params: IdParams, body, response: { 200: DeploymentResponse, ...errors } } }, async (request) => {
-    await service.patch(family, request.params.id, request.body);
+    await service.patch(family, request.params.id, request.body, callerRole(request));
     return render(request.params.id);
   });
 
@@ -83,7 +83,7 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
   );
 
   app.post(`${base}/:id/clone`, { schema: { tags, params: IdParams, body, response: { 201: DeploymentResponse, ...errors } } }, async (request, reply) => {
-    const created = await service.clone(family, request.params.id, request.body);
+    const created = await service.clone(family, request.params.id, request.body, callerRole(request));
     return reply.status(201).send(await render(created.id));
   });
 

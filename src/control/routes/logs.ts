@@ -8,11 +8,11 @@ import { PlatformError } from '../../core/errors.js';
 import type { Family } from '../../domain/records.js';
 import { followLogs, tailLogs, type LogEntry, type LogFilter } from '../../runtime/log-reader.js';
 import type { ControlApp, ControlContext } from '../app.js';
-import { ErrorResponse, IdParams } from '../schemas.js';
+import { ErrorResponse, Id, IdParams } from '../schemas.js';
 
 const LogsQuery = Type.Object(
   {
-    revision: Type.Optional(Type.Integer({ minimum: 1, description: 'default: the current revision' })),
+    revision: Type.Optional(Id('default: the current revision')),
     component: Type.Optional(Type.String({ description: 'Replica (general); Frontend, Worker, Prefill or Decode (orchestrated)' })),
     replica: Type.Optional(Type.String({ description: 'a replica name, e.g. chat-r1-7' })),
     tail: Type.Integer({ minimum: 0, maximum: 10000, default: 100 }),
@@ -44,7 +44,7 @@ export function registerLogRoutes(app: ControlApp, ctx: ControlContext, family: 
   const logsDir = ctx.deps.logsDir;
   app.get(
     `/deployments/${family}/:id/logs`,
-    { schema: { tags: [`${family} deployments`], params: IdParams, querystring: LogsQuery, response: { 200: LogsResponse, 404: ErrorResponse } } },
+    { schema: { tags: [`${family} deployments`], params: IdParams, querystring: LogsQuery, response: { 200: LogsResponse, 400: ErrorResponse, 404: ErrorResponse } } },
     async (request, reply) => {
       const d = await ctx.deployments.get(family, request.params.id);
       const q = request.query;

@@ -1,8 +1,11 @@
-// Owns endpoint protection and the two free-form string maps. Auth: the bearer token, the
-// client certificate and the rule that no endpoint is public. env and annotations: key syntax
-// and string values; env is also screened for endpoint credentials, which is why it sits with
-// auth (a token copied into env would leak to everyone who can read the deployment).
+// Owns endpoint protection and the two free-form string maps. Auth: the bearer token (never a
+// service-account key), the client certificate and the rule that no endpoint is public. env
+// and annotations: key syntax and string values; env values are also screened for endpoint
+// credentials (PEM keys and substrings of the own token included), which is why they sit with
+// auth (a token copied into env would leak to everything that runs in the replica). Every
+// other field's credentials are credential-screen.ts's.
 
+import { credentialKind } from './credential-screen.js';
 import type { DeploymentDraft, Options, ValidationContext } from './types.js';
 import { kindOf, type Obj, type Req } from './shape.js';
 
@@ -13,11 +16,18 @@ const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const ANNOTATION_KEY = /^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9](?:[A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
 const PEM_PRIVATE_KEY = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/;
+const PLATFORM_KEY_AS_TOKEN =
+  'endpoint_bearer_token is a service-account key, a platform credential for the control API, and cannot protect an endpoint ' +
+  '(every client of the endpoint would hold your platform key); create an endpoint token with POST /vault/tokens or choose ' +
+  'a new value, and keep service-account keys for the control API';
 
-function checkToken(req: Req): string | undefined {
+function checkToken(req: Req, ctx: ValidationContext): string | undefined {
   const token = req.str('endpoint_bearer_token');
   if (token === undefined) return undefined;
-  if (token.length < TOKEN_MIN || token.length > TOKEN_MAX) {
+  // First: whatever its syntax, a platform key must hear why it is refused (never echoed).
+  if (ctx.platformKeyHashes.has(ctx.hashToken(token))) {
+    req.reject('endpoint_bearer_token', PLATFORM_KEY_AS_TOKEN);
+  } else if (token.length < TOKEN_MIN || token.length > TOKEN_MAX) {
     req.reject('endpoint_bearer_token', `endpoint_bearer_token must be ${TOKEN_MIN} to ${TOKEN_MAX} characters long`);
   } else if (!TOKEN68.test(token)) {
     req.reject(
@@ -41,18 +51,27 @@ function checkCertificate(req: Req, ctx: ValidationContext, opts: Options): numb
 }
 
 export function checkAuth(req: Req, ctx: ValidationContext, opts: Options): DeploymentDraft['auth'] {
-  const tokenValue = checkToken(req);
+  const tokenValue = checkToken(req, ctx);
   // A token given by value replaces the binding; null clears it; absent keeps the inherited one.
   const tokenId = req.has('endpoint_bearer_token') ? null : (opts.inherited?.token_id ?? null);
   const certificate = checkCertificate(req, ctx, opts);
   const privateEndpoint = req.bool('private_endpoint') ?? false;
   const anyGiven = req.given('endpoint_bearer_token') || req.given('client_certificate_id');
   if (!anyGiven && tokenId === null && !privateEndpoint) {
-    req.add(
-      'endpoint_bearer_token',
-      'every endpoint must be protected; public endpoints are not supported: give endpoint_bearer_token, ' +
-        'set private_endpoint: true (a client certificate is issued), or give client_certificate_id',
-    );
+    if (opts.releasedCertificate !== null) {
+      req.add(
+        'private_endpoint',
+        `private_endpoint: false would unbind client certificate ${opts.releasedCertificate} and leave the endpoint with no credential; ` +
+          'every endpoint must be protected (public endpoints are not supported): bind a bearer token first ' +
+          '(endpoint_bearer_token, in this request or an earlier one), then turn private_endpoint off',
+      );
+    } else {
+      req.add(
+        'endpoint_bearer_token',
+        'every endpoint must be protected; public endpoints are not supported: give endpoint_bearer_token, ' +
+          'set private_endpoint: true (a client certificate is issued), or give client_certificate_id',
+      );
+    }
   }
   return {
     token_value: tokenValue ?? null,
@@ -62,12 +81,23 @@ export function checkAuth(req: Req, ctx: ValidationContext, opts: Options): Depl
   };
 }
 
-/** Why an environment value looks like an endpoint credential, or null. */
-function credentialIn(value: string, ownToken: string | undefined, ctx: ValidationContext): string | null {
-  if (PEM_PRIVATE_KEY.test(value)) return 'it holds a PEM private key';
-  if (ownToken !== undefined && ownToken.length >= TOKEN_MIN && value.includes(ownToken)) return "it holds this deployment's endpoint bearer token";
-  const pieces = [value, value.trim(), ...value.split(/[\s,;"']+/)].filter((p) => p.length >= TOKEN_MIN);
-  if (pieces.some((p) => ctx.liveTokenHashes.has(ctx.hashToken(p)))) return 'it holds an endpoint bearer token from the vault';
+/** What is wrong with an environment value that holds a credential, or null. Never the value itself. */
+function credentialIn(field: string, value: string, ownToken: string | undefined, ctx: ValidationContext): string | null {
+  const kind = credentialKind(value, ctx);
+  if (kind === 'platform_key') {
+    return (
+      `${field} holds a service-account key, a platform credential for the control API; a replica's environment is readable ` +
+      'by everything that runs in the replica, so it must never hold one: remove it (and rotate the key if it has been shared)'
+    );
+  }
+  const endpointCredential = (why: string) =>
+    `endpoint credentials must not be placed in environment variables: ${why}; ` +
+    'protect the endpoint with endpoint_bearer_token or a client certificate instead';
+  if (PEM_PRIVATE_KEY.test(value)) return endpointCredential('it holds a PEM private key');
+  if (ownToken !== undefined && ownToken.length >= TOKEN_MIN && value.includes(ownToken)) {
+    return endpointCredential("it holds this deployment's endpoint bearer token");
+  }
+  if (kind === 'endpoint_token') return endpointCredential('it holds an endpoint bearer token from the vault');
   return null;
 }
 
@@ -85,14 +115,8 @@ export function checkEnv(req: Req, ctx: ValidationContext, ownToken: string | un
       req.add(field, `${field} must be a string, got ${kindOf(value)}`);
       continue;
     }
-    const why = credentialIn(value, ownToken, ctx);
-    if (why) {
-      req.add(
-        field,
-        `endpoint credentials must not be placed in environment variables: ${why}; ` +
-          'protect the endpoint with endpoint_bearer_token or a client certificate instead',
-      );
-    }
+    const problem = credentialIn(field, value, ownToken, ctx);
+    if (problem) req.add(field, problem);
   }
   return stringEntries(env);
 }

@@ -96,6 +96,18 @@ function immutableProblems(current: DeploymentRecord, body: Obj): FieldProblem[]
   return problems;
 }
 
+/**
+ * `private_endpoint: false` (or null, its default) in a PATCH or clone body means "no client
+ * certificate": the stored one (or the source's) is unbound, unless the same body names a
+ * certificate in client_certificate_id. Otherwise the answer would say false while the
+ * certificate still authenticates. The id unbound, or null.
+ */
+function releasedCertificate(from: DeploymentRecord, body: Obj): number | null {
+  if (!Object.hasOwn(body, 'private_endpoint') || body.private_endpoint === true || body.private_endpoint === undefined) return null;
+  if (Object.hasOwn(body, 'client_certificate_id') && body.client_certificate_id !== undefined) return null;
+  return from.auth.client_certificate_id;
+}
+
 export function validatePatch(current: DeploymentRecord, body: unknown, ctx: ValidationContext): Validation<PatchResult> {
   if (!isObject(body)) return notAnObject();
   const merged = mergeRequest(toRequest(current), body, current.family);
@@ -103,10 +115,13 @@ export function validatePatch(current: DeploymentRecord, body: unknown, ctx: Val
   merged.name = current.name;
   merged.cluster_id = current.cluster_id;
   if (current.spec.family === 'orchestrated') merged.serving_mode = current.spec.serving_mode;
+  const released = releasedCertificate(current, body);
+  if (released !== null) delete merged.client_certificate_id;
   const opts: Options = {
     mode: 'patch',
     inherited: { token_id: current.auth.token_id, secrets: current.spec.secrets },
     checkCertificate: body.client_certificate_id !== undefined && body.client_certificate_id !== null,
+    releasedCertificate: released,
   };
   const result = validateRequest(current.family, merged, ctx, opts, immutableProblems(current, body));
   if (!result.ok) return result;
@@ -140,11 +155,25 @@ export function validateClone(source: DeploymentRecord, body: unknown, ctx: Vali
     const drop = source.spec.serving_mode === 'disaggregated' ? ['worker_pools'] : AGGREGATED_FIELDS.map(([f]) => f);
     for (const field of drop) delete base[field];
   }
+  const released = releasedCertificate(source, body);
+  if (released !== null || dropsSourceCertificate(source, body)) delete base.client_certificate_id;
   return validateRequest(source.family, mergeRequest(base, body, source.family), ctx, {
     mode: 'clone',
     inherited: { token_id: source.auth.token_id, secrets: source.spec.secrets },
     checkCertificate: true,
+    releasedCertificate: released,
   });
+}
+
+/**
+ * A private clone gets its own certificate, not the source's (the one issued for a private
+ * source, or any when the clone asks for private_endpoint), unless the body names one. The
+ * binding is dropped before validation, so a revoked source certificate does not stand in the
+ * way of a clone that will never use it.
+ */
+function dropsSourceCertificate(source: DeploymentRecord, body: Obj): boolean {
+  if (Object.hasOwn(body, 'client_certificate_id')) return false;
+  return source.auth.private_endpoint || body.private_endpoint === true;
 }
 
 function sameSpec(a: DeploymentSpec, b: DeploymentSpec): boolean {

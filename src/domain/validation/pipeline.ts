@@ -1,12 +1,14 @@
-// Owns one validation run, shared by create, PATCH and clone: shape first, then the family's
-// rules, then every problem in a stable, documented order (unknown fields first, then the
-// family's field list) so clients and tests see the same list for the same mistakes.
+// Owns one validation run, shared by create, PATCH and clone: shape first, then the
+// credential screen (before any rule can quote a field's value), then the family's rules,
+// then every problem in a stable, documented order (unknown fields first, then the family's
+// field list) so clients and tests see the same list for the same mistakes.
 
 import type { FieldProblem } from '../../core/errors.js';
 import type { Family } from '../records.js';
 import { validateGeneral } from './general-rules.js';
 import { validateOrchestrated } from './orchestrated-rules.js';
 import { findPreset, presetFields } from '../presets.js';
+import { screenCredentials } from './credential-screen.js';
 import { checkShape, FIELDS, Req, type Obj } from './shape.js';
 import type { DeploymentDraft, Options, Validation, ValidationContext } from './types.js';
 
@@ -33,6 +35,7 @@ export function validateRequest(family: Family, raw: Obj, ctx: ValidationContext
   const req = new Req(family, withPresetDefaults(family, raw));
   req.problems.push(...extra);
   checkShape(req);
+  screenCredentials(req, ctx);
   const draft = family === 'general' ? validateGeneral(req, ctx, opts) : validateOrchestrated(req, ctx, opts);
   if (req.problems.length > 0 || draft === undefined) return { ok: false, problems: ordered(family, req.problems) };
   return { ok: true, value: draft };

@@ -135,6 +135,12 @@ export class Req {
     this.bad.add(field);
   }
 
+  /** Reports a problem at `path` inside `field` and keeps the whole field out of every later rule. */
+  rejectWithin(field: string, path: string, message: string, code: ErrorCode = 'invalid_field'): void {
+    this.add(path, message, code);
+    this.bad.add(field);
+  }
+
   isBad(field: string): boolean {
     return this.bad.has(field);
   }

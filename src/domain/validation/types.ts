@@ -13,6 +13,11 @@ export interface ValidationContext {
   hashToken(value: string): string;
   /** Hashes of every live endpoint token. */
   liveTokenHashes: ReadonlySet<string>;
+  /**
+   * Hashes (same function) of every service-account key: platform credentials, which must
+   * never protect an endpoint nor reach a replica's environment.
+   */
+  platformKeyHashes: ReadonlySet<string>;
   /** Existing, unrevoked client certificates. */
   certificateIds: ReadonlySet<number>;
   /** Names of the other live deployments (both families). */
@@ -55,4 +60,10 @@ export interface Options {
   inherited: { token_id: number | null; secrets: SealedSecrets } | null;
   /** Check client_certificate_id against the context (patch: only when the body sets it). */
   checkCertificate: boolean;
+  /**
+   * The certificate the body's `private_endpoint: false` takes away from the stored
+   * deployment (patch) or the clone's source, or null: when nothing protects the endpoint
+   * afterwards, the refusal names private_endpoint and says why.
+   */
+  releasedCertificate: number | null;
 }
