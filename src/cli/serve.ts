@@ -32,6 +32,7 @@ import { createMetricsServer, createRegistry } from '../metrics/registry.js';
 import { ConnectionGuard } from '../net/connection-guard.js';
 import { capsWarning, openFileLimit } from '../net/file-limit.js';
 import { listenerMeters } from '../net/metrics.js';
+import { meterListener } from '../net/server-meters.js';
 import { loadOrCreateCa } from '../pki/ca.js';
 import { loadOrIssueGatewayCertificate } from '../pki/server-certs.js';
 import { FileStore } from '../store/file-store.js';
@@ -135,7 +136,9 @@ async function startControl(
   });
   // The control API shares this process's file descriptors with the gateway: its own caps
   // keep a flood of either from starving the other.
-  new ConnectionGuard(config.limits.api, listenerMeters(registry, 'api')).attach(app.server as Server);
+  const apiMeters = listenerMeters(registry, 'api');
+  new ConnectionGuard(config.limits.api, apiMeters).attach(app.server as Server);
+  meterListener(app.server, apiMeters);
   closers.push(() => app.close());
   const apiPort = await listen(app.server as Server, config.apiHost, config.apiPort, 'api-port', 'control API');
   await app.ready();
