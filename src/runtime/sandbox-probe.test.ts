@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -42,6 +42,14 @@ describe('detectSandbox', () => {
     expect(d.host?.identity).toEqual({ kind: 'root', uid: 65534, gid: 65534 });
     expect(d.host?.readOnly).toContain(REPO);
     expect(d.host?.hidden).toEqual([path.join(dir, 'data'), path.join(dir, 'certs')]);
+  });
+
+  it.skipIf(!canProbe)('a data dir under a bound path is hidden at its topmost ancestor closed to the sandbox user (else its replicas were unreachable)', () => {
+    const closed = path.join(dir, 'state');
+    chmodSync(dir, 0o755); // an operator's bind the sandbox user can read
+    mkdirSync(path.join(closed, 'data'), { recursive: true, mode: 0o700 });
+    const d = detectSandbox({ ...settings, sandboxBinds: [dir], dataDir: path.join(closed, 'data'), certsDir: path.join(dir, 'certs') }, SELF);
+    expect(d.host?.hidden).toEqual([closed, path.join(dir, 'certs')]);
   });
 
   it.skipIf(!canProbe)('an installation the sandbox user cannot read: auto falls back with a warning, bwrap refuses to start', () => {

@@ -67,7 +67,8 @@ function buildHost(config: SandboxSettings, self: readonly string[]): SandboxHos
   const readOnly = unique([...installationPaths(self), ...config.sandboxBinds.map(real), ...resolverPaths()]).filter(
     (p) => !system.some((s) => s.symlink === null && isWithin(p, s.path)),
   );
-  const hidden = [config.dataDir, config.certsDir].map(real);
+  const bound = [...system.filter((s) => s.symlink === null).map((s) => s.path), ...readOnly];
+  const hidden = unique([config.dataDir, config.certsDir].map((dir) => hidingPoint(real(dir), bound, identity)));
   const hiddenFiles: string[] = [];
   if (config.adminKeyFile !== null) {
     const file = real(config.adminKeyFile);
@@ -78,6 +79,26 @@ function buildHost(config: SandboxSettings, self: readonly string[]): SandboxHos
     else hidden.push(dir);
   }
   return { bwrap, setpriv: setpriv ?? '/usr/bin/setpriv', nsenter: firstExecutable(['/usr/bin/nsenter', '/bin/nsenter']), identity, system, readOnly, hidden, hiddenFiles };
+}
+
+/**
+ * Where to hide `dir` when a read-only bind shows it: at `dir`, unless one of its ancestors
+ * below the bind is closed to the replica's user (mkdir -p of the data dir makes them 0700) —
+ * then at the topmost such ancestor, since the replica's root below it could not be reached
+ * through a closed directory, and the user could not see into it anyway.
+ */
+function hidingPoint(dir: string, bound: readonly string[], identity: SandboxIdentity): string {
+  const base = bound.find((b) => isWithin(dir, b));
+  if (base === undefined || identity.kind !== 'root') return dir;
+  let point = dir;
+  for (let p = path.dirname(dir); p !== base && isWithin(p, base); p = path.dirname(p)) {
+    try {
+      if ((statSync(p).mode & 0o001) === 0) point = p;
+    } catch {
+      // not there yet: made later with the directory itself
+    }
+  }
+  return point;
 }
 
 /** The host's top-level system directories, and which of them are symlinks (merged /usr). */
