@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # infergate: multi-stage build. The build stage compiles TypeScript; the runtime stage holds
 # only production dependencies and the compiled output, and runs as an unprivileged user
-# that may still bind 443 (CAP_NET_BIND_SERVICE on the node binary).
+# that may still bind 443 (CAP_NET_BIND_SERVICE on the node binary). bubblewrap sandboxes
+# replicas where the container runtime allows user namespaces; elsewhere the service says so.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
@@ -16,7 +17,7 @@ RUN npm ci --omit=dev --ignore-scripts
 
 FROM node:20-bookworm-slim
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libcap2-bin tini curl \
+ && apt-get install -y --no-install-recommends libcap2-bin tini curl bubblewrap \
  && setcap cap_net_bind_service=+ep "$(readlink -f "$(command -v node)")" \
  && apt-get purge -y libcap2-bin && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
