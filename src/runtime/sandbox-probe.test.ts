@@ -44,6 +44,11 @@ describe('detectSandbox', () => {
     expect(d.host?.hidden).toEqual([path.join(dir, 'data'), path.join(dir, 'certs')]);
   });
 
+  it.skipIf(!canProbe)("the operator's TLS keys and the admin key file are hidden too", () => {
+    const d = detectSandbox({ ...settings, tlsKey: '/etc/ssl/private/gw.key', apiTlsKey: path.join(dir, 'api.key'), adminKeyFile: '/etc/infergate-admin.key' }, SELF);
+    expect(d.host?.hiddenFiles).toEqual(['/etc/ssl/private/gw.key', path.join(dir, 'api.key'), '/etc/infergate-admin.key']);
+  });
+
   it.skipIf(!canProbe)('a data dir under a bound path is hidden at its topmost ancestor closed to the sandbox user (else its replicas were unreachable)', () => {
     const closed = path.join(dir, 'state');
     chmodSync(dir, 0o755); // an operator's bind the sandbox user can read

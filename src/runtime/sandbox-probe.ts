@@ -2,7 +2,7 @@
 // tools are there (bubblewrap, setpriv, nsenter), who the replicas run as (a dropped uid when
 // the service is root, the service's own uid in a user namespace otherwise), what they may
 // read (system directories as this host lays them out, the installation, Node, the operator's
-// binds) and what must stay hidden (data, certificates, the admin key) — then running the
+// binds) and what must stay hidden (data, certificates, the admin key, TLS keys) — then running the
 // exact sandbox with /bin/true, and checking its user can read the installation, since a
 // sandbox that cannot start a replica is no sandbox. `--sandbox auto` falls back to no
 // sandbox with a warning, `--sandbox bwrap` refuses to start.
@@ -23,7 +23,8 @@ export interface SandboxDetection {
   host: SandboxHost | null;
 }
 
-export type SandboxSettings = Pick<Config, 'sandbox' | 'sandboxUser' | 'sandboxBinds' | 'dataDir' | 'certsDir' | 'adminKeyFile'>;
+export type SandboxSettings = Pick<Config, 'sandbox' | 'sandboxUser' | 'sandboxBinds' | 'dataDir' | 'certsDir' | 'adminKeyFile'> &
+  Partial<Pick<Config, 'tlsKey' | 'apiTlsKey'>>;
 
 const SYSTEM_PATHS = ['/usr', '/etc', '/opt', '/bin', '/sbin', '/lib', '/lib64'];
 
@@ -69,7 +70,8 @@ function buildHost(config: SandboxSettings, self: readonly string[]): SandboxHos
   );
   const bound = [...system.filter((s) => s.symlink === null).map((s) => s.path), ...readOnly];
   const hidden = unique([config.dataDir, config.certsDir].map((dir) => hidingPoint(real(dir), bound, identity)));
-  const hiddenFiles: string[] = [];
+  // The operator's private keys may sit anywhere, /etc included: covered wherever a bind shows them.
+  const hiddenFiles = [config.tlsKey, config.apiTlsKey].filter((f): f is string => typeof f === 'string').map(real);
   if (config.adminKeyFile !== null) {
     const file = real(config.adminKeyFile);
     const dir = path.dirname(file);
