@@ -27,6 +27,8 @@ import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { replicaTargetGroups, SERVICE_DISCOVERY_PATH } from '../metrics/service-discovery.js';
 import { deploymentLogsDir } from '../runtime/log-files.js';
 import { LocalRuntime, runtimeDirs } from '../runtime/local-runtime.js';
+import type { SandboxHost } from '../runtime/sandbox.js';
+import { detectSandbox } from '../runtime/sandbox-probe.js';
 import { selfCommand } from './self-command.js';
 import { createMetricsServer, createRegistry } from '../metrics/registry.js';
 import { ConnectionGuard } from '../net/connection-guard.js';
@@ -66,14 +68,23 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     const { logsDir } = runtimeDirs(config.dataDir);
     const catalog = await loadCatalog(config.catalogFile);
     // The control API opens terminals in the controller's replicas; the controller starts later.
-    const shells: LateShells = { controller: null, shellTarget: (id, replica) => shells.controller?.shellTarget(id, replica) ?? null };
-    // replaced by the sandbox probe
-    const hostCommands: HostCommandPolicy = {
-      sandboxed: false,
-      allowUnsandboxed: config.allowUnsandboxedHostCommands,
-      allowMembers: config.allowMemberHostCommands,
+    const shells: LateShells = {
+      controller: null,
+      shellRefusal: () => shells.controller?.shellRefusal() ?? null,
+      shellTarget: (id, replica) => shells.controller?.shellTarget(id, replica) ?? null,
     };
-    if (config.role !== 'gateway') lines.push(...(await startControl(config, store, logger, closers, images, logsDir, catalog, shells, hostCommands, registry)));
+    // The replica sandbox is probed once, before anything can deploy: the control API's rule
+    // for host commands depends on it, and the controller's runtime uses it.
+    const sandbox = config.role !== 'gateway' ? detectSandbox(config, selfCommand()) : null;
+    if (sandbox !== null) lines.push(sandbox.description);
+    if (config.role !== 'gateway') {
+      const hostCommands: HostCommandPolicy = {
+        sandboxed: sandbox?.sandboxed ?? false,
+        allowUnsandboxed: config.allowUnsandboxedHostCommands,
+        allowMembers: config.allowMemberHostCommands,
+      };
+      lines.push(...(await startControl(config, store, logger, closers, images, logsDir, catalog, shells, hostCommands, registry)));
+    }
     let gateway: Gateway | null = null;
     if (config.role !== 'control') {
       const started = await startGateway(config, store, logger, closers, registry, usage);
@@ -81,7 +92,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       lines.push(...started.lines);
     }
     // The controller and its runtime live with the control role: one per store.
-    if (config.role !== 'gateway') shells.controller = await startController(config, store, logger, closers, images, gateway, registry, usage, catalog);
+    if (config.role !== 'gateway') shells.controller = await startController(config, store, logger, closers, images, gateway, registry, usage, catalog, sandbox?.host ?? null);
 
     const metrics = createMetricsServer(registry, { [SERVICE_DISCOVERY_PATH]: () => replicaTargetGroups(store) });
     closers.push(() => new Promise<void>((resolve) => metrics.close(() => resolve())));
@@ -157,10 +168,18 @@ async function startController(
   registry: Registry,
   usage: UsageLedger,
   catalog: Catalog,
+  sandbox: SandboxHost | null,
 ): Promise<Controller> {
   const sealer = new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY));
   const runtimeLogger = logger.child({ component: 'runtime' });
-  const runtime = new LocalRuntime({ dataDir: config.dataDir, selfCommand: selfCommand(), images, logger: runtimeLogger });
+  const runtime = new LocalRuntime({
+    dataDir: config.dataDir,
+    selfCommand: selfCommand(),
+    images,
+    logger: runtimeLogger,
+    sandbox,
+    allowUnsandboxedHostCommands: config.allowUnsandboxedHostCommands,
+  });
   const { logsDir } = runtimeDirs(config.dataDir);
   // The autoscaler reads what the gateway in this process measures; without one (--role
   // control) deployments keep their minimum (and one replica at min 0).

@@ -39,7 +39,7 @@ class FakeReplica implements ReplicaHandle {
     this.set('stopped');
   }
   shellContext() {
-    return this.stopped ? null : { cwd: '/tmp', env: {} };
+    return this.stopped ? null : { argv: ['/bin/sh'], cwd: '/tmp', env: {} };
   }
 }
 
@@ -54,6 +54,12 @@ class FakeRuntime implements Runtime {
   async reap(leftover: LeftoverReplica) {
     this.reaped.push(leftover.name);
     return true;
+  }
+  async sweep() {
+    return [];
+  }
+  shellRefusal() {
+    return null;
   }
 }
 

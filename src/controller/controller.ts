@@ -20,9 +20,10 @@ import { FRONTEND, orchestratedDesired, orchestratedRequest, orchestratedStatus 
 import { advanceRollout, type RolloutResult } from './rollout.js';
 import { WorkersFiles } from './workers-file.js';
 
-/** Where an operator's shell runs: a ready replica's directory and environment. */
+/** Where an operator's shell runs: the process to spawn in a ready replica (inside its sandbox, as its user). */
 export interface ShellTarget {
   replica: string;
+  argv: string[];
   cwd: string;
   env: Record<string, string>;
   /** Called once the replica stops (the shell is closed then). */
@@ -119,9 +120,14 @@ export class Controller {
     await this.passes.current();
   }
 
+  /** Why shells may not open in replicas on this node (the runtime has no sandbox), or null. */
+  shellRefusal(): string | null {
+    return this.opts.runtime.shellRefusal();
+  }
+
   /**
    * A ready replica of the deployment to open a shell in (the named one, or the first ready),
-   * with its working directory and environment, and a way to learn when it stops.
+   * with the process to spawn there, and a way to learn when it stops.
    */
   shellTarget(deploymentId: number, replica?: string): ShellTarget | null {
     const candidates = [...this.owned.values()].filter(
@@ -171,6 +177,8 @@ export class Controller {
       if (await runtime.reap({ name: r.name, pid: r.pid })) logger.warn({ replica: r.name }, 'reaped a replica left by an earlier run');
       await store.delete('replica', r.id);
     }
+    // Then what they left on disk: replica directories (config files may hold secrets).
+    await runtime.sweep();
   }
 
   private async reconcile(): Promise<void> {

@@ -5,6 +5,7 @@
 // model, with the KV-transfer role of its pool — and the status rule: not ready while the
 // Frontend is not ready, whatever the workers do (spec).
 
+import path from 'node:path';
 import { FRONTEND_IMAGE } from '../domain/image-map.js';
 import type { DeploymentRecord, DeploymentStatus, OrchestratedSpec } from '../domain/records.js';
 import type { ReplicaRequest } from '../runtime/runtime.js';
@@ -91,6 +92,8 @@ export function orchestratedRequest(
       env: {},
       configFile: null,
       modelCaching: false,
+      // The workers file's directory, read-only: the only part of the data directory it sees.
+      readOnlyPaths: [path.dirname(workersFile)],
     };
   }
   const role = component === 'Prefill' ? ['--kv-role', 'prefill'] : component === 'Decode' ? ['--kv-role', 'decode'] : [];

@@ -12,6 +12,8 @@ export interface LaunchPlan {
   argv: string[];
   env: Record<string, string>;
   probe: Probe;
+  /** The user's command on this host (an image the runtime does not simulate), not infergate's own program. */
+  hostCommand: boolean;
   /** Lines for the replica's log explaining what the runtime chose and why. */
   notes: string[];
 }
@@ -64,21 +66,21 @@ export function planLaunch(req: ReplicaRequest, inputs: PlanInputs): LaunchPlan 
   const launch = resolveImage(inputs.images, req.image, req.tag);
   if (launch.kind === 'host') {
     notes.push(`infergate runtime: image ${req.image}:${req.tag} is not one the runtime simulates; running the command on this host with PORT=${inputs.port}`);
-    return { argv: req.command.map((a) => substitutePort(a, inputs.port)), env, probe, notes };
+    return { argv: req.command.map((a) => substitutePort(a, inputs.port)), env, probe, hostCommand: true, notes };
   }
   if (launch.kind === 'frontend') {
     notes.push('infergate runtime: running the orchestrated Frontend (infergate frontend)');
-    return { argv: [...inputs.selfCommand, 'frontend', ...req.command], env, probe, notes };
+    return { argv: [...inputs.selfCommand, 'frontend', ...req.command], env, probe, hostCommand: false, notes };
   }
   const engine = [...inputs.selfCommand, 'engine', '--flavor', launch.flavor];
   if (inputs.metricsPort !== null) engine.push('--metrics-port', String(inputs.metricsPort));
   if (launch.native) {
     notes.push(`infergate runtime: running the reference engine (simulated GPU), flavor ${launch.flavor}`);
-    return { argv: [...engine, ...req.command], env, probe, notes };
+    return { argv: [...engine, ...req.command], env, probe, hostCommand: false, notes };
   }
   const translated = translateEngineCommand(req.command);
   const model = translated.model ?? (launch.flavor === 'nim' ? modelFromVendorImage(req.image) : null);
   notes.push(`infergate runtime: simulating ${req.image}:${req.tag} with the reference engine (simulated GPU), flavor ${launch.flavor}`);
   if (translated.ignored.length > 0) notes.push(`infergate runtime: arguments the simulator does not model: ${translated.ignored.join(' ')}`);
-  return { argv: [...engine, ...(model !== null ? ['--model', model] : []), ...translated.args], env, probe, notes };
+  return { argv: [...engine, ...(model !== null ? ['--model', model] : []), ...translated.args], env, probe, hostCommand: false, notes };
 }

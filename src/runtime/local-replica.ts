@@ -1,19 +1,23 @@
-// Owns one replica of the local runtime: a supervised process in its own process group,
-// started with PORT, the deployment's env and its config file under the replica's root;
-// probed for readiness; restarted with exponential backoff when it exits on its own (each
-// restart counted); and stopped with SIGTERM, then SIGKILL after a grace period.
+// Owns one replica of the local runtime: a supervised process — inside the replica sandbox
+// when the host has one, else in its own process group — started with PORT, the deployment's
+// env and its config file under the replica's root; probed for readiness; restarted with
+// exponential backoff when it exits on its own (each restart counted); and stopped with
+// SIGTERM to its command, then SIGKILL after a grace period. A host command is never run
+// unsandboxed unless the operator allowed it.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, lchownSync, lstatSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { ImageMap } from '../domain/image-map.js';
 import { freePort } from './free-port.js';
 import { logFilePath, ReplicaLogWriter } from './log-files.js';
 import { planLaunch, type LaunchPlan } from './launch-plan.js';
-import { signalGroup } from './process-tree.js';
+import { sandboxProcesses, signalGroup } from './process-tree.js';
 import { probeOnce } from './readiness.js';
-import type { ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest } from './runtime.js';
+import type { ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, ShellCommand } from './runtime.js';
+import { sandboxArgv, shellArgv, type SandboxedReplica, type SandboxHost } from './sandbox.js';
+import { withExistingHidden } from './sandbox-probe.js';
 
 export interface LocalReplicaTiming {
   /** Probe interval while starting, and while ready. */
@@ -43,8 +47,12 @@ export interface LocalReplicaDeps {
   selfCommand: string[];
   images: ImageMap;
   inherited: Record<string, string>;
-  /** setpriv path for the parent-death signal, or null. */
+  /** setpriv path for the parent-death signal of unsandboxed replicas, or null. */
   pdeathsig: string | null;
+  /** The replica sandbox; null: replicas run unsandboxed, as the service's user. */
+  sandbox: SandboxHost | null;
+  /** The operator's --allow-unsandboxed-host-commands: host commands may run without a sandbox. */
+  allowUnsandboxedHostCommands: boolean;
   timing: LocalReplicaTiming;
   logger: Logger;
 }
@@ -64,6 +72,7 @@ export class LocalReplica implements ReplicaHandle {
   private readonly log: ReplicaLogWriter | null;
   private readonly root: string;
   private plan: LaunchPlan | null = null;
+  private cacheDir: string | null = null;
 
   constructor(
     private readonly req: ReplicaRequest,
@@ -96,9 +105,15 @@ export class LocalReplica implements ReplicaHandle {
     this.listeners.push(listener);
   }
 
-  shellContext(): { cwd: string; env: Record<string, string> } | null {
-    if (this.stopping || this.child === null || this.plan === null) return null;
-    return { cwd: this.root, env: { ...this.plan.env } };
+  shellContext(): ShellCommand | null {
+    const pid = this.child?.pid;
+    if (this.stopping || pid === undefined || this.plan === null) return null;
+    const env = { ...this.plan.env };
+    const { sandbox } = this.deps;
+    if (sandbox === null) return { argv: ['/bin/sh'], cwd: this.root, env };
+    const command = sandboxProcesses(pid)[0];
+    if (command === undefined) return null;
+    return { argv: shellArgv(withExistingHidden(sandbox), this.sandboxed(), command), cwd: this.root, env };
   }
 
   async stop(graceMs: number): Promise<void> {
@@ -107,8 +122,18 @@ export class LocalReplica implements ReplicaHandle {
     const child = this.child;
     if (child?.pid !== undefined) {
       const exited = new Promise<void>((resolve) => this.exitWaiters.push(resolve));
-      this.note(`stopping: SIGTERM to process group ${child.pid}`);
-      signalGroup(child.pid, 'SIGTERM');
+      if (this.deps.sandbox === null) {
+        this.note(`stopping: SIGTERM to process group ${child.pid}`);
+        signalGroup(child.pid, 'SIGTERM');
+      } else {
+        // SIGTERM to every process in the sandbox (as systemd stops a service), not to
+        // bubblewrap: it would die of it and its namespace with SIGKILL, leaving the command no
+        // graceful shutdown. SIGKILL to bubblewrap later ends the namespace, setsid children included.
+        const inside = sandboxProcesses(child.pid);
+        this.note(inside.length > 0 ? `stopping: SIGTERM to the ${inside.length} processes of sandbox ${child.pid}` : `stopping: nothing runs in sandbox ${child.pid} yet; SIGKILL`);
+        if (inside.length === 0) signalGroup(child.pid, 'SIGKILL');
+        for (const pid of inside) signalPid(pid, 'SIGTERM');
+      }
       const timedOut = await Promise.race([exited.then(() => false), sleep(graceMs).then(() => true)]);
       if (timedOut) {
         this.note(`still running ${graceMs} ms after SIGTERM: SIGKILL`);
@@ -157,7 +182,15 @@ export class LocalReplica implements ReplicaHandle {
     }
     const cacheDir = this.req.modelCaching ? this.deps.cacheDir : null;
     if (cacheDir !== null) mkdirSync(cacheDir, { recursive: true });
-    return planLaunch(this.req, {
+    this.cacheDir = cacheDir;
+    for (const dir of this.req.readOnlyPaths ?? []) mkdirSync(dir, { recursive: true, mode: 0o755 });
+    const identity = this.deps.sandbox?.identity;
+    if (identity?.kind === 'root') {
+      // The replica's user owns its root (config files are 0600) and may write the model cache.
+      chownTree(this.root, identity.uid, identity.gid);
+      if (cacheDir !== null) chownSync(cacheDir, identity.uid, identity.gid);
+    }
+    const plan = planLaunch(this.req, {
       port: this.port,
       metricsPort: this.metricsPort,
       root: this.root,
@@ -167,6 +200,13 @@ export class LocalReplica implements ReplicaHandle {
       images: this.deps.images,
       inherited: this.deps.inherited,
     });
+    // In the sandbox, home is the replica's root and /tmp its private one.
+    if (this.deps.sandbox !== null) Object.assign(plan.env, { HOME: this.root, TMPDIR: '/tmp' });
+    return plan;
+  }
+
+  private sandboxed(): SandboxedReplica {
+    return { root: this.root, writable: this.cacheDir !== null ? [this.cacheDir] : [], readOnly: this.req.readOnlyPaths ?? [] };
   }
 
   private async launch(): Promise<void> {
@@ -187,7 +227,17 @@ export class LocalReplica implements ReplicaHandle {
       this.crashed();
       return;
     }
-    const argv = this.deps.pdeathsig ? [this.deps.pdeathsig, '--pdeathsig', 'KILL', '--', ...plan.argv] : plan.argv;
+    const { sandbox, pdeathsig } = this.deps;
+    if (plan.hostCommand && sandbox === null && !this.deps.allowUnsandboxedHostCommands) {
+      // Not a crash: it would be refused again at every restart. It stays starting until changed.
+      this.note(
+        'refusing to run the command: this node has no replica sandbox (bubblewrap), and a host command would run as the service\'s own user; ' +
+          'install bubblewrap, or start the service with --allow-unsandboxed-host-commands to run it anyway',
+      );
+      this.deps.logger.warn({ replica: this.req.name }, 'host command refused: no replica sandbox and no --allow-unsandboxed-host-commands');
+      return;
+    }
+    const argv = sandbox !== null ? sandboxArgv(withExistingHidden(sandbox), this.sandboxed(), plan.argv) : pdeathsig ? [pdeathsig, '--pdeathsig', 'KILL', '--', ...plan.argv] : plan.argv;
     const output = this.log ? 'pipe' : 'ignore';
     const child = spawn(argv[0] as string, argv.slice(1), { cwd: this.root, env: plan.env, detached: true, stdio: ['ignore', output, output] });
     this.child = child;
@@ -207,7 +257,7 @@ export class LocalReplica implements ReplicaHandle {
     child.once('error', (err) => onGone(`cannot start ${plan.argv[0]}: ${err.message}`));
     child.once('exit', (code, signal) => onGone(`process ${child.pid} exited ${signal ? `on ${signal}` : `with code ${code}`}`));
     if (child.pid !== undefined) {
-      this.note(`started process ${child.pid} on port ${this.port}`);
+      this.note(`started process ${child.pid}${sandbox !== null ? ' (replica sandbox)' : ''} on port ${this.port}`);
       this.deps.logger.info({ replica: this.req.name, pid: child.pid, port: this.port }, 'replica process started');
     }
     this.failedProbes = 0;
@@ -248,6 +298,24 @@ export class LocalReplica implements ReplicaHandle {
       }
       this.scheduleProbe(plan);
     }, interval);
+  }
+}
+
+function signalPid(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** chown of what the runtime wrote into a replica's root (its directories and config file). */
+function chownTree(dir: string, uid: number, gid: number): void {
+  chownSync(dir, uid, gid);
+  for (const entry of readdirSync(dir)) {
+    const p = path.join(dir, entry);
+    if (lstatSync(p).isDirectory()) chownTree(p, uid, gid);
+    else lchownSync(p, uid, gid);
   }
 }
 

@@ -1,15 +1,19 @@
 // Owns the local process runtime (the embedded default): replicas are processes on this
-// host, under `<data-dir>/replicas/<name>`, logging to `<data-dir>/logs`, sharing the model
-// cache `<data-dir>/model-cache` when model caching is on; and the reaping of replicas an
-// earlier run of the service left behind.
+// host — in the replica sandbox when the host has one — under `<data-dir>/replicas/<name>`,
+// logging to `<data-dir>/logs`, sharing the model cache `<data-dir>/model-cache` when model
+// caching is on; the reaping of replicas an earlier run of the service left behind, and the
+// sweeping of the directories they left (config files may hold secrets).
 
+import { readdirSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { ImageMap } from '../domain/image-map.js';
 import { pickInherited } from './launch-plan.js';
 import { DEFAULT_TIMING, LocalReplica, type LocalReplicaTiming } from './local-replica.js';
-import { findPdeathsigWrapper, isAlive, processesOfReplica } from './process-tree.js';
+import { findPdeathsigWrapper, isAlive, processesOfReplica, processesUsing } from './process-tree.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaRequest, Runtime } from './runtime.js';
+import type { SandboxHost } from './sandbox.js';
 
 export interface LocalRuntimeOptions {
   dataDir: string;
@@ -17,6 +21,10 @@ export interface LocalRuntimeOptions {
   selfCommand: string[];
   images: ImageMap;
   logger: Logger;
+  /** The replica sandbox (sandbox-probe.ts); null: replicas run unsandboxed. */
+  sandbox: SandboxHost | null;
+  /** `--allow-unsandboxed-host-commands`: host commands and shells may run without a sandbox. */
+  allowUnsandboxedHostCommands: boolean;
   timing?: Partial<LocalReplicaTiming>;
 }
 
@@ -29,24 +37,43 @@ export function runtimeDirs(dataDir: string) {
 }
 
 export class LocalRuntime implements Runtime {
-  private readonly pdeathsig = findPdeathsigWrapper();
+  private readonly pdeathsig: string | null;
+  /** Names of the replicas this runtime runs: their directories are never swept. */
+  private readonly running = new Set<string>();
 
   constructor(private readonly opts: LocalRuntimeOptions) {
-    if (this.pdeathsig === null) {
+    // In the sandbox, bubblewrap's --die-with-parent does what setpriv --pdeathsig does outside it.
+    this.pdeathsig = opts.sandbox === null ? findPdeathsigWrapper() : null;
+    if (opts.sandbox === null && this.pdeathsig === null) {
       opts.logger.warn('setpriv --pdeathsig is not available: replicas of a service killed with SIGKILL are reaped at its next start');
     }
   }
 
   start(request: ReplicaRequest): ReplicaHandle {
-    return new LocalReplica(request, {
+    this.running.add(request.name);
+    const replica = new LocalReplica(request, {
       ...runtimeDirs(this.opts.dataDir),
       selfCommand: this.opts.selfCommand,
       images: this.opts.images,
       inherited: pickInherited(process.env),
       pdeathsig: this.pdeathsig,
+      sandbox: this.opts.sandbox,
+      allowUnsandboxedHostCommands: this.opts.allowUnsandboxedHostCommands,
       timing: { ...DEFAULT_TIMING, ...this.opts.timing },
       logger: this.opts.logger,
     });
+    replica.onChange((o) => {
+      if (o.phase === 'stopped') this.running.delete(request.name);
+    });
+    return replica;
+  }
+
+  shellRefusal(): string | null {
+    if (this.opts.sandbox !== null || this.opts.allowUnsandboxedHostCommands) return null;
+    return (
+      "the terminal runs a shell on this node, and this node has no replica sandbox (bubblewrap): it would run as the service's own user; " +
+      'install bubblewrap, or start the service with --allow-unsandboxed-host-commands to open terminals anyway'
+    );
   }
 
   async reap(leftover: LeftoverReplica): Promise<boolean> {
@@ -57,6 +84,26 @@ export class LocalRuntime implements Runtime {
     for (let waited = 0; waited < 5000 && pids.some(isAlive); waited += 100) await new Promise((r) => setTimeout(r, 100));
     for (const pid of pids.filter(isAlive)) signalSafe(pid, 'SIGKILL');
     return true;
+  }
+
+  async sweep(): Promise<string[]> {
+    const { replicasDir } = runtimeDirs(this.opts.dataDir);
+    let names: string[];
+    try {
+      names = readdirSync(replicasDir);
+    } catch {
+      return [];
+    }
+    const removed: string[] = [];
+    for (const name of names) {
+      const dir = path.join(replicasDir, name);
+      // A live process using it may belong to another service on this host (a standby on a shared store).
+      if (this.running.has(name) || processesUsing(dir).length > 0) continue;
+      await rm(dir, { recursive: true, force: true });
+      removed.push(name);
+    }
+    if (removed.length > 0) this.opts.logger.warn({ replicas: removed }, 'removed replica directories left by an earlier run');
+    return removed;
   }
 }
 

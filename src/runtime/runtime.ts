@@ -25,6 +25,8 @@ export interface ReplicaRequest {
   metricsPath: string | null;
   logging: boolean;
   modelCaching: boolean;
+  /** Host directories the replica reads besides its own root (the Frontend's workers file directory). */
+  readOnlyPaths?: string[];
 }
 
 export type ReplicaPhase = 'starting' | 'ready' | 'stopped';
@@ -47,8 +49,15 @@ export interface ReplicaHandle {
   onChange(listener: (o: ReplicaObservation) => void): void;
   /** SIGTERM to the replica's process group, SIGKILL after `graceMs`; resolves once it is gone. */
   stop(graceMs: number): Promise<void>;
-  /** Where a shell in this replica's environment runs (its root and env); null when not running. */
-  shellContext(): { cwd: string; env: Record<string, string> } | null;
+  /** How to start a shell in this replica's environment (inside its sandbox, as its user); null when not running. */
+  shellContext(): ShellCommand | null;
+}
+
+/** A process to spawn: the terminal runs it without knowing how the runtime isolates replicas. */
+export interface ShellCommand {
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
 }
 
 /** A replica left by an earlier run of this node (the service crashed or was killed). */
@@ -61,4 +70,8 @@ export interface Runtime {
   start(request: ReplicaRequest): ReplicaHandle;
   /** Stops what an earlier run left behind, if it is still running and still that replica. */
   reap(leftover: LeftoverReplica): Promise<boolean>;
+  /** Removes what earlier runs left on disk (replica directories no live process uses); returns what it removed. */
+  sweep(): Promise<string[]>;
+  /** Why no shell may be opened in replicas here (a shell is a host command), or null. */
+  shellRefusal(): string | null;
 }

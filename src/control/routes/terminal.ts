@@ -1,10 +1,12 @@
 // Owns the interactive terminal: GET /deployments/{family}/{id}/terminal upgrades to a
-// WebSocket (platform credential, like every route) and runs a shell in a ready replica's
-// working directory and environment (`?replica=` picks one). Only while the deployment is
-// ready (the console's "Active"): otherwise 409 before the upgrade. Frames in are the
-// shell's stdin; its stdout and stderr come back as text frames. The socket closes when the
-// replica stops (1001) or the shell exits (1000). Opening and closing are logged with the
-// service account. The shell has no pseudo-terminal: it reads lines, as `sh` does from a pipe.
+// WebSocket (platform credential, like every route) and runs the shell the runtime gives for a
+// ready replica — inside its sandbox, as its user — (`?replica=` picks one). Only while the
+// deployment is ready (the console's "Active"), and only where the runtime allows shells (a
+// shell is a host command: without a sandbox, only by the operator's flag): otherwise 409
+// before the upgrade. Frames in are the shell's stdin; its stdout and stderr come back as text
+// frames. The socket closes when the replica stops (1001) or the shell exits (1000). Opening
+// and closing are logged with the service account. The shell has no pseudo-terminal: it reads
+// lines, as `sh` does from a pipe.
 
 import { spawn } from 'node:child_process';
 import { Type } from 'typebox';
@@ -13,9 +15,15 @@ import type { Family } from '../../domain/records.js';
 import type { ControlApp, ControlContext } from '../app.js';
 import { IdParams } from '../schemas.js';
 
-/** Where shells run: the controller's ready replicas. */
+/** Where shells run: the controller's ready replicas. The route spawns what it is given and knows nothing of sandboxes. */
 export interface ShellProvider {
-  shellTarget(deploymentId: number, replica?: string): { replica: string; cwd: string; env: Record<string, string>; onGone(listener: () => void): void } | null;
+  /** Why no shell may open on this node, or null. */
+  shellRefusal(): string | null;
+  /** The process to spawn (argv, working directory, environment) in a ready replica, and its end. */
+  shellTarget(
+    deploymentId: number,
+    replica?: string,
+  ): { replica: string; argv: string[]; cwd: string; env: Record<string, string>; onGone(listener: () => void): void } | null;
 }
 
 const TerminalQuery = Type.Object({ replica: Type.Optional(Type.String()) }, { additionalProperties: false });
@@ -33,6 +41,8 @@ export function registerTerminalRoutes(app: ControlApp, ctx: ControlContext, fam
           throw new PlatformError('conflict', `the terminal is available only while deployment ${d.name} is ready (Active); it is ${d.paused ? 'paused' : d.status}`);
         }
         if (!ctx.deps.shells) throw new PlatformError('conflict', 'this process runs no replicas (--role gateway): open the terminal on the control process');
+        const refusal = ctx.deps.shells.shellRefusal();
+        if (refusal !== null) throw new PlatformError('conflict', refusal);
         const target = ctx.deps.shells.shellTarget(d.id, request.query.replica);
         if (!target) {
           const which = request.query.replica ? `replica ${request.query.replica} is not a ready replica` : 'no replica is ready';
@@ -50,7 +60,8 @@ export function registerTerminalRoutes(app: ControlApp, ctx: ControlContext, fam
       }
       const by = request.account?.name;
       request.log.info({ deployment_id: params.id, replica: target.replica, by }, 'terminal opened');
-      const shell = spawn('/bin/sh', [], { cwd: target.cwd, env: target.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      const [command, ...args] = target.argv;
+      const shell = spawn(command ?? '/bin/sh', args, { cwd: target.cwd, env: target.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
       const kill = () => {
         if (shell.exitCode === null && shell.pid !== undefined) {
           try {

@@ -1,0 +1,97 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_IMAGE_MAP } from '../domain/image-map.js';
+import { LocalRuntime } from './local-runtime.js';
+import type { ReplicaRequest } from './runtime.js';
+
+let dataDir: string;
+const children: ChildProcess[] = [];
+
+beforeEach(async () => {
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'infergate-local-runtime-'));
+});
+
+afterEach(async () => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+function runtime(allowUnsandboxedHostCommands: boolean): LocalRuntime {
+  return new LocalRuntime({ dataDir, selfCommand: ['/bin/false'], images: DEFAULT_IMAGE_MAP, logger: pino({ level: 'silent' }), sandbox: null, allowUnsandboxedHostCommands });
+}
+
+function hostCommand(name: string): ReplicaRequest {
+  return {
+    name,
+    deploymentId: 1,
+    revision: 1,
+    component: 'Replica',
+    image: 'example.com/custom-engine',
+    tag: '1',
+    command: ['/bin/sh', '-c', 'touch "$INFERGATE_REPLICA_ROOT/ran"; exec sleep 30'],
+    env: {},
+    configFile: null,
+    containerPort: 8000,
+    protocol: 'http',
+    healthPath: '/',
+    metricsPort: null,
+    metricsPath: null,
+    logging: true,
+    modelCaching: false,
+  };
+}
+
+const logOf = (name: string) => readFileSync(path.join(dataDir, 'logs', '1', '1', 'Replica', `${name}.log`), 'utf8');
+
+describe('host commands without a sandbox', () => {
+  it('are refused unless the operator allowed them: a log line names the flag and the command never runs', async () => {
+    const replica = runtime(false).start(hostCommand('web-r1-1'));
+    await expect.poll(() => existsSync(path.join(dataDir, 'logs', '1', '1', 'Replica', 'web-r1-1.log')) && logOf('web-r1-1').includes('--allow-unsandboxed-host-commands')).toBe(true);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(existsSync(path.join(dataDir, 'replicas', 'web-r1-1', 'ran'))).toBe(false);
+    expect(replica.observe()).toMatchObject({ phase: 'starting', pid: null, restarts: 0 });
+    expect(replica.shellContext()).toBeNull();
+    await replica.stop(1000);
+  });
+
+  it('run when allowed (--allow-unsandboxed-host-commands)', async () => {
+    const replica = runtime(true).start(hostCommand('web-r1-2'));
+    await expect.poll(() => existsSync(path.join(dataDir, 'replicas', 'web-r1-2', 'ran'))).toBe(true);
+    expect(replica.shellContext()).toMatchObject({ argv: ['/bin/sh'], cwd: path.join(dataDir, 'replicas', 'web-r1-2') });
+    await replica.stop(1000);
+  });
+
+  it('and the terminal is refused without a sandbox unless allowed, naming the flag', () => {
+    expect(runtime(false).shellRefusal()).toContain('--allow-unsandboxed-host-commands');
+    expect(runtime(true).shellRefusal()).toBeNull();
+  });
+});
+
+describe('sweep', () => {
+  it('removes replica directories no live process uses, and keeps those one does', async () => {
+    const replicas = path.join(dataDir, 'replicas');
+    for (const name of ['old-r1-1', 'busy-r1-2', 'cwd-r1-3']) mkdirSync(path.join(replicas, name, 'etc'), { recursive: true });
+    // One process names a directory as its replica root, another merely works in one.
+    const byEnv = spawn('sleep', ['30'], { env: { PATH: process.env.PATH, INFERGATE_REPLICA_ROOT: path.join(replicas, 'busy-r1-2') }, stdio: 'ignore' });
+    const byCwd = spawn('sleep', ['30'], { cwd: path.join(replicas, 'cwd-r1-3', 'etc'), stdio: 'ignore' });
+    children.push(byEnv, byCwd);
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await runtime(false).sweep()).sort()).toEqual(['old-r1-1']);
+    expect(existsSync(path.join(replicas, 'old-r1-1'))).toBe(false);
+    expect(existsSync(path.join(replicas, 'busy-r1-2'))).toBe(true);
+    expect(existsSync(path.join(replicas, 'cwd-r1-3'))).toBe(true);
+  });
+
+  it('never removes the directory of a replica this runtime runs', async () => {
+    const rt = runtime(false);
+    const replica = rt.start(hostCommand('mine-r1-4'));
+    await expect.poll(() => existsSync(path.join(dataDir, 'replicas', 'mine-r1-4'))).toBe(true);
+    expect(await rt.sweep()).toEqual([]);
+    await replica.stop(1000);
+  });
+});
