@@ -3,6 +3,8 @@
 // loads from the warm cache and starts faster; and the metrics listener's service discovery
 // lists every ready replica's scrape target with deployment, revision and component labels.
 
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { engineBody, replicaMains, usePlatform, type Platform } from './helpers/platform.js';
 
@@ -75,6 +77,8 @@ describe('model caching and replica service discovery', () => {
     await platform.waitFor(id, (d) => d.components.Replica.ready === 2, 30_000, 'second replica');
     const warmMs = Date.now() - t0;
     expect(warmMs).toBeLessThan(coldMs);
+    // The deployment's own cache, not one shared with every other deployment's replicas.
+    expect(readdirSync(path.join(platform.dataDir, 'model-cache'))).toEqual([String(id)]);
 
     const lines: { line: string; replica: string }[] = (await platform.call('GET', `/deployments/general/${id}/logs?tail=500`)).body.lines;
     const loads = lines.filter((l) => l.line.includes('model cache')).map((l) => ({ replica: l.replica, ...(JSON.parse(l.line) as { cache: string; load_ms: number }) }));

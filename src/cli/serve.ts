@@ -212,6 +212,7 @@ async function startController(
     forgetDeployment: async (id) => {
       await rm(deploymentLogsDir(logsDir, id), { recursive: true, force: true });
       await rm(path.join(config.dataDir, 'orchestrated', String(id)), { recursive: true, force: true });
+      await rm(path.join(runtimeDirs(config.dataDir).cacheDir, String(id)), { recursive: true, force: true });
       for (const u of await store.list('usage')) if (u.value.deployment_id === id) await store.delete('usage', u.value.id);
     },
     ...(autoscaler ? { autoscaled: (id: number) => autoscaler.desired(id) } : {}),

@@ -180,7 +180,10 @@ export class LocalReplica implements ReplicaHandle {
       configPath = path.join(dir, this.req.configFile.filename);
       writeFileSync(configPath, this.req.configFile.content, { mode: 0o600 });
     }
-    const cacheDir = this.req.modelCaching ? this.deps.cacheDir : null;
+    // One cache per deployment: its replicas (and their restarts, and later revisions) share
+    // it, while another deployment's replicas — the same sandbox user — can neither read nor
+    // poison it, since only this directory is bound into the sandbox.
+    const cacheDir = this.req.modelCaching ? path.join(this.deps.cacheDir, String(this.req.deploymentId)) : null;
     if (cacheDir !== null) mkdirSync(cacheDir, { recursive: true });
     this.cacheDir = cacheDir;
     for (const dir of this.req.readOnlyPaths ?? []) mkdirSync(dir, { recursive: true, mode: 0o755 });
