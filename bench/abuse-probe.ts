@@ -10,13 +10,14 @@
 //   npm run bench:abuse [-- --raw 2000 --h2 50 --duration 10 --flood-connections 100 --h2-idle 20]
 // Writes bench/results/abuse-probe.json.
 
+import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import http2 from 'node:http2';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
+import type autocannon from 'autocannon';
 import { sleep, stopAll } from './lib/processes.js';
 import { startService } from './lib/service.js';
 
@@ -38,24 +39,44 @@ const H2_IDLE_S = Number(values['h2-idle']);
 const TOKEN = 'bench-abuse-token-0123456789';
 const HOST = 'probe.endpoints.localhost';
 
-function countOpen(sockets: Array<{ destroyed: boolean; closed?: boolean }>): number {
-  return sockets.filter((s) => !s.destroyed && !s.closed).length;
+/** One series of the service's metrics, summed over its label sets that match `labels`. */
+async function metric(metricsPort: number, name: string, labels: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(`${name}{`) && l.includes(labels))
+    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
 }
 
-async function rawFlood(port: number): Promise<{ opened: number; acceptedAt1s: number; openAfterHandshakeTimeout: number }> {
+interface RawFloodResult {
+  opened: number;
+  /** The gateway's own count of open connections (infergate_open_connections), 1 s in. */
+  heldAt1s: number;
+  refusedByCap: number;
+  heldAfterHandshakeTimeout: number;
+}
+
+/**
+ * Connections that never send a ClientHello, counted where they are held: by the gateway
+ * (its open-connections gauge). A client-side count would also include connects still
+ * waiting in the kernel's listen queue, which the gateway never accepted.
+ */
+async function rawFlood(port: number, metricsPort: number): Promise<RawFloodResult> {
+  const open = () => metric(metricsPort, 'infergate_open_connections', 'listener="gateway"');
+  const refusedBefore = await metric(metricsPort, 'infergate_connections_refused_total', 'listener="gateway"');
   const sockets: net.Socket[] = [];
-  let reset = 0;
   for (let i = 0; i < RAW; i++) {
     const s = net.connect({ host: '127.0.0.1', port, localAddress: '127.0.0.2' });
-    s.on('error', () => reset++);
+    s.on('error', () => undefined);
     sockets.push(s);
   }
   await sleep(1000);
-  const acceptedAt1s = countOpen(sockets);
-  await sleep(11_000); // default --tls-handshake-timeout is 10 s
-  const openAfter = countOpen(sockets);
+  const heldAt1s = await open();
+  await sleep(12_000); // default --tls-handshake-timeout is 10 s
+  const heldAfter = await open();
+  const refused = (await metric(metricsPort, 'infergate_connections_refused_total', 'listener="gateway"')) - refusedBefore;
   for (const s of sockets) s.destroy();
-  return { opened: RAW, acceptedAt1s, openAfterHandshakeTimeout: openAfter };
+  return { opened: RAW, heldAt1s, refusedByCap: refused, heldAfterHandshakeTimeout: heldAfter };
 }
 
 async function idleSessions(port: number, ca: string): Promise<{ sessions: number; openAfterIdleTimeout: number }> {
@@ -80,14 +101,22 @@ async function idleSessions(port: number, ca: string): Promise<{ sessions: numbe
   return { sessions: H2, openAfterIdleTimeout: open };
 }
 
+/** One autocannon run in its own process (bench/lib/autocannon-child.ts). */
 function load(port: number, connections: number, token: string, seconds: number): Promise<autocannon.Result> {
-  return autocannon({
+  const options = {
     url: `https://127.0.0.1:${port}/v1/models`,
     connections,
     duration: seconds,
     servername: HOST,
     headers: { host: HOST, authorization: `Bearer ${token}` },
-  } as autocannon.Options);
+  };
+  const child = path.join(root, 'bench/lib/autocannon-child.ts');
+  return new Promise((resolve, reject) => {
+    execFile(path.join(root, 'node_modules/.bin/tsx'), [child, JSON.stringify(options)], { maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
+      if (err) return reject(new Error(`autocannon failed: ${stderr || err.message}`));
+      resolve(JSON.parse(stdout) as autocannon.Result);
+    });
+  });
 }
 
 async function main(): Promise<void> {
@@ -113,7 +142,7 @@ async function main(): Promise<void> {
   }
 
   console.log(`held connections: ${RAW} raw connections with no ClientHello from 127.0.0.2, ${H2} idle HTTP/2 sessions (idle timeout ${H2_IDLE_S} s)`);
-  const [raw, h2] = await Promise.all([rawFlood(port), idleSessions(port, ca)]);
+  const [raw, h2] = await Promise.all([rawFlood(port, service.ports.metrics), idleSessions(port, ca)]);
   console.log(JSON.stringify({ raw, h2 }));
 
   console.log(`valid client alone: 10 connections, ${SECONDS} s`);
@@ -127,7 +156,8 @@ async function main(): Promise<void> {
     baseline.non2xx + baseline.errors > 0 ? `baseline: ${baseline.non2xx} non-2xx, ${baseline.errors} errors` : null,
     valid.non2xx + valid.errors > 0 ? `valid client under flood: ${valid.non2xx} non-2xx, ${valid.errors} errors` : null,
     floodOthers.length > 0 || flood.errors > 0 ? `flood: statuses other than 401 ${JSON.stringify(floodOthers)}, ${flood.errors} errors` : null,
-    raw.openAfterHandshakeTimeout > 0 ? `${raw.openAfterHandshakeTimeout} raw connections still open after the handshake timeout` : null,
+    // What is left open then is the h2 probe sessions' own connections, at most H2.
+    raw.heldAfterHandshakeTimeout > H2 ? `${raw.heldAfterHandshakeTimeout} connections still open after the handshake timeout` : null,
   ].filter(Boolean);
   const d = await service.deployment<{ components: { Replica: { ready: number; desired: number } } }>(id);
   if (d.components.Replica.ready !== 1 || d.components.Replica.desired !== 1) problems.push(`stray replicas: ${JSON.stringify(d.components)}`);
@@ -144,8 +174,9 @@ async function main(): Promise<void> {
   await mkdir(path.join(root, 'bench/results'), { recursive: true });
   await writeFile(path.join(root, 'bench/results/abuse-probe.json'), JSON.stringify(result, null, 2));
   console.table([
-    { what: 'raw connections (no ClientHello) accepted of ' + RAW, value: raw.acceptedAt1s },
-    { what: 'raw connections open after the handshake timeout', value: raw.openAfterHandshakeTimeout },
+    { what: `connections the gateway holds 1 s into ${RAW} without a ClientHello (per-client cap 256, plus ${H2} probe sessions)`, value: raw.heldAt1s },
+    { what: 'of those connections refused by a cap', value: raw.refusedByCap },
+    { what: `connections it holds after the handshake timeout (only the ${H2} probe sessions may remain)`, value: raw.heldAfterHandshakeTimeout },
     { what: `idle HTTP/2 sessions open after ${H2_IDLE_S + 3} s (of ${H2})`, value: h2.openAfterIdleTimeout },
     { what: `401/s from ${FLOOD} flooding connections`, value: result.flood.unauthorizedPerSecond },
     { what: 'valid client alone: req/s, p99 ms', value: `${result.validAlone.rps}, ${result.validAlone.p99ms}` },

@@ -23,6 +23,7 @@ import { endpointUrl } from '../control/render.js';
 import { Autoscaler } from '../autoscaler/autoscaler.js';
 import { Controller } from '../controller/controller.js';
 import { DEFAULT_IMAGE_MAP, parseImageMap, type ImageMap } from '../domain/image-map.js';
+import { DEFAULT_AUTH_FAILURE_BUDGET } from '../gateway/auth-failure-budget.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { replicaTargetGroups, SERVICE_DISCOVERY_PATH } from '../metrics/service-discovery.js';
 import { deploymentLogsDir } from '../runtime/log-files.js';
@@ -260,6 +261,7 @@ async function startGateway(
       headersMs: config.limits.headersTimeoutMs,
     },
     body: { maxBytes: config.maxRequestBodyBytes, idleMs: config.bodyIdleTimeoutMs },
+    authFailures: { ...DEFAULT_AUTH_FAILURE_BUDGET, ratePerSecond: config.authFailureRate, burst: 4 * config.authFailureRate, maxHeld: config.authFailureRate === 0 ? 0 : DEFAULT_AUTH_FAILURE_BUDGET.maxHeld },
     logger: logger.child({ component: 'gateway' }),
   });
   await gateway.start();

@@ -100,6 +100,7 @@ describe('serve config', () => {
       },
       bodyIdleTimeoutMs: 30_000,
       maxRequestBodyBytes: 16 * 1024 * 1024,
+      authFailureRate: 50,
     });
   });
 

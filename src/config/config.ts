@@ -67,6 +67,8 @@ export interface Config {
   /** Request bodies at the gateway: longest silence, in ms, and the default size limit in bytes. */
   bodyIdleTimeoutMs: number;
   maxRequestBodyBytes: number;
+  /** Authentication failures per second a client address gets before its 401s are held; 0: never held. */
+  authFailureRate: number;
 }
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
@@ -145,6 +147,7 @@ export const SERVE_OPTIONS: OptionDoc[] = [
   { flag: 'api-max-connections', env: 'INFERGATE_API_MAX_CONNECTIONS', default: '512', help: 'open connections the control API accepts in all (0: no cap)' },
   { flag: 'api-max-connections-per-client', env: 'INFERGATE_API_MAX_CONNECTIONS_PER_CLIENT', default: '64', help: 'open control API connections per client address (0: no cap)' },
   { flag: 'body-idle-timeout', env: 'INFERGATE_BODY_IDLE_TIMEOUT', default: '30', help: 'seconds a request body may stay silent before the gateway answers 408' },
+  { flag: 'auth-failure-rate', env: 'INFERGATE_AUTH_FAILURE_RATE', default: '50', help: 'authentication failures per second a client address may have (4× at once) before its 401s are answered 1 s late (0: never)' },
   { flag: 'max-request-body', env: 'INFERGATE_MAX_REQUEST_BODY', default: '16MiB', help: 'request body size limit of deployments that set none (max_request_body_bytes); bytes, or KiB/MiB/GiB' },
 ];
 
@@ -303,6 +306,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     },
     bodyIdleTimeoutMs: parseInteger('body-idle-timeout', pick('body-idle-timeout'), 1, 3600) * 1000,
     maxRequestBodyBytes: parseSize('max-request-body', pick('max-request-body')),
+    authFailureRate: parseInteger('auth-failure-rate', pick('auth-failure-rate'), 0, 1_000_000),
   };
 }
 

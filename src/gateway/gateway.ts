@@ -31,6 +31,7 @@ import { InflightTracker } from './inflight.js';
 import { GatewayMetrics, type DeploymentMeters, type Protocol } from './metrics.js';
 import { admitPhase, authenticatePhase, headersPhase, pausedPhase, rateLimitPhase, routePhase, targetPhase, type Authenticated, type Rejection } from './phases.js';
 import { RateLimiter } from './rate-limiter.js';
+import { AuthFailureBudget, DEFAULT_AUTH_FAILURE_BUDGET, type AuthFailureBudgetOptions } from './auth-failure-budget.js';
 import { BodyGate, followClient, grpcMessageCheck, hasNoBody, receiveBody, type BodyError, type BodyLimits, type ReceivedBody } from './request-body.js';
 import { DEFAULT_EJECTION, ReplicaHealth, type EjectionOptions } from './replica-health.js';
 import { RoutingTable, type Route } from './routing-table.js';
@@ -63,6 +64,8 @@ export interface GatewayOptions {
   clientTimeouts?: ClientTimeouts;
   /** Request bodies: the size limit of deployments that set none, and the longest silence. */
   body?: BodyLimits;
+  /** How many authentication failures per second an address gets before its 401s are held. */
+  authFailures?: AuthFailureBudgetOptions;
 }
 
 export interface ClientTimeouts {
@@ -190,6 +193,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const connectionMeters = listenerMeters(registry, 'gateway');
   const connections = new ConnectionGuard(opts.connections ?? DEFAULT_CONNECTION_CAPS, connectionMeters);
   const limiter = new RateLimiter(clock);
+  const authFailures = new AuthFailureBudget(opts.authFailures ?? DEFAULT_AUTH_FAILURE_BUDGET, clock);
   const activator = new Activator(opts.activator ?? DEFAULT_ACTIVATOR, clock, registry, () => new Map([...table.routes()].map((r) => [r.deploymentId, r.name])));
   const pools = new UpstreamPools(opts.timeouts ?? DEFAULT_UPSTREAM_TIMEOUTS);
   const affinity = new ConsistentHashSelector({ loadFactor: opts.loadFactor ?? 1.25 });
@@ -260,10 +264,31 @@ export function createGateway(opts: GatewayOptions): Gateway {
       meters.requests(r.status);
       sendRejection(req, res, r);
     };
-    const authed = authenticatePhase(route, { authorization: req.headers.authorization, certificateFingerprint: peerFingerprint(tlsSocketOf(req)) });
+    const socket = tlsSocketOf(req);
+    const authed = authenticatePhase(route, { authorization: req.headers.authorization, certificateFingerprint: peerFingerprint(socket) });
     if (!authed.ok) {
       metrics.authFailure(route.name, authed.rejection.authFailure ?? 'missing_credential');
-      return refuse(authed.rejection);
+      // An address that keeps failing gets its 401s late (auth-failure-budget.ts).
+      const address = socket?.remoteAddress ?? '';
+      const delay = authFailures.delayFor(address);
+      if (delay === 0) return refuse(authed.rejection);
+      metrics.authFailureDelayed(route.name);
+      let held = true;
+      const release = () => {
+        if (!held) return false;
+        held = false;
+        authFailures.released(address);
+        return true;
+      };
+      const timer = setTimeout(() => {
+        if (release() && !res.destroyed && !res.writableEnded) refuse(authed.rejection);
+      }, delay);
+      timer.unref();
+      res.once('close', () => {
+        clearTimeout(timer);
+        release();
+      });
+      return;
     }
     // From here on the request is the deployment owner's: it counts in the usage view.
     const who = authed.value;

@@ -30,6 +30,7 @@ export class GatewayMetrics {
   private readonly ejections: Counter<'deployment'>;
   private readonly rateLimitedTotal: Counter<'deployment' | 'limit'>;
   private readonly bodyRefusals: Counter<'deployment' | 'reason'>;
+  private readonly authFailuresDelayed: Counter<'deployment'>;
   private readonly meters = new Map<string, DeploymentMeters>();
 
   constructor(registry: Registry, inflight: InflightTracker, table: RoutingTable) {
@@ -88,6 +89,12 @@ export class GatewayMetrics {
       name: 'infergate_request_body_refusals_total',
       help: 'Requests refused for their body, by deployment and reason (timeout: 408, too_large: 413)',
       labelNames: ['deployment', 'reason'],
+      registers,
+    });
+    this.authFailuresDelayed = new Counter({
+      name: 'infergate_auth_failures_delayed_total',
+      help: 'Requests refused with 401 whose answer was held because their client address kept failing authentication',
+      labelNames: ['deployment'],
       registers,
     });
     new Gauge({
@@ -150,6 +157,10 @@ export class GatewayMetrics {
 
   authFailure(deployment: string, reason: AuthFailureReason): void {
     this.authFailures.labels(deployment, reason).inc();
+  }
+
+  authFailureDelayed(deployment: string): void {
+    this.authFailuresDelayed.labels(deployment).inc();
   }
 
   rateLimited(deployment: string, limit: 'requests' | 'tokens'): void {

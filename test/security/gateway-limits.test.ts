@@ -357,6 +357,33 @@ describe('connection caps', () => {
   });
 });
 
+describe('authentication failures', () => {
+  it('an address that keeps failing gets its 401s late, while a valid request from the same address is answered at once', async () => {
+    const slow = await startGatewayEnv({ authFailures: { ratePerSecond: 1, burst: 2, delayMs: 1500, maxHeld: 10 } });
+    try {
+      const id = await slow.deploy('lim-tarpit');
+      await slow.addReplica(id, upstream.address);
+      await slow.waitForReplicas('lim-tarpit', 1);
+      const call = async (token: string) => {
+        const t = Date.now();
+        const res = await httpsRequest({ port: slow.port, host: hostOf('lim-tarpit'), ca: slow.ca.certPem, path: '/v1/models', headers: { authorization: `Bearer ${token}` } });
+        return { status: res.status, ms: Date.now() - t };
+      };
+      const quick = [await call('tok_wrong_0123456789abcdef'), await call('tok_wrong_0123456789abcdef')];
+      expect(quick.map((r) => r.status)).toEqual([401, 401]);
+      const [late, valid] = await Promise.all([call('tok_wrong_0123456789abcdef'), call(tokenFor('lim-tarpit'))]);
+      expect(late.status).toBe(401);
+      expect(late.ms).toBeGreaterThanOrEqual(1450);
+      expect(valid.status).toBe(200);
+      expect(valid.ms).toBeLessThan(1400); // answered without waiting for the held 401
+      const text = await slow.registry.metrics();
+      expect(text).toMatch(/infergate_auth_failures_delayed_total\{deployment="lim-tarpit"\} 1/);
+    } finally {
+      await slow.close();
+    }
+  });
+});
+
 describe('platform credentials', () => {
   it('a service-account key bound as a token (a record from before the rule) never opens the endpoint', async () => {
     const key = 'igk_member_key_used_as_token_0123';
