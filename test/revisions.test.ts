@@ -7,8 +7,8 @@
 import path from 'node:path';
 import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
 import { engineBody, FAST_ENGINE, PLATFORM_ADMIN_KEY, replicaMains, replicaProcesses, usePlatform, type Platform } from './helpers/platform.js';
+import { openTerminal as openTerminalAt, runInTerminal } from './helpers/terminal.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
 let platform: Platform;
@@ -190,37 +190,8 @@ describe('the usage view', () => {
 });
 
 describe('the interactive terminal', () => {
-  /** Opens the terminal; resolves with the socket once open, or with the refusal's HTTP status. */
-  function openTerminal(id: number, key = PLATFORM_ADMIN_KEY): Promise<{ ws: WebSocket } | { status: number; body: string }> {
-    const url = `${platform.apiUrl.replace(/^http/, 'ws')}/deployments/general/${id}/terminal`;
-    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${key}` } });
-    return new Promise((resolve, reject) => {
-      ws.once('open', () => resolve({ ws }));
-      ws.once('unexpected-response', (_req, res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      });
-      ws.once('error', reject);
-    });
-  }
-
-  function run(ws: WebSocket, command: string, until: RegExp): Promise<string> {
-    return new Promise((resolve, reject) => {
-      let out = '';
-      const timer = setTimeout(() => reject(new Error(`no ${until} in ${JSON.stringify(out)}`)), 10_000);
-      const onMessage = (data: Buffer) => {
-        out += data.toString();
-        if (until.test(out)) {
-          clearTimeout(timer);
-          ws.off('message', onMessage);
-          resolve(out);
-        }
-      };
-      ws.on('message', onMessage);
-      ws.send(command + '\n');
-    });
-  }
+  const openTerminal = (id: number, key = PLATFORM_ADMIN_KEY) => openTerminalAt(platform.apiUrl, key, id);
+  const run = runInTerminal;
 
   it('runs echo and pwd in a replica while ready; refused while paused; closed when the replica stops', async () => {
     const id = await create(engineBody('shell', TOKEN, { env: { GREETING: 'from-the-replica' } }));
