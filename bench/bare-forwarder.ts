@@ -1,4 +1,4 @@
-// Bench reference: the leanest Node forwarding path we know (PERF-NOTES) — node:https, one
+// Bench reference: the leanest Node forwarding path measured on these machines — node:https, one
 // undici Pool, dispatch() with a handler, raw headers passed through; no routing, auth,
 // affinity, accounting or metrics. It is the floor the gateway is compared with, so the
 // cost of the gateway's own work per request can be read off the difference.

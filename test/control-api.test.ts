@@ -1,4 +1,4 @@
-// The control API over real HTTP on port 0: platform credentials, errors of DESIGN §3,
+// The control API over real HTTP on port 0: platform credentials, the error shape,
 // both families' routes, revisions, and that no response carries a secret.
 
 import { modify } from '../src/store/store.js';

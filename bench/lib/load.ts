@@ -8,7 +8,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { cpuMicros } from './processes.js';
 
-/** autocannon (the default, in this process) or wrk (a C program, like PERF-NOTES used). */
+/** autocannon (the default, in this process) or wrk (a C program, as the earlier measurements used). */
 export type Generator = 'autocannon' | 'wrk';
 
 export interface LoadTarget {
@@ -21,7 +21,7 @@ export interface LoadTarget {
   /** The process whose CPU is charged to the requests (none for direct). */
   pid?: number;
   headers?: Record<string, string>;
-  /** POST a small chat-completion body (default), or GET with none, as PERF-NOTES measured. */
+  /** POST a small chat-completion body (default), or GET with none, as the earlier measurements did. */
   method?: 'POST' | 'GET';
 }
 

@@ -1,7 +1,7 @@
 // Bench helper: the streaming case — N concurrent SSE streams through a target, each timed
 // from the request to its response headers, to its first body chunk, and by the largest gap
 // between two chunks. Two variants: warm (N keep-alive connections opened and used once
-// before measuring, so the figures are the proxy's forwarding work, as PERF-NOTES measured)
+// before measuring, so the figures are the proxy's forwarding work, as the earlier measurements had it)
 // and cold (a new connection per stream, so they include N concurrent TLS handshakes).
 
 import http from 'node:http';

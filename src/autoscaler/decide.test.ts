@@ -1,5 +1,5 @@
 // decide() as tables over a fake clock: each scenario feeds one observation per second and
-// checks the decisions, so every rule of DESIGN §7 is pinned without a timer.
+// checks the decisions, so every rule of docs/autoscaling.md is pinned without a timer.
 
 import { describe, expect, it } from 'vitest';
 import { decide, initialState, type AutoscaleSpec, type AutoscaleState, type AutoscaleWindows, type ConcurrencySample, type Decision } from './decide.js';

@@ -1,5 +1,5 @@
 // Owns the autoscaling decision as a pure function of (spec, windows, observation, state,
-// now): no timers, no I/O, so every rule is a table test with a fake clock (DESIGN §7).
+// now): no timers, no I/O, so every rule is a table test with a fake clock (docs/autoscaling.md).
 //
 // Knative's KPA is the model: observed concurrency is averaged over a stable window and a
 // short panic window; desired = ceil(average / target) clamped to [min, max]. When the panic

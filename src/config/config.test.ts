@@ -4,7 +4,7 @@ import { ConfigError, parseServeConfig } from './config.js';
 const parse = (argv: string[], env: Record<string, string> = {}) => parseServeConfig(argv, env, '/srv/app');
 
 describe('serve config', () => {
-  it('has the embedded defaults of DESIGN §2', () => {
+  it('has the embedded defaults', () => {
     const c = parse([]);
     expect(c).toMatchObject({
       role: 'all',

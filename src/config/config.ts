@@ -1,5 +1,5 @@
 // Owns the service configuration: command-line flags, their INFERGATE_* environment
-// overrides and the embedded defaults of DESIGN §2 and §10, validated into one Config.
+// overrides and the embedded defaults (docs/operations.md lists them), validated into one Config.
 // Precedence: flag > environment > default.
 
 import { readFileSync, statSync } from 'node:fs';

@@ -1,7 +1,7 @@
 // Owns the control API's HTTP application: fastify with TypeBox schemas, the platform
 // credential check on every route but health and the OpenAPI document (and only then
 // `100 Continue`), the 1 MiB body limit, strict integers in paths and queries, the error
-// body of DESIGN §3 for every refusal (fastify's and Node's included), request logs without
+// body `{"error": {"code", "message", "field"?}}` for every refusal (fastify's and Node's included), request logs without
 // query values, and the OpenAPI document at /openapi.json.
 
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
@@ -214,7 +214,7 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   return app;
 }
 
-/** DESIGN §3: `Authorization: Bearer <service-account key>`; endpoint tokens never pass. */
+/** `Authorization: Bearer <service-account key>` (docs/control-api.md); endpoint tokens never pass. */
 async function authenticate(credentials: Credentials, header: string | undefined): Promise<ServiceAccountRecord> {
   const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
   if (!match?.[1]) {

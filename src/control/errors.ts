@@ -1,6 +1,6 @@
 // Owns the translation of every failure the control API can meet — our PlatformError,
 // store conflicts, fastify's schema, JSON and body-size errors — into the one error body
-// of DESIGN §3, so clients parse a single shape.
+// `{"error": {"code", "message", "field"?}}`, so clients parse a single shape.
 
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { PlatformError } from '../core/errors.js';

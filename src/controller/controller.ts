@@ -211,7 +211,7 @@ export class Controller {
   }
 
   /**
-   * Orchestrated inference (DESIGN §6): one Frontend plus Workers, or Prefill and Decode
+   * Orchestrated inference: one Frontend plus Workers, or Prefill and Decode
    * pools; the Frontend learns its workers from a file the controller rewrites. The
    * deployment is ready only while its Frontend is, whatever the workers do.
    */

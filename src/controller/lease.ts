@@ -1,4 +1,4 @@
-// Owns the controller's leadership: the store's `controller` lease (DESIGN §8), taken or
+// Owns the controller's leadership: the store's `controller` lease (one controller per store), taken or
 // renewed on every reconcile pass, so one control process acts and any other stands by.
 // It reports the moment leadership is gained (the new leader reaps what an earlier run left)
 // and lost (a stalled process must stop acting).

@@ -1,4 +1,4 @@
-// Owns what an orchestrated deployment runs (DESIGN §6), as pure functions: its components
+// Owns what an orchestrated deployment runs (docs/orchestrated.md), as pure functions: its components
 // and their counts (one CPU-only Frontend; Workers within [min, max], or fixed Prefill and
 // Decode pools), the replica request of each — the Frontend is `infergate frontend` reading
 // the workers file the controller keeps; every worker is the reference engine serving the

@@ -1,5 +1,5 @@
 // Owns the platform's error vocabulary: stable codes, their HTTP status, and the JSON body
-// `{"error": {"code", "message", "field"?}}` that every API surface sends (DESIGN §3).
+// `{"error": {"code", "message", "field"?}}` that every API surface sends.
 
 export type ErrorCode =
   | 'invalid_request'

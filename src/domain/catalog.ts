@@ -1,5 +1,5 @@
 // Owns the catalog of clusters and their hardware profiles (GPUs per instance, instance
-// count, whether the orchestration operator is enabled): the embedded default of DESIGN §10,
+// count, whether the orchestration operator is enabled): the embedded default (docs/operations.md),
 // parsing of a `--catalog FILE` replacement, and lookups. Pure: no I/O.
 
 export interface HardwareProfile {
@@ -26,7 +26,7 @@ const simHardware = (): HardwareProfile[] => [
   { id: 3, name: 'sim-gpu-8x', gpus_per_instance: 8, instances: 2 },
 ];
 
-/** DESIGN §10, pinned: tests and examples rely on these ids and numbers. Frozen. */
+/** Pinned: tests and examples rely on these ids and numbers. Frozen. */
 export const DEFAULT_CATALOG: Catalog = deepFreeze({
   clusters: [
     { id: 1, name: 'local-sim', orchestration_enabled: true, hardware: simHardware() },

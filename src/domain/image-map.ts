@@ -1,4 +1,4 @@
-// Owns the map from container images to what the local runtime runs for them (DESIGN §10):
+// Owns the map from container images to what the local runtime runs for them (docs/runtime.md):
 // the reference engine in a flavor for the images it knows (`infergate/reference-engine`,
 // whose tag names the flavor, and the presets' engines), and for any other image the
 // deployment's command as a host process. `--image-map FILE` extends it. Pure: no I/O.

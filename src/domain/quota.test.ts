@@ -1,4 +1,4 @@
-// Capacity arithmetic against the pinned default catalog (DESIGN §10: quota 32 GPUs;
+// Capacity arithmetic against the pinned default catalog (quota 32 GPUs;
 // sim-gpu-1x 1 GPU ×16, sim-gpu-2x 2 GPUs ×8, sim-gpu-8x 8 GPUs ×2 on clusters 1 and 2):
 // footprints, the GPU quota and per-profile instance checks with their numbers, and the
 // catalog file parser these numbers come from.
@@ -171,7 +171,7 @@ describe('clusterUsage', () => {
 });
 
 describe('catalog', () => {
-  it('pins the embedded default (DESIGN §10)', () => {
+  it('pins the embedded default', () => {
     expect(DEFAULT_CATALOG.clusters.map((c) => [c.id, c.name, c.orchestration_enabled])).toEqual([
       [1, 'local-sim', true],
       [2, 'local-sim-basic', false],

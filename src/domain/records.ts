@@ -1,6 +1,6 @@
 // Owns the shapes of what the store keeps: desired state (deployments with their revisions,
 // endpoint tokens, service accounts, client certificates) and observed state (replicas).
-// Field names follow DESIGN §3; the API's response shapes are derived from these in control/.
+// Field names follow docs/control-api.md; the API's response shapes are derived from these in control/.
 
 export type Family = 'general' | 'orchestrated';
 export type Protocol = 'http' | 'grpc';

@@ -1,6 +1,6 @@
 // Owns the engine's role in disaggregated serving (--kv-role prefill|decode): what a chat
 // completion's `kv_transfer_params` asks of this worker, in the shape vLLM's NixlConnector
-// speaks (DESIGN §6). Prefill: a request with {"do_remote_decode": true} keeps its prompt's KV
+// speaks (docs/orchestrated.md). Prefill: a request with {"do_remote_decode": true} keeps its prompt's KV
 // blocks and its reply names them (remote_engine_id, remote_block_ids, remote_host,
 // remote_port). Decode: a request naming remote blocks pulls them over TCP before it is
 // scheduled, and then skips its own prefill. Both sides log one line per transfer with the

@@ -1,6 +1,6 @@
 // Owns loading proto/inference.proto and proto/health.proto with @grpc/proto-loader (the
-// options PROTOCOLS.md §3.3 recommends) and the TypeScript shapes of the messages the v2
-// flavor reads and writes, as proto-loader presents them: snake_case names, int64 as strings,
+// usual grpc-js options: keepCase, longs and enums as String, defaults, oneofs) and the
+// TypeScript shapes of the messages the v2 flavor reads and writes, as proto-loader presents them: snake_case names, int64 as strings,
 // enums as names, defaults filled in, the oneof case in `parameter_choice`.
 
 import type { ServiceDefinition } from '@grpc/grpc-js';

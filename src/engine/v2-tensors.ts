@@ -1,6 +1,6 @@
 // Owns the v2 protocol's value encodings the engine needs, as pure functions: BYTES tensors in
-// raw form (each element a 4-byte little-endian length, then its bytes: PROTOCOLS.md §1.7,
-// Triton's binary-data extension) and reading InferParameter values. No gRPC here, so the
+// raw form (each element a 4-byte little-endian length, then its bytes, as in the v2
+// protocol's raw_input_contents and Triton's binary-data extension) and reading InferParameter values. No gRPC here, so the
 // encodings are unit-tested on their own.
 
 /** Largest BYTES element the 4-byte length prefix can describe. */

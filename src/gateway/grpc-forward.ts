@@ -1,11 +1,12 @@
-// Owns gRPC forwarding (DESIGN §4.7): each client stream (TLS h2) becomes one stream on a
+// Owns gRPC forwarding: each client stream (TLS h2) becomes one stream on a
 // cleartext HTTP/2 (h2c) session to the chosen replica, generic over services and methods —
 // request headers and metadata, length-prefixed messages in both directions, response
 // headers and trailers pass intact; `grpc-timeout` travels with the request, so the replica
 // enforces the deadline; a client cancel resets the upstream stream with CANCEL. The
 // Authorization metadata stays at the gateway. A replica that cannot be reached before
 // anything was sent is skipped for the next candidate; when none answers, the client gets
-// UNAVAILABLE (14) as a Trailers-Only response (PERF-NOTES: respond with endStream).
+// UNAVAILABLE (14) as a Trailers-Only response (sent with respond(…, {endStream: true}):
+// answered through waitForTrailers instead, the status is lost and clients see INTERNAL).
 
 import http2 from 'node:http2';
 import type { Readable } from 'node:stream';

@@ -1,6 +1,7 @@
 // Owns forwarding one authenticated HTTP request (HTTP/1.1, or HTTP/2 through node's
 // compatibility objects) to a replica with undici's dispatch API, the cheapest path measured
-// (PERF-NOTES.md): raw headers pass through, the response is relayed chunk by chunk with
+// (about 42–46 µs of proxy CPU per request on these machines, against ~53 µs for
+// undici request() with a for-await body): raw headers pass through, the response is relayed chunk by chunk with
 // backpressure, headers are flushed as soon as they arrive (SSE clients see them at once),
 // and a client that goes away aborts the upstream request.
 //
@@ -200,7 +201,7 @@ class Attempt implements Dispatcher.DispatchHandler {
     const res = this.res as http.ServerResponse;
     res.writeHead(statusCode, headers);
     // Node holds headers until the first body write; a stream's first token may be seconds
-    // away, so they must not wait for it (PERF-NOTES: time-to-headers otherwise equals
+    // away, so they must not wait for it (measured: time-to-headers otherwise equals
     // time-to-first-chunk). They leave at the end of this turn of the event loop: a chunk
     // that came in the same read goes out with them in one write and one TLS record. A sized
     // body is complete at the replica and follows its headers at once, so it needs no flush.

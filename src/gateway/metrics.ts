@@ -1,4 +1,4 @@
-// Owns the gateway's Prometheus metrics (DESIGN §9), declared against the registry it is
+// Owns the gateway's Prometheus metrics (docs/operations.md#metrics), declared against the registry it is
 // given. Labels stay bounded: deployment names, status codes, protocols and fixed reason
 // words — never request ids or session ids. Gauges that mirror state (in-flight, ready
 // replicas) are computed at scrape time from the tracker and the routing table, so the

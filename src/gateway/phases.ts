@@ -128,7 +128,7 @@ export function targetPhase(url: string | undefined, host: string | undefined): 
 }
 
 /**
- * Either credential is enough (DESIGN §4.3). The certificate is checked first: a client
+ * Either credential is enough when both are bound. The certificate is checked first: a client
  * using only its certificate may still send a dummy API key, as client libraries require
  * one (spec, Authentication 3). Token hashes are compared in constant time.
  */

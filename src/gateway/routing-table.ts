@@ -38,7 +38,7 @@ export interface Route {
 
 const RELEVANT: ReadonlySet<Kind> = new Set<Kind>(['deployment', 'token', 'replica', 'certificate', 'service_account']);
 
-/** Orchestrated deployments are reached through their Frontend (DESIGN §4.5). */
+/** Orchestrated deployments are reached through their Frontend, which routes to the workers itself. */
 function routedComponent(d: DeploymentRecord): string {
   return d.family === 'orchestrated' ? 'Frontend' : 'Replica';
 }

@@ -1,7 +1,7 @@
 // Owns the gateway's connections to replicas: one undici Pool (keep-alive, no pipelining) per
 // replica address, created on first use and closed once the address leaves the routing
 // table. Timeouts are generous and configurable: a long generation before the first byte, or
-// a stream that is quiet between tokens, must not be cut (DESIGN §4.6).
+// a stream that is quiet between tokens, must not be cut.
 
 import { Pool } from 'undici';
 

@@ -2,7 +2,7 @@
 // every chunk is forwarded first and only looked at afterwards. Chat completions carry
 // `usage: {prompt_tokens, completion_tokens}` in a plain JSON body, or — for a stream with
 // `stream_options.include_usage` — in the last `data:` event before `data: [DONE]`
-// (PROTOCOLS.md §4). Anything else is ignored at the cost of one content-type check.
+// (the OpenAI chat completions format). Anything else is ignored at the cost of one content-type check.
 
 export interface TokenUsage {
   prompt: number;

@@ -1,6 +1,6 @@
 // Owns Prometheus HTTP service discovery for replica metrics: the standard http_sd JSON
 // target-group document listing every ready replica's scrape target (its metrics port and
-// path, DESIGN §3 defaults: the container port and /metrics), labelled with deployment,
+// path, by default the container port and /metrics, as the spec says), labelled with deployment,
 // revision and component, so an operator's Prometheus finds replicas without configuration.
 // https://prometheus.io/docs/prometheus/latest/http_sd/
 

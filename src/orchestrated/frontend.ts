@@ -1,4 +1,4 @@
-// Owns `infergate frontend`, the orchestrated runtime's CPU-only Frontend (DESIGN §6): an
+// Owns `infergate frontend`, the orchestrated runtime's CPU-only Frontend (docs/orchestrated.md): an
 // OpenAI-compatible HTTP server (node:http; undici to the workers) in front of GPU workers
 // listed in a workers file. Aggregated: each chat completion goes whole to the worker with the
 // fewest in-flight requests. Disaggregated: first to a prefill worker (max_tokens 1, not

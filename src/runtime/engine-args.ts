@@ -1,5 +1,5 @@
 // Owns how a preset engine's command becomes reference-engine flags when the local runtime
-// simulates that engine (DESIGN §10): the model named by the engine's own flags or its
+// simulates that engine: the model named by the engine's own flags or its
 // `serve <model>` positional becomes `--model`, the engine knobs the simulator has pass
 // through, the port and host are the runtime's to choose, and everything else is named in
 // the replica's log as not simulated — never silently dropped.

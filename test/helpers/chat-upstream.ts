@@ -1,5 +1,5 @@
 // Test helper: a replica stand-in that speaks enough of the OpenAI chat completions API
-// (PROTOCOLS.md §4) for gateway tests — plain and streamed responses with `usage`, its name
+// for gateway tests — plain and streamed responses with `usage`, its name
 // in `system_fingerprint` — and records what reached it: headers, and streams the client
 // abandoned. Streams can be held after their first chunk until the test releases them.
 

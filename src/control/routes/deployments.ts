@@ -1,4 +1,4 @@
-// Owns the deployment routes of DESIGN §3, mounted once per family under
+// Owns the deployment routes (docs/control-api.md), mounted once per family under
 // /deployments/general and /deployments/orchestrated: create, list, detail, edit, delete,
 // pause, resume, rollback, clone and the revision history.
 

@@ -47,7 +47,7 @@ function checkPreset(req: Req): string | null {
   return id;
 }
 
-/** An image the runtime does not know runs `command` on the host, so it needs one (DESIGN §10). */
+/** An image the runtime does not know runs `command` on the host, so it needs one. */
 function checkRunnable(req: Req, ctx: ValidationContext, image: string | undefined, tag: string, command: string[]): void {
   if (image === undefined || command.length > 0 || req.isBad('command')) return;
   if (resolveImage(ctx.images, image, tag).kind === 'host') {
