@@ -13,7 +13,7 @@ import type { ImageMap } from '../domain/image-map.js';
 import { freePort } from './free-port.js';
 import { logFilePath, ReplicaLogWriter } from './log-files.js';
 import { planLaunch, type LaunchPlan } from './launch-plan.js';
-import { sandboxProcesses, signalGroup } from './process-tree.js';
+import { sandboxProcesses, signalGroup, signalPid } from './process-tree.js';
 import { probeOnce } from './readiness.js';
 import type { ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, ShellCommand } from './runtime.js';
 import { sandboxArgv, shellArgv, type SandboxedReplica, type SandboxHost } from './sandbox.js';
@@ -301,14 +301,6 @@ export class LocalReplica implements ReplicaHandle {
       }
       this.scheduleProbe(plan);
     }, interval);
-  }
-}
-
-function signalPid(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(pid, signal);
-  } catch {
-    // already gone
   }
 }
 

@@ -1,7 +1,7 @@
 // Owns the local process runtime (the embedded default): replicas are processes on this
 // host — in the replica sandbox when the host has one — under `<data-dir>/replicas/<name>`,
-// logging to `<data-dir>/logs`, sharing the model cache `<data-dir>/model-cache` when model
-// caching is on; the reaping of replicas an earlier run of the service left behind, and the
+// logging to `<data-dir>/logs`, with a model cache per deployment under
+// `<data-dir>/model-cache` when model caching is on; the reaping of replicas an earlier run of the service left behind, and the
 // sweeping of the directories they left (config files may hold secrets).
 
 import { readdirSync } from 'node:fs';
@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { ImageMap } from '../domain/image-map.js';
 import { pickInherited } from './launch-plan.js';
 import { DEFAULT_TIMING, LocalReplica, type LocalReplicaTiming } from './local-replica.js';
-import { findPdeathsigWrapper, isAlive, processesOfReplica, processesUsing } from './process-tree.js';
+import { findPdeathsigWrapper, isAlive, processesOfReplica, processesUsing, signalPid } from './process-tree.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaRequest, Runtime } from './runtime.js';
 import type { SandboxHost } from './sandbox.js';
 
@@ -80,9 +80,9 @@ export class LocalRuntime implements Runtime {
     const pids = processesOfReplica(leftover.name);
     if (pids.length === 0) return false;
     this.opts.logger.warn({ replica: leftover.name, pids }, 'stopping a replica process left by an earlier run');
-    for (const pid of pids) signalSafe(pid, 'SIGTERM');
+    for (const pid of pids) signalPid(pid, 'SIGTERM');
     for (let waited = 0; waited < 5000 && pids.some(isAlive); waited += 100) await new Promise((r) => setTimeout(r, 100));
-    for (const pid of pids.filter(isAlive)) signalSafe(pid, 'SIGKILL');
+    for (const pid of pids.filter(isAlive)) signalPid(pid, 'SIGKILL');
     return true;
   }
 
@@ -104,13 +104,5 @@ export class LocalRuntime implements Runtime {
     }
     if (removed.length > 0) this.opts.logger.warn({ replicas: removed }, 'removed replica directories left by an earlier run');
     return removed;
-  }
-}
-
-function signalSafe(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(pid, signal);
-  } catch {
-    // already gone
   }
 }

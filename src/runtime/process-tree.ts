@@ -18,6 +18,15 @@ export function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
   }
 }
 
+/** Signals one process; one already gone is not an error. */
+export function signalPid(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
