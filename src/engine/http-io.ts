@@ -1,5 +1,6 @@
 // Owns the engine's small HTTP helpers on top of node:http: reading a bounded JSON body and
-// writing JSON, text and the OpenAI error envelope (PROTOCOLS §4.4: all four keys present).
+// writing JSON, text and the OpenAI error envelope (all four keys present: message, type,
+// param, code).
 
 import type http from 'node:http';
 
@@ -53,7 +54,7 @@ export function openAIError(message: string, type: string, param: string | null 
   return { error: { message, type, param, code } };
 }
 
-/** The two error types PROTOCOLS §4.4 saw in OpenAI's spec: the client's fault or ours. */
+/** The two error types OpenAI's spec uses: the client's fault or ours. */
 export function openAIErrorType(status: number): string {
   return status < 500 ? 'invalid_request_error' : 'server_error';
 }

@@ -1,5 +1,5 @@
 // Owns the engine's Prometheus metrics, named and bucketed as vLLM's V1 engine exposes them
-// (PROTOCOLS §7.2), so the gateway and autoscaler can be tested against the series they would
+// on GET /metrics, so the gateway and autoscaler can be tested against the series they would
 // scrape from a real replica. Its own Registry: nothing of the platform's leaks in. Every
 // series carries model_name and engine="0". Running/waiting gauges are read from the
 // scheduler at scrape time, so they can never drift from the truth.

@@ -1,4 +1,4 @@
-// Owns the NIM flavor's own endpoints (PROTOCOLS §6): liveness that only says the process
+// Owns the NIM flavor's own endpoints: liveness that only says the process
 // answers, readiness that waits for the model, /v1/metadata and /v1/version. A NIM downloads
 // its weights from a registry with REGISTRY_API_KEY; without it the real container stays
 // live and never becomes ready, and so does this one. The health.response body of

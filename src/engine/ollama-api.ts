@@ -1,4 +1,4 @@
-// Owns the ollama flavor (PROTOCOLS §5): the server is up at once ("Ollama is running") and
+// Owns the ollama flavor: the server is up at once ("Ollama is running") and
 // serves only models that were pulled; /api/pull streams NDJSON progress in Ollama's status
 // order, /api/chat streams NDJSON ChatResponse lines ending in done:true, and a chat for a
 // model not pulled fails as Ollama's does (404, "try pulling it first"). Names without a tag

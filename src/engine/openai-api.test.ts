@@ -1,4 +1,4 @@
-// Chat completion request validation (PROTOCOLS §4.1) and the model card shape.
+// Chat completion request validation and the model card shape.
 import { describe, expect, it } from 'vitest';
 import { modelCard, parseChatRequest } from './openai-api.js';
 

@@ -1,5 +1,5 @@
 // Owns the OpenAI-compatible surface of the engine (openai and nim flavors, and ollama's
-// /v1): GET /v1/models and POST /v1/chat/completions as PROTOCOLS §4 describes them —
+// /v1): GET /v1/models and POST /v1/chat/completions in OpenAI's wire format —
 // request validation, the non-streamed body with usage, SSE chunks with the same id and
 // created on every chunk, the final usage chunk under stream_options.include_usage, and the
 // replica id in system_fingerprint so a client can tell which replica answered.
@@ -107,7 +107,7 @@ function checkMessage(m: unknown, i: number): string | null {
   return `'messages[${i}].content' must be a string or an array of content parts`;
 }
 
-/** Validates a chat completion request body (PROTOCOLS §4.1). */
+/** Validates a chat completion request body against OpenAI's request schema. */
 export function parseChatRequest(body: unknown): ParseResult {
   const fail = (message: string, param: string | null): ParseResult => ({ ok: false, message, param });
   if (!isObject(body)) return fail('the request body must be a JSON object', null);
