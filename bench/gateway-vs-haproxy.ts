@@ -94,6 +94,9 @@ async function main(): Promise<void> {
     { name: 'node-floor', url: `https://127.0.0.1:${bare.port}`, pid: bare.proc.pid, ...tls },
     { name: 'gateway', url: `https://127.0.0.1:${gw.port}`, pid: gw.gateway.pid, ...tls },
   ];
+  // The gateway must route to the two bench upstream ports and nothing else.
+  const routed = await gw.routedReplicas();
+  if (routed !== upstreamPorts.length) throw new Error(`the gateway routes the bench endpoint to ${routed} replicas, not the ${upstreamPorts.length} bench upstreams: figures would mix targets`);
   const runs = new Map<string, LoadResult[]>(targets.map((t) => [t.name, []]));
   for (let r = 0; r < rounds; r++) {
     for (const t of targets) runs.get(t.name)!.push(await measure(t, { seconds, warmupSeconds: 1, connections, generator }));
@@ -177,6 +180,8 @@ async function main(): Promise<void> {
     },
   };
   const warm = summary.streamingOverheadOverDirectMs.warm;
+  const routedAfter = await gw.routedReplicas();
+  if (routedAfter !== upstreamPorts.length) throw new Error(`the gateway routed the bench endpoint to ${routedAfter} replicas by the end, not the ${upstreamPorts.length} bench upstreams: figures mix targets`);
   const failed = gate.errors + gate.non2xx + streams.filter((x) => x.target.startsWith('gateway')).reduce((a, x) => a + x.failed, 0);
   const verdicts: Array<[string, boolean]> = [
     [`gateway CPU per request ${round2(cpuRatio)}× HAProxy's (target ≤ 3.5×)`, cpuRatio <= 3.5],

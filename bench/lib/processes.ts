@@ -13,22 +13,34 @@ export function onCleanup(fn: () => Promise<unknown>): void {
   cleanups.push(fn);
 }
 
+/** Still running: a child killed by a signal has a null exitCode but a signalCode. */
+const running = (child: ChildProcess): boolean => child.exitCode === null && child.signalCode === null && child.pid !== undefined;
+
+/** Signals a child by pid; one that is already gone is not an error. */
+function signal(child: ChildProcess, sig: NodeJS.Signals): void {
+  try {
+    if (running(child)) process.kill(child.pid!, sig);
+  } catch {
+    // exited meanwhile
+  }
+}
+
 /** Stops every child by pid (SIGTERM, SIGKILL after 5 s), then runs the cleanups. */
 export async function stopAll(): Promise<void> {
   const exits = [...children].map(
     (child) =>
       new Promise<void>((done) => {
-        if (child.exitCode !== null || !child.pid) return done();
+        if (!running(child)) return done();
         child.once('exit', () => done());
-        process.kill(child.pid, 'SIGTERM');
-        setTimeout(() => child.exitCode === null && child.pid && process.kill(child.pid, 'SIGKILL'), 5000).unref();
+        signal(child, 'SIGTERM');
+        setTimeout(() => signal(child, 'SIGKILL'), 5000).unref();
       }),
   );
   await Promise.all(exits);
   for (const fn of cleanups.splice(0)) await fn().catch(() => undefined);
 }
 process.on('exit', () => {
-  for (const child of children) if (child.exitCode === null && child.pid) process.kill(child.pid, 'SIGKILL');
+  for (const child of children) signal(child, 'SIGKILL');
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
@@ -54,10 +66,10 @@ export function start(cmd: string, args: string[], opts: { env?: NodeJS.ProcessE
     let out = '';
     const stop = () =>
       new Promise<void>((done) => {
-        if (child.exitCode !== null || !child.pid) return done();
+        if (!running(child)) return done();
         child.once('exit', () => done());
-        process.kill(child.pid, 'SIGTERM');
-        setTimeout(() => child.pid && child.exitCode === null && process.kill(child.pid, 'SIGKILL'), 5000).unref();
+        signal(child, 'SIGTERM');
+        setTimeout(() => signal(child, 'SIGKILL'), 5000).unref();
       });
     const timer = setTimeout(() => reject(new Error(`${cmd} did not become ready in time:\n${out}`)), opts.timeoutMs ?? 20_000);
     const started = () => resolve({ child, pid: child.pid!, output: () => out, stop });

@@ -79,6 +79,8 @@ export interface GatewayTarget {
   redis: Started | null;
   port: number;
   caPem: string;
+  /** Ready replicas the gateway routes the bench endpoint to (its own metric). */
+  routedReplicas(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -105,8 +107,12 @@ export async function startGateway(root: string, dir: string, upstreams: number[
   const created = await fetch(`${api}/deployments/general`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
-    // The tests' create body, with room for the bench's concurrency and affinity on.
-    body: JSON.stringify({ ...generalBody(ENDPOINT, TOKEN), max_concurrency: 64, session_affinity: true }),
+    // The tests' create body, with room for the bench's concurrency and affinity on. The
+    // control process's controller starts the deployment's own replica (the reference
+    // engine); its model load is made to last a day so it never becomes ready: the gateway
+    // must route only to the bench upstream registered below, or the figures would mix in
+    // the engine's answers (it refuses the bench's model with 404).
+    body: JSON.stringify({ ...generalBody(ENDPOINT, TOKEN), command: ['--startup-ms', '86400000'], max_concurrency: 64, session_affinity: true }),
   });
   const deployment = (await created.json()) as { id: number };
   if (created.status !== 201) throw new Error(`creating the bench deployment failed: ${created.status} ${JSON.stringify(deployment)}`);
@@ -137,6 +143,11 @@ export async function startGateway(root: string, dir: string, upstreams: number[
     redis,
     port: gatewayPort,
     caPem,
+    routedReplicas: async () => {
+      const text = await (await fetch(`http://127.0.0.1:${m2}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith(`infergate_replicas_ready{deployment="${ENDPOINT}"`));
+      return line ? Number(line.split(' ').pop()) : 0;
+    },
     stop: async () => {
       await gateway.stop();
       await control.stop();
