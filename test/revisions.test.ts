@@ -13,7 +13,9 @@ import { gatewayFetch } from './helpers/tls-clients.js';
 
 let platform: Platform;
 
-usePlatform('revisions', ['--rollout-deadline', '6'], (p) => (platform = p));
+// The terminal test is about the terminal, not the sandbox (test/security/sandbox.test.ts):
+// where no sandbox can run here, the operator's flag lets it open a shell anyway.
+usePlatform('revisions', ['--rollout-deadline', '6', '--allow-unsandboxed-host-commands'], (p) => (platform = p));
 
 const TOKEN = 'tok-revisions-0123456789';
 type View = { status: string; revision: number; serving_revision: number | null; rollout: { state: string; revision: number } | null; components: { Replica: { ready: number; desired: number } }; revisions: { revision: number; status: string; failure_reason: string | null }[] };

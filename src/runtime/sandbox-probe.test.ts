@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,8 +9,12 @@ import { detectSandbox, installationPaths, type SandboxSettings } from './sandbo
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SELF = [process.execPath, path.join(REPO, 'src/cli/main.ts')];
-/** The real probe runs bubblewrap as root (as the service runs here and in CI). */
-const canProbe = process.getuid?.() === 0 && existsSync('/usr/bin/bwrap');
+/**
+ * The real probe runs bubblewrap as root (as the service runs here and in CI), and its user
+ * must be able to read this checkout (`.ci/run` makes sure; a private clone elsewhere skips).
+ */
+const othersMayRead = (p: string): boolean => (statSync(p).mode & 0o005) === 0o005;
+const canProbe = process.getuid?.() === 0 && existsSync('/usr/bin/bwrap') && othersMayRead(REPO);
 
 let dir: string;
 let settings: SandboxSettings;
