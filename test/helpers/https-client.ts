@@ -20,13 +20,20 @@ export function httpsRequest(opts: {
   /** Client certificate and key, e.g. both from one .pem. */
   cert?: string;
   key?: string;
+  /** SNI when it differs from `host`; null sends none. */
+  servername?: string | null;
+  /** false: accept the server's certificate whatever name it carries (an unknown SNI gets the default one). */
+  checkIdentity?: boolean;
 }): Promise<HttpsResult> {
+  const servername = opts.servername === undefined ? opts.host : opts.servername;
   return new Promise((resolve, reject) => {
     const req = https.request(
       {
         host: '127.0.0.1',
         port: opts.port,
-        servername: opts.host,
+        // '' sends no SNI; a name the server has no certificate for gets its default one.
+        servername: servername ?? '',
+        ...(opts.checkIdentity === false ? { checkServerIdentity: () => undefined } : {}),
         method: opts.method ?? 'GET',
         path: opts.path ?? '/',
         ca: opts.ca,

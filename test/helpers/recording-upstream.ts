@@ -59,16 +59,7 @@ export async function startRecordingUpstream(name: string): Promise<RecordingUps
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    name,
-    address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
-    seen,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
+  return listening(server, name, seen, sockets);
 }
 
 /** A gRPC message frame: compressed flag 0, 4-byte big-endian length, payload. */
@@ -105,13 +96,23 @@ export async function startRecordingGrpcUpstream(name: string): Promise<Recordin
     });
     stream.on('error', () => undefined);
   });
+  return listening(server, name, seen, sessions);
+}
+
+/** Listens on a free loopback port; close() destroys what is still open, then stops listening. */
+async function listening(
+  server: http.Server | http2.Http2Server,
+  name: string,
+  seen: RecordedRequest[],
+  open: Set<{ destroy(): void }>,
+): Promise<RecordingUpstream> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     name,
     address: `127.0.0.1:${(server.address() as AddressInfo).port}`,
     seen,
     close: async () => {
-      for (const s of sessions) s.destroy();
+      for (const s of open) s.destroy();
       await new Promise<void>((r) => server.close(() => r()));
     },
   };

@@ -10,7 +10,6 @@
 
 import * as grpc from '@grpc/grpc-js';
 import { mkdtemp, rm } from 'node:fs/promises';
-import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import type tls from 'node:tls';
@@ -19,6 +18,7 @@ import forge from 'node-forge';
 import { generateRsaKeyPair, issueServerCertificate, loadOrCreateCa, signCertificate } from '../../src/pki/ca.js';
 import { issueClientCertificate } from '../../src/pki/client-certs.js';
 import { ADMIN_KEY } from '../helpers/control.js';
+import { httpsRequest } from '../helpers/https-client.js';
 import { DOMAIN, waitFor } from '../helpers/gateway-env.js';
 import { h2Connect, h2Request, RawConnection, type H2Result, type RawResponse } from '../helpers/raw-tls.js';
 import { grpcFrame } from '../helpers/recording-upstream.js';
@@ -176,31 +176,17 @@ interface Aimed extends Presented {
 /** One HTTP/1.1 request on a fresh TLS connection (no agent), SNI and Host set separately. */
 function h1(port: number, ca: string, a: Aimed): Promise<AnyResponse> {
   const servername = a.servername === undefined ? a.host : a.servername;
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      {
-        host: '127.0.0.1',
-        port,
-        // '' sends no SNI; a name the gateway has no certificate for gets the default one.
-        servername: servername ?? '',
-        ...(servername === null || !servername.endsWith(DOMAIN) ? { checkServerIdentity: () => undefined } : {}),
-        ca,
-        cert: a.pem ?? undefined,
-        key: a.pem ?? undefined,
-        method: 'GET',
-        path: a.path ?? '/v1/models',
-        headers: { host: a.host, ...a.headers },
-        agent: false,
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
+  return httpsRequest({
+    port,
+    ca,
+    host: a.host,
+    servername,
+    // The certificate's name is checked only where the gateway has a certificate for the SNI name.
+    checkIdentity: servername !== null && servername.endsWith(DOMAIN),
+    cert: a.pem ?? undefined,
+    key: a.pem ?? undefined,
+    path: a.path ?? '/v1/models',
+    headers: a.headers,
   });
 }
 
