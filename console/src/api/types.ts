@@ -1,0 +1,209 @@
+// Owns the shapes of the control API's answers as the console reads them (docs/control-api.md).
+// Only what the console shows is typed; everything else stays in the loose records.
+
+export type Family = 'general' | 'orchestrated';
+export type Status = 'pending' | 'ready' | 'not_ready' | 'paused' | 'failed' | 'deleting';
+
+export interface ComponentCounts {
+  [component: string]: { ready: number; desired: number };
+}
+
+export interface RevisionSummary {
+  revision: number;
+  created_at: string;
+  reason: string;
+  source_revision: number | null;
+  status: string;
+  failure_reason: string | null;
+}
+
+export interface Rollout {
+  revision: number;
+  from_revision: number | null;
+  state: 'in_progress' | 'complete' | 'failed';
+  reason: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
+export interface Pool {
+  hardware_instance_id: number;
+  replicas: number;
+}
+
+export interface Deployment {
+  id: number;
+  family: Family;
+  name: string;
+  cluster_id: number;
+  status: Status;
+  paused: boolean;
+  endpoint_url: string;
+  revision: number;
+  serving_revision: number | null;
+  rollout: Rollout | null;
+  components: ComponentCounts;
+  revisions: RevisionSummary[];
+  endpoint_token_id: number | null;
+  client_certificate_id: number | null;
+  private_endpoint: boolean;
+  created_at: string;
+  updated_at: string;
+  hardware_instance_id?: number | null;
+  min_replicas?: number;
+  max_replicas?: number;
+  cooldown_period?: number;
+  protocol?: string;
+  enable_logging?: boolean;
+  enable_model_caching?: boolean;
+  env?: Record<string, string>;
+  annotations?: Record<string, string>;
+  // general
+  preset?: string | null;
+  image?: string;
+  tag?: string;
+  container_port?: number;
+  health_check_path?: string;
+  registry_username?: string | null;
+  has_registry_password?: boolean;
+  session_affinity?: boolean;
+  command?: string[];
+  metrics_port?: number | null;
+  metrics_path?: string | null;
+  config_file?: { filename: string; mount_path: string; content: string } | null;
+  max_concurrency?: number | null;
+  // orchestrated
+  model?: string;
+  serving_mode?: 'aggregated' | 'disaggregated';
+  worker_pools?: { prefill: Pool; decode: Pool } | null;
+  concurrency?: number | null;
+  served_model_name?: string | null;
+  has_model_hub_token?: boolean;
+  extra_args?: string[];
+}
+
+export interface Replica {
+  id: number;
+  name: string;
+  revision: number;
+  component: string;
+  state: string;
+  restarts: number;
+  updated_at: string;
+}
+
+export interface Hardware {
+  id: number;
+  name: string;
+  gpus_per_instance: number;
+  instances: number;
+  instances_free: number;
+}
+
+export interface Cluster {
+  id: number;
+  name: string;
+  orchestration_enabled: boolean;
+  hardware: Hardware[];
+}
+
+export interface Preset {
+  id: string;
+  name: string;
+  description: string;
+  image: string;
+  tag: string;
+  container_port: number;
+  protocol: string;
+  health_check_path: string;
+  registry_username: string | null;
+  example_command: string[];
+  needs_command: boolean;
+  fills: string[];
+  local_runtime: string;
+}
+
+export interface VaultToken {
+  id: number;
+  name: string;
+  hint: string;
+  created_at: string;
+  deployments: number[];
+  token?: string;
+}
+
+export interface Certificate {
+  id: number;
+  name: string;
+  deployment_id: number | null;
+  deployments: number[];
+  serial: string;
+  fingerprint_sha256: string;
+  not_after: string;
+  revoked: boolean;
+  revoked_at: string | null;
+  created_at: string;
+  pem_path: string;
+}
+
+export interface ServiceAccount {
+  id: number;
+  name: string;
+  role: 'admin' | 'member';
+  hint: string;
+  created_at: string;
+  key?: string;
+}
+
+export interface LogLine {
+  time: string;
+  revision: number;
+  component: string;
+  replica: string;
+  stream: string;
+  line: string;
+}
+
+export interface LogsAnswer {
+  deployment_id: number;
+  revision: number;
+  logging: boolean;
+  message?: string;
+  lines: LogLine[];
+}
+
+export interface UsageFigures {
+  requests: number;
+  errors: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  rate_limited: number;
+  gpu_seconds: number;
+  replica_seconds: Record<string, number>;
+}
+
+export interface UsageAnswer {
+  deployment_id: number;
+  hours: Array<UsageFigures & { hour: string }>;
+  totals: UsageFigures;
+}
+
+export interface ActivityPoint {
+  t: string;
+  in_flight: number;
+  in_flight_max: number;
+  held: number;
+  desired: number | null;
+  ready: number;
+}
+
+export interface ActivityAnswer {
+  step_seconds: number;
+  window_seconds: number;
+  component: string | null;
+  points: ActivityPoint[];
+}
+
+export interface Items<T> {
+  items: T[];
+}

@@ -1,0 +1,3 @@
+export function CertificatesPage() {
+  return <section><h1>CertificatesPage</h1></section>;
+}

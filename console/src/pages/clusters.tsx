@@ -1,0 +1,3 @@
+export function ClustersPage() {
+  return <section><h1>ClustersPage</h1></section>;
+}

@@ -1,0 +1,3 @@
+export function ServiceAccountsPage() {
+  return <section><h1>ServiceAccountsPage</h1></section>;
+}

@@ -1,0 +1,3 @@
+export function VaultPage() {
+  return <section><h1>VaultPage</h1></section>;
+}
