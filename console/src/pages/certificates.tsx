@@ -1,3 +1,123 @@
+// Owns the Certificates page: client certificates for mTLS. Create, list, download the .pem
+// (certificate and private key) and revoke, for good, after a confirmation.
+
+import { useState, type FormEvent } from 'react';
+import { api, ApiError, download } from '../api/client';
+import type { Certificate, Items } from '../api/types';
+import { usePoll } from '../hooks';
+import { ConfirmDialog } from '../components/confirm';
+import { Field, type Problems } from '../components/form';
+import { DeploymentLinks, useDeploymentNames } from './vault';
+
 export function CertificatesPage() {
-  return <section><h1>CertificatesPage</h1></section>;
+  const certs = usePoll<Items<Certificate>>('/certificates', 5000);
+  const byId = useDeploymentNames();
+  const [name, setName] = useState('');
+  const [deployment, setDeployment] = useState('');
+  const [problems, setProblems] = useState<Problems>({});
+  const [toRevoke, setToRevoke] = useState<Certificate | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  const create = async (e: FormEvent) => {
+    e.preventDefault();
+    setProblems({});
+    try {
+      await api.post<Certificate>('/certificates', { name: name.trim(), ...(deployment ? { deployment_id: Number(deployment) } : {}) });
+      setName('');
+      certs.reload();
+    } catch (err) {
+      if (err instanceof ApiError) setProblems({ [err.field ?? 'name']: err.message });
+    }
+  };
+
+  const revoke = async () => {
+    if (!toRevoke) return;
+    try {
+      await api.post(`/certificates/${toRevoke.id}/revoke`);
+      certs.reload();
+    } catch (err) {
+      setError(err instanceof ApiError ? err.message : String(err));
+    }
+    setToRevoke(null);
+  };
+
+  return (
+    <section>
+      <h1>Certificates</h1>
+      <p className="subtle">Client certificates authenticate callers of an endpoint by mTLS. Bind one to a deployment with “Make it a private endpoint?” or in its settings.</p>
+      <form className="panel" onSubmit={(e) => void create(e)}>
+        <div className="grid2">
+          <Field label="Certificate name" field="name" problems={problems}>
+            {(p) => <input {...p} type="text" value={name} onChange={(e) => setName(e.target.value)} required maxLength={64} />}
+          </Field>
+          <Field label="For deployment (optional)" field="deployment_id" problems={problems}>
+            {(p) => (
+              <select {...p} value={deployment} onChange={(e) => setDeployment(e.target.value)}>
+                <option value="">none</option>
+                {[...byId.values()].map((d) => (
+                  <option key={d.id} value={d.id}>
+                    {d.name}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+        </div>
+        <button className="button primary" type="submit">
+          Create certificate
+        </button>
+      </form>
+      {error && (
+        <div className="form-error" role="alert">
+          {error}
+        </div>
+      )}
+      <table aria-label="Certificates">
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Accepted by</th>
+            <th scope="col">Fingerprint (SHA-256)</th>
+            <th scope="col">Expires</th>
+            <th scope="col">State</th>
+            <th scope="col">
+              <span className="subtle">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {(certs.data?.items ?? []).map((c) => (
+            <tr key={c.id} data-certificate={c.name}>
+              <td>{c.name}</td>
+              <td>
+                <DeploymentLinks ids={c.deployments} byId={byId} />
+              </td>
+              <td>
+                <code title={c.fingerprint_sha256}>{c.fingerprint_sha256.slice(0, 16)}…</code>
+              </td>
+              <td>{new Date(c.not_after).toLocaleDateString()}</td>
+              <td>{c.revoked ? <span className="status status-failed">Revoked</span> : <span className="status status-ready">Valid</span>}</td>
+              <td>
+                {!c.revoked && (
+                  <>
+                    <button type="button" className="button small" aria-label={`Download ${c.name}.pem`} onClick={() => download(c.pem_path, `${c.name}.pem`).catch((e: Error) => setError(e.message))}>
+                      Download .pem
+                    </button>{' '}
+                    <button type="button" className="button small" aria-label={`Revoke ${c.name}`} onClick={() => setToRevoke(c)}>
+                      Revoke
+                    </button>
+                  </>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <ConfirmDialog open={toRevoke !== null} title={`Revoke ${toRevoke?.name ?? ''}?`} confirmLabel="Revoke" danger onConfirm={() => void revoke()} onCancel={() => setToRevoke(null)}>
+        <p>
+          Revocation is final. {toRevoke && toRevoke.deployments.length > 0 ? <>Clients of <DeploymentLinks ids={toRevoke.deployments} byId={byId} /> using it get 401 within a second.</> : 'No deployment accepts it now.'}
+        </p>
+      </ConfirmDialog>
+    </section>
+  );
 }

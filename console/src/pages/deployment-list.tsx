@@ -1,3 +1,105 @@
+// Owns the deployments list, both families: status first (word and colour), endpoint URL with
+// copy, components ready/desired, current and serving revision. It refreshes by itself every
+// two seconds, keeping rows in place; an empty list teaches how to start.
+
+import { useEffect, useState } from 'react';
+import { api, ApiError } from '../api/client';
+import type { Deployment, Items } from '../api/types';
+import { StatusBadge } from '../components/status';
+import { Components, Endpoint, Revisions } from '../components/deployment-bits';
+
+const REFRESH_MS = 2000;
+
 export function DeploymentListPage() {
-  return <section><h1>DeploymentListPage</h1></section>;
+  const [items, setItems] = useState<Deployment[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    let stop = false;
+    let timer: number | undefined;
+    const load = async () => {
+      try {
+        const [g, o] = await Promise.all([api.get<Items<Deployment>>('/deployments/general'), api.get<Items<Deployment>>('/deployments/orchestrated')]);
+        if (stop) return;
+        setItems([...g.items, ...o.items].sort((a, b) => a.name.localeCompare(b.name)));
+        setError(null);
+      } catch (err) {
+        if (!stop) setError(err instanceof ApiError ? err.message : String(err));
+      }
+      if (!stop) timer = window.setTimeout(() => void load(), REFRESH_MS);
+    };
+    void load();
+    return () => {
+      stop = true;
+      if (timer !== undefined) window.clearTimeout(timer);
+    };
+  }, []);
+
+  return (
+    <section>
+      <div className="page-head">
+        <h1>Deployments</h1>
+        <div className="actions">
+          <a className="button primary" href="#/deployments/new">
+            Create deployment
+          </a>
+        </div>
+      </div>
+      {error && (
+        <div className="form-error" role="alert">
+          {error}
+        </div>
+      )}
+      {items === null && !error && <p className="subtle">Loading…</p>}
+      {items !== null && items.length === 0 && (
+        <div className="empty">
+          <h2>No deployments yet</h2>
+          <p>Deploy a model-serving endpoint: pick a preset (vLLM, SGLang, TGI, Triton, Ollama…) or a model for the orchestrated runtime.</p>
+          <p>
+            <a className="button primary" href="#/deployments/new/general">
+              Create your first deployment
+            </a>
+          </p>
+        </div>
+      )}
+      {items !== null && items.length > 0 && (
+        <div className="table-wrap">
+          <table aria-label="Deployments" aria-live="off">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Family</th>
+                <th scope="col">Status</th>
+                <th scope="col">Endpoint</th>
+                <th scope="col">Components</th>
+                <th scope="col">Revision</th>
+              </tr>
+            </thead>
+            <tbody>
+              {items.map((d) => (
+                <tr key={`${d.family}-${d.id}`} data-deployment={d.name}>
+                  <td>
+                    <a href={`#/deployments/${d.family}/${d.id}`}>{d.name}</a>
+                  </td>
+                  <td>{d.family === 'general' ? 'General' : `Orchestrated${d.serving_mode === 'disaggregated' ? ' (disaggregated)' : ''}`}</td>
+                  <td>
+                    <StatusBadge status={d.status} />
+                  </td>
+                  <td>
+                    <Endpoint d={d} />
+                  </td>
+                  <td>
+                    <Components d={d} />
+                  </td>
+                  <td>
+                    <Revisions d={d} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
 }

@@ -1,0 +1,206 @@
+// Owns the Overview tab: endpoint and how to call it (curl and the OpenAI SDK, token as a
+// placeholder; the .pem for mTLS), model or image, hardware, scaling configuration, component
+// health, the autoscaler's current desired count, and the revision history with status and
+// failure reason.
+
+import { useState } from 'react';
+import { download } from '../api/client';
+import type { ActivityAnswer, Cluster, Deployment, Items } from '../api/types';
+import { usePoll } from '../hooks';
+import { CopyButton } from '../components/copy';
+import { Endpoint, endpointUrl } from '../components/deployment-bits';
+
+function snippets(d: Deployment): Array<{ title: string; text: string }> {
+  const url = endpointUrl(d);
+  const model = d.family === 'orchestrated' ? (d.served_model_name ?? d.model ?? 'MODEL') : 'MODEL';
+  if (d.protocol === 'grpc') {
+    return [
+      {
+        title: 'grpcurl (v2 inference protocol)',
+        text: `grpcurl -H "authorization: Bearer $ENDPOINT_TOKEN" ${d.endpoint_url.includes(':') ? d.endpoint_url : `${d.endpoint_url}:443`} inference.GRPCInferenceService/ServerReady`,
+      },
+    ];
+  }
+  return [
+    {
+      title: 'curl',
+      text: `curl ${url}/v1/chat/completions \\\n  -H "Authorization: Bearer $ENDPOINT_TOKEN" \\\n  -H "Content-Type: application/json" \\\n  -H "X-Session-Id: my-session" \\\n  -d '{"model": "${model}", "messages": [{"role": "user", "content": "Hello"}], "stream": true}'`,
+    },
+    {
+      title: 'OpenAI SDK (Python)',
+      text: `from openai import OpenAI\n\nclient = OpenAI(base_url="${url}/v1", api_key=ENDPOINT_TOKEN)\nstream = client.chat.completions.create(\n    model="${model}",\n    messages=[{"role": "user", "content": "Hello"}],\n    stream=True,\n)\nfor chunk in stream:\n    print(chunk.choices[0].delta.content or "", end="")`,
+    },
+  ];
+}
+
+export function OverviewTab({ d }: { d: Deployment }) {
+  const clusters = usePoll<Items<Cluster>>('/clusters', 0);
+  const activity = usePoll<ActivityAnswer>(`/deployments/${d.family}/${d.id}/activity`, 5000);
+  const [pemError, setPemError] = useState<string | null>(null);
+  const cluster = clusters.data?.items.find((c) => c.id === d.cluster_id);
+  const hw = (id: number | null | undefined) => cluster?.hardware.find((h) => h.id === id);
+  const hardwareText = (id: number | null | undefined) => {
+    const h = hw(id);
+    return h ? `${h.name} (${h.gpus_per_instance} GPU${h.gpus_per_instance === 1 ? '' : 's'} per instance)` : `hardware ${id ?? '—'}`;
+  };
+  const last = activity.data?.points.at(-1);
+  const disaggregated = d.family === 'orchestrated' && d.serving_mode === 'disaggregated';
+
+  return (
+    <div>
+      <div className="panel">
+        <dl className="facts">
+          <dt>Endpoint</dt>
+          <dd>
+            <Endpoint d={d} />
+          </dd>
+          <dt>Protocol</dt>
+          <dd>{d.protocol === 'grpc' ? 'gRPC' : 'HTTP'}</dd>
+          {d.family === 'general' ? (
+            <>
+              <dt>Image</dt>
+              <dd>
+                <code>
+                  {d.image}:{d.tag}
+                </code>
+                {d.preset ? <span className="subtle"> (preset {d.preset})</span> : null}
+              </dd>
+              <dt>Command</dt>
+              <dd>{d.command && d.command.length > 0 ? <code>{d.command.join(' ')}</code> : <span className="subtle">the image's entrypoint</span>}</dd>
+            </>
+          ) : (
+            <>
+              <dt>Model</dt>
+              <dd>
+                <code>{d.model}</code>
+                {d.served_model_name ? <span className="subtle"> served as {d.served_model_name}</span> : null}
+              </dd>
+              <dt>Serving mode</dt>
+              <dd>{d.serving_mode}</dd>
+            </>
+          )}
+          <dt>Cluster</dt>
+          <dd>{cluster ? cluster.name : d.cluster_id}</dd>
+          {disaggregated && d.worker_pools ? (
+            <>
+              <dt>Prefill pool</dt>
+              <dd>
+                {d.worker_pools.prefill.replicas} × {hardwareText(d.worker_pools.prefill.hardware_instance_id)}
+              </dd>
+              <dt>Decode pool</dt>
+              <dd>
+                {d.worker_pools.decode.replicas} × {hardwareText(d.worker_pools.decode.hardware_instance_id)}
+              </dd>
+            </>
+          ) : (
+            <>
+              <dt>Hardware</dt>
+              <dd>{hardwareText(d.hardware_instance_id)}{d.family === 'orchestrated' ? ', per Worker replica' : ''}</dd>
+              <dt>Scaling</dt>
+              <dd>
+                {d.min_replicas === d.max_replicas ? `fixed at ${d.min_replicas}` : `${d.min_replicas} to ${d.max_replicas} replicas`}
+                {', target concurrency '}
+                {(d.family === 'general' ? d.max_concurrency : d.concurrency) ?? 'none'}
+                {`, cooldown ${d.cooldown_period} s`}
+              </dd>
+              <dt>Autoscaler</dt>
+              <dd data-testid="autoscaler-desired">
+                {last && last.desired !== null
+                  ? `wants ${last.desired} replica${last.desired === 1 ? '' : 's'}; ${last.ready} ready; ${last.in_flight} in flight`
+                  : activity.error
+                    ? activity.error.message
+                    : 'no decision yet'}
+              </dd>
+            </>
+          )}
+          <dt>Protection</dt>
+          <dd>
+            {d.endpoint_token_id !== null ? `Bearer token (vault token ${d.endpoint_token_id})` : null}
+            {d.endpoint_token_id !== null && d.client_certificate_id !== null ? ' and ' : null}
+            {d.client_certificate_id !== null ? (
+              <>
+                client certificate {d.client_certificate_id}{' '}
+                <button
+                  type="button"
+                  className="button small"
+                  onClick={() => {
+                    setPemError(null);
+                    download(`/certificates/${d.client_certificate_id}/pem`, `${d.name}-client.pem`).catch((e: Error) => setPemError(e.message));
+                  }}
+                >
+                  Download .pem
+                </button>
+              </>
+            ) : null}
+            {pemError && <span className="field-error"> {pemError}</span>}
+          </dd>
+          <dt>Logging</dt>
+          <dd>{d.enable_logging ? 'on' : 'off (this revision has no console logs)'}</dd>
+        </dl>
+      </div>
+
+      <h2>Component health</h2>
+      <table aria-label="Component health">
+        <thead>
+          <tr>
+            <th scope="col">Component</th>
+            <th scope="col" className="num">Ready</th>
+            <th scope="col" className="num">Desired</th>
+          </tr>
+        </thead>
+        <tbody>
+          {Object.entries(d.components).map(([name, c]) => (
+            <tr key={name}>
+              <td>{name}</td>
+              <td className="num">{c.ready}</td>
+              <td className="num">{c.desired}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+
+      <h2>Call it</h2>
+      <p className="subtle">
+        Replace <code>$ENDPOINT_TOKEN</code> with the endpoint's bearer token{d.client_certificate_id !== null ? ', or use the client certificate (curl --cert client.pem)' : ''}. The gateway's CA is <code>certs/ca.crt</code> unless the operator installed a public certificate.
+      </p>
+      {snippets(d).map((s) => (
+        <div key={s.title}>
+          <h3>
+            {s.title} <CopyButton value={s.text} label="Copy snippet" />
+          </h3>
+          <pre>{s.text}</pre>
+        </div>
+      ))}
+
+      <h2>Revision history</h2>
+      <table aria-label="Revision history">
+        <thead>
+          <tr>
+            <th scope="col">Revision</th>
+            <th scope="col">Status</th>
+            <th scope="col">Reason</th>
+            <th scope="col">Created</th>
+            <th scope="col">Failure</th>
+          </tr>
+        </thead>
+        <tbody>
+          {[...d.revisions].reverse().map((r) => (
+            <tr key={r.revision} data-revision={r.revision}>
+              <td>
+                {r.revision}
+                {r.revision === d.serving_revision ? <span className="subtle"> (serving)</span> : null}
+              </td>
+              <td>{r.status}</td>
+              <td>
+                {r.reason}
+                {r.source_revision !== null ? ` of ${r.source_revision}` : ''}
+              </td>
+              <td>{new Date(r.created_at).toLocaleString()}</td>
+              <td>{r.failure_reason ?? ''}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
