@@ -330,3 +330,18 @@ describe('catalog', () => {
     expect(oneX.instances_free).toBeLessThan(16);
   });
 });
+
+describe('quota', () => {
+  it('reports the account GPU quota and what each deployment reserves of it', async () => {
+    const before = await api.call('GET', '/quota');
+    expect(before.status).toBe(200);
+    const d = await api.call('POST', '/deployments/general', { ...generalBody('quota-view', 'quota-view-token-0123'), hardware_instance_id: 1, min_replicas: 1, max_replicas: 2, max_concurrency: 4 });
+    expect(d.status).toBe(201);
+    const after = await api.call('GET', '/quota');
+    expect(after.body.gpu_quota).toBe(before.body.gpu_quota);
+    // 2 replicas × 1 GPU per sim-gpu-1x instance.
+    expect(after.body.gpus_reserved - before.body.gpus_reserved).toBe(2);
+    expect(after.body.gpus_free).toBe(after.body.gpu_quota - after.body.gpus_reserved);
+    expect(after.body.deployments).toContainEqual({ id: d.body.id, name: 'quota-view', family: 'general', gpus: 2 });
+  });
+});

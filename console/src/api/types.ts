@@ -207,3 +207,10 @@ export interface ActivityAnswer {
 export interface Items<T> {
   items: T[];
 }
+
+export interface Quota {
+  gpu_quota: number;
+  gpus_reserved: number;
+  gpus_free: number;
+  deployments: Array<{ id: number; name: string; family: Family; gpus: number }>;
+}

@@ -1,30 +1,46 @@
-// Owns the Clusters page: the clusters, whether the orchestration operator runs there, and
-// each hardware type with free instances; the account's GPU quota in use across deployments.
+// Owns the Clusters page: the account's GPU quota and what each deployment reserves of it,
+// the clusters, whether the orchestration operator runs there, and each hardware type with
+// its free instances.
 
-import type { Cluster, Deployment, Items } from '../api/types';
+import type { Cluster, Items, Quota } from '../api/types';
 import { usePoll } from '../hooks';
-import { useDeploymentNames } from './vault';
-
-/** GPUs a deployment may hold at most, as the API counts quota (max replicas × GPUs per instance, or both pools). */
-function gpuFootprint(d: Deployment, clusters: Cluster[]): number {
-  const hw = (id: number | null | undefined) => clusters.find((c) => c.id === d.cluster_id)?.hardware.find((h) => h.id === id)?.gpus_per_instance ?? 0;
-  if (d.family === 'orchestrated' && d.serving_mode === 'disaggregated' && d.worker_pools) {
-    return d.worker_pools.prefill.replicas * hw(d.worker_pools.prefill.hardware_instance_id) + d.worker_pools.decode.replicas * hw(d.worker_pools.decode.hardware_instance_id);
-  }
-  return (d.max_replicas ?? 0) * hw(d.hardware_instance_id);
-}
 
 export function ClustersPage() {
   const clusters = usePoll<Items<Cluster>>('/clusters', 10_000);
-  const byId = useDeploymentNames();
+  const quota = usePoll<Quota>('/quota', 10_000);
   const list = clusters.data?.items ?? [];
-  const inUse = [...byId.values()].filter((d) => d.status !== 'deleting').reduce((n, d) => n + gpuFootprint(d, list), 0);
+  const q = quota.data;
   return (
     <section>
       <h1>Clusters</h1>
-      <p data-testid="gpu-quota">
-        GPU quota in use: <strong>{inUse}</strong> GPUs reserved by deployments (max replicas × GPUs per instance; the server's limit is set with <code>--gpu-quota</code>).
-      </p>
+      {q && (
+        <div className="panel">
+          <h2>GPU quota</h2>
+          <p data-testid="gpu-quota">
+            <strong>{q.gpus_reserved}</strong> of <strong>{q.gpu_quota}</strong> GPUs in use, {q.gpus_free} free. A deployment reserves max replicas × GPUs per instance (both pools when disaggregated), paused or not.
+          </p>
+          {q.deployments.length > 0 && (
+            <table aria-label="GPU quota by deployment">
+              <thead>
+                <tr>
+                  <th scope="col">Deployment</th>
+                  <th scope="col" className="num">GPUs reserved</th>
+                </tr>
+              </thead>
+              <tbody>
+                {q.deployments.map((d) => (
+                  <tr key={d.id}>
+                    <td>
+                      <a href={`#/deployments/${d.family}/${d.id}`}>{d.name}</a>
+                    </td>
+                    <td className="num">{d.gpus}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </div>
+      )}
       {clusters.error && (
         <div className="form-error" role="alert">
           {clusters.error.message}

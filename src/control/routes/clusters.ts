@@ -1,9 +1,10 @@
 // Owns the catalog routes: clusters, their hardware profiles and how many instances of
-// each are still free for new deployments.
+// each are still free for new deployments, and the account's GPU quota with what each
+// deployment reserves of it (the figures the quota check at create, update and clone uses).
 
 import { Type } from 'typebox';
 import { notFound } from '../../core/errors.js';
-import { clusterUsage } from '../../domain/quota.js';
+import { clusterUsage, footprint } from '../../domain/quota.js';
 import { findCluster, type Cluster } from '../../domain/catalog.js';
 import type { ControlApp, ControlContext } from '../app.js';
 import { ClusterResponse, ErrorResponse, HardwareResponse, IdParams } from '../schemas.js';
@@ -45,4 +46,18 @@ export function registerClusterRoutes(app: ControlApp, ctx: ControlContext): voi
     { schema: { tags, params: IdParams, response: { 200: Type.Object({ items: Type.Array(HardwareResponse) }), 404: ErrorResponse } } },
     async (request) => ({ items: (await describe(clusterOr404(request.params.id))).hardware }),
   );
+
+  app.get('/quota', { schema: { tags, response: { 200: QuotaResponse } } }, async () => {
+    const deployments = (await ctx.deps.store.list('deployment')).map((d) => d.value);
+    const held = deployments.map((d) => ({ id: d.id, name: d.name, family: d.spec.family, gpus: footprint(d, catalog).gpus }));
+    const reserved = held.reduce((n, d) => n + d.gpus, 0);
+    return { gpu_quota: ctx.deps.gpuQuota, gpus_reserved: reserved, gpus_free: Math.max(0, ctx.deps.gpuQuota - reserved), deployments: held };
+  });
 }
+
+const QuotaResponse = Type.Object({
+  gpu_quota: Type.Integer({ description: 'the account GPU quota (--gpu-quota)' }),
+  gpus_reserved: Type.Integer({ description: 'GPUs every live deployment holds: max_replicas × GPUs per instance, or both pools' }),
+  gpus_free: Type.Integer(),
+  deployments: Type.Array(Type.Object({ id: Type.Integer(), name: Type.String(), family: Type.String(), gpus: Type.Integer() })),
+});
