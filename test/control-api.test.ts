@@ -343,5 +343,29 @@ describe('quota', () => {
     expect(after.body.gpus_reserved - before.body.gpus_reserved).toBe(2);
     expect(after.body.gpus_free).toBe(after.body.gpu_quota - after.body.gpus_reserved);
     expect(after.body.deployments).toContainEqual({ id: d.body.id, name: 'quota-view', family: 'general', gpus: 2 });
+    expect((await api.call('DELETE', `/deployments/general/${d.body.id}`)).status).toBe(202);
+  });
+});
+
+describe('binding a vault token by id', () => {
+  it('creates and edits a deployment with endpoint_token_id, the value never sent again', async () => {
+    const a = await api.call('POST', '/vault/tokens', { name: 'by-id-a' });
+    const b = await api.call('POST', '/vault/tokens', { name: 'by-id-b' });
+    const body = generalBody('bound-by-id', 'unused-token-value-0');
+    delete body.endpoint_bearer_token;
+    const d = await api.call('POST', '/deployments/general', { ...body, endpoint_token_id: a.body.id });
+    expect(d.status).toBe(201);
+    expect(d.body.endpoint_token_id).toBe(a.body.id);
+    expect((await api.call('GET', `/vault/tokens/${a.body.id}`)).body.deployments).toEqual([d.body.id]);
+
+    const moved = await api.call('PATCH', `/deployments/general/${d.body.id}`, { endpoint_token_id: b.body.id });
+    expect(moved.status).toBe(200);
+    expect(moved.body.endpoint_token_id).toBe(b.body.id);
+    expect(moved.body.revision).toBe(1);
+    expect((await api.call('GET', `/vault/tokens/${a.body.id}`)).body.deployments).toEqual([]);
+
+    const unknown = await api.call('PATCH', `/deployments/general/${d.body.id}`, { endpoint_token_id: 999_999 });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.field).toBe('endpoint_token_id');
   });
 });

@@ -205,6 +205,7 @@ export class DeploymentService {
       catalog,
       hashToken: sha256Hex,
       liveTokenHashes: new Set(tokens.map((t) => t.value.hash)),
+      tokenIds: new Set(tokens.map((t) => t.value.id)),
       platformKeyHashes: new Set(accounts.map((a) => a.value.key_hash)),
       certificateIds: new Set(certificates.filter((c) => c.value.revoked_at === null).map((c) => c.value.id)),
       takenNames: new Set(others.map((d) => d.name)),

@@ -47,6 +47,7 @@ const limitFields = {
 
 const authFields = {
   endpoint_bearer_token: Nullable(Type.String({ description: 'Bearer token protecting the endpoint (shown never again)' })),
+  endpoint_token_id: Nullable(Type.Integer({ description: 'Bind an existing vault token by its id instead of its value' })),
   private_endpoint: Nullable(Type.Boolean({ description: 'Issue a client certificate bound to this deployment (mTLS)' })),
   client_certificate_id: Nullable(Type.Integer({ description: 'Bind an existing client certificate' })),
 };

@@ -27,12 +27,14 @@ const VAULT_TOKEN = 'vault-token-abcdef12';
 /** A service-account key: a platform credential, never an endpoint's. */
 const PLATFORM_KEY = 'igk_platform-key-0123456789';
 const CERT = 7;
+const VAULT_TOKEN_ID = 3;
 
 const ctx: ValidationContext = {
   catalog: DEFAULT_CATALOG,
   hashToken: sha256,
   liveTokenHashes: new Set([sha256(VAULT_TOKEN)]),
   platformKeyHashes: new Set([sha256(PLATFORM_KEY)]),
+  tokenIds: new Set([VAULT_TOKEN_ID]),
   certificateIds: new Set([CERT]),
   takenNames: new Set(['taken-name']),
   images: DEFAULT_IMAGE_MAP,
@@ -170,7 +172,7 @@ const CASES: Case[] = [
   ...shared('cooldown_period lower bound', { cooldown_period: -1 }, 'cooldown_period', 'between 0 and 3600 seconds'),
 
   // endpoint auth
-  ...shared('an endpoint must be protected', (b) => without(b, 'endpoint_bearer_token'), 'endpoint_bearer_token', 'public endpoints are not supported: give endpoint_bearer_token, set private_endpoint: true (a client certificate is issued), or give client_certificate_id'),
+  ...shared('an endpoint must be protected', (b) => without(b, 'endpoint_bearer_token'), 'endpoint_bearer_token', 'public endpoints are not supported: give endpoint_bearer_token (or endpoint_token_id), set private_endpoint: true (a client certificate is issued), or give client_certificate_id'),
   ...shared('private_endpoint false is no protection', (b) => ({ ...without(b, 'endpoint_bearer_token'), private_endpoint: false }), 'endpoint_bearer_token', 'every endpoint must be protected'),
   ...shared('token length', { endpoint_bearer_token: 'short' }, 'endpoint_bearer_token', 'must be 8 to 512 characters long'),
   ...shared('token length (long)', { endpoint_bearer_token: 'x'.repeat(513) }, 'endpoint_bearer_token', 'must be 8 to 512 characters long'),
@@ -190,6 +192,8 @@ const CASES: Case[] = [
   { rule: 'a service-account key as model_hub_token', family: 'orchestrated', body: aggregated({ model_hub_token: PLATFORM_KEY }), field: 'model_hub_token', message: 'cannot be used as model_hub_token' },
   { rule: 'a vault token in extra_args', family: 'orchestrated', body: aggregated({ extra_args: ['--token', VAULT_TOKEN] }), field: 'extra_args.1', message: 'holds an endpoint bearer token' },
   ...shared('certificate exists', { client_certificate_id: 99 }, 'client_certificate_id', 'client certificate 99 does not exist or is revoked'),
+  ...shared('vault token exists', (b) => ({ ...without(b, 'endpoint_bearer_token'), endpoint_token_id: 99 }), 'endpoint_token_id', 'vault token 99 does not exist'),
+  ...shared('a token by value or by id, not both', { endpoint_token_id: VAULT_TOKEN_ID }, 'endpoint_token_id', 'not both'),
 
   // env
   ...shared('env name', { env: { '1X': 'v' } }, 'env.1X', 'names use letters, digits and underscores and begin with a letter or underscore'),
@@ -322,6 +326,11 @@ describe('validateCreate: valid requests and defaults', () => {
     expect(d.scaling).toEqual({ min_replicas: 1, max_replicas: 1, target_concurrency: null, cooldown_period: 300, pools: null });
     expect(d.auth).toEqual({ token_value: TOKEN, token_id: null, client_certificate_id: null, private_endpoint: false });
     expect(d.plainSecrets).toEqual({});
+  });
+
+  it('binds a vault token by id (endpoint_token_id) instead of by value', () => {
+    const d = ok(validateCreate('general', { ...without(general(), 'endpoint_bearer_token'), endpoint_token_id: VAULT_TOKEN_ID }, ctx));
+    expect(d.auth).toEqual({ token_value: null, token_id: VAULT_TOKEN_ID, client_certificate_id: null, private_endpoint: false });
   });
 
   it('fills the defaults of an orchestrated deployment (aggregated when serving_mode is omitted)', () => {

@@ -50,13 +50,29 @@ function checkCertificate(req: Req, ctx: ValidationContext, opts: Options): numb
   return id;
 }
 
+/**
+ * A vault token bound by id: how a client that did not keep the value (the console, a script
+ * choosing from GET /vault/tokens) reuses one; the value never has to leave the vault again.
+ */
+function checkTokenId(req: Req, ctx: ValidationContext): number | undefined {
+  const id = req.int('endpoint_token_id');
+  if (id === undefined) return undefined;
+  if (req.given('endpoint_bearer_token')) {
+    req.add('endpoint_token_id', 'give endpoint_bearer_token (a value) or endpoint_token_id (a vault token), not both');
+  } else if (!ctx.tokenIds.has(id)) {
+    req.add('endpoint_token_id', `vault token ${id} does not exist; GET /vault/tokens lists them, or give endpoint_bearer_token`);
+  }
+  return id;
+}
+
 export function checkAuth(req: Req, ctx: ValidationContext, opts: Options): DeploymentDraft['auth'] {
   const tokenValue = checkToken(req, ctx);
-  // A token given by value replaces the binding; null clears it; absent keeps the inherited one.
-  const tokenId = req.has('endpoint_bearer_token') ? null : (opts.inherited?.token_id ?? null);
+  const boundId = checkTokenId(req, ctx);
+  // A token given by value or by id replaces the binding; null clears it; absent keeps the inherited one.
+  const tokenId = boundId ?? (req.has('endpoint_bearer_token') || req.has('endpoint_token_id') ? null : (opts.inherited?.token_id ?? null));
   const certificate = checkCertificate(req, ctx, opts);
   const privateEndpoint = req.bool('private_endpoint') ?? false;
-  const anyGiven = req.given('endpoint_bearer_token') || req.given('client_certificate_id');
+  const anyGiven = req.given('endpoint_bearer_token') || req.given('endpoint_token_id') || req.given('client_certificate_id');
   if (!anyGiven && tokenId === null && !privateEndpoint) {
     if (opts.releasedCertificate !== null) {
       req.add(
@@ -68,7 +84,7 @@ export function checkAuth(req: Req, ctx: ValidationContext, opts: Options): Depl
     } else {
       req.add(
         'endpoint_bearer_token',
-        'every endpoint must be protected; public endpoints are not supported: give endpoint_bearer_token, ' +
+        'every endpoint must be protected; public endpoints are not supported: give endpoint_bearer_token (or endpoint_token_id), ' +
           'set private_endpoint: true (a client certificate is issued), or give client_certificate_id',
       );
     }

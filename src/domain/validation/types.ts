@@ -18,6 +18,8 @@ export interface ValidationContext {
    * never protect an endpoint nor reach a replica's environment.
    */
   platformKeyHashes: ReadonlySet<string>;
+  /** Ids of the vault's endpoint tokens (bound by id with endpoint_token_id). */
+  tokenIds: ReadonlySet<number>;
   /** Existing, unrevoked client certificates. */
   certificateIds: ReadonlySet<number>;
   /** Names of the other live deployments (both families). */
