@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { freePort, onCleanup, start, type Started } from './processes.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const ADMIN = 'bench-admin-key-0123456789abcdef';
+export const BENCH_ADMIN_KEY = 'bench-admin-key-0123456789abcdef';
+const ADMIN = BENCH_ADMIN_KEY;
 
 export interface BenchService {
   proc: Started;
