@@ -191,8 +191,11 @@ export function RuntimeFields({ values, set, problems }: { values: GeneralValues
         <TextInput label="Metrics path" field="metrics_path" problems={problems} value={values.metrics_path} onChange={(metrics_path) => set({ metrics_path })} placeholder="/metrics" />
       </div>
       <KeyValueEditor label="Environment variables" field="env" pairs={values.env} onChange={(env) => set({ env })} problems={problems} hint="Names use letters, digits and underscores and begin with a letter or underscore. Never put endpoint credentials here." />
-      <fieldset className="field" data-field="config_file">
-        <legend>Config file</legend>
+      {/* Not a .field itself: the three parts inside are, each with its own problem. */}
+      <fieldset data-field="config_file">
+        <legend>
+          <strong>Config file</strong>
+        </legend>
         <div className="hint">Optional: one file mounted into the container. Filename and mount path are required once any part is given.</div>
         <div className="grid2">
           <TextInput label="Filename" field="config_file.filename" problems={problems} value={file.filename} onChange={(filename) => setFile({ filename })} hint="A plain file name, no '/'." />

@@ -20,7 +20,7 @@ import { ModelFields, WorkerFields } from './orchestrated-fields';
 import { checkGeneral, checkOrchestrated, type GeneralBody, type OrchestratedBody } from './rules';
 import { ScalingFields } from './scaling-fields';
 import { classifyPatch, diffBodies, savedMessage, type Body, type PatchPlan } from './spec-diff';
-import { useProblems } from './use-problems';
+import { keepFocusOnPress, useProblems } from './use-problems';
 import {
   authPlan,
   generalBody,
@@ -139,7 +139,11 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
       setConfirming(null);
       fill(after);
       fp.clearRefusal();
-      if (created) setNewToken(created);
+      if (created) {
+        setNewToken(created);
+        // The bound token is named in "Keep the current token": the list must know the new one.
+        vault.reload();
+      }
       setSaved(savedMessage(d, after, confirming));
       onChanged();
     } catch (err) {
@@ -223,7 +227,7 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
         {statement}
       </p>
       <div className="form-actions">
-        <button type="submit" className="button primary" disabled={patchPlan.effect === 'none' || busy}>
+        <button type="submit" className="button primary" disabled={patchPlan.effect === 'none' || busy} onMouseDown={keepFocusOnPress}>
           Save
         </button>
         <button type="button" className="button" disabled={!dirty} onClick={() => { fill(d); fp.clearRefusal(); setSaved(null); }}>

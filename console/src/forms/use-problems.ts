@@ -5,7 +5,7 @@
 // (403, 422 without a field), go to the form-level error. Nothing here touches the values:
 // a refusal never clears what was typed.
 
-import { useCallback, useEffect, useMemo, useState, type FocusEvent } from 'react';
+import { useCallback, useEffect, useMemo, useState, type FocusEvent, type MouseEvent } from 'react';
 import { ApiError } from '../api/client';
 import { toProblems, type Problems } from '../components/form';
 import { sameValue, type Body } from './spec-diff';
@@ -15,6 +15,13 @@ export const topField = (field: string): string => field.split(/[.[]/)[0] ?? fie
 
 /** `a` and `b` are the same field or one holds the other. */
 const related = (a: string, b: string): boolean => a === b || a.startsWith(`${b}.`) || b.startsWith(`${a}.`);
+
+/**
+ * For the submit button's onMouseDown: the field being left keeps focus until the click.
+ * Otherwise its blur shows its problem first, the button moves down by that line before the
+ * mouse comes up, and the click is lost. Keyboard activation is unaffected.
+ */
+export const keepFocusOnPress = (e: MouseEvent<HTMLElement>): void => e.preventDefault();
 
 interface Refusal {
   problems: Problems;

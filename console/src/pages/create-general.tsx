@@ -16,7 +16,7 @@ import { TextInput } from '../forms/inputs';
 import { checkGeneral, type GeneralBody } from '../forms/rules';
 import { ScalingFields } from '../forms/scaling-fields';
 import { showSecretBanner } from '../forms/secret-banner';
-import { useProblems } from '../forms/use-problems';
+import { keepFocusOnPress, useProblems } from '../forms/use-problems';
 import { authPlan, emptyAuth, emptyGeneral, generalBody, type AuthValues, type GeneralValues } from '../forms/values';
 
 /** Fields with a control on this page; a refusal naming any other goes to the form-level error. */
@@ -130,7 +130,7 @@ export function CreateGeneralPage() {
         </div>
         <FormError message={fp.formError} />
         <div className="form-actions">
-          <button type="submit" className="button primary" disabled={busy} aria-busy={busy}>
+          <button type="submit" className="button primary" disabled={busy} aria-busy={busy} onMouseDown={keepFocusOnPress}>
             Create
           </button>
           <a className="button" href="#/deployments">

@@ -17,7 +17,7 @@ import { ModelFields, WorkerFields } from '../forms/orchestrated-fields';
 import { checkOrchestrated, type OrchestratedBody } from '../forms/rules';
 import { ScalingFields } from '../forms/scaling-fields';
 import { showSecretBanner } from '../forms/secret-banner';
-import { useProblems } from '../forms/use-problems';
+import { keepFocusOnPress, useProblems } from '../forms/use-problems';
 import { authPlan, emptyAuth, emptyOrchestrated, orchestratedBody, type AuthValues, type OrchestratedValues } from '../forms/values';
 
 const PLACED = [
@@ -126,7 +126,7 @@ export function CreateOrchestratedPage() {
         </div>
         <FormError message={fp.formError} />
         <div className="form-actions">
-          <button type="submit" className="button primary" disabled={busy} aria-busy={busy}>
+          <button type="submit" className="button primary" disabled={busy} aria-busy={busy} onMouseDown={keepFocusOnPress}>
             Create
           </button>
           <a className="button" href="#/deployments">
