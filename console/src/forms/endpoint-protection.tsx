@@ -64,7 +64,7 @@ export function EndpointProtection({
   const hasToken = current?.endpoint_token_id != null;
   const options: Option[] = [
     ...(hasToken ? [{ value: 'keep', label: `Keep the current token${bound ? ` (${bound.name}, ${bound.hint})` : ''}` }] : []),
-    { value: 'new', label: 'Create a new token (shown once)' },
+    { value: 'new', label: 'Create a new token' },
     { value: 'paste', label: 'Paste a token' },
     { value: 'none', label: hasToken ? 'Remove the token (client certificate only)' : 'None (client certificate only)' },
   ];
