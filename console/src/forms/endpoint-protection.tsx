@@ -1,0 +1,108 @@
+// Owns the endpoint protection controls: "Endpoint token" (create a new vault token, paste a
+// value, an existing vault token by its value, keep the bound one, or none) and "Make it a
+// private endpoint?" (a client certificate for mTLS). The control API binds an endpoint token
+// by its value only (endpoint_bearer_token; there is no field naming a vault token by id) and
+// the vault never shows a value after creation, so an existing vault token is bound by pasting
+// its value: the API recognises a value already in the vault and binds that entry.
+
+import { useState } from 'react';
+import { api } from '../api/client';
+import type { Deployment, VaultToken } from '../api/types';
+import { CheckField, type Problems } from '../components/form';
+import { SecretOnce } from '../components/copy';
+import { Select, TextInput, type Option } from './inputs';
+import type { AuthValues, CreatedToken, TokenChoice } from './values';
+
+/** Creates a vault token on the spot; its value is in this answer only. */
+export async function createVaultToken(name: string): Promise<CreatedToken> {
+  const t = await api.post<VaultToken>('/vault/tokens', { name });
+  return { id: t.id, name: t.name, value: t.token ?? '' };
+}
+
+/** The vault token name the console gives a token it creates for an endpoint (the API's own convention). */
+export const tokenNameFor = (endpoint: string): string => `${endpoint.trim() || 'console'}-endpoint`;
+
+function choiceHint(choice: TokenChoice, endpointName: string, vault: readonly VaultToken[], created: CreatedToken | null, verb: string): string {
+  if (choice === 'new') {
+    return created
+      ? `Uses the vault token "${created.name}" created above.`
+      : `A vault token named "${tokenNameFor(endpointName)}" is created when you press ${verb}; its value is shown once.`;
+  }
+  if (choice === 'paste') {
+    return 'A token of 8 to 512 characters (letters, digits and - . _ ~ + /). A value already in the vault binds that vault token; a new value is added to the vault.';
+  }
+  if (choice === 'none') return 'Only clients holding the client certificate can call the endpoint: check "Make it a private endpoint?".';
+  if (choice === 'keep') return 'The endpoint keeps accepting the token it has now.';
+  const token = vault.find((t) => `vault:${t.id}` === choice);
+  return `The vault shows a value only when a token is created, and the API binds tokens by value: paste the value of "${token?.name ?? 'this token'}" (it ends in ${token?.hint.replace(/^…/, '') ?? '…'}).`;
+}
+
+export function EndpointProtection({
+  legend,
+  auth,
+  onChange,
+  vault,
+  current,
+  endpointName,
+  problems,
+  submitVerb,
+}: {
+  legend: string;
+  auth: AuthValues;
+  onChange: (patch: Partial<AuthValues>) => void;
+  vault: readonly VaultToken[] | null;
+  /** Settings: the deployment as it stands (its bound token and certificate). */
+  current: Deployment | null;
+  endpointName: string;
+  problems: Problems;
+  /** The button that sends the form ("Create", "Save"), named in the hints. */
+  submitVerb: string;
+}) {
+  const [createdSeen, setCreatedSeen] = useState(false);
+  const tokens = vault ?? [];
+  const bound = current?.endpoint_token_id != null ? tokens.find((t) => t.id === current.endpoint_token_id) : undefined;
+  const hasToken = current?.endpoint_token_id != null;
+  const options: Option[] = [
+    ...(hasToken ? [{ value: 'keep', label: `Keep the current token${bound ? ` (${bound.name}, ${bound.hint})` : ''}` }] : []),
+    { value: 'new', label: 'Create a new token' },
+    { value: 'paste', label: 'Paste a token' },
+    { value: 'none', label: hasToken ? 'Remove the token (client certificate only)' : 'None (client certificate only)' },
+  ];
+  const vaultOptions = tokens.map((t) => ({ value: `vault:${t.id}`, label: `${t.name} (${t.hint}): paste its value` }));
+  const pasting = auth.choice === 'paste' || auth.choice.startsWith('vault:');
+  // One message for endpoint_bearer_token, shown under the control it is about.
+  const selectProblems = pasting ? {} : problems;
+  const certificate = current?.client_certificate_id ?? null;
+  return (
+    <fieldset className="panel">
+      <legend>{legend}</legend>
+      <p className="subtle">Public endpoints are not supported: choose an endpoint token, make it a private endpoint, or both (either is then enough).</p>
+      <Select
+        label="Endpoint token"
+        field="endpoint_bearer_token"
+        problems={selectProblems}
+        value={auth.choice}
+        onChange={(v) => onChange({ choice: v as TokenChoice, value: '' })}
+        options={options}
+        groups={[{ label: 'Existing vault tokens', options: vaultOptions }]}
+        hint={choiceHint(auth.choice, endpointName, tokens, auth.created, submitVerb)}
+      />
+      {pasting && <TextInput label="Token value" field="endpoint_bearer_token" kind="password" problems={problems} value={auth.value} onChange={(value) => onChange({ value })} />}
+      {auth.created && !createdSeen && (
+        <SecretOnce title={`Endpoint token "${auth.created.name}"`} value={auth.created.value} onDismiss={() => setCreatedSeen(true)} />
+      )}
+      <CheckField
+        label="Make it a private endpoint?"
+        field="private_endpoint"
+        checked={auth.private_endpoint}
+        onChange={(private_endpoint) => onChange({ private_endpoint })}
+        problems={problems}
+        hint={
+          current && certificate !== null
+            ? `Client certificate ${certificate} is bound (Certificates page). Unchecking unbinds it: only the endpoint token will then work.`
+            : `Generates a client certificate for mTLS (named "${endpointName.trim() || '<name>'}-client"); download its .pem from the Certificates page.`
+        }
+      />
+    </fieldset>
+  );
+}

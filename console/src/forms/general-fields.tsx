@@ -1,0 +1,214 @@
+// Owns the general-inference spec controls, shared by the create form and Settings: the preset
+// picker (fills the container fields, never the command), the container (image, tag, port,
+// protocol, health check, registry credentials, command) and the runtime options (logging,
+// model caching, session affinity, metrics target, environment, config file, annotations).
+
+import type { Preset } from '../api/types';
+import { CheckField, KeyValueEditor, type Problems } from '../components/form';
+import { Select, TextArea, TextInput } from './inputs';
+import { argsToLines } from './rules';
+import type { GeneralValues } from './values';
+
+/** What selecting a preset writes into the form: everything the recipe fills except the command. */
+export function presetPatch(p: Preset): Partial<GeneralValues> {
+  return {
+    preset: p.id,
+    image: p.image,
+    tag: p.tag,
+    container_port: String(p.container_port),
+    protocol: p.protocol === 'grpc' ? 'grpc' : 'http',
+    health_check_path: p.health_check_path,
+    registry_username: p.registry_username ?? '',
+  };
+}
+
+export function PresetPicker({
+  presets,
+  values,
+  set,
+  problems,
+}: {
+  presets: readonly Preset[] | null;
+  values: GeneralValues;
+  set: (patch: Partial<GeneralValues>) => void;
+  problems: Problems;
+}) {
+  const chosen = presets?.find((p) => p.id === values.preset);
+  return (
+    <>
+      <Select
+        label="Preset"
+        field="preset"
+        problems={problems}
+        value={values.preset}
+        disabled={presets === null}
+        onChange={(id) => {
+          const p = presets?.find((x) => x.id === id);
+          set(p ? presetPatch(p) : { preset: '' });
+        }}
+        options={[{ value: '', label: presets === null ? 'Loading presets…' : 'None: your own image' }, ...(presets ?? []).map((p) => ({ value: p.id, label: p.name }))]}
+        hint="Optional. A preset fills the image, tag, container port, protocol, health check path and registry username; you still choose the command."
+      />
+      {chosen && (
+        <div className="notice" aria-live="polite">
+          <p>{chosen.description}</p>
+          <p>
+            On this platform's local runtime: {chosen.local_runtime}. {chosen.needs_command ? 'This engine needs a command.' : 'No command is needed.'}
+          </p>
+          {chosen.example_command.length > 0 && (
+            <p>
+              Example command: <code>{chosen.example_command.join(' ')}</code>{' '}
+              <button type="button" className="button small" onClick={() => set({ command: argsToLines(chosen.example_command) })}>
+                Use example
+              </button>
+            </p>
+          )}
+        </div>
+      )}
+    </>
+  );
+}
+
+export function ContainerFields({
+  values,
+  set,
+  problems,
+  passwordStored,
+}: {
+  values: GeneralValues;
+  set: (patch: Partial<GeneralValues>) => void;
+  problems: Problems;
+  /** Settings: the deployment holds a registry password (never shown). */
+  passwordStored: boolean;
+}) {
+  return (
+    <>
+      <div className="grid2">
+        <TextInput
+          label="Image"
+          field="image"
+          problems={problems}
+          value={values.image}
+          onChange={(image) => set({ image })}
+          placeholder="infergate/reference-engine"
+          hint="Without a tag. infergate/reference-engine and the presets' images run on the local runtime's simulated GPU engine."
+        />
+        <TextInput label="Container Tag" field="tag" problems={problems} value={values.tag} onChange={(tag) => set({ tag })} hint="Default latest." />
+        <TextInput
+          label="Container Port"
+          field="container_port"
+          kind="number"
+          problems={problems}
+          value={values.container_port}
+          onChange={(container_port) => set({ container_port })}
+          hint="The port the container serves on (1 to 65535), e.g. 8000."
+        />
+        <Select
+          label="Protocol"
+          field="protocol"
+          problems={problems}
+          value={values.protocol}
+          onChange={(v) => set({ protocol: v === 'grpc' ? 'grpc' : 'http' })}
+          options={[
+            { value: 'http', label: 'HTTP' },
+            { value: 'grpc', label: 'gRPC' },
+          ]}
+        />
+        <TextInput
+          label="Health check path"
+          field="health_check_path"
+          problems={problems}
+          value={values.health_check_path}
+          onChange={(health_check_path) => set({ health_check_path })}
+          hint={values.protocol === 'grpc' ? 'Ignored for gRPC: readiness is a TCP connect to the port.' : 'Starts with /; a 2xx answer means ready. Ignored for gRPC (TCP probe).'}
+        />
+        <TextInput
+          label="Image Registry Username"
+          field="registry_username"
+          problems={problems}
+          value={values.registry_username}
+          onChange={(registry_username) => set({ registry_username })}
+          hint="Only for a private registry; set together with the password."
+        />
+        <TextInput
+          label="Image Registry Password"
+          field="registry_password"
+          kind="password"
+          problems={problems}
+          value={values.registry_password}
+          onChange={(registry_password) => set({ registry_password })}
+          hint={
+            passwordStored
+              ? 'A password is stored (never shown). Leave empty to keep it; type a new one to replace it; clear the username to remove both.'
+              : 'Only for a private registry; set together with the username. Stored sealed and never shown again.'
+          }
+        />
+      </div>
+      <TextArea
+        label="Add command"
+        field="command"
+        problems={problems}
+        value={values.command}
+        onChange={(command) => set({ command })}
+        hint="The entrypoint command and its arguments, one argument per line (no shell quoting: a line is one argument, spaces included). Empty: the image's default entrypoint."
+      />
+    </>
+  );
+}
+
+export function RuntimeFields({ values, set, problems }: { values: GeneralValues; set: (patch: Partial<GeneralValues>) => void; problems: Problems }) {
+  const file = values.config_file;
+  const setFile = (patch: Partial<GeneralValues['config_file']>) => set({ config_file: { ...file, ...patch } });
+  return (
+    <>
+      <CheckField label="Enable logging" field="enable_logging" checked={values.enable_logging} onChange={(enable_logging) => set({ enable_logging })} problems={problems} hint="When off, the revision has no console logs." />
+      <CheckField
+        label="Enable Model Caching"
+        field="enable_model_caching"
+        checked={values.enable_model_caching}
+        onChange={(enable_model_caching) => set({ enable_model_caching })}
+        problems={problems}
+        hint="Keeps downloaded model files between replica starts."
+      />
+      <CheckField
+        label="Session affinity"
+        field="session_affinity"
+        checked={values.session_affinity}
+        onChange={(session_affinity) => set({ session_affinity })}
+        problems={problems}
+        hint="Best-effort sticky routing: requests with the same X-Session-Id header go to the same replica while it is up."
+      />
+      <div className="grid2">
+        <TextInput
+          label="Metrics port"
+          field="metrics_port"
+          kind="number"
+          problems={problems}
+          value={values.metrics_port}
+          onChange={(metrics_port) => set({ metrics_port })}
+          hint="Set both or neither; defaults: the container port and /metrics."
+        />
+        <TextInput label="Metrics path" field="metrics_path" problems={problems} value={values.metrics_path} onChange={(metrics_path) => set({ metrics_path })} placeholder="/metrics" />
+      </div>
+      <KeyValueEditor label="Environment variables" field="env" pairs={values.env} onChange={(env) => set({ env })} problems={problems} hint="Names use letters, digits and underscores and begin with a letter or underscore. Never put endpoint credentials here." />
+      {/* Not a .field itself: the three parts inside are, each with its own problem. */}
+      <fieldset data-field="config_file">
+        <legend>
+          <strong>Config file</strong>
+        </legend>
+        <div className="hint">Optional: one file mounted into the container. Filename and mount path are required once any part is given.</div>
+        <div className="grid2">
+          <TextInput label="Filename" field="config_file.filename" problems={problems} value={file.filename} onChange={(filename) => setFile({ filename })} hint="A plain file name, no '/'." />
+          <TextInput label="Mount Path" field="config_file.mount_path" problems={problems} value={file.mount_path} onChange={(mount_path) => setFile({ mount_path })} hint="A directory, absolute (e.g. /etc/engine); the file appears inside it." />
+        </div>
+        <TextArea label="File Content" field="config_file.content" problems={problems} value={file.content} onChange={(content) => setFile({ content })} rows={5} />
+        {problems.config_file && (
+          <div className="field-error" role="alert">
+            {problems.config_file}
+          </div>
+        )}
+      </fieldset>
+      <KeyValueEditor label="Annotations" field="annotations" pairs={values.annotations} onChange={(annotations) => set({ annotations })} problems={problems} keyLabel="Key" />
+    </>
+  );
+}

@@ -1,0 +1,62 @@
+// Owns the autoscaling controls of both families: replica bounds, the per-replica concurrency
+// target the autoscaler scales on, and the cooldown. The families differ in two places the API
+// also differs: general may scale to zero and calls the target max_concurrency; orchestrated
+// keeps at least one Worker and calls it concurrency.
+
+import type { Problems } from '../components/form';
+import { TextInput } from './inputs';
+import type { ScalingValues } from './values';
+
+export function ScalingFields({
+  family,
+  values,
+  onChange,
+  problems,
+}: {
+  family: 'general' | 'orchestrated';
+  values: ScalingValues;
+  onChange: (patch: Partial<ScalingValues>) => void;
+  problems: Problems;
+}) {
+  const general = family === 'general';
+  return (
+    <div className="grid2">
+      <TextInput
+        label="Min Replicas"
+        field="min_replicas"
+        kind="number"
+        problems={problems}
+        value={values.min_replicas}
+        onChange={(min_replicas) => onChange({ min_replicas })}
+        hint={general ? '0 allows scale-to-zero: the first request then waits for a replica to start.' : 'At least 1: orchestrated deployments do not scale to zero.'}
+      />
+      <TextInput
+        label="Max Replicas"
+        field="max_replicas"
+        kind="number"
+        problems={problems}
+        value={values.max_replicas}
+        onChange={(max_replicas) => onChange({ max_replicas })}
+        hint="Equal to Min Replicas for a fixed size."
+      />
+      <TextInput
+        label={general ? 'Max Concurrency' : 'Concurrency'}
+        field={general ? 'max_concurrency' : 'concurrency'}
+        kind="number"
+        problems={problems}
+        value={values.target}
+        onChange={(target) => onChange({ target })}
+        hint="In-flight requests per replica the autoscaler aims for; required when Max Replicas is above Min Replicas."
+      />
+      <TextInput
+        label="Cooldown Period (s)"
+        field="cooldown_period"
+        kind="number"
+        problems={problems}
+        value={values.cooldown_period}
+        onChange={(cooldown_period) => onChange({ cooldown_period })}
+        hint="0 to 3600 seconds the autoscaler waits before scaling down (default 300)."
+      />
+    </div>
+  );
+}

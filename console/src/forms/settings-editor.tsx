@@ -1,0 +1,281 @@
+// Owns editing a general or aggregated orchestrated deployment: the create form's controls
+// prefilled from the deployment (name, cluster and serving mode fixed: clone instead), the
+// endpoint limits, and before saving a statement of what the change will do, computed from
+// the PATCH body (only the changed fields) by spec-diff. Save asks once, repeating that
+// statement, then PATCHes and says what happened. A refusal stays next to its field.
+
+import { useEffect, useState, type FormEvent } from 'react';
+import { api } from '../api/client';
+import type { Cluster, Deployment, Items, VaultToken } from '../api/types';
+import { ConfirmDialog } from '../components/confirm';
+import { SecretOnce } from '../components/copy';
+import { FormError, type Problems } from '../components/form';
+import { usePoll } from '../hooks';
+import type { Account } from '../session';
+import { createVaultToken, EndpointProtection, tokenNameFor } from './endpoint-protection';
+import { ContainerFields, RuntimeFields } from './general-fields';
+import { HardwareFields } from './hardware-fields';
+import { TextInput } from './inputs';
+import { ModelFields, WorkerFields } from './orchestrated-fields';
+import { checkGeneral, checkOrchestrated, type GeneralBody, type OrchestratedBody } from './rules';
+import { ScalingFields } from './scaling-fields';
+import { classifyPatch, diffBodies, savedMessage, type Body, type PatchPlan } from './spec-diff';
+import { keepFocusOnPress, useProblems } from './use-problems';
+import {
+  authPlan,
+  generalBody,
+  generalFrom,
+  limitsBody,
+  limitsFrom,
+  orchestratedBody,
+  orchestratedFrom,
+  type AuthValues,
+  type CreatedToken,
+  type GeneralValues,
+  type LimitsValues,
+  type OrchestratedValues,
+  type WithLimits,
+} from './values';
+
+const PLACED = [
+  'name', 'cluster_id', 'serving_mode', 'hardware_instance_id', 'preset', 'image', 'tag', 'container_port', 'protocol',
+  'health_check_path', 'registry_username', 'registry_password', 'enable_logging', 'enable_model_caching', 'session_affinity',
+  'command', 'metrics_port', 'metrics_path', 'env', 'config_file', 'annotations', 'min_replicas', 'max_replicas',
+  'max_concurrency', 'concurrency', 'cooldown_period', 'model', 'served_model_name', 'model_hub_token', 'extra_args',
+  'endpoint_bearer_token', 'private_endpoint', 'max_request_body_bytes', 'rate_limit',
+];
+
+type Stored = Deployment & WithLimits;
+
+const authFrom = (d: Deployment): AuthValues => ({
+  choice: d.endpoint_token_id !== null ? 'keep' : 'none',
+  value: '',
+  created: null,
+  private_endpoint: d.private_endpoint,
+});
+
+/** The deployment as the body the form would send unchanged: the left side of every diff. */
+function storedBody(d: Stored): Body {
+  const spec = d.family === 'general' ? generalBody(generalFrom(d)).body : orchestratedBody(orchestratedFrom(d)).body;
+  return { ...spec, private_endpoint: d.private_endpoint, ...limitsBody(limitsFrom(d)).body };
+}
+
+export function SettingsEditor({ deployment, account, onChanged }: { deployment: Stored; account: Account; onChanged: () => void }) {
+  const d = deployment;
+  const general = d.family === 'general';
+  const clusters = usePoll<Items<Cluster>>('/clusters', 0);
+  const vault = usePoll<Items<VaultToken>>('/vault/tokens', 0);
+  // The deployment the values were filled from: refilled when it changes under a form with no edits.
+  const [baseline, setBaseline] = useState<Stored>(d);
+  const [gv, setGv] = useState<GeneralValues>(() => generalFrom(d));
+  const [ov, setOv] = useState<OrchestratedValues>(() => orchestratedFrom(d));
+  const [limits, setLimits] = useState<LimitsValues>(() => limitsFrom(d));
+  const [auth, setAuth] = useState<AuthValues>(() => authFrom(d));
+  const [confirming, setConfirming] = useState<PatchPlan | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [saved, setSaved] = useState<string | null>(null);
+  const [newToken, setNewToken] = useState<CreatedToken | null>(null);
+
+  const fill = (from: Stored) => {
+    setBaseline(from);
+    setGv(generalFrom(from));
+    setOv(orchestratedFrom(from));
+    setLimits(limitsFrom(from));
+    setAuth(authFrom(from));
+  };
+
+  const setG = (patch: Partial<GeneralValues>) => { setGv((v) => ({ ...v, ...patch })); setSaved(null); };
+  const setO = (patch: Partial<OrchestratedValues>) => { setOv((v) => ({ ...v, ...patch })); setSaved(null); };
+
+  const spec = general ? generalBody(gv) : orchestratedBody(ov);
+  const limitsBuilt = limitsBody(limits);
+  const plan = authPlan(auth, vault.data?.items ?? [], d);
+  const typed: GeneralBody & OrchestratedBody = { ...spec.body, ...plan.body, ...limitsBuilt.body };
+  // Clearing the username with no new password removes the stored password too ("both or neither").
+  if (general && d.has_registry_password && gv.registry_username.trim() === '' && gv.registry_password === '') typed.registry_password = null;
+  const next = typed as Body;
+  const patch = diffBodies(storedBody(d), next);
+  // A token to be created on confirm is a credential change already; its value joins the PATCH then.
+  const patchPlan: PatchPlan = { ...classifyPatch(plan.createOnSubmit ? { ...patch, endpoint_bearer_token: '' } : patch, d.revision), patch };
+
+  const checkOpts = {
+    mode: 'edit' as const,
+    tokenBound: plan.tokenBound,
+    registryPasswordStored: d.has_registry_password === true && typed.registry_password !== null,
+  };
+  const checked = { ...typed, ...(plan.certificateKept ? { client_certificate_id: d.client_certificate_id } : {}) };
+  const rules = general ? checkGeneral(checked, checkOpts) : checkOrchestrated(checked, checkOpts);
+  const client: Problems = { ...rules, ...plan.problems, ...spec.problems, ...limitsBuilt.problems };
+  const fp = useProblems(client, next, PLACED);
+  const p = fp.shown;
+
+  // Refill from the deployment when it changed (a rollback, another client) and nothing is edited here.
+  const dirty = Object.keys(diffBodies(storedBody(baseline), next)).length > 0 || auth.choice !== authFrom(baseline).choice;
+  useEffect(() => {
+    if (!dirty && (d.revision !== baseline.revision || d.updated_at !== baseline.updated_at)) fill(d);
+    // Only a change of the deployment itself refills; edits here never do.
+  }, [d.revision, d.updated_at]);
+
+  const review = (e: FormEvent) => {
+    e.preventDefault();
+    setSaved(null);
+    if (patchPlan.effect === 'none' || !fp.submit()) return;
+    setConfirming(patchPlan);
+  };
+
+  const save = async () => {
+    if (!confirming) return;
+    setBusy(true);
+    let sent: Body = confirming.patch;
+    try {
+      let created: CreatedToken | null = null;
+      if (plan.createOnSubmit) {
+        created = auth.created ?? (await createVaultToken(tokenNameFor(d.name)));
+        const token = created;
+        setAuth((a) => ({ ...a, created: token }));
+        sent = { ...sent, endpoint_bearer_token: created.value };
+      }
+      const after = await api.patch<Stored>(`/deployments/${d.family}/${d.id}`, sent);
+      setConfirming(null);
+      fill(after);
+      fp.clearRefusal();
+      if (created) {
+        setNewToken(created);
+        // The bound token is named in "Keep the current token": the list must know the new one.
+        vault.reload();
+      }
+      setSaved(savedMessage(d, after, confirming));
+      onChanged();
+    } catch (err) {
+      setConfirming(null);
+      fp.refused(err, { ...next, ...sent });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const statement = saved ?? (patchPlan.effect === 'none' ? 'No changes to save.' : patchPlan.statement);
+  return (
+    <form noValidate onSubmit={review} onBlur={fp.onBlur} aria-labelledby="settings-title">
+      <h2 id="settings-title">Settings</h2>
+      {account.role === 'member' && general && (
+        <p className="notice">
+          As a member you may scale, change endpoint credentials and limits, pause, resume, roll back and delete. A spec change to a deployment that runs a
+          host command needs an admin unless the server allows members; the API's answer names the server flag.
+        </p>
+      )}
+      <div className="panel">
+        <h3>Identity</h3>
+        <div className="grid2">
+          <TextInput label="Endpoint Name" field="name" problems={p} value={d.name} hint="Cannot change on an existing deployment: clone it instead (below)." />
+          {general ? (
+            <TextInput label="Preset" field="preset" problems={p} value={d.preset ?? 'None'} hint="The recipe this deployment was created from; the fields below are what it runs." />
+          ) : (
+            <TextInput label="Serving mode" field="serving_mode" problems={p} value="Aggregated" hint="Cannot change on an existing deployment: clone it instead." />
+          )}
+        </div>
+      </div>
+      {general ? (
+        <>
+          <div className="panel">
+            <h3>Container</h3>
+            <ContainerFields values={gv} set={setG} problems={p} passwordStored={d.has_registry_password === true} />
+          </div>
+          <div className="panel">
+            <h3>Hardware</h3>
+            <HardwareFields family="general" clusters={clusters.data?.items ?? null} clusterId={gv.cluster_id} hardwareId={gv.hardware_instance_id} onChange={setG} problems={p} clusterFixed />
+          </div>
+          <div className="panel">
+            <h3>Scaling</h3>
+            <ScalingFields family="general" values={gv.scaling} onChange={(s) => setG({ scaling: { ...gv.scaling, ...s } })} problems={p} />
+          </div>
+        </>
+      ) : (
+        <>
+          <div className="panel">
+            <h3>Model</h3>
+            <ModelFields values={ov} set={setO} problems={p} tokenStored={d.has_model_hub_token === true} />
+          </div>
+          <div className="panel">
+            <h3>Hardware</h3>
+            <HardwareFields family="orchestrated" clusters={clusters.data?.items ?? null} clusterId={ov.cluster_id} hardwareId={ov.hardware_instance_id} onChange={setO} problems={p} clusterFixed />
+          </div>
+          <div className="panel">
+            <h3>Scaling</h3>
+            <ScalingFields family="orchestrated" values={ov.scaling} onChange={(s) => setO({ scaling: { ...ov.scaling, ...s } })} problems={p} />
+          </div>
+        </>
+      )}
+      <EndpointProtection
+        legend={general ? 'Endpoint protection' : 'Private Endpoint'}
+        auth={auth}
+        onChange={(a) => { setAuth((cur) => ({ ...cur, ...a })); setSaved(null); }}
+        vault={vault.data?.items ?? null}
+        current={d}
+        endpointName={d.name}
+        problems={p}
+        submitVerb="Save"
+      />
+      {newToken && <SecretOnce title={`Endpoint token "${newToken.name}"`} value={newToken.value} onDismiss={() => setNewToken(null)} />}
+      <div className="panel">
+        <h3>{general ? 'Runtime' : 'Workers'}</h3>
+        {general ? <RuntimeFields values={gv} set={setG} problems={p} /> : <WorkerFields values={ov} set={setO} problems={p} />}
+      </div>
+      <LimitsFields values={limits} onChange={(l) => { setLimits((v) => ({ ...v, ...l })); setSaved(null); }} problems={p} />
+      <FormError message={fp.formError} />
+      <p className={patchPlan.effect === 'none' && !saved ? 'subtle' : 'notice'} role="status" aria-live="polite" data-effect={saved ? 'saved' : patchPlan.effect}>
+        {statement}
+      </p>
+      <div className="form-actions">
+        <button type="submit" className="button primary" disabled={patchPlan.effect === 'none' || busy} onMouseDown={keepFocusOnPress}>
+          Save
+        </button>
+        <button type="button" className="button" disabled={!dirty} onClick={() => { fill(d); fp.clearRefusal(); setSaved(null); }}>
+          Discard changes
+        </button>
+      </div>
+      {confirming && (
+        <ConfirmDialog open title={`Save changes to ${d.name}?`} confirmLabel="Save" busy={busy} onConfirm={() => void save()} onCancel={() => setConfirming(null)}>
+          <p>{confirming.statement}</p>
+        </ConfirmDialog>
+      )}
+    </form>
+  );
+}
+
+function LimitsFields({ values, onChange, problems }: { values: LimitsValues; onChange: (patch: Partial<LimitsValues>) => void; problems: Problems }) {
+  return (
+    <div className="panel">
+      <h3>Endpoint limits</h3>
+      <p className="subtle">Applied by every gateway at once (no revision), to each credential of the endpoint separately; a client over a limit gets 429.</p>
+      <div className="grid2">
+        <TextInput
+          label="Max request body (bytes)"
+          field="max_request_body_bytes"
+          kind="number"
+          problems={problems}
+          value={values.max_request_body_bytes}
+          onChange={(max_request_body_bytes) => onChange({ max_request_body_bytes })}
+          hint="1024 to 68719476736; empty: the server's default (16 MiB unless configured)."
+        />
+        <TextInput
+          label="Requests per second"
+          field="rate_limit.requests_per_second"
+          problems={problems}
+          value={values.requests_per_second}
+          onChange={(requests_per_second) => onChange({ requests_per_second })}
+          hint="Fractions allowed (0.5 is one request every 2 s); empty: no limit."
+        />
+        <TextInput
+          label="Tokens per minute"
+          field="rate_limit.tokens_per_minute"
+          kind="number"
+          problems={problems}
+          value={values.tokens_per_minute}
+          onChange={(tokens_per_minute) => onChange({ tokens_per_minute })}
+          hint="Prompt plus completion tokens; empty: no limit."
+        />
+      </div>
+    </div>
+  );
+}

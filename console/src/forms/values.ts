@@ -1,0 +1,358 @@
+// Owns the forms' values (what the inputs hold: text as typed, so nothing is lost or reformatted
+// when the server refuses) and their two conversions: a stored deployment into values (Settings
+// prefill) and values into the request body the API takes. Both the create body and the
+// Settings diff go through the same conversion, so the API's defaults (tag latest, path /,
+// cooldown 300, max = min) read the same on both sides of a diff.
+
+import type { Deployment, VaultToken } from '../api/types';
+import { pairsToRecord, recordToPairs, type Pair } from '../components/form';
+import {
+  argsToLines,
+  DEFAULT_COOLDOWN,
+  linesToArgs,
+  parseDecimal,
+  parseWhole,
+  type CommonBody,
+  type GeneralBody,
+  type OrchestratedBody,
+  type Problems,
+} from './rules';
+
+export interface ScalingValues {
+  min_replicas: string;
+  max_replicas: string;
+  /** max_concurrency (general) or concurrency (orchestrated). */
+  target: string;
+  cooldown_period: string;
+}
+
+export interface CommonValues {
+  cluster_id: number | null;
+  hardware_instance_id: number | null;
+  protocol: 'http' | 'grpc';
+  enable_logging: boolean;
+  enable_model_caching: boolean;
+  env: Pair[];
+  annotations: Pair[];
+  scaling: ScalingValues;
+}
+
+export interface GeneralValues extends CommonValues {
+  preset: string;
+  image: string;
+  tag: string;
+  container_port: string;
+  health_check_path: string;
+  registry_username: string;
+  /** Empty: none (create) or keep the stored one (Settings). */
+  registry_password: string;
+  session_affinity: boolean;
+  /** One argument per line. */
+  command: string;
+  metrics_port: string;
+  metrics_path: string;
+  config_file: { filename: string; mount_path: string; content: string };
+}
+
+export interface OrchestratedValues extends CommonValues {
+  model: string;
+  served_model_name: string;
+  /** Empty: none (create) or keep the stored one (Settings). */
+  model_hub_token: string;
+  /** Settings only: remove the stored model hub token. */
+  clear_model_hub_token: boolean;
+  /** One argument per line. */
+  extra_args: string;
+}
+
+export interface LimitsValues {
+  max_request_body_bytes: string;
+  requests_per_second: string;
+  tokens_per_minute: string;
+}
+
+/**
+ * How the endpoint token is chosen. `vault:<id>`: an existing vault token, bound by pasting
+ * its value (the API binds tokens by value and the vault never shows a value again).
+ */
+export type TokenChoice = 'keep' | 'new' | 'paste' | 'none' | `vault:${number}`;
+
+export interface CreatedToken {
+  id: number;
+  name: string;
+  value: string;
+}
+
+export interface AuthValues {
+  choice: TokenChoice;
+  /** The pasted value (paste, vault:<id>). */
+  value: string;
+  /** A token this form created in the vault; reused on a retry so a refusal makes no second one. */
+  created: CreatedToken | null;
+  private_endpoint: boolean;
+}
+
+export interface Built<T> {
+  body: T;
+  /** Problems found while reading the inputs (a number that is not one), keyed by API field. */
+  problems: Problems;
+}
+
+// ---------------------------------------------------------------------------------------
+// Empty forms.
+
+const emptyScaling = (): ScalingValues => ({ min_replicas: '1', max_replicas: '1', target: '', cooldown_period: String(DEFAULT_COOLDOWN) });
+
+export function emptyGeneral(): GeneralValues {
+  return {
+    cluster_id: null,
+    hardware_instance_id: null,
+    protocol: 'http',
+    enable_logging: true,
+    enable_model_caching: false,
+    env: [],
+    annotations: [],
+    scaling: emptyScaling(),
+    preset: '',
+    image: '',
+    tag: 'latest',
+    container_port: '',
+    health_check_path: '/',
+    registry_username: '',
+    registry_password: '',
+    session_affinity: false,
+    command: '',
+    metrics_port: '',
+    metrics_path: '',
+    config_file: { filename: '', mount_path: '', content: '' },
+  };
+}
+
+export function emptyOrchestrated(): OrchestratedValues {
+  return {
+    cluster_id: null,
+    hardware_instance_id: null,
+    protocol: 'http',
+    enable_logging: true,
+    enable_model_caching: false,
+    env: [],
+    annotations: [],
+    scaling: emptyScaling(),
+    model: '',
+    served_model_name: '',
+    model_hub_token: '',
+    clear_model_hub_token: false,
+    extra_args: '',
+  };
+}
+
+export const emptyAuth = (choice: TokenChoice): AuthValues => ({ choice, value: '', created: null, private_endpoint: false });
+
+// ---------------------------------------------------------------------------------------
+// A stored deployment as values (Settings).
+
+const text = (n: number | null | undefined): string => (n === null || n === undefined ? '' : String(n));
+
+function commonFrom(d: Deployment, target: number | null | undefined): CommonValues {
+  return {
+    cluster_id: d.cluster_id,
+    hardware_instance_id: d.hardware_instance_id ?? null,
+    protocol: d.protocol === 'grpc' ? 'grpc' : 'http',
+    enable_logging: d.enable_logging ?? true,
+    enable_model_caching: d.enable_model_caching ?? false,
+    env: recordToPairs(d.env),
+    annotations: recordToPairs(d.annotations),
+    scaling: {
+      min_replicas: text(d.min_replicas),
+      max_replicas: text(d.max_replicas),
+      target: text(target),
+      cooldown_period: text(d.cooldown_period),
+    },
+  };
+}
+
+export function generalFrom(d: Deployment): GeneralValues {
+  return {
+    ...commonFrom(d, d.max_concurrency),
+    preset: d.preset ?? '',
+    image: d.image ?? '',
+    tag: d.tag ?? 'latest',
+    container_port: text(d.container_port),
+    health_check_path: d.health_check_path ?? '/',
+    registry_username: d.registry_username ?? '',
+    registry_password: '',
+    session_affinity: d.session_affinity ?? false,
+    command: argsToLines(d.command),
+    metrics_port: text(d.metrics_port),
+    metrics_path: d.metrics_path ?? '',
+    config_file: d.config_file ? { ...d.config_file } : { filename: '', mount_path: '', content: '' },
+  };
+}
+
+export function orchestratedFrom(d: Deployment): OrchestratedValues {
+  return {
+    ...commonFrom(d, d.concurrency),
+    model: d.model ?? '',
+    served_model_name: d.served_model_name ?? '',
+    model_hub_token: '',
+    clear_model_hub_token: false,
+    extra_args: argsToLines(d.extra_args),
+  };
+}
+
+/** The endpoint limits are in the deployment's answer though not in the console's Deployment type. */
+export interface WithLimits {
+  max_request_body_bytes?: number | null;
+  rate_limit?: { requests_per_second?: number | null; tokens_per_minute?: number | null } | null;
+}
+
+export function limitsFrom(d: Deployment & WithLimits): LimitsValues {
+  return {
+    max_request_body_bytes: text(d.max_request_body_bytes),
+    requests_per_second: text(d.rate_limit?.requests_per_second),
+    tokens_per_minute: text(d.rate_limit?.tokens_per_minute),
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// Values as a request body.
+
+class Reader {
+  readonly problems: Problems = {};
+
+  whole(field: string, value: string): number | null {
+    const parsed = parseWhole(field, value);
+    if (parsed.ok) return parsed.value;
+    this.problems[field] = parsed.message;
+    return null;
+  }
+
+  decimal(field: string, value: string): number | null {
+    const parsed = parseDecimal(field, value);
+    if (parsed.ok) return parsed.value;
+    this.problems[field] = parsed.message;
+    return null;
+  }
+}
+
+const nonEmpty = (s: string): string | undefined => (s.trim() === '' ? undefined : s.trim());
+
+function commonBody(v: CommonValues, family: 'general' | 'orchestrated', r: Reader): CommonBody & { target?: number } {
+  const body: CommonBody & { target?: number } = {
+    protocol: v.protocol,
+    enable_logging: v.enable_logging,
+    enable_model_caching: v.enable_model_caching,
+    env: pairsToRecord(v.env),
+    annotations: pairsToRecord(v.annotations),
+  };
+  if (v.cluster_id !== null) body.cluster_id = v.cluster_id;
+  if (v.hardware_instance_id !== null) body.hardware_instance_id = v.hardware_instance_id;
+  const targetField = family === 'general' ? 'max_concurrency' : 'concurrency';
+  // The API's defaults written out, so a blank field and the default compare equal in a diff.
+  const min = r.whole('min_replicas', v.scaling.min_replicas) ?? 1;
+  body.min_replicas = min;
+  body.max_replicas = r.whole('max_replicas', v.scaling.max_replicas) ?? Math.max(min, 1);
+  const target = r.whole(targetField, v.scaling.target);
+  if (target !== null) body.target = target;
+  body.cooldown_period = r.whole('cooldown_period', v.scaling.cooldown_period) ?? DEFAULT_COOLDOWN;
+  return body;
+}
+
+export function generalBody(v: GeneralValues): Built<GeneralBody> {
+  const r = new Reader();
+  const { target, ...common } = commonBody(v, 'general', r);
+  const body: GeneralBody = { ...common, tag: nonEmpty(v.tag) ?? 'latest', health_check_path: nonEmpty(v.health_check_path) ?? '/' };
+  if (target !== undefined) body.max_concurrency = target;
+  const preset = nonEmpty(v.preset);
+  if (preset) body.preset = preset;
+  const image = nonEmpty(v.image);
+  if (image) body.image = image;
+  const port = r.whole('container_port', v.container_port);
+  if (port !== null) body.container_port = port;
+  const username = nonEmpty(v.registry_username);
+  if (username) body.registry_username = username;
+  // Passwords are taken as typed: spaces may be part of them.
+  if (v.registry_password !== '') body.registry_password = v.registry_password;
+  body.session_affinity = v.session_affinity;
+  body.command = linesToArgs(v.command);
+  const metricsPort = r.whole('metrics_port', v.metrics_port);
+  if (metricsPort !== null) body.metrics_port = metricsPort;
+  const metricsPath = nonEmpty(v.metrics_path);
+  if (metricsPath) body.metrics_path = metricsPath;
+  const file = v.config_file;
+  if (file.filename.trim() !== '' || file.mount_path.trim() !== '' || file.content !== '') {
+    body.config_file = { filename: file.filename.trim(), mount_path: file.mount_path.trim(), content: file.content };
+  }
+  return { body, problems: r.problems };
+}
+
+export function orchestratedBody(v: OrchestratedValues): Built<OrchestratedBody> {
+  const r = new Reader();
+  const { target, ...common } = commonBody(v, 'orchestrated', r);
+  const body: OrchestratedBody = { ...common, extra_args: linesToArgs(v.extra_args) };
+  if (target !== undefined) body.concurrency = target;
+  const model = nonEmpty(v.model);
+  if (model) body.model = model;
+  const served = nonEmpty(v.served_model_name);
+  if (served) body.served_model_name = served;
+  if (v.model_hub_token !== '') body.model_hub_token = v.model_hub_token;
+  else if (v.clear_model_hub_token) body.model_hub_token = null;
+  return { body, problems: r.problems };
+}
+
+export function limitsBody(v: LimitsValues): Built<CommonBody> {
+  const r = new Reader();
+  const body: CommonBody = {};
+  const bytes = r.whole('max_request_body_bytes', v.max_request_body_bytes);
+  if (bytes !== null) body.max_request_body_bytes = bytes;
+  const rps = r.decimal('rate_limit.requests_per_second', v.requests_per_second);
+  const tpm = r.whole('rate_limit.tokens_per_minute', v.tokens_per_minute);
+  if (rps !== null || tpm !== null) {
+    body.rate_limit = {};
+    if (rps !== null) body.rate_limit.requests_per_second = rps;
+    if (tpm !== null) body.rate_limit.tokens_per_minute = tpm;
+  }
+  return { body, problems: r.problems };
+}
+
+/** Where the endpoint stands after this form: the auth part of the body and whether a token stays bound. */
+export interface AuthPlan {
+  body: Pick<CommonBody, 'endpoint_bearer_token' | 'private_endpoint'>;
+  /** A token protects the endpoint afterwards (given, kept, or created on submit). */
+  tokenBound: boolean;
+  /** A certificate bound earlier stays bound (Settings, private endpoint left on). */
+  certificateKept: boolean;
+  /** The console must create a vault token before sending. */
+  createOnSubmit: boolean;
+  problems: Problems;
+}
+
+export function authPlan(a: AuthValues, vault: readonly VaultToken[], current: Deployment | null): AuthPlan {
+  const plan: AuthPlan = { body: { private_endpoint: a.private_endpoint }, tokenBound: false, certificateKept: false, createOnSubmit: false, problems: {} };
+  const hasToken = current !== null && current.endpoint_token_id !== null;
+  if (current !== null && current.client_certificate_id !== null && a.private_endpoint === current.private_endpoint) plan.certificateKept = true;
+  if (a.choice === 'keep') plan.tokenBound = hasToken;
+  else if (a.choice === 'new') {
+    plan.tokenBound = true;
+    if (a.created) plan.body.endpoint_bearer_token = a.created.value;
+    else plan.createOnSubmit = true;
+  } else if (a.choice === 'none') {
+    if (hasToken) plan.body.endpoint_bearer_token = null;
+  } else {
+    const value = a.value.trim();
+    plan.tokenBound = value !== '';
+    if (value === '') {
+      plan.problems.endpoint_bearer_token = 'paste the token value (the vault shows a value only when it is created)';
+    } else {
+      plan.body.endpoint_bearer_token = value;
+      const vaultId = a.choice.startsWith('vault:') ? Number(a.choice.slice('vault:'.length)) : null;
+      const token = vault.find((t) => t.id === vaultId);
+      // The vault keeps only the last four characters (hint "…abcd"): enough to catch a wrong paste.
+      const tail = token?.hint.replace(/^…/, '') ?? '';
+      if (token && tail !== '' && !value.endsWith(tail)) {
+        plan.problems.endpoint_bearer_token = `this is not the value of vault token "${token.name}": its value ends in ${tail}`;
+      }
+    }
+  }
+  return plan;
+}

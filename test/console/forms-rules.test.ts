@@ -1,0 +1,130 @@
+// Unit tests of the console's pure form modules: the browser's copy of the API's request rules
+// (console/src/forms/rules.ts) and the Settings forecast of a PATCH (console/src/forms/spec-diff.ts).
+// They sit here because the test runner looks in src/ and test/ only.
+
+import { describe, expect, it } from 'vitest';
+import {
+  authProblems,
+  checkGeneral,
+  checkOrchestrated,
+  linesToArgs,
+  nameProblem,
+  parseWhole,
+  scalingProblems,
+  type GeneralBody,
+} from '../../console/src/forms/rules.js';
+import { classifyPatch, diffBodies, savedMessage } from '../../console/src/forms/spec-diff.js';
+
+const minimal: GeneralBody = {
+  name: 'demo',
+  cluster_id: 1,
+  hardware_instance_id: 1,
+  image: 'infergate/reference-engine',
+  container_port: 8000,
+  endpoint_bearer_token: 'tok-demo-123456',
+  env: { GREETING: 'hello' },
+};
+
+describe('console form rules', () => {
+  it('accepts the minimal general request the API accepts', () => {
+    expect(checkGeneral(minimal, { mode: 'create', tokenBound: true })).toEqual({});
+  });
+
+  it('names the 20-character limit for a 21-character name, as the API does', () => {
+    expect(nameProblem('a'.repeat(21))).toBe(`name must be at most 20 characters; "${'a'.repeat(21)}" has 21`);
+    expect(nameProblem('a'.repeat(20))).toBeUndefined();
+    expect(nameProblem('1abc')).toMatch(/start with a lowercase letter/);
+    expect(nameProblem('abc-')).toMatch(/end with a letter or digit/);
+    expect(nameProblem('Abc')).toMatch(/only lowercase letters/);
+  });
+
+  it('keys problems by the API field, children dotted', () => {
+    const problems = checkGeneral(
+      {
+        ...minimal,
+        container_port: 70000,
+        health_check_path: 'health',
+        env: { '1BAD': 'x' },
+        metrics_port: 9100,
+        registry_username: 'me',
+        config_file: { filename: 'a/b', mount_path: 'etc', content: '' },
+      },
+      { mode: 'create', tokenBound: true },
+    );
+    expect(Object.keys(problems).sort()).toEqual(
+      ['config_file.filename', 'config_file.mount_path', 'container_port', 'env.1BAD', 'health_check_path', 'metrics_path', 'registry_password'].sort(),
+    );
+  });
+
+  it('lets an empty config file content through (the API allows it) but not a missing mount path', () => {
+    expect(checkGeneral({ ...minimal, config_file: { filename: 'a.yaml', mount_path: '/etc/x', content: '' } }, { mode: 'create', tokenBound: true })).toEqual({});
+    expect(checkGeneral({ ...minimal, config_file: { filename: 'a.yaml', mount_path: '', content: 'x' } }, { mode: 'create', tokenBound: true })).toHaveProperty('config_file.mount_path');
+  });
+
+  it('treats a stored registry password as set when editing', () => {
+    const body = { ...minimal, registry_username: 'me' };
+    expect(checkGeneral(body, { mode: 'edit', tokenBound: true, registryPasswordStored: true })).toEqual({});
+    expect(checkGeneral(body, { mode: 'edit', tokenBound: true, registryPasswordStored: false })).toHaveProperty('registry_password');
+  });
+
+  it('checks scaling per family', () => {
+    expect(scalingProblems('general', { min_replicas: 0, max_replicas: 1 }, 2)).toEqual({});
+    expect(scalingProblems('general', { min_replicas: 0, max_replicas: 1 }, null)).toHaveProperty('max_concurrency');
+    expect(scalingProblems('orchestrated', { min_replicas: 0, max_replicas: 1 }, null)).toHaveProperty('min_replicas');
+    expect(scalingProblems('general', { min_replicas: 1, max_replicas: 3 }, null)).toHaveProperty('max_concurrency');
+    expect(scalingProblems('orchestrated', { min_replicas: 1, max_replicas: 3 }, null)).toHaveProperty('concurrency');
+    expect(scalingProblems('general', { min_replicas: 3, max_replicas: 2 }, 4)).toHaveProperty('max_replicas');
+    expect(scalingProblems('general', { cooldown_period: 3601 }, null)).toHaveProperty('cooldown_period');
+  });
+
+  it('refuses a public endpoint and a malformed token', () => {
+    expect(authProblems({}, false)).toHaveProperty('endpoint_bearer_token');
+    expect(authProblems({ private_endpoint: true }, false)).toEqual({});
+    expect(authProblems({ endpoint_bearer_token: 'short' }, true)).toHaveProperty('endpoint_bearer_token');
+    expect(authProblems({ endpoint_bearer_token: 'has space 12345' }, true)).toHaveProperty('endpoint_bearer_token');
+  });
+
+  it('checks the orchestrated model identifier', () => {
+    const body = { name: 'o', cluster_id: 1, hardware_instance_id: 1, model: 'no-slash', private_endpoint: true };
+    expect(checkOrchestrated(body, { mode: 'create', tokenBound: false })).toHaveProperty('model');
+    expect(checkOrchestrated({ ...body, model: 'org/model-1.5' }, { mode: 'create', tokenBound: false })).toEqual({});
+  });
+
+  it('reads typed numbers and argument lines', () => {
+    expect(parseWhole('container_port', ' 8000 ')).toEqual({ ok: true, value: 8000 });
+    expect(parseWhole('container_port', '')).toEqual({ ok: true, value: null });
+    expect(parseWhole('container_port', '8.5').ok).toBe(false);
+    expect(linesToArgs('vllm\n serve \n\n--port\r\n8000')).toEqual(['vllm', 'serve', '--port', '8000']);
+  });
+});
+
+describe('console PATCH forecast', () => {
+  const current = { image: 'a', env: { A: '1' }, min_replicas: 1, max_replicas: 1, cooldown_period: 300, private_endpoint: false, metrics_port: 9100 };
+
+  it('sends only what changed, and null for what was cleared', () => {
+    const next = { image: 'a', env: { A: '1' }, min_replicas: 1, max_replicas: 2, cooldown_period: 300, private_endpoint: false };
+    expect(diffBodies(current, next)).toEqual({ max_replicas: 2, metrics_port: null });
+  });
+
+  it('scales in place when only replica fields change', () => {
+    const plan = classifyPatch({ max_replicas: 2, max_concurrency: 4 }, 1);
+    expect(plan.effect).toBe('scale');
+    expect(plan.statement).toMatch(/^Scales in place; no new revision/);
+  });
+
+  it('makes revision N+1 for any other spec field or a secret', () => {
+    expect(classifyPatch({ env: { A: '2' }, max_replicas: 2 }, 3).statement).toMatch(/^Creates revision 4 \(a rolling update\)/);
+    expect(classifyPatch({ registry_password: 'x' }, 1).effect).toBe('revision');
+  });
+
+  it('takes effect at once for credentials and limits', () => {
+    const plan = classifyPatch({ endpoint_bearer_token: 'tok-123456789', rate_limit: { requests_per_second: 1 } }, 1);
+    expect(plan.effect).toBe('at_once');
+    expect(plan.statement).toMatch(/^Takes effect at once; no revision/);
+  });
+
+  it('says what happened after saving', () => {
+    expect(savedMessage({ revision: 1 }, { revision: 2 }, classifyPatch({ image: 'b' }, 1))).toBe('Saved: revision 2 is rolling out');
+    expect(savedMessage({ revision: 1 }, { revision: 1 }, classifyPatch({ max_replicas: 2 }, 1))).toBe('Saved: scaled in place');
+  });
+});
