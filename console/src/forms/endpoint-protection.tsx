@@ -1,9 +1,7 @@
 // Owns the endpoint protection controls: "Endpoint token" (create a new vault token, paste a
-// value, an existing vault token by its value, keep the bound one, or none) and "Make it a
-// private endpoint?" (a client certificate for mTLS). The control API binds an endpoint token
-// by its value only (endpoint_bearer_token; there is no field naming a vault token by id) and
-// the vault never shows a value after creation, so an existing vault token is bound by pasting
-// its value: the API recognises a value already in the vault and binds that entry.
+// value, an existing vault token, keep the bound one, or none) and "Make it a private
+// endpoint?" (a client certificate for mTLS). An existing vault token is bound by its id
+// (endpoint_token_id), since the vault shows a value only once, when it is created.
 
 import { useState } from 'react';
 import { api } from '../api/client';
@@ -34,7 +32,8 @@ function choiceHint(choice: TokenChoice, endpointName: string, vault: readonly V
   if (choice === 'none') return 'Only clients holding the client certificate can call the endpoint: check "Make it a private endpoint?".';
   if (choice === 'keep') return 'The endpoint keeps accepting the token it has now.';
   const token = vault.find((t) => `vault:${t.id}` === choice);
-  return `The vault shows a value only when a token is created, and the API binds tokens by value: paste the value of "${token?.name ?? 'this token'}" (it ends in ${token?.hint.replace(/^…/, '') ?? '…'}).`;
+  const others = token ? token.deployments.length : 0;
+  return `Clients call the endpoint with the value of vault token "${token?.name ?? choice}" (it ends in ${token?.hint.replace(/^…/, '') ?? '…'})${others > 0 ? `, which already protects ${others} other endpoint${others === 1 ? '' : 's'}` : ''}.`;
 }
 
 export function EndpointProtection({
@@ -68,10 +67,12 @@ export function EndpointProtection({
     { value: 'paste', label: 'Paste a token' },
     { value: 'none', label: hasToken ? 'Remove the token (client certificate only)' : 'None (client certificate only)' },
   ];
-  const vaultOptions = tokens.map((t) => ({ value: `vault:${t.id}`, label: `${t.name} (${t.hint}): paste its value` }));
-  const pasting = auth.choice === 'paste' || auth.choice.startsWith('vault:');
-  // One message for endpoint_bearer_token, shown under the control it is about.
-  const selectProblems = pasting ? {} : problems;
+  const vaultOptions = tokens.map((t) => ({ value: `vault:${t.id}`, label: `${t.name} (${t.hint})` }));
+  const pasting = auth.choice === 'paste';
+  // One message for the token, shown under the control it is about; a refusal of
+  // endpoint_token_id (a vault token deleted meanwhile) belongs to the select.
+  const tokenProblem = problems.endpoint_bearer_token ?? problems.endpoint_token_id;
+  const selectProblems: Problems = pasting ? {} : tokenProblem ? { endpoint_bearer_token: tokenProblem } : {};
   const certificate = current?.client_certificate_id ?? null;
   return (
     <fieldset className="panel">

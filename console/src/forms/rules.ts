@@ -32,6 +32,7 @@ export interface CommonBody {
   max_replicas?: number;
   cooldown_period?: number;
   endpoint_bearer_token?: string | null;
+  endpoint_token_id?: number | null;
   private_endpoint?: boolean;
   client_certificate_id?: number | null;
   max_request_body_bytes?: number | null;

@@ -42,7 +42,7 @@ const PLACED = [
   'health_check_path', 'registry_username', 'registry_password', 'enable_logging', 'enable_model_caching', 'session_affinity',
   'command', 'metrics_port', 'metrics_path', 'env', 'config_file', 'annotations', 'min_replicas', 'max_replicas',
   'max_concurrency', 'concurrency', 'cooldown_period', 'model', 'served_model_name', 'model_hub_token', 'extra_args',
-  'endpoint_bearer_token', 'private_endpoint', 'max_request_body_bytes', 'rate_limit',
+  'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint', 'max_request_body_bytes', 'rate_limit',
 ];
 
 type Stored = Deployment & WithLimits;

@@ -72,8 +72,8 @@ export interface LimitsValues {
 }
 
 /**
- * How the endpoint token is chosen. `vault:<id>`: an existing vault token, bound by pasting
- * its value (the API binds tokens by value and the vault never shows a value again).
+ * How the endpoint token is chosen. `vault:<id>`: an existing vault token, bound by its id
+ * (endpoint_token_id): the vault never shows a value again, and need not.
  */
 export type TokenChoice = 'keep' | 'new' | 'paste' | 'none' | `vault:${number}`;
 
@@ -85,7 +85,7 @@ export interface CreatedToken {
 
 export interface AuthValues {
   choice: TokenChoice;
-  /** The pasted value (paste, vault:<id>). */
+  /** The pasted value (paste). */
   value: string;
   /** A token this form created in the vault; reused on a retry so a refusal makes no second one. */
   created: CreatedToken | null;
@@ -317,7 +317,7 @@ export function limitsBody(v: LimitsValues): Built<CommonBody> {
 
 /** Where the endpoint stands after this form: the auth part of the body and whether a token stays bound. */
 export interface AuthPlan {
-  body: Pick<CommonBody, 'endpoint_bearer_token' | 'private_endpoint'>;
+  body: Pick<CommonBody, 'endpoint_bearer_token' | 'endpoint_token_id' | 'private_endpoint'>;
   /** A token protects the endpoint afterwards (given, kept, or created on submit). */
   tokenBound: boolean;
   /** A certificate bound earlier stays bound (Settings, private endpoint left on). */
@@ -338,21 +338,17 @@ export function authPlan(a: AuthValues, vault: readonly VaultToken[], current: D
     else plan.createOnSubmit = true;
   } else if (a.choice === 'none') {
     if (hasToken) plan.body.endpoint_bearer_token = null;
+  } else if (a.choice.startsWith('vault:')) {
+    const vaultId = Number(a.choice.slice('vault:'.length));
+    plan.tokenBound = true;
+    // Unchanged binding: nothing to send.
+    if (current?.endpoint_token_id !== vaultId) plan.body.endpoint_token_id = vaultId;
+    if (!vault.some((t) => t.id === vaultId)) plan.problems.endpoint_bearer_token = `vault token ${vaultId} no longer exists; choose another`;
   } else {
     const value = a.value.trim();
     plan.tokenBound = value !== '';
-    if (value === '') {
-      plan.problems.endpoint_bearer_token = 'paste the token value (the vault shows a value only when it is created)';
-    } else {
-      plan.body.endpoint_bearer_token = value;
-      const vaultId = a.choice.startsWith('vault:') ? Number(a.choice.slice('vault:'.length)) : null;
-      const token = vault.find((t) => t.id === vaultId);
-      // The vault keeps only the last four characters (hint "…abcd"): enough to catch a wrong paste.
-      const tail = token?.hint.replace(/^…/, '') ?? '';
-      if (token && tail !== '' && !value.endsWith(tail)) {
-        plan.problems.endpoint_bearer_token = `this is not the value of vault token "${token.name}": its value ends in ${tail}`;
-      }
-    }
+    if (value === '') plan.problems.endpoint_bearer_token = 'paste the token value';
+    else plan.body.endpoint_bearer_token = value;
   }
   return plan;
 }
