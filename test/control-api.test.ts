@@ -56,6 +56,24 @@ describe('platform credentials', () => {
     expect((await api.call('GET', '/clusters', undefined, memberKey)).status).toBe(401);
   });
 
+  it('says who the caller is at GET /whoami: id, name and role, for an admin and a member', async () => {
+    const admin = await api.call('GET', '/whoami');
+    expect(admin.status).toBe(200);
+    const listed = (await api.call('GET', '/service-accounts')).body.items.find((a: { role: string }) => a.role === 'admin');
+    expect(admin.body).toEqual({ id: listed.id, name: listed.name, role: 'admin' });
+
+    const created = await api.call('POST', '/service-accounts', { name: 'whoami-member', role: 'member' });
+    const member = await api.call('GET', '/whoami', undefined, created.body.key);
+    expect(member.status).toBe(200);
+    expect(member.body).toEqual({ id: created.body.id, name: 'whoami-member', role: 'member' });
+    expect((await api.call('DELETE', `/service-accounts/${created.body.id}`)).status).toBe(204);
+
+    expect((await api.call('GET', '/whoami', undefined, null)).status).toBe(401);
+    expect((await api.call('GET', '/whoami', undefined, token)).body.error.message).toMatch(/endpoint bearer token/);
+    const doc = await api.call('GET', '/openapi.json', undefined, null);
+    expect(doc.body.paths['/whoami'].get.responses).toHaveProperty('200');
+  });
+
   it('refuses to delete the last admin', async () => {
     const admins = (await api.call('GET', '/service-accounts')).body.items.filter((a: { role: string }) => a.role === 'admin');
     expect(admins).toHaveLength(1);

@@ -1,10 +1,11 @@
 // Owns the control API's HTTP application: fastify with TypeBox schemas, the platform
-// credential check on every route but health and the OpenAPI document (and only then
-// `100 Continue`), the 1 MiB body limit, strict integers in paths and queries, the error
-// body `{"error": {"code", "message", "field"?}}` for every refusal (fastify's and Node's included), request logs without
-// query values, and the OpenAPI document at /openapi.json.
+// credential check on every route but health, the OpenAPI document and the console's files
+// (and only then `100 Continue`), the
+// 1 MiB body limit, strict integers in paths and queries, the error body
+// `{"error": {"code", "message", "field"?}}` for every refusal (fastify's and Node's included),
+// request logs without query values, and the OpenAPI document at /openapi.json.
 
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -19,6 +20,7 @@ import type { CertificateAuthority } from '../pki/ca.js';
 import type { ServiceAccountRecord, ServiceAccountRole } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import { CertificateService } from './certificate-service.js';
+import { defaultConsoleDir, registerConsoleAssets } from './console-assets.js';
 import { Credentials } from './credentials.js';
 import { DeploymentService } from './deployment-service.js';
 import { errorHandler } from './errors.js';
@@ -32,6 +34,7 @@ import { registerHealthRoutes } from './routes/health.js';
 import { registerPresetRoutes } from './routes/presets.js';
 import { registerServiceAccountRoutes } from './routes/service-accounts.js';
 import { registerTokenRoutes } from './routes/tokens.js';
+import { registerWhoamiRoutes } from './routes/whoami.js';
 import type { ShellProvider } from './routes/terminal.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -58,6 +61,8 @@ export interface ControlDeps {
   hostCommands?: HostCommandPolicy;
   /** Client-side timeouts of the listener; the defaults are Node's and fastify's. */
   timeouts?: ListenerTimeouts;
+  /** The web console's build (index.html and assets/); default dist/console; null: no console at `/`. */
+  consoleDir?: string | null;
 }
 
 export interface ListenerTimeouts {
@@ -193,9 +198,11 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   app.decorateRequest('account', null);
   handleExpectations(app.server);
   app.addHook('onRequest', async (request, reply) => {
+    // Every answer is JSON, a stream or a console file with its own type: none may be sniffed as HTML.
+    void reply.header('x-content-type-options', 'nosniff');
     if (!request.routeOptions.config.public) {
       try {
-        request.account = await authenticate(ctx.credentials, request.headers.authorization);
+        request.account = await authenticate(ctx.credentials, presentedKey(request));
       } catch (err) {
         closeIfBodyWithheld(request.raw, reply);
         throw err;
@@ -211,16 +218,21 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   registerServiceAccountRoutes(app, ctx);
   registerClusterRoutes(app, ctx);
   registerPresetRoutes(app, ctx);
+  registerWhoamiRoutes(app);
+  const consoleDir = deps.consoleDir === undefined ? defaultConsoleDir() : deps.consoleDir;
+  if (consoleDir !== null) await registerConsoleAssets(app, consoleDir);
   return app;
 }
 
-/** `Authorization: Bearer <service-account key>` (docs/control-api.md); endpoint tokens never pass. */
-async function authenticate(credentials: Credentials, header: string | undefined): Promise<ServiceAccountRecord> {
-  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-  if (!match?.[1]) {
-    throw new PlatformError('unauthenticated', 'missing platform credential: send Authorization: Bearer <service-account key>');
-  }
-  const key = match[1];
+/** `Authorization: Bearer <key>`. */
+function presentedKey(request: FastifyRequest): string {
+  const match = request.headers.authorization ? /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization) : null;
+  if (!match?.[1]) throw new PlatformError('unauthenticated', 'missing platform credential: send Authorization: Bearer <service-account key>');
+  return match[1];
+}
+
+/** A service-account key (docs/control-api.md); endpoint tokens never pass. */
+async function authenticate(credentials: Credentials, key: string): Promise<ServiceAccountRecord> {
   const account = await credentials.authenticate(key);
   if (account) return account;
   if (await credentials.isEndpointToken(key)) {
@@ -232,10 +244,15 @@ async function authenticate(credentials: Credentials, header: string | undefined
   throw new PlatformError('unauthenticated', 'invalid platform credential');
 }
 
+/** The authenticated caller; the auth hook has set it on every route that is not public. */
+export function callerAccount(request: { account: ServiceAccountRecord | null }): ServiceAccountRecord {
+  if (!request.account) throw new PlatformError('unauthenticated', 'missing platform credential: send Authorization: Bearer <service-account key>');
+  return request.account;
+}
+
 /** The authenticated caller's role, for rules that depend on it (host commands). */
 export function callerRole(request: { account: ServiceAccountRecord | null }): ServiceAccountRole {
-  if (!request.account) throw new PlatformError('unauthenticated', 'missing platform credential: send Authorization: Bearer <service-account key>');
-  return request.account.role;
+  return callerAccount(request).role;
 }
 
 /** 403 unless the caller is an admin service account. */

@@ -13,6 +13,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { buildControlApp, type ControlApp } from '../../src/control/app.js';
 import type { HostCommandPolicy } from '../../src/domain/host-commands.js';
 import { Credentials } from '../../src/control/credentials.js';
+import type { ShellProvider } from '../../src/control/routes/terminal.js';
 import { loadOrCreateCa, type CertificateAuthority } from '../../src/pki/ca.js';
 import { FileStore } from '../../src/store/file-store.js';
 import type { Store } from '../../src/store/store.js';
@@ -54,6 +55,10 @@ export interface StartControlOptions {
   /** Default: the app's own (admins only). */
   hostCommands?: HostCommandPolicy;
   logger?: FastifyBaseLogger;
+  /** Default: none (no console at `/`); a directory with index.html and assets/ to test the console's files. */
+  consoleDir?: string | null;
+  /** Where terminals open; default none. */
+  shells?: ShellProvider;
 }
 
 export async function startControl(opts: StartControlOptions = {}): Promise<TestControl> {
@@ -73,6 +78,8 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
     ca: opts.ca ?? (await testCa()),
     ...(opts.hostCommands ? { hostCommands: opts.hostCommands } : {}),
     ...(opts.logger ? { logger: opts.logger } : {}),
+    ...(opts.shells ? { shells: opts.shells } : {}),
+    consoleDir: opts.consoleDir ?? null,
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();

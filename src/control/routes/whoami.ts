@@ -1,0 +1,23 @@
+// Owns GET /whoami: the service account whose key made the call (id, name, role). Open to
+// every account, members included, so a client — the console at sign-in — can check a key and
+// learn what it may do before it tries.
+
+import { Type } from 'typebox';
+import { callerAccount, type ControlApp } from '../app.js';
+import { ErrorResponse } from '../schemas.js';
+
+const WhoamiResponse = Type.Object(
+  {
+    id: Type.Integer(),
+    name: Type.String(),
+    role: Type.String({ enum: ['admin', 'member'], description: 'admin: everything; member: all but service accounts (and host commands, unless the server allows them)' }),
+  },
+  { additionalProperties: false },
+);
+
+export function registerWhoamiRoutes(app: ControlApp): void {
+  app.get('/whoami', { schema: { tags: ['service accounts'], response: { 200: WhoamiResponse, 401: ErrorResponse } } }, async (request) => {
+    const account = callerAccount(request);
+    return { id: account.id, name: account.name, role: account.role };
+  });
+}
