@@ -36,6 +36,7 @@ import { registerPresetRoutes } from './routes/presets.js';
 import { registerServiceAccountRoutes } from './routes/service-accounts.js';
 import { registerTokenRoutes } from './routes/tokens.js';
 import { registerWhoamiRoutes } from './routes/whoami.js';
+import type { ActivitySource } from './routes/activity.js';
 import type { ShellProvider } from './routes/terminal.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -58,6 +59,8 @@ export interface ControlDeps {
   logsDir: string | null;
   /** Ready replicas to open a terminal in (the controller); null: none in this process. */
   shells?: ShellProvider | null;
+  /** The autoscaler's activity history; null or absent: this process runs no autoscaler. */
+  activity?: ActivitySource | null;
   /** Who may deploy host commands; `infergate serve` passes what its sandbox probe found. */
   hostCommands?: HostCommandPolicy;
   /** Client-side timeouts of the listener; the defaults are Node's and fastify's. */
