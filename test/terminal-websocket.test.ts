@@ -2,12 +2,14 @@
 // temp dir: the key carried as a `base64url.bearer.infergate.` subprotocol entry (a browser
 // cannot set Authorization), never selected as the protocol and never logged; refusals as 401;
 // `infergate.tty.v1` on a pseudo-terminal with its size from the query and resize frames;
-// pipe mode unchanged without it; and every process of the session killed when the socket closes.
+// pipe mode unchanged without it; every process of the session killed when the socket closes;
+// and node-pty loaded only when a tty session needs it.
 // The same terminal against a real `infergate serve` is in terminal-tty.test.ts.
 
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -77,6 +79,13 @@ function processesRunning(argv: string[]): number[] {
     })
     .map(Number);
 }
+
+describe('loading', () => {
+  it('starts the API without loading node-pty (a native addon): only a tty session needs it', () => {
+    const loaded = Object.keys(createRequire(import.meta.url).cache).filter((m) => m.includes(`${path.sep}node-pty${path.sep}`));
+    expect(loaded).toEqual([]);
+  });
+});
 
 describe('the key in a WebSocket subprotocol', () => {
   it('authenticates with base64url.bearer.infergate.<key>, answers infergate.tty.v1, never the key, and logs no key', async () => {

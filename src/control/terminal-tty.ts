@@ -5,8 +5,27 @@
 // output goes back as text frames as it comes. Ending the session kills every process of the
 // pty's session, jobs the shell put in process groups of their own included.
 
-import pty, { type IPty } from 'node-pty';
+import { createRequire } from 'node:module';
+import type { IPty } from 'node-pty';
 import { processesInSession, signalPid } from '../runtime/process-tree.js';
+
+type NodePty = typeof import('node-pty');
+let nodePty: NodePty | undefined;
+
+/**
+ * node-pty is a native addon compiled at install; loaded at the first tty session rather than
+ * with the API, so an install that skipped its build (`--ignore-scripts`) still starts and
+ * serves everything else, pipe terminals included, and the tty session says what is missing.
+ */
+function loadNodePty(): NodePty {
+  if (nodePty) return nodePty;
+  try {
+    nodePty = createRequire(import.meta.url)('node-pty') as NodePty;
+    return nodePty;
+  } catch (err) {
+    throw new Error(`no pseudo-terminal: node-pty is not built (npm rebuild node-pty): ${(err as Error).message}`);
+  }
+}
 
 export interface TtySize {
   cols: number;
@@ -70,7 +89,7 @@ export function startTtySession(socket: TtySocket, target: TtyTarget, size: TtyS
   const [command, ...args] = target.argv;
   let term: IPty;
   try {
-    term = pty.spawn(command ?? '/bin/sh', args, {
+    term = loadNodePty().spawn(command ?? '/bin/sh', args, {
       name: 'xterm-256color',
       cols: size.cols,
       rows: size.rows,
