@@ -1,7 +1,10 @@
 # syntax=docker/dockerfile:1
-# infergate: multi-stage build. The build stage compiles TypeScript; the runtime stage holds
-# only production dependencies and the compiled output, and runs as an unprivileged user
-# that may still bind 443 (CAP_NET_BIND_SERVICE on the node binary).
+# infergate: multi-stage build. The build stage compiles TypeScript and builds the web console
+# (dist/console); the deps stage installs production dependencies and compiles the one native
+# addon, node-pty (the terminal's pseudo-terminal; no Linux prebuilds, so node-gyp needs
+# python3, make and g++, which stay in that stage); the runtime stage holds only those
+# dependencies and the compiled output, and runs as an unprivileged user that may still bind
+# 443 (CAP_NET_BIND_SERVICE on the node binary).
 #
 # Replicas run in a bubblewrap sandbox (own PID namespace, private view of the files). As a
 # non-root user bubblewrap needs user namespaces, which Docker's default seccomp profile
@@ -14,12 +17,19 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm ci --ignore-scripts && npx tsc -p tsconfig.build.json
+COPY console ./console
+RUN npm ci --ignore-scripts \
+ && npx tsc -p tsconfig.build.json \
+ && npx vite build --config console/vite.config.ts --logLevel warn
 
 FROM node:20-bookworm-slim AS deps
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts
+# Lifecycle scripts stay off for every package but node-pty, whose install step builds its addon.
+RUN npm ci --omit=dev --ignore-scripts && npm rebuild node-pty
 
 FROM node:20-bookworm-slim
 RUN apt-get update \

@@ -1,6 +1,7 @@
 // The autoscaler's loop against a real file store and a fake load source: it decides per
 // deployment from the gateway's samples, tells the controller when a figure changes, scales
-// orchestrated aggregated Workers too, and leaves disaggregated pools and paused deployments alone.
+// orchestrated aggregated Workers too, leaves disaggregated pools and paused deployments alone,
+// and keeps the activity history of what it saw and decided.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -11,8 +12,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../core/clock.js';
 import type { DeploymentRecord } from '../domain/records.js';
 import { FileStore } from '../store/file-store.js';
-import { deploymentRecord } from '../store/store.contract.js';
+import { modify } from '../store/store.js';
+import { deploymentRecord, replicaRecord } from '../store/store.contract.js';
 import { orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
+import { ActivityRecorder } from './activity.js';
 import { Autoscaler } from './autoscaler.js';
 import type { ConcurrencySample } from './decide.js';
 
@@ -23,6 +26,7 @@ const samples = new Map<number, ConcurrencySample[]>();
 let changes = 0;
 let autoscaler: Autoscaler;
 let registry: Registry;
+let activity: ActivityRecorder;
 
 beforeEach(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-autoscaler-'));
@@ -30,7 +34,9 @@ beforeEach(async () => {
   await store.open();
   changes = 0;
   registry = new Registry();
+  activity = new ActivityRecorder(clock);
   autoscaler = new Autoscaler({
+    activity,
     store,
     load: { samples: (id) => samples.get(id) ?? [], held: () => 0 },
     clock,
@@ -92,5 +98,31 @@ describe('Autoscaler', () => {
     expect(autoscaler.desired(aggregated)).toBe(3);
     expect(autoscaler.desired(disaggregated)).toBeUndefined();
     expect(autoscaler.desired(paused)).toBeUndefined();
+  });
+
+  it('records each tick in the activity history: samples, desired and ready replicas; paused undecided; deleted forgotten', async () => {
+    const id = await add({}, { min_replicas: 1, max_replicas: 5, target_concurrency: 2 });
+    const other = await add({}, { min_replicas: 1, max_replicas: 1 });
+    await store.create('replica', (rid) => ({ ...replicaRecord(rid), deployment_id: id, component: 'Replica', state: 'ready' }));
+    await store.create('replica', (rid) => ({ ...replicaRecord(rid), deployment_id: id, component: 'Replica', state: 'starting' }));
+    clock.set(Math.ceil(clock.now() / 5000) * 5000 + 1000); // one second into a bucket: the next sample lands in it
+    await tick();
+    clock.advance(1000);
+    samples.set(id, [{ second: clock.now() - 1000, average: 6 }]);
+    await tick();
+    const view = async (n: number) => activity.view((await store.get('deployment', n))!.value);
+    const last = (await view(id)).points.at(-1);
+    expect(last).toMatchObject({ in_flight: 6, in_flight_max: 6, desired: autoscaler.desired(id), ready: 1 });
+    expect(autoscaler.desired(id)).toBeGreaterThan(1);
+
+    await modify(store, 'deployment', id, (d) => ({ ...d, paused: true, status: 'paused' }));
+    clock.advance(5000);
+    await tick();
+    expect((await view(id)).points.at(-1)).toMatchObject({ desired: null, ready: 1 });
+
+    expect(activity.has(other)).toBe(true);
+    await store.delete('deployment', other);
+    await tick();
+    expect(activity.has(other)).toBe(false);
   });
 });

@@ -3,7 +3,7 @@
 // from the gateway and its replicas' readiness from the store, runs decide(), keeps the
 // per-deployment state, and tells the controller when a desired count changed. The
 // controller asks `desired()` for the figure it applies. Metrics: desired replicas, panic
-// mode and decisions by reason.
+// mode and decisions by reason; each tick's figures also go to the activity history.
 
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
@@ -11,6 +11,7 @@ import type { Clock } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import type { DeploymentRecord, ReplicaRecord } from '../domain/records.js';
 import type { Store } from '../store/store.js';
+import type { ActivityRecorder } from './activity.js';
 import { decide, initialState, type AutoscaleState, type AutoscaleWindows, type ConcurrencySample, type Decision } from './decide.js';
 
 /** What the gateway measures (in this process): the autoscaler's input. */
@@ -29,6 +30,8 @@ export interface AutoscalerOptions {
   /** A desired count changed: the controller should reconcile now. */
   onChange: () => void;
   tickMs?: number;
+  /** Where each tick's figures are kept for the console's Activity tab; none: not kept. */
+  activity?: ActivityRecorder;
 }
 
 /** The component whose count the autoscaler moves; null when the deployment's pools are fixed. */
@@ -90,22 +93,26 @@ export class Autoscaler {
       if (component === null) continue;
       seen.add(d.id);
       this.names.set(d.id, d.name);
+      const mine = replicas.map((r) => r.value).filter((r: ReplicaRecord) => r.deployment_id === d.id && r.component === component);
+      const ready = mine.filter((r) => r.state === 'ready').length;
+      const samples = load.samples(d.id);
+      const held = load.held(d.id);
       if (d.paused) {
         // A paused deployment runs nothing; on resume the decision starts again from min.
         this.states.delete(d.id);
         this.last.delete(d.id);
+        this.opts.activity?.record(d.id, { samples, held, desired: null, ready }, now);
         continue;
       }
-      const mine = replicas.map((r) => r.value).filter((r: ReplicaRecord) => r.deployment_id === d.id && r.component === component);
-      const ready = mine.filter((r) => r.state === 'ready').length;
       const starting = mine.filter((r) => r.state === 'starting').length;
       const spec = { min: d.scaling.min_replicas, max: d.scaling.max_replicas, target: d.scaling.target_concurrency, cooldownMs: d.scaling.cooldown_period * 1000 };
       // A new deployment starts with at least one replica, even at min 0, so its revision is
       // seen to become ready (Knative's initial scale); it goes to zero when idle.
       const initial = d.desired_replicas?.[component] ?? Math.min(spec.max, Math.max(spec.min, 1));
       const state = this.states.get(d.id) ?? initialState(now, initial);
-      const decision = decide(spec, windows, { samples: load.samples(d.id), held: load.held(d.id), ready, starting }, state, now);
+      const decision = decide(spec, windows, { samples, held, ready, starting }, state, now);
       this.states.set(d.id, decision.state);
+      this.opts.activity?.record(d.id, { samples, held, desired: decision.desired, ready }, now);
       const before = this.last.get(d.id)?.desired;
       this.last.set(d.id, decision);
       this.desiredGauge.set({ deployment: d.name }, decision.desired);
@@ -114,7 +121,7 @@ export class Autoscaler {
       if (before !== decision.desired) {
         changed = true;
         logger.info(
-          { deployment: d.name, from: before ?? state.desired, to: decision.desired, reason: decision.reason, stable: round(decision.stableConcurrency), panic: round(decision.panicConcurrency), held: load.held(d.id) },
+          { deployment: d.name, from: before ?? state.desired, to: decision.desired, reason: decision.reason, stable: round(decision.stableConcurrency), panic: round(decision.panicConcurrency), held },
           'autoscaler decision',
         );
       }
@@ -129,6 +136,7 @@ export class Autoscaler {
         this.panicGauge.remove({ deployment: name });
       }
     }
+    this.opts.activity?.retain(seen);
     if (changed) this.opts.onChange();
   }
 }

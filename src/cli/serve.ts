@@ -20,6 +20,7 @@ import { buildControlApp, type ControlApp } from '../control/app.js';
 import type { ShellProvider } from '../control/routes/terminal.js';
 import { Credentials } from '../control/credentials.js';
 import { endpointUrl } from '../control/render.js';
+import { ActivityRecorder } from '../autoscaler/activity.js';
 import { Autoscaler } from '../autoscaler/autoscaler.js';
 import { Controller } from '../controller/controller.js';
 import { DEFAULT_IMAGE_MAP, parseImageMap, type ImageMap } from '../domain/image-map.js';
@@ -77,6 +78,9 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     // The replica sandbox is probed once, before anything can deploy: the control API's rule
     // for host commands depends on it, and the controller's runtime uses it.
     const sandbox = config.role !== 'gateway' ? detectSandbox(config, selfCommand()) : null;
+    // The autoscaler runs only beside a gateway (it reads that gateway's measurements), so its
+    // activity history exists only when this process runs every role.
+    const activity = config.role === 'all' ? new ActivityRecorder(systemClock) : null;
     if (sandbox !== null) lines.push(sandbox.description);
     if (config.role !== 'gateway') {
       const hostCommands: HostCommandPolicy = {
@@ -84,7 +88,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
         allowUnsandboxed: config.allowUnsandboxedHostCommands,
         allowMembers: config.allowMemberHostCommands,
       };
-      lines.push(...(await startControl(config, store, logger, closers, images, logsDir, catalog, shells, hostCommands, registry)));
+      lines.push(...(await startControl(config, store, logger, closers, images, logsDir, catalog, shells, hostCommands, registry, activity)));
     }
     let gateway: Gateway | null = null;
     if (config.role !== 'control') {
@@ -93,7 +97,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       lines.push(...started.lines);
     }
     // The controller and its runtime live with the control role: one per store.
-    if (config.role !== 'gateway') shells.controller = await startController(config, store, logger, closers, images, gateway, registry, usage, catalog, sandbox?.host ?? null);
+    if (config.role !== 'gateway') shells.controller = await startController(config, store, logger, closers, images, gateway, registry, usage, catalog, sandbox?.host ?? null, activity);
 
     const metrics = createMetricsServer(registry, { [SERVICE_DISCOVERY_PATH]: () => replicaTargetGroups(store) });
     closers.push(() => new Promise<void>((resolve) => metrics.close(() => resolve())));
@@ -127,6 +131,7 @@ async function startControl(
   shells: ShellProvider,
   hostCommands: HostCommandPolicy,
   registry: Registry,
+  activity: ActivityRecorder | null,
 ): Promise<string[]> {
   const sealer = new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY));
   const admin = await new Credentials(store, systemClock).ensureAdmin(config.adminKey);
@@ -136,6 +141,7 @@ async function startControl(
     images,
     logsDir,
     shells,
+    activity,
     hostCommands,
     gpuQuota: config.gpuQuota,
     sealer,
@@ -170,6 +176,7 @@ async function startController(
   usage: UsageLedger,
   catalog: Catalog,
   sandbox: SandboxHost | null,
+  activity: ActivityRecorder | null,
 ): Promise<Controller> {
   const sealer = new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY));
   const runtimeLogger = logger.child({ component: 'runtime' });
@@ -194,6 +201,7 @@ async function startController(
         logger: logger.child({ component: 'autoscaler' }),
         registry,
         onChange: () => controller?.poke(),
+        ...(activity ? { activity } : {}),
       })
     : null;
   controller = new Controller({

@@ -1,6 +1,6 @@
 // Owns the control API's HTTP application: fastify with TypeBox schemas, the platform
 // credential check on every route but health, the OpenAPI document and the console's files
-// (and only then `100 Continue`), the
+// (and only then `100 Continue`; a WebSocket may carry the key as a subprotocol entry), the
 // 1 MiB body limit, strict integers in paths and queries, the error body
 // `{"error": {"code", "message", "field"?}}` for every refusal (fastify's and Node's included),
 // request logs without query values, and the OpenAPI document at /openapi.json.
@@ -26,6 +26,7 @@ import { DeploymentService } from './deployment-service.js';
 import { errorHandler } from './errors.js';
 import { answerClientError, answerFrameworkError, closeIfBodyWithheld, continueAfterAuthentication, handleExpectations } from './http-edge.js';
 import { requestLogView } from './request-log.js';
+import { BEARER_PROTOCOL_PREFIX, bearerFromProtocols, selectProtocol } from './websocket-auth.js';
 import type { EndpointAddress } from './render.js';
 import { registerCertificateRoutes } from './routes/certificates.js';
 import { registerClusterRoutes } from './routes/clusters.js';
@@ -35,6 +36,7 @@ import { registerPresetRoutes } from './routes/presets.js';
 import { registerServiceAccountRoutes } from './routes/service-accounts.js';
 import { registerTokenRoutes } from './routes/tokens.js';
 import { registerWhoamiRoutes } from './routes/whoami.js';
+import type { ActivitySource } from './routes/activity.js';
 import type { ShellProvider } from './routes/terminal.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -57,6 +59,8 @@ export interface ControlDeps {
   logsDir: string | null;
   /** Ready replicas to open a terminal in (the controller); null: none in this process. */
   shells?: ShellProvider | null;
+  /** The autoscaler's activity history; null or absent: this process runs no autoscaler. */
+  activity?: ActivitySource | null;
   /** Who may deploy host commands; `infergate serve` passes what its sandbox probe found. */
   hostCommands?: HostCommandPolicy;
   /** Client-side timeouts of the listener; the defaults are Node's and fastify's. */
@@ -178,7 +182,8 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
     void reply.status(404).send(err.toBody());
   });
 
-  await app.register(websocket, { options: { maxPayload: 1024 * 1024 } });
+  // The credential entry of Sec-WebSocket-Protocol must never be the protocol answered.
+  await app.register(websocket, { options: { maxPayload: 1024 * 1024, handleProtocols: selectProtocol } });
   await app.register(swagger, {
     openapi: {
       info: { title: 'infergate control API', version: '1' },
@@ -224,10 +229,23 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   return app;
 }
 
-/** `Authorization: Bearer <key>`. */
+/**
+ * The key a request presents: `Authorization: Bearer <key>`, or — for a WebSocket upgrade
+ * without that header, since a browser cannot set it there — the subprotocol entry
+ * `base64url.bearer.infergate.<base64url(key)>`.
+ */
 function presentedKey(request: FastifyRequest): string {
-  const match = request.headers.authorization ? /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization) : null;
-  if (!match?.[1]) throw new PlatformError('unauthenticated', 'missing platform credential: send Authorization: Bearer <service-account key>');
+  const header = request.headers.authorization;
+  if (header === undefined && request.ws) {
+    const offered = bearerFromProtocols(request.headers['sec-websocket-protocol']);
+    if (offered.kind === 'key') return offered.key;
+    if (offered.kind === 'malformed') throw new PlatformError('unauthenticated', offered.reason);
+  }
+  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  if (!match?.[1]) {
+    const browser = request.ws ? ` (from a browser's WebSocket: the subprotocol ${BEARER_PROTOCOL_PREFIX}<key in base64url>)` : '';
+    throw new PlatformError('unauthenticated', `missing platform credential: send Authorization: Bearer <service-account key>${browser}`);
+  }
   return match[1];
 }
 

@@ -1,7 +1,8 @@
 // Owns what the control API's request log says about a request: method, path, host and peer,
 // and of the query string only the parameter names. Query values can carry anything a client
 // chose to put there (names, filters, a token pasted by mistake), and logs travel further
-// than the API does, so every value is replaced.
+// than the API does, so every value is replaced. No header is logged: Authorization holds the
+// key, and so does Sec-WebSocket-Protocol when a browser opens a WebSocket.
 
 import type { FastifyRequest } from 'fastify';
 

@@ -2,8 +2,9 @@
 // replica leads its own, so a shell's children go with it), processes an earlier run left
 // behind (found by the INFERGATE_REPLICA_ID in their environment, so a recycled pid is never
 // mistaken for a replica), the processes inside a replica's sandbox (the runtime signals them,
-// not bubblewrap), the processes still using a replica's directory, and the parent-death signal
-// that keeps unsandboxed replicas from outliving a service that was killed outright.
+// not bubblewrap), the processes of a terminal's session, the processes still using a
+// replica's directory, and the parent-death signal that keeps unsandboxed replicas from
+// outliving a service that was killed outright.
 
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
@@ -82,6 +83,25 @@ function processTable(): ProcessInfo[] {
     // "pid (comm) state ppid …": comm may hold spaces and parentheses, so read after the last ')'.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     out.push({ pid, ppid: Number(fields[1]), start: Number(fields[19]), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) });
+  }
+  return out;
+}
+
+/**
+ * Live processes of session `sid` (field 6 of /proc/<pid>/stat, in this host's pids), the
+ * leader included: what a terminal started, its jobs in process groups of their own too.
+ */
+export function processesInSession(sid: number): number[] {
+  const out: number[] = [];
+  for (const pid of livePids()) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    } catch {
+      continue;
+    }
+    // After "pid (comm) ": state ppid pgrp session …
+    if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]) === sid) out.push(pid);
   }
   return out;
 }

@@ -13,6 +13,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { buildControlApp, type ControlApp } from '../../src/control/app.js';
 import type { HostCommandPolicy } from '../../src/domain/host-commands.js';
 import { Credentials } from '../../src/control/credentials.js';
+import type { ActivitySource } from '../../src/control/routes/activity.js';
 import type { ShellProvider } from '../../src/control/routes/terminal.js';
 import { loadOrCreateCa, type CertificateAuthority } from '../../src/pki/ca.js';
 import { FileStore } from '../../src/store/file-store.js';
@@ -59,6 +60,8 @@ export interface StartControlOptions {
   consoleDir?: string | null;
   /** Where terminals open; default none. */
   shells?: ShellProvider;
+  /** The autoscaler's activity history; default none (the route answers 409). */
+  activity?: ActivitySource;
 }
 
 export async function startControl(opts: StartControlOptions = {}): Promise<TestControl> {
@@ -79,6 +82,7 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
     ...(opts.hostCommands ? { hostCommands: opts.hostCommands } : {}),
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.shells ? { shells: opts.shells } : {}),
+    ...(opts.activity ? { activity: opts.activity } : {}),
     consoleDir: opts.consoleDir ?? null,
   });
   await app.listen({ port: 0, host: '127.0.0.1' });

@@ -18,6 +18,7 @@ import {
   RollbackRequest,
 } from '../schemas.js';
 import { PlatformError } from '../../core/errors.js';
+import { registerActivityRoutes } from './activity.js';
 import { registerLogRoutes } from './logs.js';
 import { registerTerminalRoutes } from './terminal.js';
 import { registerUsageRoutes } from './usage.js';
@@ -111,6 +112,7 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
 
   registerLogRoutes(app, ctx, family);
   registerUsageRoutes(app, ctx, family);
+  registerActivityRoutes(app, ctx, family);
   registerTerminalRoutes(app, ctx, family);
 }
 

@@ -1,19 +1,24 @@
 // Owns the interactive terminal: GET /deployments/{family}/{id}/terminal upgrades to a
-// WebSocket (platform credential, like every route) and runs the shell the runtime gives for a
-// ready replica — inside its sandbox, as its user — (`?replica=` picks one). Only while the
-// deployment is ready (the console's "Active"), and only where the runtime allows shells (a
-// shell is a host command: without a sandbox, only by the operator's flag): otherwise 409
-// before the upgrade. Frames in are the shell's stdin; its stdout and stderr come back as text
-// frames. The socket closes when the replica stops (1001) or the shell exits (1000). Opening
-// and closing are logged with the service account. The shell has no pseudo-terminal: it reads
-// lines, as `sh` does from a pipe.
+// WebSocket (platform credential, like every route — from a browser, as a subprotocol entry)
+// and runs the shell the runtime gives for a ready replica — inside its sandbox, as its user —
+// (`?replica=` picks one). Only while the deployment is ready (the console's "Active"), and
+// only where the runtime allows shells (a shell is a host command: without a sandbox, only by
+// the operator's flag): otherwise 409 before the upgrade. Two modes, by subprotocol: with
+// `infergate.tty.v1` the shell gets a pseudo-terminal of `?cols=&rows=` (terminal-tty.ts);
+// without it, pipes — frames in are the shell's stdin, its stdout and stderr come back as text
+// frames, and it reads lines, as `sh` does from a pipe (scripts and the CLI use this). The
+// socket closes when the replica stops (1001) or the shell exits (1000), and the shell's
+// processes are killed when it closes. Opening and closing are logged with the service account.
 
 import { spawn } from 'node:child_process';
+import type { WebSocket } from 'ws';
 import { Type } from 'typebox';
 import { PlatformError } from '../../core/errors.js';
 import type { Family } from '../../domain/records.js';
 import type { ControlApp, ControlContext } from '../app.js';
 import { IdParams } from '../schemas.js';
+import { DEFAULT_TTY_SIZE, MAX_TTY_DIMENSION, startTtySession } from '../terminal-tty.js';
+import { TTY_PROTOCOL } from '../websocket-auth.js';
 
 /** Where shells run: the controller's ready replicas. The route spawns what it is given and knows nothing of sandboxes. */
 export interface ShellProvider {
@@ -26,7 +31,19 @@ export interface ShellProvider {
   ): { replica: string; argv: string[]; cwd: string; env: Record<string, string>; onGone(listener: () => void): void } | null;
 }
 
-const TerminalQuery = Type.Object({ replica: Type.Optional(Type.String()) }, { additionalProperties: false });
+type ShellTarget = NonNullable<ReturnType<ShellProvider['shellTarget']>>;
+
+const Dimension = (what: string, fallback: number) =>
+  Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TTY_DIMENSION, description: `${what} of the pseudo-terminal (infergate.tty.v1 only); default ${fallback}` }));
+
+const TerminalQuery = Type.Object(
+  {
+    replica: Type.Optional(Type.String()),
+    cols: Dimension('columns', DEFAULT_TTY_SIZE.cols),
+    rows: Dimension('rows', DEFAULT_TTY_SIZE.rows),
+  },
+  { additionalProperties: false },
+);
 
 export function registerTerminalRoutes(app: ControlApp, ctx: ControlContext, family: Family): void {
   app.get(
@@ -52,39 +69,24 @@ export function registerTerminalRoutes(app: ControlApp, ctx: ControlContext, fam
     },
     (socket, request) => {
       const params = request.params as { id: number };
-      const query = request.query as { replica?: string };
+      const query = request.query as { replica?: string; cols?: number; rows?: number };
       const target = ctx.deps.shells?.shellTarget(params.id, query.replica);
       if (!target) {
         socket.close(1011, 'the replica went away');
         return;
       }
+      const mode = socket.protocol === TTY_PROTOCOL ? 'tty' : 'pipe';
       const by = request.account?.name;
-      request.log.info({ deployment_id: params.id, replica: target.replica, by }, 'terminal opened');
-      const [command, ...args] = target.argv;
-      const shell = spawn(command ?? '/bin/sh', args, { cwd: target.cwd, env: target.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
-      const kill = () => {
-        if (shell.exitCode === null && shell.pid !== undefined) {
-          try {
-            process.kill(-shell.pid, 'SIGKILL');
-          } catch {
-            // already gone
-          }
-        }
-      };
-      const send = (chunk: Buffer) => {
-        if (socket.readyState === socket.OPEN) socket.send(chunk.toString('utf8'));
-      };
-      shell.stdout.on('data', send);
-      shell.stderr.on('data', send);
-      shell.stdin.on('error', () => {}); // the shell exited while input was on its way
-      shell.on('error', (err) => socket.close(1011, `cannot start a shell: ${err.message}`.slice(0, 120)));
-      shell.on('exit', () => {
-        if (socket.readyState === socket.OPEN) socket.close(1000, 'the shell exited');
-      });
-      socket.on('message', (data: Buffer) => shell.stdin.write(data));
+      request.log.info({ deployment_id: params.id, replica: target.replica, by, mode }, 'terminal opened');
+      const cannotStart = (err: Error) => socket.close(1011, `cannot start a shell: ${err.message}`.slice(0, 120));
+      const kill =
+        mode === 'tty'
+          ? startTtySession(socket, target, { cols: query.cols ?? DEFAULT_TTY_SIZE.cols, rows: query.rows ?? DEFAULT_TTY_SIZE.rows }, cannotStart)?.kill
+          : startPipeShell(socket, target, cannotStart);
+      if (!kill) return;
       socket.on('close', () => {
         kill();
-        request.log.info({ deployment_id: params.id, replica: target.replica, by }, 'terminal closed');
+        request.log.info({ deployment_id: params.id, replica: target.replica, by, mode }, 'terminal closed');
       });
       target.onGone(() => {
         if (socket.readyState === socket.OPEN) socket.close(1001, 'the replica stopped');
@@ -92,4 +94,30 @@ export function registerTerminalRoutes(app: ControlApp, ctx: ControlContext, fam
       });
     },
   );
+}
+
+/** The shell on pipes, without a terminal; returns what kills its process group. */
+function startPipeShell(socket: WebSocket, target: ShellTarget, cannotStart: (err: Error) => void): () => void {
+  const [command, ...args] = target.argv;
+  const shell = spawn(command ?? '/bin/sh', args, { cwd: target.cwd, env: target.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  const send = (chunk: Buffer) => {
+    if (socket.readyState === socket.OPEN) socket.send(chunk.toString('utf8'));
+  };
+  shell.stdout.on('data', send);
+  shell.stderr.on('data', send);
+  shell.stdin.on('error', () => {}); // the shell exited while input was on its way
+  shell.on('error', cannotStart);
+  shell.on('exit', () => {
+    if (socket.readyState === socket.OPEN) socket.close(1000, 'the shell exited');
+  });
+  socket.on('message', (data: Buffer) => shell.stdin.write(data));
+  return () => {
+    if (shell.exitCode === null && shell.pid !== undefined) {
+      try {
+        process.kill(-shell.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
 }
