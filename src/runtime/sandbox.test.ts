@@ -114,7 +114,11 @@ describe('shellArgv', () => {
 
   it('rootless: a sandbox of its own with the same view of files', () => {
     const rootless = { ...host, identity: { kind: 'rootless' as const, uid: 1000 } };
-    expect(shellArgv(rootless, replica, 4242)).toEqual(sandboxArgv(rootless, replica, ['/bin/sh']));
+    const shell = shellArgv(rootless, replica, 4242);
+    // The same sandbox as the replica's, but the shell keeps its pseudo-terminal (Ctrl-C reaches the foreground job).
+    expect(shell).toEqual(sandboxArgv(rootless, replica, ['/bin/sh']).filter((a) => a !== '--new-session'));
+    expect(shell).not.toContain('--new-session');
+    expect(sandboxArgv(rootless, replica, ['/bin/sh'])).toContain('--new-session');
   });
 });
 

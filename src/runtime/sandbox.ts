@@ -55,10 +55,14 @@ const NAMESPACES = ['--unshare-pid', '--unshare-ipc', '--unshare-uts'];
  * sandbox down with the service even when it is killed outright; `--new-session` puts the
  * command in its own session and process group, so the runtime can signal exactly it (and its
  * group) for a graceful stop without killing bubblewrap first — whose death tears the whole
- * PID namespace down with SIGKILL at once.
+ * PID namespace down with SIGKILL at once. It also keeps a replica away from the service's
+ * terminal (TIOCSTI). A terminal shell (`newSession: false`) must keep the pseudo-terminal it
+ * was given as its controlling terminal, or Ctrl-C would end the whole shell instead of its
+ * foreground job; that terminal is the shell's own, made for that session, so there is no one
+ * else's to inject into.
  */
-export function sandboxArgv(host: SandboxHost, replica: SandboxedReplica, command: readonly string[]): string[] {
-  const args: string[] = [host.bwrap, ...NAMESPACES, '--die-with-parent', '--new-session'];
+export function sandboxArgv(host: SandboxHost, replica: SandboxedReplica, command: readonly string[], opts: { newSession?: boolean } = {}): string[] {
+  const args: string[] = [host.bwrap, ...NAMESPACES, '--die-with-parent', ...(opts.newSession === false ? [] : ['--new-session'])];
   if (host.identity.kind === 'rootless') args.push('--unshare-user');
   // A plain tmpfs is root's 0755: the replica's user could not write its own /tmp.
   args.push('--perms', '1777', '--tmpfs', '/tmp');
@@ -95,7 +99,7 @@ export function sandboxArgv(host: SandboxHost, replica: SandboxedReplica, comman
  * replica's uid. Rootless, the namespaces belong to a user namespace nested inside the one
  * bubblewrap made, which nsenter (util-linux before 2.39) cannot reach: the shell gets a
  * sandbox of its own with the same view of files and the same user, but not the replica's
- * process list.
+ * process list, and keeps its controlling terminal (see sandboxArgv).
  */
 export function shellArgv(host: SandboxHost, replica: SandboxedReplica, pid: number | null, shell = '/bin/sh'): string[] {
   if (host.identity.kind === 'root' && host.nsenter !== null && pid !== null) {
@@ -105,7 +109,7 @@ export function shellArgv(host: SandboxHost, replica: SandboxedReplica, pid: num
     const enter = [host.nsenter, '-t', String(pid), '-p', '-m', '-i', '-u', '-r', '-w', '--'];
     return [...enter, ...dropPrivileges(host), '/bin/sh', '-c', 'cd "$1" && exec "$2"', 'infergate-shell', replica.root, shell];
   }
-  return sandboxArgv(host, replica, [shell]);
+  return sandboxArgv(host, replica, [shell], { newSession: false });
 }
 
 /** How the sandbox is described at start-up. */
