@@ -22,9 +22,13 @@ interface ChartProps {
   series: Array<SeriesSpec & { values: Array<number | null> }>;
   height?: number;
   yLabel?: string;
+  /** A fixed time range in Unix seconds (a window that has only begun to fill still spans it). */
+  xRange?: [number, number];
 }
 
-export function Chart({ title, x, series, height = 180, yLabel }: ChartProps) {
+export function Chart({ title, x, series, height = 180, yLabel, xRange }: ChartProps) {
+  const range = useRef(xRange);
+  range.current = xRange;
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const shape = series.map((s) => `${s.label}:${s.stepped ? 's' : ''}${s.bars ? 'b' : ''}`).join('|');
@@ -36,7 +40,7 @@ export function Chart({ title, x, series, height = 180, yLabel }: ChartProps) {
       width: Math.max(200, el.clientWidth),
       height,
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min), Math.max(1, max * 1.1)] } },
+      scales: { x: { time: true, range: (_u, min, max) => range.current ?? [min, max] }, y: { range: (_u, min, max) => [Math.min(0, min), Math.max(1, max * 1.1)] } },
       axes: [
         { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,.15)' } },
         { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,.15)' }, ...(yLabel ? { label: yLabel } : {}) },

@@ -26,6 +26,8 @@ export function ActivityTab({ d }: { d: Deployment }) {
   }
   const x = a.points.map((p) => Date.parse(p.t) / 1000);
   const last = a.points.at(-1);
+  const end = Math.max(Date.now() / 1000, x.at(-1) ?? 0);
+  const span: [number, number] = [end - a.window_seconds, end];
   return (
     <div>
       <p role="status" data-testid="activity-now">
@@ -36,6 +38,7 @@ export function ActivityTab({ d }: { d: Deployment }) {
       <Chart
         title="Requests in flight (last 15 minutes)"
         x={x}
+        xRange={span}
         series={[
           { label: 'In flight (mean)', color: '#3b5bdb', values: a.points.map((p) => p.in_flight) },
           { label: 'In flight (peak)', color: '#748ffc', values: a.points.map((p) => p.in_flight_max) },
@@ -45,6 +48,7 @@ export function ActivityTab({ d }: { d: Deployment }) {
       <Chart
         title={`${a.component} replicas (last 15 minutes)`}
         x={x}
+        xRange={span}
         series={[
           { label: 'Desired', color: '#862e9c', stepped: true, values: a.points.map((p) => p.desired) },
           { label: 'Ready', color: '#2b8a3e', stepped: true, values: a.points.map((p) => p.ready) },
