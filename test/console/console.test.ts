@@ -85,6 +85,7 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     await page.getByRole('button', { name: 'Add environment variable' }).click();
     await page.getByLabel('Environment variables name 1').fill('GREETING');
     await page.getByLabel('Environment variables value 1').fill('hello from the console');
+    await page.evaluate('window.scrollTo(0, 0)');
     await shot('create-general');
     await page.getByRole('button', { name: 'Create', exact: true }).click();
     await page.waitForURL(/#\/deployments\/general\/\d+/);
@@ -108,6 +109,16 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
   });
 
   let tokenForChat = '';
+
+  it('Overview: the endpoint, how to call it, component health and revisions', async () => {
+    await at(`/deployments/general/${chatId}`);
+    const panel = page.getByRole('tabpanel');
+    await panel.getByText(`https://chat.endpoints.localhost:${platform.ports.gateway}`).first().waitFor();
+    expect(await panel.getByRole('table', { name: 'Component health' }).textContent()).toMatch(/Replica\s*1\s*1/);
+    expect(await panel.getByRole('table', { name: 'Revision history' }).textContent()).toContain('create');
+    await expect.poll(() => page.getByTestId('autoscaler-desired').textContent(), { timeout: 15_000 }).toMatch(/wants 1 replica; 1 ready/);
+    await shot('overview');
+  });
 
   it('Logs: the access line of a request made after the tab opened arrives live', async () => {
     await at(`/deployments/general/${chatId}/logs`);
@@ -146,6 +157,7 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     await at(`/deployments/general/${chatId}/activity`);
     const now = page.getByTestId('activity-now');
     await expect.poll(() => now.textContent(), { timeout: 20_000 }).toMatch(/1 ready/);
+    await shot('activity');
     // The 15-minute table holds the in-flight samples of the requests made above.
     await page.getByText('Show as a table').click();
     const inflight = await page.locator('table[aria-label="Activity"] tbody tr td:nth-child(3)').allTextContents();

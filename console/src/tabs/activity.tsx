@@ -25,6 +25,7 @@ export function ActivityTab({ d }: { d: Deployment }) {
     );
   }
   const x = a.points.map((p) => Date.parse(p.t) / 1000);
+  const what = a.component === 'Replica' ? 'replica' : `${a.component} replica`;
   const last = a.points.at(-1);
   const end = Math.max(Date.now() / 1000, x.at(-1) ?? 0);
   const span: [number, number] = [end - a.window_seconds, end];
@@ -32,7 +33,7 @@ export function ActivityTab({ d }: { d: Deployment }) {
     <div>
       <p role="status" data-testid="activity-now">
         {last
-          ? `Now: ${last.in_flight} in flight (peak ${last.in_flight_max}), ${last.held} held; the autoscaler wants ${last.desired ?? '—'} ${a.component} replica${last.desired === 1 ? '' : 's'}, ${last.ready} ready.`
+          ? `Now: ${last.in_flight} in flight (peak ${last.in_flight_max}), ${last.held} held; the autoscaler wants ${last.desired ?? '—'} ${what}${last.desired === 1 ? '' : 's'}, ${last.ready} ready.`
           : 'No activity recorded yet: figures appear within a few seconds.'}
       </p>
       <Chart
@@ -46,7 +47,7 @@ export function ActivityTab({ d }: { d: Deployment }) {
         ]}
       />
       <Chart
-        title={`${a.component} replicas (last 15 minutes)`}
+        title={`${what[0]!.toUpperCase()}${what.slice(1)}s (last 15 minutes)`}
         x={x}
         xRange={span}
         series={[

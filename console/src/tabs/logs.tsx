@@ -175,7 +175,7 @@ export function LogsTab({ d }: { d: Deployment }) {
         {shown.map((l, i) => (
           <div key={i} className={`log-line ${l.stream}`}>
             <span className="ts">{l.time.slice(11, 23)}</span>
-            <span className="who">{l.replica}</span>
+            <span className="replica">{l.replica}</span>
             {l.line}
           </div>
         ))}

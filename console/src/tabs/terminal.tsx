@@ -100,7 +100,10 @@ function TerminalView({ d, replica }: { d: Deployment; replica: string }) {
       <p className="subtle" role="status">
         {phase.state === 'connecting' ? 'Connecting…' : phase.state === 'open' ? `Connected to ${phase.replica}. The shell runs inside the replica's sandbox, as its user.` : `Disconnected: ${phase.reason}`}
       </p>
-      <div className="terminal-box" ref={box} data-testid="terminal" aria-label="Terminal" />
+      <div className="terminal-box">
+        {/* xterm sizes itself to this element, which has no padding of its own. */}
+        <div className="terminal-screen" ref={box} data-testid="terminal" aria-label="Terminal" />
+      </div>
     </div>
   );
 }

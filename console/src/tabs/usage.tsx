@@ -21,6 +21,8 @@ export function UsageTab({ d }: { d: Deployment }) {
   const usage = usePoll<UsageAnswer>(`/deployments/${d.family}/${d.id}/usage?from=${encodeURIComponent(from)}`, 10_000);
   const u = usage.data;
   const x = (u?.hours ?? []).map((h) => Date.parse(h.hour) / 1000);
+  // The whole chosen range, however few hours have figures; the last bar is the current hour.
+  const span: [number, number] = [Date.parse(from) / 1000, Date.now() / 1000 + 3600];
   const col = (pick: (h: UsageAnswer['hours'][number]) => number) => (u?.hours ?? []).map(pick);
 
   return (
@@ -56,9 +58,9 @@ export function UsageTab({ d }: { d: Deployment }) {
             <p className="subtle">No usage in this range.</p>
           ) : (
             <>
-              <Chart title="Requests and errors per hour" x={x} series={[{ label: 'Requests', color: '#3b5bdb', bars: true, values: col((h) => h.requests) }, { label: 'Errors', color: '#d9480f', bars: true, values: col((h) => h.errors) }]} />
-              <Chart title="Tokens per hour" x={x} series={[{ label: 'Prompt tokens', color: '#2b8a3e', values: col((h) => h.prompt_tokens) }, { label: 'Completion tokens', color: '#862e9c', values: col((h) => h.completion_tokens) }]} />
-              <Chart title="GPU-seconds per hour" x={x} series={[{ label: 'GPU-seconds', color: '#e67700', bars: true, values: col((h) => h.gpu_seconds) }]} />
+              <Chart xRange={span} title="Requests and errors per hour" x={x} series={[{ label: 'Requests', color: '#3b5bdb', bars: true, values: col((h) => h.requests) }, { label: 'Errors', color: '#d9480f', bars: true, values: col((h) => h.errors) }]} />
+              <Chart xRange={span} title="Tokens per hour" x={x} series={[{ label: 'Prompt tokens', color: '#2b8a3e', values: col((h) => h.prompt_tokens) }, { label: 'Completion tokens', color: '#862e9c', values: col((h) => h.completion_tokens) }]} />
+              <Chart xRange={span} title="GPU-seconds per hour" x={x} series={[{ label: 'GPU-seconds', color: '#e67700', bars: true, values: col((h) => h.gpu_seconds) }]} />
               <details>
                 <summary>Show as a table</summary>
                 <table aria-label="Usage per hour">
