@@ -8,5 +8,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Browser tests poll the page for what a live service shows; a loaded CI machine needs more than the 1 s default.
+    expect: { poll: { timeout: 10_000 } },
   },
 });

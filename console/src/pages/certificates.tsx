@@ -11,7 +11,7 @@ import { DeploymentLinks, useDeploymentNames } from './vault';
 
 export function CertificatesPage() {
   const certs = usePoll<Items<Certificate>>('/certificates', 5000);
-  const byId = useDeploymentNames();
+  const { byId, reload: reloadNames } = useDeploymentNames();
   const [name, setName] = useState('');
   const [deployment, setDeployment] = useState('');
   const [problems, setProblems] = useState<Problems>({});
@@ -103,7 +103,10 @@ export function CertificatesPage() {
                     <button type="button" className="button small" aria-label={`Download ${c.name}.pem`} onClick={() => download(c.pem_path, `${c.name}.pem`).catch((e: Error) => setError(e.message))}>
                       Download .pem
                     </button>{' '}
-                    <button type="button" className="button small" aria-label={`Revoke ${c.name}`} onClick={() => setToRevoke(c)}>
+                    <button type="button" className="button small" aria-label={`Revoke ${c.name}`} onClick={() => {
+                        reloadNames();
+                        void api.get<Certificate>(`/certificates/${c.id}`).then(setToRevoke, (e: Error) => setError(e.message));
+                      }}>
                       Revoke
                     </button>
                   </>

@@ -9,10 +9,12 @@ import { SecretOnce } from '../components/copy';
 import { ConfirmDialog } from '../components/confirm';
 import { Field, type Problems } from '../components/form';
 
-export function useDeploymentNames(): Map<number, Deployment> {
+/** Deployments by id, to name the ones a credential protects; `reload` before a warning names them. */
+export function useDeploymentNames(): { byId: Map<number, Deployment>; reload: () => void } {
   const g = usePoll<Items<Deployment>>('/deployments/general', 10_000);
   const o = usePoll<Items<Deployment>>('/deployments/orchestrated', 10_000);
-  return new Map([...(g.data?.items ?? []), ...(o.data?.items ?? [])].map((d) => [d.id, d]));
+  const byId = new Map([...(g.data?.items ?? []), ...(o.data?.items ?? [])].map((d) => [d.id, d]));
+  return { byId, reload: () => { g.reload(); o.reload(); } };
 }
 
 export function DeploymentLinks({ ids, byId }: { ids: number[]; byId: Map<number, Deployment> }) {
@@ -34,7 +36,7 @@ export function DeploymentLinks({ ids, byId }: { ids: number[]; byId: Map<number
 
 export function VaultPage() {
   const tokens = usePoll<Items<VaultToken>>('/vault/tokens', 5000);
-  const byId = useDeploymentNames();
+  const { byId, reload: reloadNames } = useDeploymentNames();
   const [name, setName] = useState('');
   const [problems, setProblems] = useState<Problems>({});
   const [created, setCreated] = useState<VaultToken | null>(null);
@@ -51,6 +53,17 @@ export function VaultPage() {
       tokens.reload();
     } catch (err) {
       if (err instanceof ApiError) setProblems({ name: err.message });
+    }
+  };
+
+  // The warning names the endpoints bound right now, not as of the last refresh.
+  const askDelete = async (t: VaultToken) => {
+    try {
+      reloadNames();
+      setToDelete(await api.get<VaultToken>(`/vault/tokens/${t.id}`));
+    } catch (err) {
+      setError(err instanceof ApiError ? err.message : String(err));
+      tokens.reload();
     }
   };
 
@@ -108,7 +121,7 @@ export function VaultPage() {
               </td>
               <td>{new Date(t.created_at).toLocaleString()}</td>
               <td>
-                <button type="button" className="button small" onClick={() => setToDelete(t)} aria-label={`Delete token ${t.name}`}>
+                <button type="button" className="button small" onClick={() => void askDelete(t)} aria-label={`Delete token ${t.name}`}>
                   Delete
                 </button>
               </td>
