@@ -55,6 +55,8 @@ describe('infergate serve', () => {
     const first = await start('persist');
     const out = first.output();
     expect(out).toMatch(/control API listening on http:\/\/127\.0\.0\.1:\d+/);
+    // npm ci built the console (the browser suites rebuild it when stale): the start-up says where it is.
+    expect(out).toMatch(/web console at http:\/\/127\.0\.0\.1:\d+\/ /);
     expect(out).toMatch(/endpoint domain endpoints\.localhost/);
     const keyFile = path.join(root, 'persist', 'data', 'admin.key');
     expect(out).toContain(keyFile);

@@ -4,6 +4,7 @@
 // (replicas drained and stopped first). Wiring only — behaviour lives in the modules it composes.
 
 import { readFile, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Server } from 'node:net';
 import { pino, type Logger } from 'pino';
@@ -17,6 +18,7 @@ import type { HostCommandPolicy } from '../domain/host-commands.js';
 import type { DeploymentRecord } from '../domain/records.js';
 import { UsageLedger } from '../store/usage-ledger.js';
 import { buildControlApp, type ControlApp } from '../control/app.js';
+import { defaultConsoleDir } from '../control/console-assets.js';
 import type { ShellProvider } from '../control/routes/terminal.js';
 import { Credentials } from '../control/credentials.js';
 import { endpointUrl } from '../control/render.js';
@@ -162,7 +164,10 @@ async function startControl(
   await app.ready();
   const scheme = config.apiTlsCert ? 'https' : 'http';
   const apiUrl = `${scheme}://${hostForUrl(config.apiHost)}:${apiPort}`;
-  return [`infergate: control API listening on ${apiUrl}`, await describeAdminKey(config, admin.generatedKey)];
+  const consoleLine = existsSync(path.join(defaultConsoleDir(), 'index.html'))
+    ? `infergate: web console at ${apiUrl}/ (sign in with a service-account key)`
+    : 'infergate: the web console is not built (npm run build); the API works without it';
+  return [`infergate: control API listening on ${apiUrl}`, consoleLine, await describeAdminKey(config, admin.generatedKey)];
 }
 
 async function startController(
