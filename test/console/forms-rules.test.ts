@@ -10,6 +10,7 @@ import {
   linesToArgs,
   nameProblem,
   parseWhole,
+  placeholderProblem,
   scalingProblems,
   type GeneralBody,
 } from '../../console/src/forms/rules.js';
@@ -126,5 +127,14 @@ describe('console PATCH forecast', () => {
   it('says what happened after saving', () => {
     expect(savedMessage({ revision: 1 }, { revision: 2 }, classifyPatch({ image: 'b' }, 1))).toBe('Saved: revision 2 is rolling out');
     expect(savedMessage({ revision: 1 }, { revision: 1 }, classifyPatch({ max_replicas: 2 }, 1))).toBe('Saved: scaled in place');
+  });
+});
+
+describe('the example command placeholder', () => {
+  it('is caught before a replica fails on it', () => {
+    expect(placeholderProblem(['vllm', 'serve', '<org>/<model>', '--port', '8000'])).toMatch(/replace <org> in the command/);
+    expect(placeholderProblem(['vllm', 'serve', 'meta-llama/Llama-3.1-8B-Instruct'])).toBeUndefined();
+    expect(placeholderProblem(['sh', '-c', 'engine < /etc/input'])).toBeUndefined();
+    expect(checkGeneral({ ...minimal, command: ['serve', '<org>/<model>'] }, { mode: 'create', tokenBound: true }).command).toMatch(/placeholder/);
   });
 });

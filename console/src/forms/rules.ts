@@ -289,6 +289,18 @@ function checkConfigFile(file: ConfigFileBody | null | undefined, out: Problems)
   else if (mountPath.split('/').includes('..')) out['config_file.mount_path'] = "config_file.mount_path must not contain '..' segments";
 }
 
+/**
+ * A preset's example command names what the user must fill in as `<org>/<model>`: left as it
+ * is, the engine starts, refuses the argument and restarts forever. Not an API rule (the API
+ * takes any command); the console catches it before the first replica fails.
+ */
+const PLACEHOLDER = /<[A-Za-z][A-Za-z0-9_-]*>/;
+
+export function placeholderProblem(args: readonly string[] | undefined): string | undefined {
+  const hit = (args ?? []).map((a) => PLACEHOLDER.exec(a)?.[0]).find((m) => m !== undefined);
+  return hit ? `replace ${hit} in the command with a real value (the example's placeholder), e.g. meta-llama/Llama-3.1-8B-Instruct for <org>/<model>` : undefined;
+}
+
 export function checkGeneral(body: GeneralBody, opts: CheckOptions): Problems {
   const out: Problems = {};
   if (opts.mode === 'create') {
@@ -309,6 +321,8 @@ export function checkGeneral(body: GeneralBody, opts: CheckOptions): Problems {
   if (body.health_check_path !== undefined && !body.health_check_path.startsWith('/')) {
     out.health_check_path = "health_check_path must start with '/', for example /health or /";
   }
+  const placeholder = placeholderProblem(body.command);
+  if (placeholder) out.command = placeholder;
   checkRegistry(body, opts, out);
   checkMetrics(body, out);
   checkConfigFile(body.config_file, out);

@@ -1,11 +1,12 @@
 // Owns the Overview tab: endpoint and how to call it (curl and the OpenAI SDK, token as a
 // placeholder; the .pem for mTLS), model or image, hardware, scaling configuration, component
-// health, the autoscaler's current desired count, and the revision history with status and
-// failure reason.
+// health and the replicas (a replica restarting without becoming ready is called out, with
+// the way to its logs), the autoscaler's current desired count, and the revision history with
+// status and failure reason.
 
 import { useState } from 'react';
 import { download } from '../api/client';
-import type { ActivityAnswer, Cluster, Deployment, Items } from '../api/types';
+import type { ActivityAnswer, Cluster, Deployment, Items, Replica } from '../api/types';
 import { usePoll } from '../hooks';
 import { CopyButton } from '../components/copy';
 import { Endpoint, endpointUrl } from '../components/deployment-bits';
@@ -36,6 +37,8 @@ function snippets(d: Deployment): Array<{ title: string; text: string }> {
 export function OverviewTab({ d }: { d: Deployment }) {
   const clusters = usePoll<Items<Cluster>>('/clusters', 0);
   const activity = usePoll<ActivityAnswer>(`/deployments/${d.family}/${d.id}/activity`, 5000);
+  const replicas = usePoll<Items<Replica>>(`/deployments/${d.family}/${d.id}/replicas`, 3000);
+  const crashing = (replicas.data?.items ?? []).filter((r) => r.restarts > 0 && r.state !== 'ready');
   const [pemError, setPemError] = useState<string | null>(null);
   const cluster = clusters.data?.items.find((c) => c.id === d.cluster_id);
   const hw = (id: number | null | undefined) => cluster?.hardware.find((h) => h.id === id);
@@ -48,6 +51,12 @@ export function OverviewTab({ d }: { d: Deployment }) {
 
   return (
     <div>
+      {crashing.length > 0 && (
+        <div className="form-error" role="alert">
+          {crashing.map((r) => `${r.name} has restarted ${r.restarts} time${r.restarts === 1 ? '' : 's'} without becoming ready`).join('; ')}.{' '}
+          <a href={`#/deployments/${d.family}/${d.id}/logs`}>Its logs say why.</a>
+        </div>
+      )}
       <div className="panel">
         <dl className="facts">
           <dt>Endpoint</dt>
@@ -158,6 +167,34 @@ export function OverviewTab({ d }: { d: Deployment }) {
           ))}
         </tbody>
       </table>
+
+      {(replicas.data?.items.length ?? 0) > 0 && (
+        <>
+          <h2>Replicas</h2>
+          <table aria-label="Replicas">
+            <thead>
+              <tr>
+                <th scope="col">Replica</th>
+                <th scope="col">Component</th>
+                <th scope="col" className="num">Revision</th>
+                <th scope="col">State</th>
+                <th scope="col" className="num">Restarts</th>
+              </tr>
+            </thead>
+            <tbody>
+              {replicas.data!.items.map((r) => (
+                <tr key={r.name}>
+                  <td>{r.name}</td>
+                  <td>{r.component}</td>
+                  <td className="num">{r.revision}</td>
+                  <td>{r.state}</td>
+                  <td className="num">{r.restarts}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
 
       <h2>Call it</h2>
       <p className="subtle">
