@@ -37,7 +37,12 @@ export function ensureConsoleBuilt(): void {
   const index = path.join(CONSOLE_DIR, 'index.html');
   const sources = Math.max(newest(path.join(ROOT, 'console/src')), statSync(path.join(ROOT, 'console/index.html')).mtimeMs, statSync(path.join(ROOT, 'console/vite.config.ts')).mtimeMs);
   if (existsSync(index) && statSync(index).mtimeMs >= sources) return;
-  execFileSync(process.execPath, [path.join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', path.join(ROOT, 'console/vite.config.ts'), '--logLevel', 'warn'], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync(process.execPath, [path.join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', path.join(ROOT, 'console/vite.config.ts'), '--logLevel', 'warn'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+    // vitest sets NODE_ENV=test, which would make Vite bundle React's development build.
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
 }
 
 export async function launchBrowser(): Promise<Browser> {
