@@ -148,6 +148,21 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     await page.keyboard.press('Enter');
     await expect.poll(() => screen.textContent(), { timeout: 10_000 }).toContain('after-42');
     await shot('terminal');
+
+    // A smaller window: the terminal refits and the shell learns its new size.
+    const sizeNow = async () => {
+      await page.keyboard.type('echo size=$(stty size | tr " " x)');
+      await page.keyboard.press('Enter');
+      let size = '';
+      await expect.poll(async () => (size = /size=(\d+x\d+)/.exec((await screen.textContent()) ?? '')?.[1] ?? ''), { timeout: 10_000 }).not.toBe('');
+      return size;
+    };
+    const before = await sizeNow();
+    await page.keyboard.type('clear');
+    await page.keyboard.press('Enter');
+    await page.setViewportSize({ width: 800, height: 900 });
+    await expect.poll(async () => { await page.keyboard.type('clear'); await page.keyboard.press('Enter'); return sizeNow(); }, { timeout: 15_000 }).not.toBe(before);
+    await page.setViewportSize({ width: 1280, height: 900 });
   });
 
   it('Usage and Activity show the requests made and the replicas', async () => {
@@ -188,6 +203,13 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     await page.getByRole('dialog').getByRole('button', { name: 'Roll back', exact: true }).click();
     d = await platform.waitFor(chatId, (x) => x.revision === 3 && x.status === 'ready', 30_000, 'rollback to 1 as revision 3');
     expect(d.revisions.at(-1)).toMatchObject({ revision: 3, reason: 'rollback', source_revision: 1 });
+
+    // The logs of a retired revision stay readable.
+    await at(`/deployments/general/${chatId}/logs`);
+    await page.getByLabel('Follow').uncheck();
+    await page.getByLabel('Revision', { exact: true }).selectOption('2');
+    await expect.poll(() => page.getByTestId('log-view').textContent(), { timeout: 10_000 }).toContain('chat-r2-');
+    await at(`/deployments/general/${chatId}/settings`);
 
     await page.getByRole('button', { name: 'Pause', exact: true }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Pause', exact: true }).click();
