@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadOrCreateCa } from '../src/pki/ca.js';
 import { measure, type Generator, type LoadResult, type LoadTarget } from './lib/load.js';
-import { freePort, onCleanup, sleep, start, stopAll } from './lib/processes.js';
+import { onCleanup, sleep, stopAll } from './lib/processes.js';
 import { measureStreams, type StreamResult, type StreamTarget } from './lib/streams.js';
 import { ensurePackage, HOST, startBareForwarder, startGateway, startHaproxy, TOKEN } from './lib/targets.js';
 
@@ -68,12 +68,9 @@ async function until200(port: number, ca: string, what: string): Promise<void> {
 async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-bench-'));
   onCleanup(() => rm(dir, { recursive: true, force: true }));
-  const upstreamPorts = [await freePort(), await freePort()];
-  const upstream = await start(process.execPath, ['--import', 'tsx', path.join(root, 'bench/upstream.ts'), ...upstreamPorts.map(String)], {
-    env: { CHUNKS: '50', DELAY_MS: '5' },
-    ready: /"ports"/,
-  });
-  const gw = await startGateway(root, dir, upstreamPorts);
+  // Two upstreams: the bench deployment's own replicas (bench/upstream.ts as their command).
+  const gw = await startGateway(root, dir, 2);
+  const upstreamPorts = gw.upstreams;
   const ca = await loadOrCreateCa(path.join(dir, 'certs'));
   const haproxy = await startHaproxy(dir, ca, upstreamPorts);
   const bare = await startBareForwarder(root, dir, ca, upstreamPorts[0]!);
@@ -82,7 +79,7 @@ async function main(): Promise<void> {
   await until200(gw.port, ca.certPem, 'the gateway');
   await until200(haproxy.port, ca.certPem, 'HAProxy');
   await until200(bare.port, ca.certPem, 'the bare forwarder');
-  console.log(`bench: ${haproxy.version}; pids: upstream ${upstream.pid}, haproxy ${haproxy.proc.pid}, node-floor ${bare.proc.pid}, gateway ${gw.gateway.pid}`);
+  console.log(`bench: ${haproxy.version}; upstream replicas on ports ${upstreamPorts.join(', ')}; pids: haproxy ${haproxy.proc.pid}, node-floor ${bare.proc.pid}, gateway ${gw.gateway.pid}`);
   if (generator === 'wrk') ensurePackage('wrk');
   console.log(`bench: ${generator}, ${method} requests, ${connections} connections; ${rounds} interleaved rounds of ${seconds} s per target after 1 s warm-ups; ${os.cpus().length} cores shared by everything`);
 
@@ -117,6 +114,9 @@ async function main(): Promise<void> {
     };
   });
   console.table(load);
+  // Figures of a run with failures mix in something else than what they name: none are printed.
+  const failedLoad = load.filter((x) => x.non2xx > 0 || x.errors > 0);
+  if (failedLoad.length > 0) throw new Error(`failed requests (${failedLoad.map((x) => `${x.target}: ${x.non2xx} non-2xx, ${x.errors} errors`).join('; ')}): no figures`);
 
   const streamTargets: StreamTarget[] = [
     { name: 'direct', port: upstreamPorts[0]!, tls: false },
@@ -148,6 +148,8 @@ async function main(): Promise<void> {
     };
   });
   console.table(streams);
+  const failedStreams = streams.filter((x) => x.failed > 0);
+  if (failedStreams.length > 0) throw new Error(`failed streams (${failedStreams.map((x) => `${x.target}: ${x.failed}`).join('; ')}): no figures`);
 
   const [, hap, floor, gate] = load as [(typeof load)[0], (typeof load)[0], (typeof load)[0], (typeof load)[0]];
   const s = (name: string) => streams.find((x) => x.target === name)!;

@@ -1,7 +1,7 @@
 // Bench upstream: one process, one or more ports, standing in for a replica. Every request
 // gets a fixed ~320-byte chat completion (with `usage`); POST /stream gets an SSE response of
 // CHUNKS chunks DELAY ms apart, a usage chunk and [DONE]. Ports are printed as one JSON line.
-//   tsx bench/upstream.ts <port> [<port> ...]   (env CHUNKS=50 DELAY_MS=5)
+//   tsx bench/upstream.ts <port> [<port> ...]   (env CHUNKS=50 DELAY_MS=5; no port: $PORT, as a replica)
 
 import http from 'node:http';
 
@@ -44,7 +44,7 @@ const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
   });
 };
 
-const ports = process.argv.slice(2).map(Number);
+const ports = (process.argv.length > 2 ? process.argv.slice(2) : [process.env.PORT ?? '0']).map(Number);
 Promise.all(
   ports.map(
     (port) =>

@@ -1,12 +1,15 @@
 // Bench helper: the proxies under test, each started as its own process in front of the same
 // upstreams — HAProxy 2.6 (installed from Debian's packages when missing) and the infergate
-// gateway (`serve --role gateway`, fed by a `--role control` process through Redis, with a
-// deployment whose replicas are the upstreams, registered as the runtime would register them).
+// gateway (`serve --role gateway`, fed by a `--role control` process through Redis). The
+// upstreams are the bench deployment's own replicas, started the way a user would start them:
+// a general deployment whose command runs bench/upstream.ts on $PORT. HAProxy, the bare
+// forwarder and the direct runs are pointed at the same replica addresses.
 
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { RedisStore } from '../../src/store/redis-store.js';
 import { issueServerCertificate, type CertificateAuthority } from '../../src/pki/ca.js';
 import { generalBody } from '../../test/helpers/spec-fixtures.js';
@@ -74,6 +77,8 @@ export async function startHaproxy(dir: string, ca: CertificateAuthority, upstre
 }
 
 export interface GatewayTarget {
+  /** Ports of the deployment's ready replicas (bench/upstream.ts), on 127.0.0.1. */
+  upstreams: number[];
   gateway: Started;
   control: Started;
   redis: Started | null;
@@ -84,7 +89,7 @@ export interface GatewayTarget {
   stop(): Promise<void>;
 }
 
-export async function startGateway(root: string, dir: string, upstreams: number[]): Promise<GatewayTarget> {
+export async function startGateway(root: string, dir: string, replicas: number): Promise<GatewayTarget> {
   const main = path.join(root, 'dist/cli/main.js');
   if (!existsSync(main)) throw new Error('dist/ is missing: run `npm run build` first (npm run bench:gateway does)');
   let redis: Started | null = null;
@@ -98,46 +103,59 @@ export async function startGateway(root: string, dir: string, upstreams: number[
   const [gatewayPort, apiPort, m1, m2] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   const common = ['--redis', redisUrl, '--redis-prefix', prefix, '--certs-dir', path.join(dir, 'certs'), '--domain', DOMAIN, '--log-level', 'warn'];
   const env = { INFERGATE_ADMIN_KEY: ADMIN_KEY };
-  const control = await start(process.execPath, [main, 'serve', '--role', 'control', ...common, '--api-port', String(apiPort), '--metrics-port', String(m1), '--data-dir', path.join(dir, 'data-control')], { env, ready: /state in/ });
+  // The upstream is this checkout's own program, run as a host command. It runs unsandboxed so
+  // the figures are the same with or without bubblewrap and wherever the checkout lives (the
+  // sandbox's user may not be able to read a private one); the network path, which is what is
+  // measured, does not change with the sandbox.
+  const control = await start(
+    process.execPath,
+    [main, 'serve', '--role', 'control', ...common, '--api-port', String(apiPort), '--metrics-port', String(m1), '--data-dir', path.join(dir, 'data-control'), '--sandbox', 'none', '--allow-unsandboxed-host-commands'],
+    { env, ready: /state in/ },
+  );
   // BENCH_GATEWAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the measured process.
   const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const gateway = await start(process.execPath, [...nodeArgs, main, 'serve', '--role', 'gateway', ...common, '--gateway-port', String(gatewayPort), '--gateway-host', '127.0.0.1', '--metrics-port', String(m2), '--data-dir', path.join(dir, 'data-gateway')], { env, ready: /state in/ });
 
   const api = `http://127.0.0.1:${apiPort}`;
+  const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
+  const tsx = fileURLToPath(import.meta.resolve('tsx'));
   const created = await fetch(`${api}/deployments/general`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
-    // The tests' create body, with room for the bench's concurrency and affinity on. The
-    // control process's controller starts the deployment's own replica (the reference
-    // engine); its model load is made to last a day so it never becomes ready: the gateway
-    // must route only to the bench upstream registered below, or the figures would mix in
-    // the engine's answers (it refuses the bench's model with 404).
-    body: JSON.stringify({ ...generalBody(ENDPOINT, TOKEN), command: ['--startup-ms', '86400000'], max_concurrency: 64, session_affinity: true }),
+    headers,
+    body: JSON.stringify({
+      ...generalBody(ENDPOINT, TOKEN),
+      image: 'bench/upstream',
+      tag: '1',
+      container_port: 8000,
+      health_check_path: '/',
+      command: [process.execPath, '--import', tsx, path.join(root, 'bench/upstream.ts'), '$PORT'],
+      env: { CHUNKS: '50', DELAY_MS: '5' },
+      enable_logging: false,
+      min_replicas: replicas,
+      max_replicas: replicas,
+      session_affinity: true,
+    }),
   });
   const deployment = (await created.json()) as { id: number };
   if (created.status !== 201) throw new Error(`creating the bench deployment failed: ${created.status} ${JSON.stringify(deployment)}`);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const d = (await (await fetch(`${api}/deployments/general/${deployment.id}`, { headers })).json()) as { status: string; components: { Replica?: { ready: number } } };
+    if (d.status === 'ready' && d.components.Replica?.ready === replicas) break;
+    if (Date.now() > deadline) throw new Error(`the bench deployment's ${replicas} upstream replicas were not ready within 60 s: ${JSON.stringify(d)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 
-  // Register the upstreams as ready replicas, as the runtime (M3) records them.
+  // Their addresses, as the runtime recorded them: HAProxy and the direct runs use the same ones.
   const store = new RedisStore({ url: redisUrl, prefix });
   await store.open();
-  for (const p of upstreams) {
-    await store.create('replica', (id) => ({
-      id,
-      deployment_id: deployment.id,
-      revision: 1,
-      component: 'Replica',
-      name: `bench-${id}`,
-      address: `127.0.0.1:${p}`,
-      state: 'ready' as const,
-      restarts: 0,
-      pid: null,
-      metrics_target: null,
-      updated_at: new Date().toISOString(),
-    }));
-  }
+  const ready = (await store.list('replica')).map((r) => r.value).filter((r) => r.deployment_id === deployment.id && r.state === 'ready' && r.address !== null);
   await store.close();
+  const upstreams = ready.map((r) => Number(String(r.address).split(':').pop()));
+  if (upstreams.length !== replicas) throw new Error(`expected ${replicas} ready upstream replicas in the store, found ${upstreams.length}`);
   const caPem = await readFile(path.join(dir, 'certs', 'ca.crt'), 'utf8');
   return {
+    upstreams,
     gateway,
     control,
     redis,
