@@ -13,7 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCompletion } from '../src/engine/text.js';
-import { decodeBytesTensor, encodeBytesTensor } from '../src/engine/v2-tensors.js';
+import { decodeBytesTensor, encodeBytesTensor } from '../src/protocol/v2-tensors.js';
 import { freePort } from './helpers/ports.js';
 import { spawnCli } from './helpers/serve-process.js';
 

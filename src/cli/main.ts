@@ -2,7 +2,7 @@
 // Owns the `infergate` command line: dispatches subcommands and turns start-up failures
 // into one clear line on stderr and exit code 1.
 
-import { packageVersion } from '../core/version.js';
+import { packageVersion } from './version.js';
 import { ConfigError, parseServeConfig, serveHelp } from '../config/config.js';
 import { StoreError } from '../store/store.js';
 import { PkiError } from '../pki/ca.js';
@@ -67,9 +67,9 @@ async function main(argv: string[]): Promise<void> {
     case 'serve':
       return runServe(rest);
     case 'engine':
-      return (await import('../engine/index.js')).runEngine(rest);
+      return (await import('./engine.js')).runEngine(rest);
     case 'frontend':
-      return (await import('../orchestrated/frontend.js')).runFrontend(rest);
+      return (await import('./frontend.js')).runFrontend(rest);
     case 'version':
     case '--version':
       process.stdout.write(packageVersion() + '\n');

@@ -5,7 +5,7 @@
 // /v1/health/ready is shared by every flavor (server.ts).
 
 import type http from 'node:http';
-import { sendJson } from './http-io.js';
+import { sendJson } from '../protocol/http-io.js';
 
 export const NIM_API_VERSION = '1.0.0';
 

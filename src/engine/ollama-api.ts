@@ -10,7 +10,7 @@ import type http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { startGeneration, type GenerationContext, type GenerationTimings } from './generation.js';
-import { BodyError, closed, readJsonBody, sendJson } from './http-io.js';
+import { BodyError, closed, readJsonBody, sendJson } from '../protocol/http-io.js';
 import { isCached, modelCacheDir, writeCacheEntry } from './model-loader.js';
 import { abortWhenGone, modelCard, type ModelCard, type ModelResolution } from './openai-api.js';
 import { MODEL_NAME_RE } from './options.js';

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
 import { startGeneration, type ChoiceDelta, type Generation, type GenerationContext } from './generation.js';
-import { BodyError, closed, readJsonBody, sendJson, sendOpenAIError } from './http-io.js';
+import { BodyError, closed, readJsonBody, sendJson, sendOpenAIError } from '../protocol/http-io.js';
 import type { KvHook } from './kv-worker.js';
 import { countPromptTokens, generateCompletion, type Completion, type MessageLike } from './text.js';
 

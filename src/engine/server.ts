@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { sendJson, sendOpenAIError } from './http-io.js';
+import { sendJson, sendOpenAIError } from '../protocol/http-io.js';
 import { EngineMetrics } from './metrics.js';
 import { createKvWorker } from './kv-worker.js';
 import { loadServedModel, type ModelStatus } from './model-loader.js';

@@ -9,13 +9,13 @@ import * as grpc from '@grpc/grpc-js';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startGeneration, type Generation } from './generation.js';
-import { sendJson } from './http-io.js';
+import { sendJson } from '../protocol/http-io.js';
 import { EngineMetrics } from './metrics.js';
 import { loadServedModel, type ModelStatus } from './model-loader.js';
 import { EngineListenError, listen, type Engine, type EngineAddress, type EngineDeps } from './server.js';
 import { Scheduler } from './scheduler.js';
 import { countPromptTokens, generateCompletion, type MessageLike } from './text.js';
-import { checkModel, inferResponse, modelMetadata, parseInferRequest, serverMetadata, streamError, V2Error, type InferInput } from './v2-api.js';
+import { checkModel, inferResponse, modelMetadata, parseInferRequest, serverMetadata, streamError, V2Error, type InferInput } from '../protocol/v2-api.js';
 import {
   INFERENCE_SERVICE,
   loadV2Services,
@@ -28,8 +28,8 @@ import {
   type NameVersionRequest,
   type ServerMetadataResponse,
   type ServingStatus,
-} from './v2-proto.js';
-import { boolParam, int64Param, stringParam, type InferParameterOut } from './v2-tensors.js';
+} from '../protocol/v2-proto.js';
+import { boolParam, int64Param, stringParam, type InferParameterOut } from '../protocol/v2-tensors.js';
 
 
 /** Services the health service knows: the whole server ("") and the inference service. */

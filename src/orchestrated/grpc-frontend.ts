@@ -10,9 +10,9 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import { request } from 'undici';
-import { checkModel, inferResponse, modelMetadata, parseInferRequest, streamError, V2Error } from '../engine/v2-api.js';
-import { loadV2Services, type ModelInferRequestIn, type ModelStreamInferResponseOut, type NameVersionRequest } from '../engine/v2-proto.js';
-import { boolParam, int64Param, stringParam } from '../engine/v2-tensors.js';
+import { checkModel, inferResponse, modelMetadata, parseInferRequest, streamError, V2Error } from '../protocol/v2-api.js';
+import { loadV2Services, type ModelInferRequestIn, type ModelStreamInferResponseOut, type NameVersionRequest } from '../protocol/v2-proto.js';
+import { boolParam, int64Param, stringParam } from '../protocol/v2-tensors.js';
 
 export interface GrpcFrontendOptions {
   host: string;

@@ -4,11 +4,11 @@
 // 0. A bad flag or a port that cannot be bound is one line on stderr and exit code 1.
 
 import { pino } from 'pino';
-import { engineHelp, EngineOptionsError, parseEngineOptions, type EngineOptions } from './options.js';
+import { engineHelp, EngineOptionsError, parseEngineOptions, type EngineOptions } from '../engine/options.js';
 import { readFile } from 'node:fs/promises';
-import { packageVersion } from '../core/version.js';
-import { createEngine, EngineListenError } from './server.js';
-import { createV2Engine } from './v2-server.js';
+import { packageVersion } from './version.js';
+import { createEngine, EngineListenError } from '../engine/server.js';
+import { createV2Engine } from '../engine/v2-server.js';
 
 function fail(message: string): never {
   process.stderr.write(`infergate engine: error: ${message}\n`);
