@@ -45,7 +45,7 @@ const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
 };
 
 const ports = (process.argv.length > 2 ? process.argv.slice(2) : [process.env.PORT ?? '0']).map(Number);
-Promise.all(
+void Promise.all(
   ports.map(
     (port) =>
       new Promise<number>((resolve) => {

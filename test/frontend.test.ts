@@ -30,7 +30,7 @@ let root: string;
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) process.kill(c.pid as number, 'SIGKILL');
-  await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : new Promise((r) => c.once('exit', r)))));
+  await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r)))));
   if (root) await rm(root, { recursive: true, force: true });
 });
 

@@ -36,7 +36,7 @@ export async function runFrontend(args: string[]): Promise<void> {
     if (grpcMode) {
       // A gRPC replica's readiness is a TCP connect: open the port only once there are
       // workers to serve, as the HTTP side's /health waits for them.
-      for (let logged = false; (await (await fetch(`http://127.0.0.1:${httpPort}/health`)).status) !== 200; ) {
+      for (let logged = false; (await fetch(`http://127.0.0.1:${httpPort}/health`)).status !== 200; ) {
         if (!logged) log.info('waiting for workers before opening the gRPC port');
         logged = true;
         await new Promise((r) => setTimeout(r, 100));

@@ -283,24 +283,29 @@ export class LocalReplica implements ReplicaHandle {
   private scheduleProbe(plan: LaunchPlan): void {
     const { timing } = this.deps;
     const interval = this.phase === 'ready' ? timing.readyProbeMs : timing.startingProbeMs;
-    this.timer = setTimeout(async () => {
-      const child = this.child;
-      if (child === null || this.port === null || this.stopping) return;
-      const ok = await probeOnce(plan.probe, '127.0.0.1', this.port, timing.probeTimeoutMs);
-      if (this.child !== child || this.stopping) return;
-      if (ok) {
-        this.failedProbes = 0;
-        if (this.phase !== 'ready') {
-          this.crashesInARow = 0;
-          this.note('readiness probe passed: ready');
-          this.setPhase('ready');
-        }
-      } else if (this.phase === 'ready' && ++this.failedProbes >= timing.failuresToUnready) {
-        this.note(`readiness probe failed ${this.failedProbes} times: not ready`);
-        this.setPhase('starting');
+    this.timer = setTimeout(() => void this.probe(plan), interval);
+  }
+
+  /** One readiness probe and its consequence; then the next is scheduled. */
+  private async probe(plan: LaunchPlan): Promise<void> {
+    const { timing } = this.deps;
+    const child = this.child;
+    if (child === null || this.port === null || this.stopping) return;
+    // A probe that throws (it should only answer false) counts as a failed one, so probing goes on.
+    const ok = await probeOnce(plan.probe, '127.0.0.1', this.port, timing.probeTimeoutMs).catch(() => false);
+    if (this.child !== child || this.stopping) return;
+    if (ok) {
+      this.failedProbes = 0;
+      if (this.phase !== 'ready') {
+        this.crashesInARow = 0;
+        this.note('readiness probe passed: ready');
+        this.setPhase('ready');
       }
-      this.scheduleProbe(plan);
-    }, interval);
+    } else if (this.phase === 'ready' && ++this.failedProbes >= timing.failuresToUnready) {
+      this.note(`readiness probe failed ${this.failedProbes} times: not ready`);
+      this.setPhase('starting');
+    }
+    this.scheduleProbe(plan);
   }
 }
 

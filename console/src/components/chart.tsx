@@ -65,8 +65,8 @@ export function Chart({ title, x, series, height = 180, yLabel, xRange }: ChartP
       u.destroy();
       plot.current = null;
     };
-    // The plot is rebuilt only when the series change shape; new data goes through setData.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // The plot is rebuilt only when the series change shape (x, series and xRange are read
+    // through refs or setData): new data goes through setData below.
   }, [shape, height, yLabel]);
 
   useEffect(() => {

@@ -100,7 +100,7 @@ export function CertificatesPage() {
               <td>
                 {!c.revoked && (
                   <>
-                    <button type="button" className="button small" aria-label={`Download ${c.name}.pem`} onClick={() => download(c.pem_path, `${c.name}.pem`).catch((e: Error) => setError(e.message))}>
+                    <button type="button" className="button small" aria-label={`Download ${c.name}.pem`} onClick={() => void download(c.pem_path, `${c.name}.pem`).catch((e: Error) => setError(e.message))}>
                       Download .pem
                     </button>{' '}
                     <button type="button" className="button small" aria-label={`Revoke ${c.name}`} onClick={() => {

@@ -58,7 +58,7 @@ export function LogsTab({ d }: { d: Deployment }) {
     setNote(null);
     setState('loading');
     const params = { revision, component, replica };
-    (async () => {
+    void (async () => {
       try {
         const first = await api.get<LogsAnswer>(`${base}?${query({ ...params, tail: follow ? 0 : 1000 })}`, aborter.signal);
         if (!first.logging) {
