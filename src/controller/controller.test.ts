@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../core/clock.js';
+import { ManualClock, systemClock } from '../core/clock.js';
 import type { DeploymentRecord } from '../domain/records.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, Runtime } from '../runtime/runtime.js';
 import { FileStore } from '../store/file-store.js';
@@ -236,6 +236,31 @@ describe('Controller', () => {
     await expect.poll(() => live().length).toBe(1);
     expect((await get(id)).revision).toBe(1);
     inflight.clear();
+  });
+
+  it('drains on its clock: the settle pause and the drain deadline pass only as the clock is stepped', async () => {
+    const clock = new ManualClock(1_000_000);
+    const id = await deploy(1);
+    await controller({ clock, drainSettleMs: 10_000, drainTimeoutMs: 5000 }).start();
+    await expect.poll(() => runtime.started.length).toBe(1);
+    runtime.started[0]!.set('ready');
+    const [record] = await replicaRecords();
+    inflight.set(record!.id, 1);
+
+    try {
+      await modify(store, 'deployment', id, (d) => ({ ...d, paused: true, status: 'paused' }));
+      await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('draining');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(live()).toHaveLength(1); // settling: no time has passed on the clock
+      clock.advance(10_000);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(live()).toHaveLength(1); // settled, and a request is still in flight
+      clock.advance(5000);
+      await expect.poll(() => live().length, { timeout: 2000 }).toBe(0); // the drain deadline passed: stopped anyway
+    } finally {
+      inflight.clear(); // so a failed run's stop() is not left draining
+      clock.advance(60_000);
+    }
   });
 
   it('reaps the replicas an earlier run left, and stops everything on delete', async () => {

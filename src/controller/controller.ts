@@ -441,12 +441,13 @@ export class Controller {
   }
 
   private async waitDrained(o: Owned): Promise<void> {
+    // Waits are on the injected clock, like the deadline they count towards: tests step it.
+    const { load, clock } = this.opts;
     // Gateways drop the replica when they see the draining record; give the change feed a moment.
-    await sleep(this.opts.drainSettleMs ?? 200);
-    const { load } = this.opts;
+    await clock.sleep(this.opts.drainSettleMs ?? 200);
     if (load === null) return;
-    const deadline = this.opts.clock.now() + this.opts.drainTimeoutMs;
-    while (load.inflight(o.recordId) > 0 && this.opts.clock.now() < deadline) await sleep(100);
+    const deadline = clock.now() + this.opts.drainTimeoutMs;
+    while (load.inflight(o.recordId) > 0 && clock.now() < deadline) await clock.sleep(100);
     if (load.inflight(o.recordId) > 0) this.opts.logger.warn({ replica: o.handle.name, inflight: load.inflight(o.recordId) }, 'drain timed out; stopping anyway');
   }
 }
@@ -471,5 +472,3 @@ function generalRequest(d: DeploymentRecord, spec: GeneralSpec, revision: number
     modelCaching: spec.enable_model_caching,
   };
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
