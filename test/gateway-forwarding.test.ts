@@ -1,7 +1,7 @@
 // Gateway forwarding: session affinity by X-Session-Id (and its absence), SSE relayed chunk
 // by chunk with headers sent at once, a client disconnect closing the upstream request, a
 // dead replica skipped and then ejected, and in-flight accounting with time-weighted
-// concurrency for the autoscaler.
+// concurrency for the autoscaler, forgotten when a deployment leaves the routing table.
 
 import http from 'node:http';
 import https from 'node:https';
@@ -201,5 +201,40 @@ describe('streaming', () => {
       slow.closeAllConnections();
       slow.close();
     }
+  });
+});
+
+describe('a deployment that leaves the routing table', () => {
+  const tracked = (id: number) => env.gateway.inflight.deploymentIds().includes(id);
+  // On cluster 2: the deployments above take all of cluster 1's quota.
+  const elsewhere = { cluster_id: 2 };
+  const remove = async (name: string, id: number) => {
+    expect((await env.api.call('DELETE', `/deployments/general/${id}`)).status).toBe(202);
+    await waitFor(() => env.gateway.table.lookup(hostOf(name)) === undefined, 2000, `${name} out of the table`);
+  };
+
+  it('has its in-flight history forgotten when deleted', async () => {
+    const id = await env.deploy('fw-deleted', elsewhere);
+    await env.addReplica(id, upstreams[0]!.address);
+    await env.waitForReplicas('fw-deleted', 1);
+    expect((await request('fw-deleted')).status).toBe(200);
+    expect(tracked(id)).toBe(true);
+    await remove('fw-deleted', id);
+    expect(tracked(id)).toBe(false);
+  });
+
+  it('keeps counting a stream in flight at the delete, and is forgotten when it ends', async () => {
+    const u = await startChatUpstream({ name: 'r5', hold: true });
+    upstreams.push(u);
+    const id = await env.deploy('fw-deleted-busy', elsewhere);
+    await env.addReplica(id, u.address);
+    await env.waitForReplicas('fw-deleted-busy', 1);
+    const s = await openStream('fw-deleted-busy');
+    await firstChunk(s.res);
+    await remove('fw-deleted-busy', id);
+    expect(env.gateway.inflight.deploymentInflight(id)).toBe(1);
+    u.release();
+    await new Promise((r) => s.res.on('end', r).resume());
+    await waitFor(() => !tracked(id), 1000, 'forgotten once the stream ended');
   });
 });

@@ -3,7 +3,7 @@
 // discovery) together, prints where everything is, and shuts down cleanly on SIGINT/SIGTERM
 // (replicas drained and stopped first). Wiring only — behaviour lives in the modules it composes.
 
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Server } from 'node:net';
@@ -25,11 +25,11 @@ import { endpointUrl } from '../control/render.js';
 import { ActivityRecorder } from '../autoscaler/activity.js';
 import { Autoscaler } from '../autoscaler/autoscaler.js';
 import { Controller } from '../controller/controller.js';
+import { LocalLeftovers } from '../controller/leftovers.js';
 import { DEFAULT_IMAGE_MAP, parseImageMap, type ImageMap } from '../domain/image-map.js';
 import { DEFAULT_AUTH_FAILURE_BUDGET } from '../gateway/auth-failure-budget.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { replicaTargetGroups, SERVICE_DISCOVERY_PATH } from '../metrics/service-discovery.js';
-import { deploymentLogsDir } from '../runtime/log-files.js';
 import { LocalRuntime, runtimeDirs } from '../runtime/local-runtime.js';
 import type { SandboxHost } from '../runtime/sandbox.js';
 import { detectSandbox } from '../runtime/sandbox-probe.js';
@@ -193,7 +193,8 @@ async function startController(
     sandbox,
     allowUnsandboxedHostCommands: config.allowUnsandboxedHostCommands,
   });
-  const { logsDir } = runtimeDirs(config.dataDir);
+  const { logsDir, cacheDir } = runtimeDirs(config.dataDir);
+  const workersDir = path.join(config.dataDir, 'orchestrated');
   // The autoscaler reads what the gateway in this process measures; without one (--role
   // control) deployments keep their minimum (and one replica at min 0).
   let controller: Controller | null = null;
@@ -221,14 +222,9 @@ async function startController(
     load: gateway?.inflight ?? null,
     usage,
     gpusPerReplica: (d, component) => gpusPerReplica(catalog, d, component),
-    workersDir: path.join(config.dataDir, 'orchestrated'),
+    workersDir,
     unseal: (sealed) => sealer.unseal(sealed),
-    forgetDeployment: async (id) => {
-      await rm(deploymentLogsDir(logsDir, id), { recursive: true, force: true });
-      await rm(path.join(config.dataDir, 'orchestrated', String(id)), { recursive: true, force: true });
-      await rm(path.join(runtimeDirs(config.dataDir).cacheDir, String(id)), { recursive: true, force: true });
-      for (const u of await store.list('usage')) if (u.value.deployment_id === id) await store.delete('usage', u.value.id);
-    },
+    leftovers: new LocalLeftovers({ store, dirs: [logsDir, workersDir, cacheDir], usage }),
     ...(autoscaler ? { autoscaled: (id: number) => autoscaler.desired(id) } : {}),
   });
   const running = controller;

@@ -1,20 +1,25 @@
 // The controller against a real file store and a fake runtime whose replicas the test makes
 // ready: it starts min replicas, reports status from readiness, replaces an old revision
-// only once the new one is ready, drains before stopping, reaps leftovers and stands by
-// without the lease.
+// only once the new one is ready, drains before stopping (on its clock), reaps leftovers,
+// stands by without the lease, and removes what deleted deployments left, on real
+// directories, whatever state they were deleted in.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../core/clock.js';
+import { ManualClock, systemClock } from '../core/clock.js';
 import type { DeploymentRecord } from '../domain/records.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, Runtime } from '../runtime/runtime.js';
 import { FileStore } from '../store/file-store.js';
 import { deploymentRecord } from '../store/store.contract.js';
 import { modify } from '../store/store.js';
+import { UsageLedger } from '../store/usage-ledger.js';
+import { orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
 import { Controller } from './controller.js';
+import { LocalLeftovers } from './leftovers.js';
 
 class FakeReplica implements ReplicaHandle {
   phase: ReplicaPhase = 'starting';
@@ -238,6 +243,31 @@ describe('Controller', () => {
     inflight.clear();
   });
 
+  it('drains on its clock: the settle pause and the drain deadline pass only as the clock is stepped', async () => {
+    const clock = new ManualClock(1_000_000);
+    const id = await deploy(1);
+    await controller({ clock, drainSettleMs: 10_000, drainTimeoutMs: 5000 }).start();
+    await expect.poll(() => runtime.started.length).toBe(1);
+    runtime.started[0]!.set('ready');
+    const [record] = await replicaRecords();
+    inflight.set(record!.id, 1);
+
+    try {
+      await modify(store, 'deployment', id, (d) => ({ ...d, paused: true, status: 'paused' }));
+      await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('draining');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(live()).toHaveLength(1); // settling: no time has passed on the clock
+      clock.advance(10_000);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(live()).toHaveLength(1); // settled, and a request is still in flight
+      clock.advance(5000);
+      await expect.poll(() => live().length, { timeout: 2000 }).toBe(0); // the drain deadline passed: stopped anyway
+    } finally {
+      inflight.clear(); // so a failed run's stop() is not left draining
+      clock.advance(60_000);
+    }
+  });
+
   it('reaps the replicas an earlier run left, and stops everything on delete', async () => {
     await store.create('replica', (rid) => ({
       id: rid,
@@ -271,5 +301,104 @@ describe('Controller', () => {
     expect(runtime.started).toHaveLength(0);
     await store.releaseLease('controller', 'someone-else');
     await expect.poll(() => runtime.started.length).toBe(1);
+  });
+});
+
+describe('Controller clean-up of deleted deployments', () => {
+  const parents = () => ({ logs: path.join(dir, 'logs'), cache: path.join(dir, 'model-cache'), workers: path.join(dir, 'orchestrated') });
+
+  function cleaning(extra: Partial<ConstructorParameters<typeof Controller>[0]> = {}): Controller {
+    const { logs, cache, workers } = parents();
+    return controller({ leftovers: new LocalLeftovers({ store, dirs: [logs, workers, cache] }), workersDir: workers, ...extra });
+  }
+
+  /** What a deployment that ran leaves: a replica log, its model cache, a usage row. */
+  async function leave(id: number): Promise<void> {
+    const { logs, cache } = parents();
+    await mkdir(path.join(logs, String(id), '1', 'Replica'), { recursive: true });
+    await writeFile(path.join(logs, String(id), '1', 'Replica', `web-r1-${id}.log`), '{}\n');
+    await mkdir(path.join(cache, String(id)), { recursive: true });
+    const ledger = new UsageLedger(store);
+    ledger.add(id, Date.now(), { requests: 1 });
+    await ledger.flush();
+  }
+
+  async function left(id: number): Promise<string[]> {
+    const { logs, cache, workers } = parents();
+    const found = Object.entries({ logs, cache, workers })
+      .filter(([, parent]) => existsSync(path.join(parent, String(id))))
+      .map(([what]) => what);
+    if ((await store.list('usage')).some((u) => u.value.deployment_id === id)) found.push('usage');
+    return found;
+  }
+
+  it('removes what a deployment deleted while paused left, and nothing of a live one', async () => {
+    const paused = await deploy(1);
+    await modify(store, 'deployment', paused, (d) => ({ ...d, paused: true, status: 'paused' }));
+    const live = await deploy(1);
+    await leave(paused);
+    await leave(live);
+    await cleaning({ leftoverScanMs: 100 }).start();
+    await expect.poll(() => runtime.started.length).toBe(1);
+    await new Promise((r) => setTimeout(r, 200)); // a few passes
+    expect(await left(paused)).toEqual(['logs', 'cache', 'usage']);
+
+    await store.delete('deployment', paused);
+    await expect.poll(() => left(paused)).toEqual([]);
+    expect(await left(live)).toEqual(['logs', 'cache', 'usage']);
+
+    // A usage row written after the clean-up (another process's late flush) goes at the next scan.
+    await leave(paused);
+    await expect.poll(() => left(paused)).toEqual([]);
+    expect(await left(live)).toEqual(['logs', 'cache', 'usage']);
+  });
+
+  it('sweeps at start what deployments deleted before it ran left', async () => {
+    await leave(42);
+    await mkdir(path.join(parents().logs, 'not-a-deployment'), { recursive: true });
+    await cleaning().start();
+    await expect.poll(() => left(42)).toEqual([]);
+    expect(existsSync(path.join(parents().logs, 'not-a-deployment'))).toBe(true);
+  });
+
+  it("keeps a deleted deployment's logs while its replicas drain, then removes them", async () => {
+    const id = await deploy(1);
+    await cleaning().start();
+    await expect.poll(() => runtime.started.length).toBe(1);
+    runtime.started[0]!.set('ready');
+    const [record] = await replicaRecords();
+    inflight.set(record!.id, 1);
+    await leave(id);
+
+    await store.delete('deployment', id);
+    await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('draining');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await left(id)).toEqual(['logs', 'cache', 'usage']); // still writing its log
+
+    inflight.set(record!.id, 0);
+    await expect.poll(() => live().length).toBe(0);
+    await expect.poll(() => left(id)).toEqual([]);
+    expect(await replicaRecords()).toEqual([]);
+  });
+
+  it("removes a paused orchestrated deployment's workers file when it is deleted", async () => {
+    const base = deploymentRecord(0, 'orch');
+    const spec = orchestratedSpec();
+    const created = await store.create('deployment', (id) => ({
+      ...base,
+      id,
+      family: 'orchestrated' as const,
+      spec,
+      revisions: [{ ...base.revisions[0]!, spec }],
+      paused: true,
+      status: 'paused' as const,
+    }));
+    const id = created.value.id;
+    await cleaning().start();
+    await expect.poll(() => existsSync(path.join(parents().workers, String(id), 'workers.json'))).toBe(true);
+    expect(runtime.started).toHaveLength(0);
+
+    await store.delete('deployment', id);
+    await expect.poll(() => left(id)).toEqual([]);
   });
 });

@@ -2,9 +2,11 @@
 // deployment's desired replicas with the ones it runs and acts through the runtime — starts
 // the missing, drains and stops the extra and those of superseded revisions or deleted
 // deployments — and writes observed state (replica records, deployment status, component
-// desired counts, revision status) back to the store. After a restart it reaps what the
-// previous run left and brings every deployment back. It acts only while it holds the
-// store's `controller` lease, so a second control process on a shared store stands by.
+// desired counts, revision status) back to the store. It removes what a deleted deployment
+// left (directories, usage rows) once none of its replicas runs, whatever state it was
+// deleted in. After a restart it reaps what the previous run left and brings every deployment
+// back. It acts only while it holds the store's `controller` lease, so a second control
+// process on a shared store stands by.
 
 import type { Logger } from 'pino';
 import { isoNow, type Clock } from '../core/clock.js';
@@ -16,6 +18,7 @@ import { modify, NotFoundError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { deploymentStatus, desiredReplicas, GENERAL_COMPONENT } from './desired.js';
 import { ControllerLease } from './lease.js';
+import type { DeploymentLeftovers } from './leftovers.js';
 import { FRONTEND, orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
 import { advanceRollout, type RolloutResult } from './rollout.js';
 import { WorkersFiles } from './workers-file.js';
@@ -49,8 +52,14 @@ export interface ControllerOptions {
   tickMs?: number;
   /** How long routing tables take to drop a draining replica before in-flight is trusted. */
   drainSettleMs?: number;
-  /** Removes a deleted deployment's logs and files once its replicas are gone. */
-  forgetDeployment?: (deploymentId: number) => Promise<void>;
+  /** What deleted deployments leave behind (logs, model cache, workers files, usage rows). */
+  leftovers?: DeploymentLeftovers;
+  /**
+   * How often the store is scanned for usage rows of deployments deleted unseen (another
+   * process's late flush; default 60 s). Directories are read every pass, the store at each
+   * taking of the lease.
+   */
+  leftoverScanMs?: number;
   /**
    * The autoscaler's desired count for a deployment (undefined until it decided). With it, a
    * min-0 deployment may go to zero: the activator brings it back.
@@ -71,6 +80,7 @@ export interface ControllerOptions {
 }
 
 const DEFAULT_ROLLOUT_DEADLINE_MS = 600_000;
+const DEFAULT_LEFTOVER_SCAN_MS = 60_000;
 
 /** One component of a deployment as the controller runs it. */
 interface ComponentPlan {
@@ -105,6 +115,12 @@ export class Controller {
   private readonly passes = new CoalescingRunner(() => this.reconcile(), (err) => this.opts.logger.error({ err }, 'reconcile failed'));
   private stopped = false;
   private readonly lease: ControllerLease;
+  /** Deployment ids seen in the last pass: one missing now was deleted. */
+  private known = new Set<number>();
+  /** Deleted deployments whose leftovers are still to be removed. */
+  private readonly gone = new Set<number>();
+  /** When the store is next scanned for leftovers; at once after taking the lease. */
+  private nextStoreScan = -Infinity;
 
   constructor(private readonly opts: ControllerOptions) {
     this.lease = new ControllerLease(opts.store, opts.logger);
@@ -179,20 +195,60 @@ export class Controller {
     }
     // Then what they left on disk: replica directories (config files may hold secrets).
     await runtime.sweep();
+    // Deployments deleted while no controller ran left theirs too: the next pass reads the store.
+    this.nextStoreScan = -Infinity;
   }
 
   private async reconcile(): Promise<void> {
     // Taking the lease for the first time reaps what an earlier run on this node left.
     if (!(await this.lease.hold(() => this.reapLeftovers()))) return;
     for (const o of this.owned.values()) this.account(o);
+    // Leftovers are read before the deployments: an id found there and missing from the list
+    // read after is surely deleted, since ids are never reused.
+    const leftovers = await this.findLeftovers();
     const deployments = new Map((await this.opts.store.list('deployment')).map((d) => [d.value.id, d.value]));
     for (const o of this.owned.values()) {
       if (!o.retiring && !deployments.has(o.deploymentId)) this.retire(o, 'its deployment was deleted');
     }
+    for (const id of [...this.known, ...leftovers]) if (!deployments.has(id)) this.gone.add(id);
+    this.known = new Set(deployments.keys());
     for (const d of deployments.values()) {
       if (this.stopped) return;
       if (d.spec.family === 'general') await this.reconcileGeneral(d);
       else await this.reconcileOrchestrated(d);
+    }
+    await this.removeLeftovers();
+  }
+
+  /** Ids that have something left: directories every pass, usage rows at the scan interval. */
+  private async findLeftovers(): Promise<Set<number>> {
+    const { leftovers, clock } = this.opts;
+    if (!leftovers) return new Set();
+    const ids = await leftovers.onDisk();
+    if (clock.now() >= this.nextStoreScan) {
+      for (const id of await leftovers.inStore()) ids.add(id);
+      this.nextStoreScan = clock.now() + (this.opts.leftoverScanMs ?? DEFAULT_LEFTOVER_SCAN_MS);
+    }
+    return ids;
+  }
+
+  /**
+   * Removes what deleted deployments left, whatever state they were deleted in (paused, at
+   * zero, never started, or while no controller ran); one with replicas still draining waits
+   * for them, since they write logs until they stop. Idempotent: a failure is retried next pass.
+   */
+  private async removeLeftovers(): Promise<void> {
+    for (const id of [...this.gone]) {
+      if (this.stopped) return;
+      if ([...this.owned.values()].some((o) => o.deploymentId === id)) continue;
+      try {
+        await this.opts.leftovers?.remove(id);
+        this.workersFiles.forget(id);
+        this.gone.delete(id);
+        this.opts.logger.info({ deployment_id: id }, 'removed what a deleted deployment left');
+      } catch (err) {
+        this.opts.logger.warn({ err, deployment_id: id }, 'removing what a deleted deployment left failed; retrying next pass');
+      }
     }
   }
 
@@ -430,23 +486,21 @@ export class Controller {
       await this.opts.store.delete('replica', o.recordId).catch(() => false);
       this.owned.delete(o.recordId);
       this.opts.logger.info({ replica: o.handle.name }, 'replica stopped');
-      const remaining = [...this.owned.values()].some((x) => x.deploymentId === o.deploymentId);
-      if (!remaining && !(await this.opts.store.get('deployment', o.deploymentId))) {
-        this.workersFiles.forget(o.deploymentId);
-        await this.opts.forgetDeployment?.(o.deploymentId);
-      }
+      // The last replica of a deleted deployment gone: the next pass removes what it left.
+      this.schedule();
     })().catch((err: Error) => this.opts.logger.error({ err, replica: o.handle.name }, 'retiring a replica failed'));
     this.retirements.add(done);
     void done.finally(() => this.retirements.delete(done));
   }
 
   private async waitDrained(o: Owned): Promise<void> {
+    // Waits are on the injected clock, like the deadline they count towards: tests step it.
+    const { load, clock } = this.opts;
     // Gateways drop the replica when they see the draining record; give the change feed a moment.
-    await sleep(this.opts.drainSettleMs ?? 200);
-    const { load } = this.opts;
+    await clock.sleep(this.opts.drainSettleMs ?? 200);
     if (load === null) return;
-    const deadline = this.opts.clock.now() + this.opts.drainTimeoutMs;
-    while (load.inflight(o.recordId) > 0 && this.opts.clock.now() < deadline) await sleep(100);
+    const deadline = clock.now() + this.opts.drainTimeoutMs;
+    while (load.inflight(o.recordId) > 0 && clock.now() < deadline) await clock.sleep(100);
     if (load.inflight(o.recordId) > 0) this.opts.logger.warn({ replica: o.handle.name, inflight: load.inflight(o.recordId) }, 'drain timed out; stopping anyway');
   }
 }
@@ -471,5 +525,3 @@ function generalRequest(d: DeploymentRecord, spec: GeneralSpec, revision: number
     modelCaching: spec.enable_model_caching,
   };
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

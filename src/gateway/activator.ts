@@ -19,10 +19,9 @@ export interface ActivatorOptions {
 
 export const DEFAULT_ACTIVATOR: ActivatorOptions = { queueSize: 256, timeoutMs: 120_000 };
 
-export type HoldOutcome = { ok: true; route: Route; waitedMs: number } | { ok: false; rejection: Rejection | null };
+export type HoldOutcome = { ok: true; route: Route } | { ok: false; rejection: Rejection | null };
 
 interface Held {
-  enqueuedAt: number;
   settle(outcome: HoldOutcome): void;
 }
 
@@ -116,7 +115,7 @@ export class Activator {
         const message = `deployment ${route.name} did not get a ready replica within ${seconds} s of this request; retry later`;
         finish({ ok: false, rejection: { status: 503, code: 'unavailable', message, headers: RETRY_AFTER } }, 'timeout');
       }, this.opts.timeoutMs);
-      const held: Held = { enqueuedAt, settle: (outcome) => finish(outcome, outcome.ok ? 'forwarded' : 'refused') };
+      const held: Held = { settle: (outcome) => finish(outcome, outcome.ok ? 'forwarded' : 'refused') };
       queue.push(held);
       onClientGone(() => finish({ ok: false, rejection: null }, 'cancelled'));
       this.demand(route.deploymentId);
@@ -130,13 +129,11 @@ export class Activator {
       let outcome: HoldOutcome | null = null;
       if (!route) outcome = { ok: false, rejection: { status: 404, code: 'not_found', message: 'the deployment was deleted while this request waited' } };
       else if (route.paused) outcome = { ok: false, rejection: { status: 503, code: 'unavailable', message: `deployment ${route.name} was paused while this request waited` } };
-      else if (route.replicas.length > 0) outcome = { ok: true, route, waitedMs: 0 };
+      else if (route.replicas.length > 0) outcome = { ok: true, route };
       if (outcome === null) continue;
       this.queues.delete(id);
       // Arrival order: the first held is the first forwarded.
-      for (const held of queue) {
-        held.settle(outcome.ok ? { ...outcome, waitedMs: this.clock.now() - held.enqueuedAt } : outcome);
-      }
+      for (const held of queue) held.settle(outcome);
     }
   }
 

@@ -223,7 +223,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
     pools.retain(addresses);
     grpc.retain(addresses);
     health.retain(ids);
-    limiter.retain(new Set([...routes.values()].map((r) => r.deploymentId)));
+    const routed = new Set([...routes.values()].map((r) => r.deploymentId));
+    limiter.retain(routed);
+    // A deleted deployment's concurrency history would otherwise stay for the life of the process.
+    for (const id of inflight.deploymentIds()) if (!routed.has(id)) inflight.forget(id);
     metrics.retain(new Set([...routes.values()].map((r) => r.name)));
     hostCertificates?.sync(new Set(routes.keys()));
     activator.release(new Map([...routes.values()].map((r) => [r.deploymentId, r])));

@@ -23,8 +23,6 @@ const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transf
 export interface GrpcOutcome {
   /** The gRPC status the client saw (trailers), or the one the gateway sent. */
   grpcStatus: number;
-  /** The replica that answered, null when none did. */
-  replica: ReplicaRef | null;
 }
 
 export interface GrpcForwardContext {
@@ -82,8 +80,8 @@ export class GrpcForwarder {
 
   private attempt(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, ctx: GrpcForwardContext, order: readonly ReplicaRef[], index: number): void {
     const replica = order[index];
-    if (!replica) return this.trailersOnly(res, 14, 'no replica of this deployment could be reached', ctx, null);
-    if (res.stream.destroyed) return ctx.done({ grpcStatus: 1, replica: null });
+    if (!replica) return this.trailersOnly(res, 14, 'no replica of this deployment could be reached', ctx);
+    if (res.stream.destroyed) return ctx.done({ grpcStatus: 1 });
     const { inflight, health } = this.deps;
     inflight.replicaStart(replica.id);
     let finished = false;
@@ -95,7 +93,7 @@ export class GrpcForwarder {
       if (finished) return;
       finished = true;
       inflight.replicaEnd(replica.id);
-      ctx.done({ grpcStatus: status, replica });
+      ctx.done({ grpcStatus: status });
     };
     const retry = () => {
       if (finished) return;
@@ -103,7 +101,7 @@ export class GrpcForwarder {
       inflight.replicaEnd(replica.id);
       health.failure(replica.id);
       if (!bodyStarted) this.attempt(req, res, ctx, order, index + 1);
-      else this.trailersOnly(res, 14, 'the replica failed before answering', ctx, replica);
+      else this.trailersOnly(res, 14, 'the replica failed before answering', ctx);
     };
 
     const upstreamHeaders: http2.OutgoingHttpHeaders = { ':method': 'POST', ':scheme': 'http', ':authority': ctx.authority, ':path': req.headers[':path'] ?? '/' };
@@ -169,10 +167,10 @@ export class GrpcForwarder {
       finished = true;
       inflight.replicaEnd(replica.id);
       const status = err.kind === 'too_large' ? 8 : 4;
-      if (!res.stream.destroyed && !res.stream.headersSent) this.trailersOnly(res, status, err.message, ctx, replica);
+      if (!res.stream.destroyed && !res.stream.headersSent) this.trailersOnly(res, status, err.message, ctx);
       else {
         if (!res.stream.destroyed) res.stream.close(http2.constants.NGHTTP2_CANCEL);
-        ctx.done({ grpcStatus: status, replica });
+        ctx.done({ grpcStatus: status });
       }
     };
     ctx.body.once('error', onBodyError);
@@ -181,14 +179,14 @@ export class GrpcForwarder {
     ctx.body.pipe(up);
   }
 
-  private trailersOnly(res: http2.Http2ServerResponse, status: number, message: string, ctx: GrpcForwardContext, replica: ReplicaRef | null): void {
+  private trailersOnly(res: http2.Http2ServerResponse, status: number, message: string, ctx: GrpcForwardContext): void {
     const downstream = res.stream;
     if (!downstream.destroyed && !downstream.headersSent) {
       downstream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(status), 'grpc-message': encodeURIComponent(message) }, { endStream: true });
     } else if (!downstream.destroyed) {
       downstream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
     }
-    ctx.done({ grpcStatus: status, replica });
+    ctx.done({ grpcStatus: status });
   }
 }
 

@@ -55,4 +55,23 @@ describe('InflightTracker', () => {
     t.deploymentEnd(99);
     expect(t.deploymentInflight(99)).toBe(0);
   });
+
+  it('forgets a deployment at once when idle, else when its last request ends', () => {
+    const clock = new ManualClock(0);
+    const t = new InflightTracker(clock);
+    t.deploymentStart(1);
+    t.deploymentEnd(1);
+    t.deploymentStart(2);
+    t.deploymentStart(2);
+    t.forget(1);
+    t.forget(2);
+    t.forget(3); // never seen: nothing to do
+    expect(t.deploymentIds()).toEqual([2]);
+    expect(t.deploymentInflight(2)).toBe(2); // its requests still count
+    t.deploymentEnd(2);
+    expect(t.deploymentIds()).toEqual([2]);
+    t.deploymentEnd(2);
+    expect(t.deploymentIds()).toEqual([]);
+    expect(t.concurrency(2)).toEqual([]);
+  });
 });

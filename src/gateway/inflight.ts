@@ -62,6 +62,8 @@ class DeploymentConcurrency {
 export class InflightTracker {
   private readonly deployments = new Map<number, DeploymentConcurrency>();
   private readonly replicas = new Map<number, number>();
+  /** Forgotten while requests were in flight: dropped when the last of them ends. */
+  private readonly leaving = new Set<number>();
 
   constructor(private readonly clock: Clock = systemClock) {}
 
@@ -82,6 +84,7 @@ export class InflightTracker {
     if (!d || d.count === 0) return;
     d.advance(this.clock.now());
     d.count -= 1;
+    if (d.count === 0 && this.leaving.delete(deploymentId)) this.deployments.delete(deploymentId);
   }
 
   replicaStart(replicaId: number): void {
@@ -108,17 +111,18 @@ export class InflightTracker {
     return this.deployments.get(deploymentId)?.samples(this.clock.now()) ?? [];
   }
 
-  /** Every replica with requests in flight, for the metrics scrape. */
-  replicaCounts(): IterableIterator<[number, number]> {
-    return this.replicas.entries();
+  /** Deployments with an entry: those with history or requests in flight. */
+  deploymentIds(): number[] {
+    return [...this.deployments.keys()];
   }
 
-  deploymentIds(): IterableIterator<number> {
-    return this.deployments.keys();
-  }
-
-  /** Forgets a deployment that left the routing table and holds no request. */
+  /**
+   * Forgets a deployment that left the routing table (deleted: ids are never reused), at once
+   * when it holds no request, else when its last request ends — so its count stays exact.
+   */
   forget(deploymentId: number): void {
+    if (!this.deployments.has(deploymentId)) return;
     if (this.deploymentInflight(deploymentId) === 0) this.deployments.delete(deploymentId);
+    else this.leaving.add(deploymentId);
   }
 }

@@ -7,7 +7,7 @@
 
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { normalizeFingerprint } from '../pki/client-certs.js';
-import { NO_LIMITS, type DeploymentRecord, type DeploymentStatus, type Kind, type Protocol, type RateLimit } from '../domain/records.js';
+import { NO_LIMITS, type DeploymentRecord, type DeploymentStatus, type Kind, type RateLimit } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import type { ReplicaRef } from './balancer/selector.js';
 
@@ -15,7 +15,6 @@ export interface Route {
   deploymentId: number;
   name: string;
   host: string;
-  protocol: Protocol;
   /** SHA-256 of the bound endpoint token, or null when the deployment uses only mTLS. */
   tokenHash: string | null;
   /** SHA-256 fingerprint (lowercase hex) of the bound, unrevoked client certificate. */
@@ -117,7 +116,6 @@ export class RoutingTable {
         deploymentId: d.id,
         name: d.name,
         host,
-        protocol: d.spec.protocol,
         tokenHash: d.auth.token_id === null ? null : (tokenHash.get(d.auth.token_id) ?? null),
         clientCertFingerprint: d.auth.client_certificate_id === null ? null : (liveCertificates.get(d.auth.client_certificate_id) ?? null),
         affinity: d.spec.family === 'general' && d.spec.session_affinity,

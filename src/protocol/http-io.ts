@@ -1,5 +1,5 @@
 // Owns the engine's small HTTP helpers on top of node:http: reading a bounded JSON body and
-// writing JSON, text and the OpenAI error envelope (all four keys present: message, type,
+// writing JSON and the OpenAI error envelope (all four keys present: message, type,
 // param, code).
 
 import type http from 'node:http';
@@ -38,11 +38,6 @@ export async function readJsonBody(req: http.IncomingMessage): Promise<unknown> 
 export function sendJson(res: http.ServerResponse, status: number, body: unknown, headers: http.OutgoingHttpHeaders = {}): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-export function sendText(res: http.ServerResponse, status: number, text: string, contentType = 'text/plain; charset=utf-8'): void {
-  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
 
