@@ -6,6 +6,7 @@
 // and node-pty loaded only when a tty session needs it.
 // The same terminal against a real `infergate serve` is in terminal-tty.test.ts.
 
+import { localShells } from '../src/runtime/shell-launcher.js';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
@@ -28,6 +29,7 @@ const logLines: string[] = [];
 const gone: Array<() => void> = [];
 
 const shells: ShellProvider = {
+  launch: localShells,
   shellRefusal: () => null,
   shellTarget: () => ({
     replica: 'fake-r1',

@@ -19,6 +19,8 @@ import type { DeploymentRecord } from '../domain/records.js';
 import { UsageLedger } from '../store/usage-ledger.js';
 import { buildControlApp, type ControlApp } from '../control/app.js';
 import { defaultConsoleDir } from '../control/console-assets.js';
+import { fileLogSource } from '../runtime/log-source.js';
+import { localShells } from '../runtime/shell-launcher.js';
 import type { ShellProvider } from '../control/routes/terminal.js';
 import { Credentials } from '../control/credentials.js';
 import { endpointUrl } from '../control/render.js';
@@ -74,6 +76,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     // The control API opens terminals in the controller's replicas; the controller starts later.
     const shells: LateShells = {
       controller: null,
+      launch: localShells,
       shellRefusal: () => shells.controller?.shellRefusal() ?? null,
       shellTarget: (id, replica) => shells.controller?.shellTarget(id, replica) ?? null,
     };
@@ -141,7 +144,7 @@ async function startControl(
     store,
     catalog,
     images,
-    logsDir,
+    logs: fileLogSource(logsDir),
     shells,
     activity,
     hostCommands,

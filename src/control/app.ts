@@ -17,8 +17,9 @@ import type { Catalog } from '../domain/catalog.js';
 import type { HostCommandPolicy } from '../domain/host-commands.js';
 import type { ImageMap } from '../domain/image-map.js';
 import type { CertificateAuthority } from '../pki/ca.js';
-import type { ServiceAccountRecord, ServiceAccountRole } from '../domain/records.js';
+import type { ServiceAccountRecord } from '../domain/records.js';
 import type { Store } from '../store/store.js';
+import type { LogSource } from '../domain/ports.js';
 import { CertificateService } from './certificate-service.js';
 import { defaultConsoleDir, registerConsoleAssets } from './console-assets.js';
 import { Credentials } from './credentials.js';
@@ -55,8 +56,8 @@ export interface ControlDeps {
   /** A pino logger (fastify's own); none means silent. */
   logger?: FastifyBaseLogger;
   https?: { cert: Buffer; key: Buffer } | null;
-  /** Where the runtime keeps replica logs; null: this process has no runtime (no logs). */
-  logsDir: string | null;
+  /** The replicas' logs (the runtime's files); null: this process has no runtime (no logs). */
+  logs: LogSource | null;
   /** Ready replicas to open a terminal in (the controller); null: none in this process. */
   shells?: ShellProvider | null;
   /** The autoscaler's activity history; null or absent: this process runs no autoscaler. */
@@ -260,22 +261,4 @@ async function authenticate(credentials: Credentials, key: string): Promise<Serv
     );
   }
   throw new PlatformError('unauthenticated', 'invalid platform credential');
-}
-
-/** The authenticated caller; the auth hook has set it on every route that is not public. */
-export function callerAccount(request: { account: ServiceAccountRecord | null }): ServiceAccountRecord {
-  if (!request.account) throw new PlatformError('unauthenticated', 'missing platform credential: send Authorization: Bearer <service-account key>');
-  return request.account;
-}
-
-/** The authenticated caller's role, for rules that depend on it (host commands). */
-export function callerRole(request: { account: ServiceAccountRecord | null }): ServiceAccountRole {
-  return callerAccount(request).role;
-}
-
-/** 403 unless the caller is an admin service account. */
-export function requireAdmin(account: ServiceAccountRecord | null): void {
-  if (account?.role !== 'admin') {
-    throw new PlatformError('forbidden', 'only an admin service account may manage service accounts');
-  }
 }

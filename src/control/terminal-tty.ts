@@ -3,29 +3,10 @@
 // discipline, as in any terminal. Frames from the client are text whose first character is a
 // channel — `0` + keystrokes for the shell, `1` + `{"cols","rows"}` to resize — and the pty's
 // output goes back as text frames as it comes. Ending the session kills every process of the
-// pty's session, jobs the shell put in process groups of their own included.
+// pty's session (the runtime's ShellLauncher starts and ends the shell; this module only
+// speaks the protocol).
 
-import { createRequire } from 'node:module';
-import type { IPty } from 'node-pty';
-import { processesInSession, signalPid } from '../runtime/process-tree.js';
-
-type NodePty = typeof import('node-pty');
-let nodePty: NodePty | undefined;
-
-/**
- * node-pty is a native addon compiled at install; loaded at the first tty session rather than
- * with the API, so an install that skipped its build (`--ignore-scripts`) still starts and
- * serves everything else, pipe terminals included, and the tty session says what is missing.
- */
-function loadNodePty(): NodePty {
-  if (nodePty) return nodePty;
-  try {
-    nodePty = createRequire(import.meta.url)('node-pty') as NodePty;
-    return nodePty;
-  } catch (err) {
-    throw new Error(`no pseudo-terminal: node-pty is not built (npm rebuild node-pty): ${(err as Error).message}`);
-  }
-}
+import type { PtyShell, ShellCommand, ShellLauncher } from '../domain/ports.js';
 
 export interface TtySize {
   cols: number;
@@ -67,11 +48,7 @@ export interface TtySocket {
   on(event: 'message', listener: (data: Buffer) => void): unknown;
 }
 
-export interface TtyTarget {
-  argv: string[];
-  cwd: string;
-  env: Record<string, string>;
-}
+export type TtyTarget = ShellCommand;
 
 export interface TtySession {
   /** The pty's process (its session leader). */
@@ -85,17 +62,10 @@ const HIGH_WATER = 1024 * 1024;
 const LOW_WATER = 256 * 1024;
 
 /** Starts the shell on a pty of `size` and joins it to `socket`; null when it cannot start. */
-export function startTtySession(socket: TtySocket, target: TtyTarget, size: TtySize, onError: (err: Error) => void): TtySession | null {
-  const [command, ...args] = target.argv;
-  let term: IPty;
+export function startTtySession(socket: TtySocket, launcher: ShellLauncher, target: TtyTarget, size: TtySize, onError: (err: Error) => void): TtySession | null {
+  let term: PtyShell;
   try {
-    term = loadNodePty().spawn(command ?? '/bin/sh', args, {
-      name: 'xterm-256color',
-      cols: size.cols,
-      rows: size.rows,
-      cwd: target.cwd,
-      env: { ...target.env, TERM: 'xterm-256color' },
-    });
+    term = launcher.pty(target, size);
   } catch (err) {
     onError(err as Error);
     return null;
@@ -129,16 +99,5 @@ export function startTtySession(socket: TtySocket, target: TtyTarget, size: TtyS
       // the pty closed while the frame was on its way
     }
   });
-  const leader = term.pid;
-  return {
-    pid: leader,
-    kill() {
-      // Several passes: a process may fork while the first pass signals its parent.
-      for (let pass = 0; pass < 3; pass++) {
-        const members = processesInSession(leader);
-        if (members.length === 0) break;
-        for (const pid of members) signalPid(pid, 'SIGKILL');
-      }
-    },
-  };
+  return { pid: term.pid, kill: () => term.kill() };
 }

@@ -1,6 +1,7 @@
 // Test helper: a control API on a real HTTP port (port 0) over a file store in a temp dir,
 // with an admin key, and a small JSON client for it.
 
+import { fileLogSource } from '../../src/runtime/log-source.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -73,7 +74,7 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
     store,
     catalog: DEFAULT_CATALOG,
     images: DEFAULT_IMAGE_MAP,
-    logsDir: opts.logsDir ?? null,
+    logs: opts.logsDir ? fileLogSource(opts.logsDir) : null,
     gpuQuota: opts.gpuQuota ?? 32,
     sealer: new Sealer(randomBytes(32)),
     clock: systemClock,

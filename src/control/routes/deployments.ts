@@ -4,7 +4,8 @@
 
 import { Type } from 'typebox';
 import type { Family } from '../../domain/records.js';
-import { callerRole, type ControlApp, type ControlContext } from '../app.js';
+import type { ControlApp, ControlContext } from '../app.js';
+import { callerRole } from '../caller.js';
 import { renderDeployment, renderReplica, revisionDetail } from '../render.js';
 import {
   DeploymentResponse,

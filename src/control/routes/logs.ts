@@ -6,7 +6,7 @@
 import { Type } from 'typebox';
 import { PlatformError } from '../../core/errors.js';
 import type { Family } from '../../domain/records.js';
-import { followLogs, tailLogs, type LogEntry, type LogFilter } from '../../runtime/log-reader.js';
+import type { LogEntry, LogFilter } from '../../domain/ports.js';
 import type { ControlApp, ControlContext } from '../app.js';
 import { ErrorResponse, Id, IdParams } from '../schemas.js';
 
@@ -41,7 +41,7 @@ const LogsResponse = Type.Object({
 const HEARTBEAT_MS = 15_000;
 
 export function registerLogRoutes(app: ControlApp, ctx: ControlContext, family: Family): void {
-  const logsDir = ctx.deps.logsDir;
+  const logs = ctx.deps.logs;
   app.get(
     `/deployments/${family}/:id/logs`,
     { schema: { tags: [`${family} deployments`], params: IdParams, querystring: LogsQuery, response: { 200: LogsResponse, 400: ErrorResponse, 404: ErrorResponse } } },
@@ -51,7 +51,7 @@ export function registerLogRoutes(app: ControlApp, ctx: ControlContext, family: 
       const revision = q.revision ?? d.revision;
       const r = d.revisions.find((x) => x.revision === revision);
       if (!r) throw new PlatformError('not_found', `deployment ${d.name} has no revision ${revision}`);
-      if (!r.spec.enable_logging || logsDir === null) {
+      if (!r.spec.enable_logging || logs === null) {
         return {
           deployment_id: d.id,
           revision,
@@ -61,7 +61,7 @@ export function registerLogRoutes(app: ControlApp, ctx: ControlContext, family: 
         };
       }
       const filter: LogFilter = { revision, component: q.component, replica: q.replica };
-      const lines = q.tail === 0 ? [] : await tailLogs(logsDir, d.id, filter, q.tail);
+      const lines = q.tail === 0 ? [] : await logs.tail(d.id, filter, q.tail);
       if (!q.follow) return { deployment_id: d.id, revision, logging: true, lines };
 
       reply.hijack();
@@ -76,7 +76,7 @@ export function registerLogRoutes(app: ControlApp, ctx: ControlContext, family: 
       request.raw.socket.once('close', () => aborter.abort());
       res.once('close', () => aborter.abort());
       try {
-        await followLogs(logsDir, d.id, filter, send, aborter.signal);
+        await logs.follow(d.id, filter, send, aborter.signal);
       } finally {
         clearInterval(heartbeat);
         res.end();

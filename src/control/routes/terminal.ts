@@ -10,10 +10,10 @@
 // socket closes when the replica stops (1001) or the shell exits (1000), and the shell's
 // processes are killed when it closes. Opening and closing are logged with the service account.
 
-import { spawn } from 'node:child_process';
 import type { WebSocket } from 'ws';
 import { Type } from 'typebox';
 import { PlatformError } from '../../core/errors.js';
+import type { ShellLauncher } from '../../domain/ports.js';
 import type { Family } from '../../domain/records.js';
 import type { ControlApp, ControlContext } from '../app.js';
 import { IdParams } from '../schemas.js';
@@ -24,6 +24,8 @@ import { TTY_PROTOCOL } from '../websocket-auth.js';
 export interface ShellProvider {
   /** Why no shell may open on this node, or null. */
   shellRefusal(): string | null;
+  /** Starts the shell a target names (the runtime's; the control API never spawns a process itself). */
+  launch: ShellLauncher;
   /** The process to spawn (argv, working directory, environment) in a ready replica, and its end. */
   shellTarget(
     deploymentId: number,
@@ -70,8 +72,9 @@ export function registerTerminalRoutes(app: ControlApp, ctx: ControlContext, fam
     (socket, request) => {
       const params = request.params as { id: number };
       const query = request.query as { replica?: string; cols?: number; rows?: number };
-      const target = ctx.deps.shells?.shellTarget(params.id, query.replica);
-      if (!target) {
+      const shells = ctx.deps.shells;
+      const target = shells?.shellTarget(params.id, query.replica);
+      if (!shells || !target) {
         socket.close(1011, 'the replica went away');
         return;
       }
@@ -81,8 +84,8 @@ export function registerTerminalRoutes(app: ControlApp, ctx: ControlContext, fam
       const cannotStart = (err: Error) => socket.close(1011, `cannot start a shell: ${err.message}`.slice(0, 120));
       const kill =
         mode === 'tty'
-          ? startTtySession(socket, target, { cols: query.cols ?? DEFAULT_TTY_SIZE.cols, rows: query.rows ?? DEFAULT_TTY_SIZE.rows }, cannotStart)?.kill
-          : startPipeShell(socket, target, cannotStart);
+          ? startTtySession(socket, shells.launch, target, { cols: query.cols ?? DEFAULT_TTY_SIZE.cols, rows: query.rows ?? DEFAULT_TTY_SIZE.rows }, cannotStart)?.kill
+          : startPipeShell(socket, shells.launch, target, cannotStart);
       if (!kill) return;
       socket.on('close', () => {
         kill();
@@ -97,27 +100,15 @@ export function registerTerminalRoutes(app: ControlApp, ctx: ControlContext, fam
 }
 
 /** The shell on pipes, without a terminal; returns what kills its process group. */
-function startPipeShell(socket: WebSocket, target: ShellTarget, cannotStart: (err: Error) => void): () => void {
-  const [command, ...args] = target.argv;
-  const shell = spawn(command ?? '/bin/sh', args, { cwd: target.cwd, env: target.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
-  const send = (chunk: Buffer) => {
+function startPipeShell(socket: WebSocket, launcher: ShellLauncher, target: ShellTarget, cannotStart: (err: Error) => void): () => void {
+  const shell = launcher.pipe(target);
+  shell.onOutput((chunk) => {
     if (socket.readyState === socket.OPEN) socket.send(chunk.toString('utf8'));
-  };
-  shell.stdout.on('data', send);
-  shell.stderr.on('data', send);
-  shell.stdin.on('error', () => {}); // the shell exited while input was on its way
-  shell.on('error', cannotStart);
-  shell.on('exit', () => {
+  });
+  shell.onError(cannotStart);
+  shell.onExit(() => {
     if (socket.readyState === socket.OPEN) socket.close(1000, 'the shell exited');
   });
-  socket.on('message', (data: Buffer) => shell.stdin.write(data));
-  return () => {
-    if (shell.exitCode === null && shell.pid !== undefined) {
-      try {
-        process.kill(-shell.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  };
+  socket.on('message', (data: Buffer) => shell.write(data));
+  return () => shell.kill();
 }

@@ -3,7 +3,8 @@
 // learn what it may do before it tries.
 
 import { Type } from 'typebox';
-import { callerAccount, type ControlApp } from '../app.js';
+import type { ControlApp } from '../app.js';
+import { callerAccount } from '../caller.js';
 import { ErrorResponse } from '../schemas.js';
 
 const WhoamiResponse = Type.Object(

@@ -1,0 +1,53 @@
+// The architecture's boundaries (docs/architecture.md), checked on every `npm test` by
+// dependency-cruiser: which folder of src/ may import which. test/architecture.test.ts shows
+// that each rule fails on a deliberate violation.
+
+/** Node built-ins and packages that do I/O: the pure layers (domain/, core/) import none. */
+const IO = '^(node:)?(fs|fs/promises|net|http|https|http2|tls|dgram|child_process|cluster|worker_threads)$|^(ioredis|undici|fastify|@fastify/.*|@grpc/.*|node-pty|pino)$';
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'No import cycle anywhere in src/ among imports that load code (a cycle makes load order matter and layers meaningless); type-only imports are erased at build.',
+      from: { path: '^src/' },
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
+    {
+      name: 'pure-layers-no-io',
+      severity: 'error',
+      comment: 'domain/ and core/ are pure: no file, network, process or framework I/O, and nothing of the layers above them.',
+      from: { path: '^src/(domain|core)/', pathNot: '\\.test\\.ts$' },
+      to: { path: [IO, '^src/(store|pki|control|controller|runtime|autoscaler|gateway|net|metrics|engine|orchestrated|protocol|cli|config)/'], dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'control-plane-not-data-plane',
+      severity: 'error',
+      comment: 'The control API writes desired state and never starts a process or reads replica files: it reaches the runtime only through ports wired in cli/.',
+      from: { path: '^src/control/', pathNot: '\\.test\\.ts$' },
+      to: { path: '^src/(gateway|runtime|controller)/' },
+    },
+    {
+      name: 'data-plane-not-control-plane',
+      severity: 'error',
+      comment: 'The gateway, the runtime and the controller never import the control API: they meet it in the store and domain/records.ts.',
+      from: { path: '^src/(gateway|runtime|controller)/', pathNot: '\\.test\\.ts$' },
+      to: { path: '^src/control/' },
+    },
+    {
+      name: 'engines-stand-alone',
+      severity: 'error',
+      comment: 'The reference engine and the Frontend are programs of their own, replaceable by real ones: they import only themselves and the shared protocol code.',
+      from: { path: '^src/(engine|orchestrated|protocol)/', pathNot: '\\.test\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/($1|protocol)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(dist|node_modules|console)/' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+};

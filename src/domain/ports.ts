@@ -1,0 +1,63 @@
+// Owns the shapes through which the control API reaches what only the runtime can do — read a
+// replica's log files, run a shell in a replica — so that the control API never imports the
+// runtime nor starts a process itself: the runtime implements these, cli/ wires them in.
+// Types only.
+
+export interface LogFilter {
+  revision?: number;
+  component?: string;
+  replica?: string;
+}
+
+export interface LogEntry {
+  time: string;
+  stream: string;
+  line: string;
+  revision: number;
+  component: string;
+  replica: string;
+}
+
+/** A deployment's replica logs. */
+export interface LogSource {
+  /** The last `n` lines matching `filter`, oldest first. */
+  tail(deploymentId: number, filter: LogFilter, n: number): Promise<LogEntry[]>;
+  /** Every line written from now on, until `signal` aborts. */
+  follow(deploymentId: number, filter: LogFilter, onLine: (entry: LogEntry) => void, signal: AbortSignal): Promise<void>;
+}
+
+/** What to run for a terminal: the runtime's argv (its sandbox included), directory and environment. */
+export interface ShellCommand {
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+}
+
+/** A shell on pipes: bytes in, stdout and stderr out. */
+export interface PipeShell {
+  write(data: Buffer): void;
+  onOutput(listener: (chunk: Buffer) => void): void;
+  onError(listener: (err: Error) => void): void;
+  onExit(listener: () => void): void;
+  /** Kills its process group; safe to call more than once. */
+  kill(): void;
+}
+
+/** A shell on a pseudo-terminal. */
+export interface PtyShell {
+  readonly pid: number;
+  write(data: string): void;
+  resize(cols: number, rows: number): void;
+  pause(): void;
+  resume(): void;
+  onData(listener: (data: string) => void): void;
+  onExit(listener: () => void): void;
+  /** Kills every process of the pty's session; safe to call more than once. */
+  kill(): void;
+}
+
+/** Starts terminal shells; `pty` throws when no pseudo-terminal can be made. */
+export interface ShellLauncher {
+  pipe(command: ShellCommand): PipeShell;
+  pty(command: ShellCommand, size: { cols: number; rows: number }): PtyShell;
+}

@@ -1,0 +1,76 @@
+// The architecture's boundaries as rules (.dependency-cruiser.cjs), checked two ways: the real
+// src/ breaks none of them, and each rule reports a deliberate violation in a scratch tree —
+// so a rule that silently stopped matching would fail here, not pass everything.
+
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cruise, type ICruiseOptions, type IViolation } from 'dependency-cruiser';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const config = createRequire(import.meta.url)(path.join(ROOT, '.dependency-cruiser.cjs')) as { forbidden: ICruiseOptions['ruleSet'] extends infer R ? R extends { forbidden?: infer F } ? F : never : never; options: Record<string, unknown> };
+
+async function violations(baseDir: string, withTsConfig: boolean): Promise<IViolation[]> {
+  const { tsConfig, ...options } = config.options;
+  const result = await cruise(['src'], {
+    ...(options as ICruiseOptions),
+    ...(withTsConfig ? { tsConfig } : {}),
+    baseDir,
+    ruleSet: { forbidden: config.forbidden },
+    validate: true,
+  } as ICruiseOptions);
+  if (typeof result.output === 'string') throw new Error('dependency-cruiser gave text, not a result');
+  return result.output.summary.violations;
+}
+
+describe('architecture boundaries', () => {
+  it('src/ breaks none of them', async () => {
+    const found = await violations(ROOT, true);
+    expect(found.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`)).toEqual([]);
+  }, 60_000);
+
+  let scratch: string | undefined;
+  afterAll(async () => {
+    if (scratch) await rm(scratch, { recursive: true, force: true });
+  });
+
+  it('each rule reports a deliberate violation', async () => {
+    scratch = await mkdtemp(path.join(os.tmpdir(), 'infergate-arch-'));
+    const files: Record<string, string> = {
+      'src/core/a.ts': "import { b } from './b.js';\nexport const a = () => b;\n",
+      'src/core/b.ts': "import { a } from './a.js';\nexport const b = () => a;\n",
+      'src/domain/reads-files.ts': "import { readFileSync } from 'node:fs';\nexport const r = readFileSync;\n",
+      'src/domain/uses-store.ts': "import { s } from '../store/store.js';\nexport const u = s;\n",
+      'src/store/store.ts': 'export const s = 1;\n',
+      'src/control/route.ts': "import { l } from '../runtime/log-reader.js';\nexport const r = l;\n",
+      'src/runtime/log-reader.ts': 'export const l = 1;\n',
+      'src/gateway/g.ts': "import { c } from '../control/c.js';\nexport const g = c;\n",
+      'src/control/c.ts': 'export const c = 1;\n',
+      'src/engine/e.ts': "import { s } from '../store/store.js';\nexport const e = s;\n",
+      'src/orchestrated/o.ts': "import { p } from '../protocol/p.js';\nimport { x } from '../engine/x.js';\nexport const o = [p, x];\n",
+      'src/protocol/p.ts': 'export const p = 1;\n',
+      'src/engine/x.ts': 'export const x = 1;\n',
+    };
+    for (const [file, text] of Object.entries(files)) {
+      await mkdir(path.dirname(path.join(scratch, file)), { recursive: true });
+      await writeFile(path.join(scratch, file), text);
+    }
+    const found = (await violations(scratch, false)).map((v) => `${v.rule.name}: ${v.from} → ${v.to}`);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^no-circular: src\/core\/(a|b)\.ts/),
+        'pure-layers-no-io: src/domain/reads-files.ts → fs',
+        'pure-layers-no-io: src/domain/uses-store.ts → src/store/store.ts',
+        'control-plane-not-data-plane: src/control/route.ts → src/runtime/log-reader.ts',
+        'data-plane-not-control-plane: src/gateway/g.ts → src/control/c.ts',
+        'engines-stand-alone: src/engine/e.ts → src/store/store.ts',
+        'engines-stand-alone: src/orchestrated/o.ts → src/engine/x.ts',
+      ]),
+    );
+    // The shared protocol code is allowed to both programs.
+    expect(found.some((v) => v.includes('src/orchestrated/o.ts → src/protocol/p.ts'))).toBe(false);
+  }, 60_000);
+});
