@@ -5,6 +5,7 @@
 // controller asks `desired()` for the figure it applies. Metrics: desired replicas, panic
 // mode and decisions by reason; each tick's figures also go to the activity history.
 
+import { scaledComponent } from '../domain/components.js';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
@@ -34,11 +35,8 @@ export interface AutoscalerOptions {
   activity?: ActivityRecorder;
 }
 
-/** The component whose count the autoscaler moves; null when the deployment's pools are fixed. */
-export function scaledComponent(d: DeploymentRecord): string | null {
-  if (d.spec.family === 'general') return 'Replica';
-  return d.spec.serving_mode === 'aggregated' ? 'Worker' : null;
-}
+/** The component whose count the autoscaler moves (domain/components.ts). */
+export { scaledComponent };
 
 export class Autoscaler {
   private readonly states = new Map<number, AutoscaleState>();

@@ -3,6 +3,7 @@
 // discovery) together, prints where everything is, and shuts down cleanly on SIGINT/SIGTERM
 // (replicas drained and stopped first). Wiring only — behaviour lives in the modules it composes.
 
+import { poolOf } from '../domain/components.js';
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -317,7 +318,8 @@ async function loadImageMap(file: string | null): Promise<ImageMap> {
 function gpusPerReplica(catalog: Catalog, d: DeploymentRecord, component: string): number {
   const cluster = findCluster(catalog, d.cluster_id);
   const pools = d.spec.family === 'orchestrated' ? d.spec.worker_pools : null;
-  const pool = component === 'Prefill' ? pools?.prefill : component === 'Decode' ? pools?.decode : undefined;
+  const poolName = poolOf(component);
+  const pool = poolName === null ? undefined : pools?.[poolName];
   const hardwareId = pool?.hardware_instance_id ?? d.spec.hardware_instance_id;
   const hardware = cluster && hardwareId !== null ? findHardware(cluster, hardwareId) : undefined;
   return hardware?.gpus_per_instance ?? 1;

@@ -2,6 +2,7 @@
 // revisions, tokens, service accounts and client certificates. Nothing secret passes through here — sealed
 // secrets become `has_*` flags, hashes are dropped.
 
+import { componentsOf, specifiedReplicas } from '../domain/components.js';
 import {
   NO_LIMITS,
   type CertificateRecord,
@@ -117,15 +118,7 @@ export function components(d: DeploymentRecord, replicas: ReplicaRecord[]): Comp
   // The controller's own figure once it has reconciled; until then the spec's minimum.
   const desired = (component: string, n: number): number => (d.paused ? 0 : (d.desired_replicas?.[component] ?? n));
   const entry = (component: string, n: number) => ({ ready: ready(component), desired: desired(component, n) });
-  if (d.spec.family === 'general') return { Replica: entry('Replica', d.scaling.min_replicas) };
-  if (d.spec.serving_mode === 'disaggregated' && d.scaling.pools) {
-    return {
-      Frontend: entry('Frontend', 1),
-      Prefill: entry('Prefill', d.scaling.pools.prefill),
-      Decode: entry('Decode', d.scaling.pools.decode),
-    };
-  }
-  return { Frontend: entry('Frontend', 1), Worker: entry('Worker', d.scaling.min_replicas) };
+  return Object.fromEntries(componentsOf(d).map((c) => [c, entry(c, specifiedReplicas(d, c))]));
 }
 
 export interface ReplicaView {

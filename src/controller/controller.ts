@@ -8,6 +8,7 @@
 // back. It acts only while it holds the store's `controller` lease, so a second control
 // process on a shared store stands by.
 
+import { COMPONENT, usesGpuInstance } from '../domain/components.js';
 import type { Logger } from 'pino';
 import { isoNow, type Clock } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
@@ -19,7 +20,7 @@ import type { UsageLedger } from '../store/usage-ledger.js';
 import { deploymentStatus, desiredReplicas, GENERAL_COMPONENT } from './desired.js';
 import { ControllerLease } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
-import { FRONTEND, orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
+import { orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
 import { advanceRollout, type RolloutResult } from './rollout.js';
 import { WorkersFiles } from './workers-file.js';
 
@@ -279,7 +280,7 @@ export class Controller {
     const plans: ComponentPlan[] = Object.entries(desired).map(([component, n]) => ({
       component,
       desired: n,
-      gpus: component === FRONTEND ? 0 : (this.opts.gpusPerReplica?.(d, component) ?? 1),
+      gpus: usesGpuInstance(component) ? (this.opts.gpusPerReplica?.(d, component) ?? 1) : 0,
       request: (spec, revision, name) => (spec.family === 'orchestrated' ? orchestratedRequest(d, spec, component, revision, name, workersFile, this.hubToken(spec)) : null),
     }));
     // The file first: the Frontend should know a worker before the deployment says ready.
@@ -311,7 +312,7 @@ export class Controller {
         .filter((a): a is string => a !== null)
         .sort();
     const content: Record<string, string[]> =
-      d.spec.serving_mode === 'disaggregated' ? { prefill: addresses('Prefill'), decode: addresses('Decode') } : { workers: addresses('Worker') };
+      d.spec.serving_mode === 'disaggregated' ? { prefill: addresses(COMPONENT.Prefill), decode: addresses(COMPONENT.Decode) } : { workers: addresses(COMPONENT.Worker) };
     await this.workersFiles.write(d.id, file, content);
   }
 

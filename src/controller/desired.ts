@@ -2,10 +2,11 @@
 // replicas of each component, the deployment's status from readiness, and each revision's
 // status. No I/O and no clock, so every rule is a table test.
 
+import { COMPONENT } from '../domain/components.js';
 import type { DeploymentRecord, DeploymentStatus } from '../domain/records.js';
 
 /** The one component of a general deployment. */
-export const GENERAL_COMPONENT = 'Replica';
+export const GENERAL_COMPONENT = COMPONENT.Replica;
 
 /**
  * Replicas per component. Paused: none. General: the autoscaler's figure clamped to

@@ -5,12 +5,13 @@
 // model, with the KV-transfer role of its pool — and the status rule: not ready while the
 // Frontend is not ready, whatever the workers do (spec).
 
+import { COMPONENT, poolOf } from '../domain/components.js';
 import path from 'node:path';
 import { FRONTEND_IMAGE } from '../domain/image-map.js';
 import type { DeploymentRecord, DeploymentStatus, OrchestratedSpec } from '../domain/records.js';
 import type { ReplicaRequest } from '../runtime/runtime.js';
 
-export const FRONTEND = 'Frontend';
+export const FRONTEND = COMPONENT.Frontend;
 const WORKER_IMAGE = 'infergate/reference-engine';
 /** Where a worker finds its model-hub credential: a 0600 file in its own root, never its env. */
 const HUB_TOKEN_DIR = '/secrets';
@@ -21,11 +22,11 @@ export function orchestratedDesired(d: DeploymentRecord, autoscaled?: number): R
   const off = d.paused ? 0 : null;
   if (d.spec.serving_mode === 'disaggregated') {
     const pools = d.scaling.pools ?? { prefill: 1, decode: 1 };
-    return { [FRONTEND]: off ?? 1, Prefill: off ?? pools.prefill, Decode: off ?? pools.decode };
+    return { [FRONTEND]: off ?? 1, [COMPONENT.Prefill]: off ?? pools.prefill, [COMPONENT.Decode]: off ?? pools.decode };
   }
   const { min_replicas: min, max_replicas: max } = d.scaling;
   const workers = Math.min(max, Math.max(min, autoscaled ?? d.desired_replicas?.Worker ?? min));
-  return { [FRONTEND]: off ?? 1, Worker: off ?? workers };
+  return { [FRONTEND]: off ?? 1, [COMPONENT.Worker]: off ?? workers };
 }
 
 /** Ready only with a ready Frontend and workers to serve behind it. */
@@ -96,7 +97,8 @@ export function orchestratedRequest(
       readOnlyPaths: [path.dirname(workersFile)],
     };
   }
-  const role = component === 'Prefill' ? ['--kv-role', 'prefill'] : component === 'Decode' ? ['--kv-role', 'decode'] : [];
+  const pool = poolOf(component);
+  const role = pool === null ? [] : ['--kv-role', pool];
   const hub = hubToken !== null ? ['--hub-token-file', `.${HUB_TOKEN_DIR}/${HUB_TOKEN_FILE}`] : [];
   return {
     ...base,

@@ -5,6 +5,7 @@
 // store. A bound token whose hash is also a service-account key's is left out: a platform
 // credential never opens an endpoint, whatever a record written before that rule says.
 
+import { routedComponent } from '../domain/components.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { normalizeFingerprint } from '../pki/client-certs.js';
 import { NO_LIMITS, type DeploymentRecord, type DeploymentStatus, type Kind, type RateLimit } from '../domain/records.js';
@@ -37,10 +38,6 @@ export interface Route {
 
 const RELEVANT: ReadonlySet<Kind> = new Set<Kind>(['deployment', 'token', 'replica', 'certificate', 'service_account']);
 
-/** Orchestrated deployments are reached through their Frontend, which routes to the workers itself. */
-function routedComponent(d: DeploymentRecord): string {
-  return d.family === 'orchestrated' ? 'Frontend' : 'Replica';
-}
 
 export class RoutingTable {
   private table = new Map<string, Route>();
