@@ -1,0 +1,91 @@
+// Unit tests of the routing table over a real file store: a route per deployment host (any case,
+// with or without a port), only the ready replicas of the routed component, the same replica
+// array kept while the set is unchanged (the balancer's caches depend on it), and a bound token
+// left out when its hash is a service-account key's.
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ReplicaRecord } from '../domain/records.js';
+import { FileStore } from '../store/file-store.js';
+import { modify } from '../store/store.js';
+import { deploymentRecord, tokenRecord } from '../store/store.contract.js';
+import { RoutingTable, type Route } from './routing-table.js';
+
+let dir: string;
+let store: FileStore;
+let table: RoutingTable;
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-routing-'));
+  store = new FileStore({ dir });
+  await store.open();
+});
+
+afterEach(async () => {
+  table?.stop();
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Resolves with the table after its next rebuild. */
+const nextRebuild = (t: RoutingTable) => new Promise<ReadonlyMap<string, Route>>((resolve) => t.onChange(resolve));
+
+const replica = (deploymentId: number, component: string, state: ReplicaRecord['state'], port: number) => (id: number): ReplicaRecord => ({
+  id,
+  deployment_id: deploymentId,
+  revision: 1,
+  component,
+  name: `r-${id}`,
+  address: `127.0.0.1:${port}`,
+  state,
+  restarts: 0,
+  pid: null,
+  metrics_target: null,
+  updated_at: new Date(0).toISOString(),
+});
+
+describe('RoutingTable', () => {
+  it('routes a host to the ready replicas of its component, keeping the array while the set is unchanged', async () => {
+    const token = await store.create('token', (id) => tokenRecord(id, 'chat-endpoint', 'hash-of-chat'));
+    const d = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'chat'), auth: { token_id: token.value.id, client_certificate_id: null, private_endpoint: false } }));
+    await store.create('replica', replica(d.value.id, 'Replica', 'ready', 4002));
+    await store.create('replica', replica(d.value.id, 'Replica', 'starting', 4003));
+    await store.create('replica', replica(d.value.id, 'Replica', 'ready', 4001));
+    table = new RoutingTable(store, 'endpoints.test');
+    await table.start();
+
+    const route = table.lookup('CHAT.endpoints.test:8443');
+    expect(route).toMatchObject({ name: 'chat', component: 'Replica', tokenHash: 'hash-of-chat', paused: false });
+    expect(route?.replicas.map((r) => r.address)).toEqual(['127.0.0.1:4002', '127.0.0.1:4001']);
+    expect(table.lookup('other.endpoints.test')).toBeUndefined();
+    expect(table.lookup(undefined)).toBeUndefined();
+
+    // An unrelated change rebuilds the table; the replica array is the same object.
+    const rebuilt = nextRebuild(table);
+    await store.create('token', (id) => tokenRecord(id, 'unrelated', 'hash-unrelated'));
+    const next = (await rebuilt).get('chat.endpoints.test');
+    expect(next?.replicas).toBe(route?.replicas);
+
+    // A replica turning ready changes the set: a new array.
+    const again = nextRebuild(table);
+    const starting = (await store.list('replica')).find((r) => r.value.state === 'starting')!;
+    await modify(store, 'replica', starting.value.id, (r) => ({ ...r, state: 'ready' }));
+    const after = (await again).get('chat.endpoints.test');
+    expect(after?.replicas).not.toBe(route?.replicas);
+    expect(after?.replicas).toHaveLength(3);
+  });
+
+  it('leaves out a bound token whose hash is a service-account key, and routes orchestrated hosts to the Frontend', async () => {
+    const token = await store.create('token', (id) => tokenRecord(id, 'leaked', 'hash-of-a-platform-key'));
+    await store.create('service_account', (id) => ({ id, name: 'ops', role: 'admin' as const, key_hash: 'hash-of-a-platform-key', hint: '…abcd', created_at: new Date(0).toISOString() }));
+    const general = deploymentRecord(0, 'leaky');
+    await store.create('deployment', (id) => ({ ...general, id, auth: { token_id: token.value.id, client_certificate_id: null, private_endpoint: false } }));
+    await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'orch'), family: 'orchestrated' as const, spec: { ...general.spec, family: 'orchestrated' } as unknown as typeof general.spec }));
+    table = new RoutingTable(store, 'endpoints.test');
+    await table.start();
+    expect(table.lookup('leaky.endpoints.test')?.tokenHash).toBeNull();
+    expect(table.lookup('orch.endpoints.test')?.component).toBe('Frontend');
+  });
+});
