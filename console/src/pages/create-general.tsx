@@ -4,18 +4,16 @@
 // the new deployment's page. A refusal is shown next to the field it names and keeps every value.
 
 import { useEffect, useState, type FormEvent } from 'react';
-import { api } from '../api/client';
-import type { Cluster, Deployment, Items, Preset, VaultToken } from '../api/types';
+import type { Cluster, Items, Preset, VaultToken } from '../api/types';
 import { FormError } from '../components/form';
 import { usePoll } from '../hooks';
-import { navigate } from '../router';
-import { createVaultToken, EndpointProtection, tokenNameFor } from '../forms/endpoint-protection';
+import { EndpointProtection } from '../forms/endpoint-protection';
+import { createDeployment, RefusedCreate } from '../forms/create-deployment';
 import { ContainerFields, PresetPicker, RuntimeFields } from '../forms/general-fields';
 import { defaultPlacement, HardwareFields } from '../forms/hardware-fields';
 import { TextInput } from '../forms/inputs';
 import { checkGeneral, type GeneralBody } from '../forms/rules';
 import { ScalingFields } from '../forms/scaling-fields';
-import { showSecretBanner } from '../forms/secret-banner';
 import { keepFocusOnPress, useProblems } from '../forms/use-problems';
 import { authPlan, emptyAuth, emptyGeneral, generalBody, type AuthValues, type GeneralValues } from '../forms/values';
 
@@ -54,23 +52,11 @@ export function CreateGeneralPage() {
     e.preventDefault();
     if (busy || !fp.submit()) return;
     setBusy(true);
-    let sent: GeneralBody = body;
     try {
-      // A token made on submit is kept in the form: a refused create reuses it on the next try.
-      let created = auth.choice === 'new' ? auth.created : null;
-      const createdNow = plan.createOnSubmit;
-      if (createdNow) {
-        created = await createVaultToken(tokenNameFor(name));
-        const token = created;
-        setAuth((a) => ({ ...a, created: token }));
-      }
-      if (created) sent = { ...body, endpoint_bearer_token: created.value };
-      const d = await api.post<Deployment>('/deployments/general', sent);
-      // Its value exists only in the vault's create answer: show it once, beyond this page.
-      if (createdNow && created) showSecretBanner(`Endpoint token "${created.name}" for ${d.name}`, created.value);
-      navigate(`/deployments/general/${d.id}`);
+      await createDeployment('general', name, body, auth, plan.createOnSubmit, (token) => setAuth((a) => ({ ...a, created: token })));
     } catch (err) {
-      fp.refused(err, sent as Record<string, unknown>);
+      if (err instanceof RefusedCreate) fp.refused(err.cause, err.sent as Record<string, unknown>);
+      else fp.refused(err, body as Record<string, unknown>);
     } finally {
       setBusy(false);
     }

@@ -5,18 +5,16 @@
 // where it belongs with every value kept, then the new deployment's page.
 
 import { useEffect, useState, type FormEvent } from 'react';
-import { api } from '../api/client';
-import type { Cluster, Deployment, Items, VaultToken } from '../api/types';
+import type { Cluster, Items, VaultToken } from '../api/types';
 import { FormError } from '../components/form';
 import { usePoll } from '../hooks';
-import { navigate } from '../router';
-import { createVaultToken, EndpointProtection, tokenNameFor } from '../forms/endpoint-protection';
+import { EndpointProtection } from '../forms/endpoint-protection';
+import { createDeployment, RefusedCreate } from '../forms/create-deployment';
 import { defaultPlacement, HardwareFields } from '../forms/hardware-fields';
 import { TextInput } from '../forms/inputs';
 import { ModelFields, WorkerFields } from '../forms/orchestrated-fields';
 import { checkOrchestrated, type OrchestratedBody } from '../forms/rules';
 import { ScalingFields } from '../forms/scaling-fields';
-import { showSecretBanner } from '../forms/secret-banner';
 import { keepFocusOnPress, useProblems } from '../forms/use-problems';
 import { authPlan, emptyAuth, emptyOrchestrated, orchestratedBody, type AuthValues, type OrchestratedValues } from '../forms/values';
 
@@ -53,21 +51,11 @@ export function CreateOrchestratedPage() {
     e.preventDefault();
     if (busy || !fp.submit()) return;
     setBusy(true);
-    let sent: OrchestratedBody = body;
     try {
-      let created = auth.choice === 'new' ? auth.created : null;
-      const createdNow = plan.createOnSubmit;
-      if (createdNow) {
-        created = await createVaultToken(tokenNameFor(name));
-        const token = created;
-        setAuth((a) => ({ ...a, created: token }));
-      }
-      if (created) sent = { ...body, endpoint_bearer_token: created.value };
-      const d = await api.post<Deployment>('/deployments/orchestrated', sent);
-      if (createdNow && created) showSecretBanner(`Endpoint token "${created.name}" for ${d.name}`, created.value);
-      navigate(`/deployments/orchestrated/${d.id}`);
+      await createDeployment('orchestrated', name, body, auth, plan.createOnSubmit, (token) => setAuth((a) => ({ ...a, created: token })));
     } catch (err) {
-      fp.refused(err, sent as Record<string, unknown>);
+      if (err instanceof RefusedCreate) fp.refused(err.cause, err.sent as Record<string, unknown>);
+      else fp.refused(err, body as Record<string, unknown>);
     } finally {
       setBusy(false);
     }
