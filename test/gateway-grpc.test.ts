@@ -2,10 +2,11 @@
 // token in metadata reaches grpc-js servers (a raw-bytes test service, no proto) registered
 // as replicas. Unary and streaming calls, metadata and trailers intact, Authorization kept at
 // the gateway, the replica's own error status passed on, UNAUTHENTICATED without the token,
-// UNAVAILABLE with no replica, affinity by the x-session-id metadata key, and a client
-// cancel or deadline reaching the replica.
+// UNAVAILABLE with no replica, affinity by the x-session-id metadata key, a client cancel or
+// deadline reaching the replica, and a dead replica skipped, counted as retries, then ejected.
 
 import * as grpc from '@grpc/grpc-js';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hostOf, startGatewayEnv, tokenFor, waitFor, type GatewayEnv } from './helpers/gateway-env.js';
 
@@ -71,7 +72,7 @@ const upstreams: Upstream[] = [];
 const Client = grpc.makeGenericClientConstructor(SERVICE, 'test.Echo');
 
 beforeAll(async () => {
-  env = await startGatewayEnv();
+  env = await startGatewayEnv({ ejection: { threshold: 3, baseMs: 60_000, maxMs: 60_000 } });
   upstreams.push(await startUpstream('a'), await startUpstream('b'));
   const id = await env.deploy('rpc', { protocol: 'grpc', session_affinity: true });
   for (const u of upstreams) await env.addReplica(id, u.address);
@@ -169,5 +170,30 @@ describe('gRPC through the gateway', () => {
     expect(err.code).toBe(grpc.status.DEADLINE_EXCEEDED);
     await waitFor(() => upstreams.reduce((n, u) => n + u.cancelled, 0) === before + 2, 3000, 'the deadline reaching the replica');
     c.close();
+  });
+
+  it('skips a dead replica, counts the retries, then ejects it; the first byte is timed', async () => {
+    const id = await env.deploy('rpc-dead', { protocol: 'grpc' });
+    const dead = await new Promise<number>((resolve) => {
+      const probe = net.createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as net.AddressInfo;
+        probe.close(() => resolve(port)); // nothing listens there any more
+      });
+    });
+    await env.addReplica(id, `127.0.0.1:${dead}`);
+    await env.addReplica(id, upstreams[0]!.address);
+    await env.waitForReplicas('rpc-dead', 2);
+    const c = client('rpc-dead');
+    for (let i = 0; i < 30; i++) {
+      const { err, res } = await unary(c, 'Echo', `n${i}`, metadata('rpc-dead'));
+      expect(err).toBeNull();
+      expect(res?.toString()).toBe(`a:n${i}`);
+    }
+    c.close();
+    const metrics = await env.registry.metrics();
+    // Three refused connections eject it; no call after that tries it again.
+    expect(Number(/infergate_upstream_retries_total\{deployment="rpc-dead"\} (\d+)/.exec(metrics)?.[1])).toBe(3);
+    expect(metrics).toMatch(/infergate_replica_ejections_total\{deployment="rpc-dead"\} 1/);
+    expect(Number(/infergate_time_to_first_byte_seconds_count\{deployment="rpc-dead",protocol="grpc"\} (\d+)/.exec(metrics)?.[1])).toBe(30);
   });
 });

@@ -3,41 +3,39 @@
 // request headers and metadata, length-prefixed messages in both directions, response
 // headers and trailers pass intact; `grpc-timeout` travels with the request, so the replica
 // enforces the deadline; a client cancel resets the upstream stream with CANCEL. The
-// Authorization metadata stays at the gateway. A replica that cannot be reached before
-// anything was sent is skipped for the next candidate; when none answers, the client gets
-// UNAVAILABLE (14) as a Trailers-Only response (sent with respond(…, {endStream: true}):
-// answered through waitForTrailers instead, the status is lost and clients see INTERNAL).
+// Authorization metadata stays at the gateway. A replica that cannot be reached is skipped
+// for the next candidate (no message is read before its stream is open); when none answers,
+// the client gets UNAVAILABLE (14) as a Trailers-Only response (sent with respond(…,
+// {endStream: true}): answered through waitForTrailers instead, the status is lost and
+// clients see INTERNAL).
+// Like the HTTP forwarder it keeps no count: attempts, connection failures (which eject a
+// replica), retries, the first byte and the outcome go to the request's context.
 
 import http2 from 'node:http2';
 import type { Readable } from 'node:stream';
 import type { ReplicaRef } from './balancer/selector.js';
 import { BodyError } from './request-body.js';
-import type { InflightTracker } from './inflight.js';
-import type { ReplicaHealth } from './replica-health.js';
+import type { ForwardReport } from './request-context.js';
+import { httpStatusOfGrpc } from './respond.js';
 
 const { NGHTTP2_CANCEL } = http2.constants;
 
 /** Headers the gateway never forwards: HTTP/2 forbids connection-specific ones; auth is ours. */
 const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'host', 'authorization', 'http2-settings']);
 
-export interface GrpcOutcome {
-  /** The gRPC status the client saw (trailers), or the one the gateway sent. */
-  grpcStatus: number;
-}
-
-export interface GrpcForwardContext {
+export interface GrpcTarget {
   authority: string;
   /** The request's messages, as received (request-body.ts: per-message size limit). */
   body: Readable;
+  /** Replicas in the order to try them (the select phase's choice). */
   candidates: readonly ReplicaRef[];
-  done(outcome: GrpcOutcome): void;
 }
 
 export class GrpcForwarder {
   private readonly sessions = new Map<string, http2.ClientHttp2Session>();
 
   constructor(
-    private readonly deps: { inflight: InflightTracker; health: ReplicaHealth; connectMs: number },
+    private readonly deps: { isEjected: (replicaId: number) => boolean; connectMs: number },
   ) {}
 
   /** Closes sessions to replicas that left every route. */
@@ -60,9 +58,9 @@ export class GrpcForwarder {
    * through `res.addTrailers`, since the compatibility layer answers the stream's
    * 'wantTrailers' itself; only Trailers-Only answers use the raw stream (endStream).
    */
-  forward(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, ctx: GrpcForwardContext): void {
-    const order = ctx.candidates.filter((c) => !this.deps.health.isEjected(c.id));
-    this.attempt(req, res, ctx, order.length > 0 ? order : ctx.candidates, 0);
+  forward(ctx: ForwardReport, target: GrpcTarget): void {
+    const order = target.candidates.filter((c) => !this.deps.isEjected(c.id));
+    this.attempt(ctx, target, order.length > 0 ? order : target.candidates, 0);
   }
 
   private session(address: string): http2.ClientHttp2Session {
@@ -78,12 +76,13 @@ export class GrpcForwarder {
     return session;
   }
 
-  private attempt(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, ctx: GrpcForwardContext, order: readonly ReplicaRef[], index: number): void {
+  private attempt(ctx: ForwardReport, target: GrpcTarget, order: readonly ReplicaRef[], index: number): void {
+    const req = ctx.req as http2.Http2ServerRequest;
+    const res = ctx.res as http2.Http2ServerResponse;
     const replica = order[index];
-    if (!replica) return this.trailersOnly(res, 14, 'no replica of this deployment could be reached', ctx);
-    if (res.stream.destroyed) return ctx.done({ grpcStatus: 1 });
-    const { inflight, health } = this.deps;
-    inflight.replicaStart(replica.id);
+    if (!replica) return this.trailersOnly(ctx, 14, 'no replica of this deployment could be reached');
+    if (res.stream.destroyed) return finishCall(ctx, 1);
+    ctx.attempt(replica);
     let finished = false;
     let responded = false;
     let bodyStarted = false;
@@ -92,19 +91,18 @@ export class GrpcForwarder {
     const finish = (status: number) => {
       if (finished) return;
       finished = true;
-      inflight.replicaEnd(replica.id);
-      ctx.done({ grpcStatus: status });
+      finishCall(ctx, status);
     };
     const retry = () => {
       if (finished) return;
       finished = true;
-      inflight.replicaEnd(replica.id);
-      health.failure(replica.id);
-      if (!bodyStarted) this.attempt(req, res, ctx, order, index + 1);
-      else this.trailersOnly(res, 14, 'the replica failed before answering', ctx);
+      ctx.connectionFailed(replica);
+      if (bodyStarted) return this.trailersOnly(ctx, 14, 'the replica failed before answering');
+      if (index + 1 < order.length) ctx.retrying();
+      this.attempt(ctx, target, order, index + 1);
     };
 
-    const upstreamHeaders: http2.OutgoingHttpHeaders = { ':method': 'POST', ':scheme': 'http', ':authority': ctx.authority, ':path': req.headers[':path'] ?? '/' };
+    const upstreamHeaders: http2.OutgoingHttpHeaders = { ':method': 'POST', ':scheme': 'http', ':authority': target.authority, ':path': req.headers[':path'] ?? '/' };
     for (const [name, value] of Object.entries(req.headers)) {
       if (name.startsWith(':') || DROPPED.has(name) || value === undefined) continue;
       upstreamHeaders[name] = value;
@@ -113,7 +111,6 @@ export class GrpcForwarder {
     try {
       up = this.session(replica.address).request(upstreamHeaders);
     } catch {
-      bodyStarted = false;
       return retry();
     }
     const connectTimer = setTimeout(() => up.close(NGHTTP2_CANCEL), this.deps.connectMs);
@@ -121,7 +118,7 @@ export class GrpcForwarder {
     up.on('response', (h) => {
       clearTimeout(connectTimer);
       responded = true;
-      health.success(replica.id);
+      ctx.responded(replica);
       // Trailers-Only (gRPC over HTTP/2): the status is in the response headers themselves.
       if (up.endAfterHeaders || h['grpc-status'] !== undefined) {
         trailersOnly = true;
@@ -142,9 +139,10 @@ export class GrpcForwarder {
     up.on('end', () => {
       if (responded && !trailersOnly) finish(grpcStatus);
     });
-    up.on('error', () => {
+    up.on('error', (err) => {
       clearTimeout(connectTimer);
       if (!responded) return retry();
+      ctx.upstreamError(replica, err);
       if (!res.stream.destroyed) res.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
       finish(14);
     });
@@ -160,34 +158,46 @@ export class GrpcForwarder {
 
     // A message over the size limit ends the call with RESOURCE_EXHAUSTED (what gRPC servers
     // answer beyond their max receive size); the replica's stream is cancelled.
+    const body = target.body;
     const onBodyError = (err: Error) => {
       if (!(err instanceof BodyError) || finished) return;
       clearTimeout(connectTimer);
       if (!up.closed) up.close(NGHTTP2_CANCEL);
       finished = true;
-      inflight.replicaEnd(replica.id);
       const status = err.kind === 'too_large' ? 8 : 4;
-      if (!res.stream.destroyed && !res.stream.headersSent) this.trailersOnly(res, status, err.message, ctx);
+      if (!res.stream.destroyed && !res.stream.headersSent) this.trailersOnly(ctx, status, err.message, err);
       else {
         if (!res.stream.destroyed) res.stream.close(http2.constants.NGHTTP2_CANCEL);
-        ctx.done({ grpcStatus: status });
+        finishCall(ctx, status, err);
       }
     };
-    ctx.body.once('error', onBodyError);
-    up.once('close', () => ctx.body.off('error', onBodyError));
-    ctx.body.once('data', () => (bodyStarted = true));
-    ctx.body.pipe(up);
+    body.once('error', onBodyError);
+    up.once('close', () => body.off('error', onBodyError));
+    // The messages wait for the stream to be open at the replica: piped at once they would be
+    // read into a stream whose connection then fails, and could not be sent to the next one.
+    // (A 'data' listener would start the flow too: the pipe is the only reader.)
+    const send = () => {
+      bodyStarted = true;
+      body.pipe(up);
+    };
+    if (up.pending) up.once('ready', send);
+    else send();
   }
 
-  private trailersOnly(res: http2.Http2ServerResponse, status: number, message: string, ctx: GrpcForwardContext): void {
-    const downstream = res.stream;
+  private trailersOnly(ctx: ForwardReport, status: number, message: string, bodyError?: BodyError): void {
+    const downstream = (ctx.res as http2.Http2ServerResponse).stream;
     if (!downstream.destroyed && !downstream.headersSent) {
       downstream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(status), 'grpc-message': encodeURIComponent(message) }, { endStream: true });
     } else if (!downstream.destroyed) {
       downstream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
     }
-    ctx.done({ grpcStatus: status });
+    finishCall(ctx, status, bodyError);
   }
+}
+
+/** A call's end as its context counts it: the gRPC status as an HTTP-like one. */
+function finishCall(ctx: ForwardReport, grpcStatus: number, bodyError?: BodyError): void {
+  ctx.finish({ status: httpStatusOfGrpc(grpcStatus), bodyRefused: bodyError?.kind });
 }
 
 function responseHeaders(h: http2.IncomingHttpHeaders): http2.OutgoingHttpHeaders {

@@ -1,12 +1,13 @@
 // Owns forwarding one authenticated HTTP request (HTTP/1.1, or HTTP/2 through node's
-// compatibility objects) to a replica with undici's dispatch API, the cheapest path measured
-// (about 42–46 µs of proxy CPU per request on these machines, against ~53 µs for
-// undici request() with a for-await body): raw headers pass through, the response is relayed chunk by chunk with
-// backpressure, headers are flushed as soon as they arrive (SSE clients see them at once),
-// and a client that goes away aborts the upstream request.
+// compatibility objects) to a replica with undici's dispatch API and its current handler
+// interface (onRequestStart … onResponseEnd), the cheapest path measured (bench/README.md):
+// raw headers pass through, the response is relayed chunk by chunk with backpressure
+// (the dispatch controller's pause and resume), headers are flushed as soon as they arrive
+// (SSE clients see them at once), and a client that goes away aborts the upstream request.
+// It keeps no count: it reports attempts, failures and the outcome to the request's context.
 //
 // Retries: a request is sent to the next candidate only when the failed attempt never got a
-// connection (undici calls onConnect once the request is on a socket), so nothing reached
+// connection (undici calls onRequestStart once the request is on a socket), so nothing reached
 // the replica and even a POST is safe to repeat. The body comes in received (request-body.ts):
 // small sized ones whole, so a retry can send them again; large or unsized ones as a gate
 // that streams them, retried only before being read. A gate cut for a stalled or oversized
@@ -14,19 +15,15 @@
 
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
-import type http2 from 'node:http2';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { ReplicaRef } from './balancer/selector.js';
-import type { InflightTracker } from './inflight.js';
-import type { DeploymentMeters } from './metrics.js';
-import type { ReplicaHealth } from './replica-health.js';
+import type { DownstreamRequest } from './downstream.js';
+import type { ForwardReport } from './request-context.js';
 import type { Route } from './routing-table.js';
 import type { UpstreamPools } from './upstream-pools.js';
-import { BodyError, BodyGate } from './request-body.js';
+import { BodyError, BodyGate, type Body } from './request-body.js';
 import { usageTapFor, type UsageTap } from './usage-tap.js';
-
-export type DownstreamRequest = http.IncomingMessage | http2.Http2ServerRequest;
-export type DownstreamResponse = http.ServerResponse | http2.Http2ServerResponse;
 
 /** RFC 9110 §7.6.1 connection-specific fields, plus ones HTTP/2 forbids (RFC 9113 §8.2.2). */
 const HOP_BY_HOP = new Set([
@@ -51,24 +48,13 @@ const MAX_ATTEMPTS = 4;
 const CONNECTION_FAILURES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
 const RETRYABLE_BEFORE_CONNECT = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
 
-export interface ForwardContext {
+export interface HttpTarget {
   route: Route;
   /** The request target in origin form (phases.ts: targetPhase). */
   path: string;
+  body: Body;
+  /** Replicas in the order to try them (the select phase's choice). */
   candidates: readonly ReplicaRef[];
-  meters: DeploymentMeters;
-  /** performance.now() at arrival. */
-  startedAt: number;
-  /** Called once when the response is over, however it ended, with the tokens it reported. */
-  done(status: number, usage: { prompt: number; completion: number } | null): void;
-}
-
-export interface HttpForwarderDeps {
-  pools: UpstreamPools;
-  inflight: InflightTracker;
-  health: ReplicaHealth;
-  onEjected(route: Route, replica: ReplicaRef): void;
-  onUpstreamError(route: Route, replica: ReplicaRef, err: Error): void;
 }
 
 /** Request headers for the replica, as undici's flat [name, value, ...] list. */
@@ -103,25 +89,32 @@ export function upstreamRequestHeaders(req: DownstreamRequest, host: string): st
   return out;
 }
 
-/** Response headers for the client: the replica's, minus connection-specific ones. */
-function downstreamHeaders(raw: Buffer[]): { headers: string[]; contentType: string | undefined; sized: boolean } {
+/**
+ * Response headers for the client: the replica's, minus connection-specific ones. undici
+ * hands the raw list to the handler's controller (names in the replica's own case); the
+ * parsed object is the fallback.
+ */
+function downstreamHeaders(raw: unknown, parsed: IncomingHttpHeaders): { headers: string[]; contentType: string | undefined; sized: boolean } {
   const headers: string[] = [];
   let contentType: string | undefined;
   let sized = false;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toString('latin1');
+  const add = (name: string, value: string): void => {
     const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower)) continue;
-    const value = raw[i + 1]!.toString('latin1');
+    if (HOP_BY_HOP.has(lower)) return;
     if (lower === 'content-type') contentType = value;
     else if (lower === 'content-length') sized = true;
     headers.push(name, value);
+  };
+  if (Array.isArray(raw)) {
+    for (let i = 0; i < raw.length; i += 2) add(String(raw[i]), String(raw[i + 1]));
+  } else {
+    for (const [name, value] of Object.entries(parsed)) {
+      if (Array.isArray(value)) for (const v of value) add(name, v);
+      else if (value !== undefined) add(name, value);
+    }
   }
   return { headers, contentType, sized };
 }
-
-/** A received body: whole, none, or streaming through its gate. */
-export type Body = Buffer | null | BodyGate;
 
 /** The gate's own error when an attempt failed because the client's body was cut. */
 function bodyErrorOf(err: Error, body: Body): BodyError | null {
@@ -131,13 +124,16 @@ function bodyErrorOf(err: Error, body: Body): BodyError | null {
 }
 
 export class HttpForwarder {
-  constructor(private readonly deps: HttpForwarderDeps) {}
+  constructor(
+    private readonly pools: UpstreamPools,
+    private readonly isEjected: (replicaId: number) => boolean,
+  ) {}
 
-  forward(req: DownstreamRequest, res: DownstreamResponse, body: Body, ctx: ForwardContext): void {
-    const live = ctx.candidates.filter((c) => !this.deps.health.isEjected(c.id));
-    const order = live.length > 0 ? live : ctx.candidates; // all ejected: try them anyway
-    const headers = upstreamRequestHeaders(req, ctx.route.host);
-    new Attempt(this.deps, req, res, ctx, order, headers, body).send(0);
+  forward(ctx: ForwardReport, target: HttpTarget): void {
+    const live = target.candidates.filter((c) => !this.isEjected(c.id));
+    const order = live.length > 0 ? live : target.candidates; // all ejected: try them anyway
+    const headers = upstreamRequestHeaders(ctx.req, target.route.host);
+    new Attempt(this.pools, ctx, target, order, headers).send(0);
   }
 }
 
@@ -145,28 +141,27 @@ export class HttpForwarder {
 class Attempt implements Dispatcher.DispatchHandler {
   private index = 0;
   private connected = false;
-  private abortUpstream: ((err?: Error) => void) | null = null;
+  private controller: Dispatcher.DispatchController | null = null;
   private clientGone = false;
   private finished = false;
   private status = 0;
   private tap: UsageTap | null = null;
-  private resumeUpstream: (() => void) | null = null;
   private replica: ReplicaRef | null = null;
   private bodyStarted = false;
+  private readonly body: Body;
 
   constructor(
-    private readonly deps: HttpForwarderDeps,
-    private readonly req: DownstreamRequest,
-    private readonly res: DownstreamResponse,
-    private readonly ctx: ForwardContext,
+    private readonly pools: UpstreamPools,
+    private readonly ctx: ForwardReport,
+    private readonly target: HttpTarget,
     private readonly order: readonly ReplicaRef[],
     private readonly headers: string[],
-    private readonly body: Body,
   ) {
-    res.on('close', () => {
+    this.body = target.body;
+    ctx.res.on('close', () => {
       if (this.finished) return;
       this.clientGone = true;
-      this.abortUpstream?.(new Error('client closed the connection'));
+      this.controller?.abort(new Error('client closed the connection'));
       if (!this.connected) this.finish(499);
     });
   }
@@ -177,28 +172,27 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.index = index;
     this.replica = replica;
     this.connected = false;
-    this.abortUpstream = null;
-    this.deps.inflight.replicaStart(replica.id);
-    this.deps.pools.get(replica.address).dispatch(
-      { path: this.ctx.path, method: this.req.method as Dispatcher.HttpMethod, headers: this.headers, body: this.body },
+    this.controller = null;
+    this.ctx.attempt(replica);
+    this.pools.get(replica.address).dispatch(
+      { path: this.target.path, method: this.ctx.req.method as Dispatcher.HttpMethod, headers: this.headers, body: this.body },
       this,
     );
   }
 
-  onConnect(abort: (err?: Error) => void): void {
+  onRequestStart(controller: Dispatcher.DispatchController): void {
     this.connected = true;
-    this.abortUpstream = abort;
-    if (this.clientGone) abort(new Error('client closed the connection'));
+    this.controller = controller;
+    if (this.clientGone) controller.abort(new Error('client closed the connection'));
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
-    if (statusCode < 200) return true; // 1xx (e.g. 100-continue): the final response follows
-    this.deps.health.success(this.replica!.id);
-    this.resumeUpstream = resume;
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: IncomingHttpHeaders): void {
+    if (statusCode < 200) return; // 1xx (e.g. 100-continue): the final response follows
+    this.ctx.responded(this.replica!);
     this.status = statusCode;
-    const { headers, contentType, sized } = downstreamHeaders(rawHeaders);
+    const { headers, contentType, sized } = downstreamHeaders(controller.rawHeaders, parsed);
     this.tap = usageTapFor(contentType);
-    const res = this.res as http.ServerResponse;
+    const res = this.ctx.res as http.ServerResponse;
     res.writeHead(statusCode, headers);
     // Node holds headers until the first body write; a stream's first token may be seconds
     // away, so they must not wait for it (measured: time-to-headers otherwise equals
@@ -210,26 +204,27 @@ class Attempt implements Dispatcher.DispatchHandler {
         if (!this.bodyStarted && !res.destroyed) res.flushHeaders();
       });
     }
-    this.ctx.meters.timeToFirstByte((performance.now() - this.ctx.startedAt) / 1000);
-    return true;
   }
 
-  onData(chunk: Buffer): boolean {
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.bodyStarted = true;
-    const ok = (this.res as http.ServerResponse).write(chunk);
+    const res = this.ctx.res as http.ServerResponse;
+    const ok = res.write(chunk);
     this.tap?.push(chunk);
-    if (ok) return true;
-    this.res.once('drain', () => this.resumeUpstream?.());
-    return false;
+    if (ok) return;
+    controller.pause();
+    res.once('drain', () => controller.resume());
   }
 
-  onComplete(): void {
-    this.res.end();
+  onResponseEnd(): void {
+    this.ctx.res.end();
     this.finish(this.status);
   }
 
-  onError(err: Error): void {
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
     const replica = this.replica!;
+    const { ctx } = this;
+    const res = ctx.res as http.ServerResponse;
     if (this.clientGone) return this.finish(499);
     const code = (err as NodeJS.ErrnoException).code ?? '';
     const bodyError = bodyErrorOf(err, this.body);
@@ -238,55 +233,53 @@ class Attempt implements Dispatcher.DispatchHandler {
     if (!this.connected && this.status === 0) {
       // Only a connection that failed says something about the replica; undici refusing the
       // request itself (an argument it does not support) must never eject a healthy one.
-      if (CONNECTION_FAILURES.has(code) && this.deps.health.failure(replica.id)) this.deps.onEjected(this.ctx.route, replica);
+      if (CONNECTION_FAILURES.has(code)) ctx.connectionFailed(replica);
       if (replayable && RETRYABLE_BEFORE_CONNECT.has(code) && this.index + 1 < Math.min(this.order.length, MAX_ATTEMPTS)) {
-        this.deps.inflight.replicaEnd(replica.id);
-        this.ctx.meters.retry();
+        ctx.retrying();
         return this.send(this.index + 1);
       }
     }
-    this.deps.onUpstreamError(this.ctx.route, replica, err);
-    if (this.status === 0 && !this.res.headersSent) {
+    ctx.upstreamError(replica, err);
+    const route = this.target.route;
+    if (this.status === 0 && !res.headersSent) {
       const timeout = code === 'UND_ERR_HEADERS_TIMEOUT';
       const status = timeout ? 504 : 502;
       const message = timeout
-        ? `replica ${replica.id} of ${this.ctx.route.name} sent no response in time`
+        ? `replica ${replica.id} of ${route.name} sent no response in time`
         : this.connected
-          ? `replica ${replica.id} of ${this.ctx.route.name} failed before answering (${code || err.message})`
-          : `no replica of ${this.ctx.route.name} accepted the connection (tried ${this.index + 1}; last: ${code || err.message})`;
+          ? `replica ${replica.id} of ${route.name} failed before answering (${code || err.message})`
+          : `no replica of ${route.name} accepted the connection (tried ${this.index + 1}; last: ${code || err.message})`;
       const body = JSON.stringify({ error: { code: timeout ? 'gateway_timeout' : 'bad_gateway', message } });
-      (this.res as http.ServerResponse).writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      this.res.end(body);
+      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
       return this.finish(status);
     }
     // The response had started: the client can only learn of the failure by the cut.
-    this.res.destroy(err);
+    res.destroy(err);
     this.finish(this.status);
   }
 
   /** The client's body stalled or outgrew the limit while it was being forwarded. */
   private refuseBody(error: BodyError): void {
-    this.abortUpstream?.(error);
-    if (this.status !== 0 || this.res.headersSent) {
-      this.res.destroy(error);
-      return this.finish(this.status);
+    const res = this.ctx.res as http.ServerResponse;
+    this.controller?.abort(error);
+    if (this.status !== 0 || res.headersSent) {
+      res.destroy(error);
+      return this.finish(this.status, error);
     }
     const status = error.kind === 'timeout' ? 408 : 413;
     const body = JSON.stringify({ error: { code: error.kind === 'timeout' ? 'request_timeout' : 'payload_too_large', message: error.message } });
     // The rest of the body will not be read: the connection cannot carry another request.
     const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
-    if (this.req.httpVersionMajor === 1) headers.connection = 'close';
-    (this.res as http.ServerResponse).writeHead(status, headers);
-    this.res.end(body);
-    this.finish(status);
+    if (this.ctx.req.httpVersionMajor === 1) headers.connection = 'close';
+    res.writeHead(status, headers);
+    res.end(body);
+    this.finish(status, error);
   }
 
-  private finish(status: number): void {
+  private finish(status: number, bodyError?: BodyError): void {
     if (this.finished) return;
     this.finished = true;
-    if (this.replica) this.deps.inflight.replicaEnd(this.replica.id);
-    const usage = this.tap?.finish() ?? null;
-    if (usage) this.ctx.meters.tokens(usage.prompt, usage.completion);
-    this.ctx.done(status, usage);
+    this.ctx.finish({ status, usage: this.tap?.finish() ?? null, bodyRefused: bodyError?.kind });
   }
 }

@@ -7,7 +7,7 @@
 // never wakes the autoscaler; one that stalls mid-stream is cut, and leaves the count then.
 
 import { Transform, type TransformCallback } from 'node:stream';
-import type { DownstreamRequest, DownstreamResponse } from './http-forward.js';
+import type { DownstreamRequest, DownstreamResponse } from './downstream.js';
 
 /** Sized bodies up to this are read whole before forwarding (retry-safe); larger ones stream. */
 export const BUFFERED_BODY_LIMIT = 1 << 20;
@@ -31,6 +31,9 @@ export class BodyError extends Error {
     super(message);
   }
 }
+
+/** A received body: whole, none, or streaming through its gate. */
+export type Body = Buffer | null | BodyGate;
 
 export type ReceivedBody =
   | { ok: true; body: Buffer | null | BodyGate }

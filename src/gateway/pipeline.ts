@@ -1,0 +1,168 @@
+// Owns the order of a request's phases at the gateway, one method each, every one of them
+// ending the request through its RequestContext (docs/request-lifecycle.md):
+//   route        the header fields, the request target and the Host → deployment;
+//   authenticate client certificate or Bearer token; repeated failures answered late;
+//   admit        rate limit, paused, the body received, then load on the deployment —
+//                held by the activator while it scales up from zero, or refused if not ready;
+//   select       a replica order: consistent hashing on X-Session-Id, or power of two choices;
+//   forward      HTTP (undici) or gRPC (h2c), the only step that differs by protocol;
+//   finish       RequestContext.finish: all accounting, however the request ended.
+// The decisions themselves are pure functions in phases.ts.
+
+import type { Activator } from './activator.js';
+import type { AuthFailureBudget } from './auth-failure-budget.js';
+import type { ReplicaRef, Selector } from './balancer/selector.js';
+import { peerFingerprint, tlsSocketOf, type DownstreamRequest, type DownstreamResponse } from './downstream.js';
+import type { GrpcForwarder } from './grpc-forward.js';
+import type { HttpForwarder } from './http-forward.js';
+import type { InflightTracker } from './inflight.js';
+import type { GatewayMetrics } from './metrics.js';
+import { admitPhase, authenticatePhase, headersPhase, pausedPhase, rateLimitPhase, routePhase, targetPhase } from './phases.js';
+import type { RateLimiter } from './rate-limiter.js';
+import { BodyGate, followClient, grpcMessageCheck, receiveBody, type Body, type BodyLimits, type ReceivedBody } from './request-body.js';
+import { RequestContext, type Accounting } from './request-context.js';
+import { bodyRejection } from './respond.js';
+import type { Route, RoutingTable } from './routing-table.js';
+
+export interface PipelineDeps {
+  table: RoutingTable;
+  metrics: GatewayMetrics;
+  limiter: RateLimiter;
+  authFailures: AuthFailureBudget;
+  activator: Activator;
+  inflight: InflightTracker;
+  affinity: Selector;
+  spread: Selector;
+  http: HttpForwarder;
+  grpc: GrpcForwarder;
+  /** The body size limit of deployments that set none, and the longest silence. */
+  body: BodyLimits;
+  books: Accounting;
+}
+
+export class RequestPipeline {
+  constructor(private readonly deps: PipelineDeps) {}
+
+  /** The listener's request handler: HTTP/1.1 and HTTP/2 (gRPC included) alike. */
+  readonly handle = (req: DownstreamRequest, res: DownstreamResponse): void => {
+    this.route(new RequestContext(req, res, this.deps.books));
+  };
+
+  private route(ctx: RequestContext): void {
+    const { req } = ctx;
+    const headers = headersPhase(req.rawHeaders);
+    if (!headers.ok) return ctx.refuse(headers.rejection);
+    const host = req.headers.host ?? (req.headers[':authority'] as string | undefined);
+    const target = targetPhase(req.url, host);
+    if (!target.ok) return ctx.refuse(target.rejection);
+    const routed = routePhase(this.deps.table, host);
+    if (!routed.ok) return ctx.refuse(routed.rejection);
+    ctx.routed(routed.value);
+    this.authenticate(ctx, routed.value, target.value);
+  }
+
+  private authenticate(ctx: RequestContext, route: Route, path: string): void {
+    const { metrics, authFailures } = this.deps;
+    const socket = tlsSocketOf(ctx.req);
+    const authed = authenticatePhase(route, { authorization: ctx.req.headers.authorization, certificateFingerprint: peerFingerprint(socket) });
+    if (authed.ok) {
+      ctx.who = authed.value;
+      return this.admit(ctx, route, path);
+    }
+    metrics.authFailure(route.name, authed.rejection.authFailure ?? 'missing_credential');
+    // An address that keeps failing gets its 401s late (auth-failure-budget.ts).
+    const address = socket?.remoteAddress ?? '';
+    const delay = authFailures.delayFor(address);
+    if (delay === 0) return ctx.refuse(authed.rejection);
+    metrics.authFailureDelayed(route.name);
+    let held = true;
+    const release = (): boolean => {
+      if (!held) return false;
+      held = false;
+      authFailures.released(address);
+      return true;
+    };
+    const timer = setTimeout(() => {
+      if (release() && !ctx.res.destroyed && !ctx.res.writableEnded) ctx.refuse(authed.rejection);
+    }, delay);
+    timer.unref();
+    ctx.res.once('close', () => {
+      clearTimeout(timer);
+      release();
+      // A client that left before its late 401 still counts, once, as gone.
+      ctx.finish({ status: 499 });
+    });
+  }
+
+  /**
+   * Rate limit and pause first, then the body (or a gRPC call's first message): only once it
+   * is in does the request become load on the deployment or enter the activator's queue.
+   */
+  private admit(ctx: RequestContext, route: Route, path: string): void {
+    const { limiter, metrics } = this.deps;
+    const who = ctx.who!;
+    const decision = limiter.admit(route.deploymentId, route.rateLimit, who.credential);
+    const limited = rateLimitPhase(decision);
+    if (!limited.ok) {
+      if (!decision.ok) metrics.rateLimited(route.name, decision.limit);
+      return ctx.refuse(limited.rejection, { rateLimited: true });
+    }
+    const paused = pausedPhase(route);
+    if (!paused.ok) return ctx.refuse(paused.rejection);
+    const limits: BodyLimits = { maxBytes: route.maxBodyBytes ?? this.deps.body.maxBytes, idleMs: this.deps.body.idleMs };
+    const received = (r: ReceivedBody): void => {
+      if (r.ok) return this.load(ctx, route.host, path, r.body);
+      if (r.error === null) return ctx.finish({ status: 499 });
+      ctx.refuse(bodyRejection(r.error), { bodyRefused: r.error.kind });
+    };
+    if (ctx.protocol === 'grpc') {
+      const gate = new BodyGate(limits, grpcMessageCheck(limits.maxBytes));
+      gate.onFirstByte((r) => {
+        // A bidirectional stream may rightly go quiet once its first message is in.
+        gate.stopIdleTimer();
+        received(r);
+      });
+      followClient(ctx.req, gate);
+      return;
+    }
+    receiveBody(ctx.req, ctx.res, limits, received);
+  }
+
+  /** The request is load from here: held at zero by the activator, or admitted if ready. */
+  private load(ctx: RequestContext, host: string, path: string, body: Body): void {
+    // The table may have changed while the body came in.
+    const route = this.deps.table.lookup(host) ?? ctx.route!;
+    ctx.countAsLoad(route);
+    if (!route.paused && route.replicas.length === 0 && route.scaleToZero) {
+      void this.deps.activator
+        .hold(route, (cancel) => ctx.res.once('close', cancel))
+        .then((outcome) => {
+          if (outcome.ok) return this.forward(ctx, outcome.route, path, body);
+          if (outcome.rejection) ctx.refuse(outcome.rejection);
+          else ctx.finish({ status: 499 });
+        });
+      return;
+    }
+    const admitted = admitPhase(route);
+    if (!admitted.ok) return ctx.refuse(admitted.rejection);
+    this.forward(ctx, route, path, body);
+  }
+
+  /** Replicas in the order to try them: the session's own first, or the less loaded of two. */
+  private select(ctx: RequestContext, route: Route): readonly ReplicaRef[] {
+    // X-Session-Id, or the gRPC metadata key x-session-id: both arrive as this header.
+    const sessionId = route.affinity ? ctx.req.headers['x-session-id'] : undefined;
+    const key = typeof sessionId === 'string' && sessionId !== '' ? sessionId : null;
+    return (key !== null ? this.deps.affinity : this.deps.spread).select(route.replicas, this.deps.inflight, key);
+  }
+
+  private forward(ctx: RequestContext, route: Route, path: string, body: Body): void {
+    ctx.routed(route);
+    const candidates = this.select(ctx, route);
+    if (ctx.protocol === 'grpc') {
+      this.deps.grpc.forward(ctx, { authority: route.host, body: body as BodyGate, candidates });
+      return;
+    }
+    this.deps.http.forward(ctx, { route, path, body, candidates });
+  }
+}

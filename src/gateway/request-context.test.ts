@@ -1,0 +1,142 @@
+// Table tests of a request's single end: whatever way it ended, finish counts it once —
+// in-flight of the deployment and of each replica back to zero, one requests sample, usage
+// only for the owner's requests, tokens spent against the rate limit, a refused body counted,
+// a gRPC request under its own protocol, and the access log line without the query string.
+
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../core/clock.js';
+import type { DownstreamRequest, DownstreamResponse } from './downstream.js';
+import { InflightTracker } from './inflight.js';
+import { GatewayMetrics } from './metrics.js';
+import { RateLimiter } from './rate-limiter.js';
+import { ReplicaHealth } from './replica-health.js';
+import { RequestContext, type Outcome } from './request-context.js';
+import type { Route, RoutingTable } from './routing-table.js';
+import type { UsageLedger } from '../store/usage-ledger.js';
+
+const route = {
+  name: 'chat',
+  host: 'chat.example.test',
+  deploymentId: 7,
+  rateLimit: { requests_per_second: null, tokens_per_minute: 5 },
+  replicas: [],
+} as unknown as Route;
+
+const replicaA = { id: 1, address: '127.0.0.1:1' };
+const replicaB = { id: 2, address: '127.0.0.1:2' };
+
+function setup(accessLog = false) {
+  const clock = new ManualClock(1_700_000_000_000);
+  const inflight = new InflightTracker(clock);
+  const registry = new Registry();
+  const table = { routes: () => new Map() } as unknown as RoutingTable;
+  const metrics = new GatewayMetrics(registry, inflight, table);
+  const usageRows: unknown[] = [];
+  const usage = { add: (_id: number, _at: number, delta: unknown) => usageRows.push(delta) } as unknown as UsageLedger;
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({ write: (chunk: Buffer, _e, cb) => (lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>), cb()) });
+  const log = pino({ level: 'info' }, sink);
+  const limiter = new RateLimiter(clock);
+  const health = new ReplicaHealth({ threshold: 2, baseMs: 1000, maxMs: 1000 }, clock);
+  const books = { inflight, health, metrics, limiter, usage, clock, log, accessLog };
+  const request = (grpc = false) =>
+    new RequestContext(
+      {
+        httpVersionMajor: grpc ? 2 : 1,
+        headers: grpc ? { 'content-type': 'application/grpc+proto' } : {},
+        url: '/v1/chat/completions?api_key=secret',
+        method: 'POST',
+        socket: { remoteAddress: '10.0.0.9' },
+      } as unknown as DownstreamRequest,
+      {} as DownstreamResponse,
+      books,
+    );
+  const count = async (name: string, labels: string) => Number(new RegExp(`${name}\\{${labels}\\} (\\d+)`).exec(await registry.metrics())?.[1] ?? 0);
+  return { inflight, usageRows, lines, limiter, health, request, count };
+}
+
+describe('RequestContext.finish', () => {
+  it('counts a request once, and leaves no in-flight count behind however often it is ended', async () => {
+    const t = setup();
+    const ctx = t.request();
+    ctx.routed(route);
+    ctx.who = { method: 'bearer', credential: 'token:abc' };
+    ctx.countAsLoad(route);
+    ctx.attempt(replicaA);
+    ctx.attempt(replicaB); // a retry: A's attempt is over
+    expect([t.inflight.deploymentInflight(7), t.inflight.inflight(1), t.inflight.inflight(2)]).toEqual([1, 0, 1]);
+    ctx.finish({ status: 200, usage: { prompt: 3, completion: 4 } });
+    ctx.finish({ status: 499 });
+    expect([t.inflight.deploymentInflight(7), t.inflight.inflight(2)]).toEqual([0, 0]);
+    expect(await t.count('infergate_requests_total', 'deployment="chat",status="200",protocol="http"')).toBe(1);
+    expect(await t.count('infergate_requests_total', 'deployment="chat",status="499",protocol="http"')).toBe(0);
+    expect(await t.count('infergate_tokens_total', 'deployment="chat",kind="completion"')).toBe(4);
+    expect(t.usageRows).toEqual([{ requests: 1, errors: 0, prompt_tokens: 3, completion_tokens: 4, rate_limited: 0 }]);
+    // The 7 tokens were spent against the credential's 5 a minute: its next request waits.
+    expect(t.limiter.admit(7, route.rateLimit, 'token:abc')).toMatchObject({ ok: false, limit: 'tokens' });
+  });
+
+  const endings: { name: string; authenticated: boolean; outcome: Outcome; usage: unknown[]; refusals: number }[] = [
+    { name: 'refused before authentication (401)', authenticated: false, outcome: { status: 401 }, usage: [], refusals: 0 },
+    { name: 'rate limited (429)', authenticated: true, outcome: { status: 429, rateLimited: true }, usage: [{ requests: 1, errors: 0, prompt_tokens: 0, completion_tokens: 0, rate_limited: 1 }], refusals: 0 },
+    { name: 'body too large (413)', authenticated: true, outcome: { status: 413, bodyRefused: 'too_large' }, usage: [{ requests: 1, errors: 0, prompt_tokens: 0, completion_tokens: 0, rate_limited: 0 }], refusals: 1 },
+    { name: 'no replica ready (503)', authenticated: true, outcome: { status: 503 }, usage: [{ requests: 1, errors: 1, prompt_tokens: 0, completion_tokens: 0, rate_limited: 0 }], refusals: 0 },
+  ];
+  for (const e of endings) {
+    it(`ends a request ${e.name} with one sample and the owner's usage only`, async () => {
+      const t = setup();
+      const ctx = t.request();
+      ctx.routed(route);
+      if (e.authenticated) ctx.who = { method: 'bearer', credential: 'token:abc' };
+      ctx.finish(e.outcome);
+      expect(await t.count('infergate_requests_total', `deployment="chat",status="${e.outcome.status}",protocol="http"`)).toBe(1);
+      expect(t.usageRows).toEqual(e.usage);
+      expect(await t.count('infergate_request_body_refusals_total', 'deployment="chat",reason="too_large"')).toBe(e.refusals);
+      // Not forwarded: no duration sample.
+      expect(await t.count('infergate_request_duration_seconds_count', 'deployment="chat",protocol="http"')).toBe(0);
+    });
+  }
+
+  it('counts a gRPC call under its protocol, and a connection failure toward ejection', async () => {
+    const t = setup();
+    const ctx = t.request(true);
+    expect(ctx.protocol).toBe('grpc');
+    ctx.routed(route);
+    ctx.attempt(replicaA);
+    ctx.connectionFailed(replicaA);
+    ctx.connectionFailed(replicaA);
+    expect(t.health.isEjected(1)).toBe(true);
+    expect(await t.count('infergate_replica_ejections_total', 'deployment="chat"')).toBe(1);
+    ctx.retrying();
+    ctx.attempt(replicaB);
+    ctx.responded(replicaB);
+    ctx.finish({ status: 200 });
+    expect(await t.count('infergate_upstream_retries_total', 'deployment="chat"')).toBe(1);
+    expect(await t.count('infergate_time_to_first_byte_seconds_count', 'deployment="chat",protocol="grpc"')).toBe(1);
+    expect(await t.count('infergate_request_duration_seconds_count', 'deployment="chat",protocol="grpc"')).toBe(1);
+  });
+
+  it('writes one access log line when asked, without the query string', () => {
+    const t = setup(true);
+    const ctx = t.request();
+    ctx.routed(route);
+    ctx.who = { method: 'certificate', credential: 'cert:ff' };
+    ctx.attempt(replicaA);
+    ctx.finish({ status: 200 });
+    ctx.finish({ status: 200 });
+    const requests = t.lines.filter((l) => l.msg === 'request');
+    expect(requests).toHaveLength(1);
+    expect(requests[0]).toMatchObject({ deployment: 'chat', protocol: 'http', method: 'POST', path: '/v1/chat/completions', status: 200, auth: 'certificate', replica: 1, attempts: 1, client: '10.0.0.9' });
+    expect(JSON.stringify(requests[0])).not.toContain('secret');
+  });
+
+  it('writes no access log line by default', () => {
+    const t = setup(false);
+    const ctx = t.request();
+    ctx.finish({ status: 404 });
+    expect(t.lines.filter((l) => l.msg === 'request')).toHaveLength(0);
+  });
+});

@@ -1,0 +1,184 @@
+// Owns one request's life at the gateway from arrival to its single end: the protocol (decided
+// once), the route and credential once known, the time it arrived, the replica each forward
+// attempt went to, and `finish` — the one place that does all accounting, however the request
+// ended (refused by a phase, held and given up, forwarded, cut): in-flight counts of the
+// deployment and the replica, usage rows, token spend for rate limits, metrics, and an
+// optional access log line. Forwarders only report what happened (ForwardReport).
+
+import type { Logger } from 'pino';
+import type { Clock } from '../core/clock.js';
+import type { UsageLedger } from '../store/usage-ledger.js';
+import type { ReplicaRef } from './balancer/selector.js';
+import { protocolOf, type DownstreamRequest, type DownstreamResponse } from './downstream.js';
+import type { InflightTracker } from './inflight.js';
+import type { DeploymentMeters, GatewayMetrics, Protocol } from './metrics.js';
+import type { Authenticated, Rejection } from './phases.js';
+import type { RateLimiter } from './rate-limiter.js';
+import type { ReplicaHealth } from './replica-health.js';
+import type { BodyFailureKind } from './request-body.js';
+import { sendRejection } from './respond.js';
+import type { Route } from './routing-table.js';
+import type { TokenUsage } from './usage-tap.js';
+
+/** How a request ended, as the accounting needs it. */
+export interface Outcome {
+  /** The status the client saw; a gRPC call's as its HTTP-like status (respond.ts). */
+  status: number;
+  /** Tokens the response reported. */
+  usage?: TokenUsage | null;
+  /** The client's body was refused at the gateway: it stalled, or outgrew the limit. */
+  bodyRefused?: BodyFailureKind;
+  /** Refused by the credential's rate limit. */
+  rateLimited?: boolean;
+}
+
+/** What a forwarder reports while it carries a request; it keeps no count itself. */
+export interface ForwardReport {
+  readonly req: DownstreamRequest;
+  readonly res: DownstreamResponse;
+  /** An attempt goes to this replica now; the previous attempt, if any, is over. */
+  attempt(replica: ReplicaRef): void;
+  /** The attempt could not reach the replica; enough of these in a row eject it. */
+  connectionFailed(replica: ReplicaRef): void;
+  /** The request goes on to the next candidate. */
+  retrying(): void;
+  /** The replica's response headers arrived: it is healthy, and the first byte is in. */
+  responded(replica: ReplicaRef): void;
+  upstreamError(replica: ReplicaRef, err: Error): void;
+  finish(outcome: Outcome): void;
+}
+
+/** The gateway's shared books, written only from here. */
+export interface Accounting {
+  inflight: InflightTracker;
+  health: ReplicaHealth;
+  metrics: GatewayMetrics;
+  limiter: RateLimiter;
+  usage: UsageLedger | undefined;
+  clock: Clock;
+  log: Logger;
+  /** One info line per request when it ends. */
+  accessLog: boolean;
+}
+
+export class RequestContext implements ForwardReport {
+  readonly startedAt = performance.now();
+  readonly protocol: Protocol;
+  /** The deployment, once the route phase found it. */
+  route: Route | null = null;
+  /** The credential, once authenticated: from then on the request is the owner's usage. */
+  who: Authenticated | null = null;
+  private meters: DeploymentMeters;
+  /** The deployment whose in-flight count holds this request (admitted or held). */
+  private loadOn: number | null = null;
+  private replica: ReplicaRef | null = null;
+  private attempts = 0;
+  private finished = false;
+
+  constructor(
+    readonly req: DownstreamRequest,
+    readonly res: DownstreamResponse,
+    private readonly books: Accounting,
+  ) {
+    this.protocol = protocolOf(req);
+    this.meters = books.metrics.forDeployment('', this.protocol);
+  }
+
+  get ended(): boolean {
+    return this.finished;
+  }
+
+  routed(route: Route): void {
+    if (this.route?.name !== route.name) this.meters = this.books.metrics.forDeployment(route.name, this.protocol);
+    this.route = route;
+  }
+
+  /** The request is load on its deployment from now on (in-flight, the autoscaler's signal). */
+  countAsLoad(route: Route): void {
+    this.routed(route);
+    if (this.loadOn !== null) return;
+    this.loadOn = route.deploymentId;
+    this.books.inflight.deploymentStart(route.deploymentId);
+  }
+
+  /** Answers with the refusal and ends the request. */
+  refuse(r: Rejection, extra: Omit<Outcome, 'status'> = {}): void {
+    sendRejection(this.req, this.res, this.protocol, r);
+    this.finish({ status: r.status, ...extra });
+  }
+
+  attempt(replica: ReplicaRef): void {
+    const { inflight } = this.books;
+    if (this.replica) inflight.replicaEnd(this.replica.id);
+    this.replica = replica;
+    this.attempts++;
+    inflight.replicaStart(replica.id);
+  }
+
+  connectionFailed(replica: ReplicaRef): void {
+    if (!this.books.health.failure(replica.id)) return;
+    const name = this.route?.name ?? '';
+    this.books.metrics.ejection(name);
+    this.books.log.warn({ deployment: name, replica: replica.id, address: replica.address }, 'replica ejected after repeated connection failures');
+  }
+
+  retrying(): void {
+    this.meters.retry();
+  }
+
+  responded(replica: ReplicaRef): void {
+    this.books.health.success(replica.id);
+    this.meters.timeToFirstByte((performance.now() - this.startedAt) / 1000);
+  }
+
+  upstreamError(replica: ReplicaRef, err: Error): void {
+    this.books.log.warn({ err, deployment: this.route?.name, replica: replica.id }, 'upstream request failed');
+  }
+
+  finish(outcome: Outcome): void {
+    if (this.finished) return;
+    this.finished = true;
+    const { inflight, metrics, usage, limiter, clock } = this.books;
+    if (this.replica) inflight.replicaEnd(this.replica.id);
+    if (this.loadOn !== null) inflight.deploymentEnd(this.loadOn);
+    const { status } = outcome;
+    const tokens = outcome.usage ?? null;
+    this.meters.requests(status);
+    if (this.attempts > 0) this.meters.duration((performance.now() - this.startedAt) / 1000);
+    if (tokens) this.meters.tokens(tokens.prompt, tokens.completion);
+    const route = this.route;
+    if (route && outcome.bodyRefused) metrics.bodyRefused(route.name, outcome.bodyRefused);
+    if (route && this.who) {
+      usage?.add(route.deploymentId, clock.now(), {
+        requests: 1,
+        errors: status >= 500 ? 1 : 0,
+        prompt_tokens: tokens?.prompt ?? 0,
+        completion_tokens: tokens?.completion ?? 0,
+        rate_limited: outcome.rateLimited ? 1 : 0,
+      });
+      if (tokens) limiter.spendTokens(route.deploymentId, route.rateLimit, this.who.credential, tokens.prompt + tokens.completion);
+    }
+    if (this.books.accessLog) this.logLine(status);
+  }
+
+  /** The access log: who asked what of which deployment, and how it ended; never a secret. */
+  private logLine(status: number): void {
+    const url = this.req.url ?? '';
+    const query = url.indexOf('?');
+    this.books.log.info(
+      {
+        deployment: this.route?.name ?? null,
+        protocol: this.protocol,
+        method: this.req.method,
+        path: query === -1 ? url : url.slice(0, query),
+        status,
+        auth: this.who?.method ?? null,
+        replica: this.replica?.id ?? null,
+        attempts: this.attempts,
+        ms: Math.round((performance.now() - this.startedAt) * 10) / 10,
+        client: this.req.socket?.remoteAddress ?? null,
+      },
+      'request',
+    );
+  }
+}
