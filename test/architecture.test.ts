@@ -42,6 +42,8 @@ describe('architecture boundaries', () => {
     const files: Record<string, string> = {
       'src/core/a.ts': "import { b } from './b.js';\nexport const a = () => b;\n",
       'src/core/b.ts': "import { a } from './a.js';\nexport const b = () => a;\n",
+      'src/core/c.ts': "import type { D } from './d.js';\nexport interface C { d?: D }\n",
+      'src/core/d.ts': "import type { C } from './c.js';\nexport interface D { c?: C }\n",
       'src/domain/reads-files.ts': "import { readFileSync } from 'node:fs';\nexport const r = readFileSync;\n",
       'src/domain/uses-store.ts': "import { s } from '../store/store.js';\nexport const u = s;\n",
       'src/store/store.ts': 'export const s = 1;\n',
@@ -62,6 +64,8 @@ describe('architecture boundaries', () => {
     expect(found).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/^no-circular: src\/core\/(a|b)\.ts/),
+        // A cycle of type-only imports is a cycle too.
+        expect.stringMatching(/^no-circular: src\/core\/(c|d)\.ts/),
         'pure-layers-no-io: src/domain/reads-files.ts → fs',
         'pure-layers-no-io: src/domain/uses-store.ts → src/store/store.ts',
         'control-plane-not-data-plane: src/control/route.ts → src/runtime/log-reader.ts',

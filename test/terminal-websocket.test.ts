@@ -17,7 +17,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import type { ShellProvider } from '../src/control/routes/terminal.js';
+import type { ShellProvider } from '../src/domain/ports.js';
 import { modify } from '../src/store/store.js';
 import { ADMIN_KEY, generalBody, startControl, type TestControl } from './helpers/control.js';
 import { bearerProtocol, openTty, ttyOutput, type TtyOpened } from './helpers/terminal.js';

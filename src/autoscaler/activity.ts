@@ -7,7 +7,7 @@
 
 import type { Clock } from '../core/clock.js';
 import type { DeploymentRecord } from '../domain/records.js';
-import { scaledComponent } from './autoscaler.js';
+import { scaledComponent } from '../domain/components.js';
 import type { ConcurrencySample } from './decide.js';
 
 export const ACTIVITY_STEP_MS = 5_000;

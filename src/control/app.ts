@@ -37,66 +37,10 @@ import { registerPresetRoutes } from './routes/presets.js';
 import { registerServiceAccountRoutes } from './routes/service-accounts.js';
 import { registerTokenRoutes } from './routes/tokens.js';
 import { registerWhoamiRoutes } from './routes/whoami.js';
-import type { ActivitySource } from './routes/activity.js';
-import type { ShellProvider } from './routes/terminal.js';
+import { BODY_LIMIT, EMBEDDED_HOST_COMMANDS, type ControlApp, type ControlContext, type ControlDeps } from './context.js';
 
-export const BODY_LIMIT = 1024 * 1024;
-
-export interface ControlDeps {
-  store: Store;
-  catalog: Catalog;
-  /** Images the runtime runs by itself (an unknown image needs a command). */
-  images: ImageMap;
-  gpuQuota: number;
-  sealer: Sealer;
-  clock: Clock;
-  endpoint: EndpointAddress;
-  /** The platform CA: issues client certificates. */
-  ca: CertificateAuthority;
-  /** A pino logger (fastify's own); none means silent. */
-  logger?: FastifyBaseLogger;
-  https?: { cert: Buffer; key: Buffer } | null;
-  /** The replicas' logs (the runtime's files); null: this process has no runtime (no logs). */
-  logs: LogSource | null;
-  /** Ready replicas to open a terminal in (the controller); null: none in this process. */
-  shells?: ShellProvider | null;
-  /** The autoscaler's activity history; null or absent: this process runs no autoscaler. */
-  activity?: ActivitySource | null;
-  /** Who may deploy host commands; `infergate serve` passes what its sandbox probe found. */
-  hostCommands?: HostCommandPolicy;
-  /** Client-side timeouts of the listener; the defaults are Node's and fastify's. */
-  timeouts?: ListenerTimeouts;
-  /** The web console's build (index.html and assets/); default dist/console; null: no console at `/`. */
-  consoleDir?: string | null;
-}
-
-export interface ListenerTimeouts {
-  headersMs: number;
-  keepAliveMs: number;
-  tlsHandshakeMs: number;
-}
-
-/**
- * The policy of an app built without one (API tests, embedders): such an app runs no
- * replicas itself, so there is no sandbox here to probe and the runtime that runs them keeps
- * its own check; what the API must still hold is the role rule — admins only.
- */
-export const EMBEDDED_HOST_COMMANDS: HostCommandPolicy = { sandboxed: true, allowUnsandboxed: false, allowMembers: false };
-
-export interface ControlContext {
-  deps: ControlDeps;
-  deployments: DeploymentService;
-  credentials: Credentials;
-  certificates: CertificateService;
-}
-
-export type ControlApp = FastifyInstance<
-  import('node:http').Server,
-  import('node:http').IncomingMessage,
-  import('node:http').ServerResponse,
-  FastifyBaseLogger,
-  TypeBoxTypeProvider
->;
+export { BODY_LIMIT, EMBEDDED_HOST_COMMANDS, type ControlApp, type ControlContext, type ControlDeps };
+export type { ListenerTimeouts } from './context.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyReply } from 'fastify';
 import { PlatformError } from '../core/errors.js';
-import type { ControlApp } from './app.js';
+import type { ControlApp } from './context.js';
 
 /**
  * No inline script and no eval: every script is a file served from `/assets/`. Inline styles

@@ -1,7 +1,9 @@
 // Owns the shapes through which the control API reaches what only the runtime can do — read a
 // replica's log files, run a shell in a replica — so that the control API never imports the
-// runtime nor starts a process itself: the runtime implements these, cli/ wires them in.
-// Types only.
+// runtime nor starts a process itself: the runtime implements these, cli/ wires them in —
+// and the autoscaler's activity history, which lives where the autoscaler runs. Types only.
+
+import type { DeploymentRecord } from './records.js';
 
 export interface LogFilter {
   revision?: number;
@@ -60,4 +62,43 @@ export interface PtyShell {
 export interface ShellLauncher {
   pipe(command: ShellCommand): PipeShell;
   pty(command: ShellCommand, size: { cols: number; rows: number }): PtyShell;
+}
+
+/** A shell to open in a ready replica: the runtime's command for it, and its end. */
+export interface ShellTarget extends ShellCommand {
+  replica: string;
+  /** Called when the replica stops, so the terminal closes with it. */
+  onGone(listener: () => void): void;
+}
+
+/** Where shells run: the controller's ready replicas. */
+export interface ShellProvider {
+  /** Why no shell may open on this node, or null. */
+  shellRefusal(): string | null;
+  /** Starts the shell a target names (the runtime's; the control API never spawns a process itself). */
+  launch: ShellLauncher;
+  /** The shell for a ready replica of the deployment (`replica` picks one), or null when none is ready. */
+  shellTarget(deploymentId: number, replica?: string): ShellTarget | null;
+}
+
+/** One 5-second step of a deployment's load and replicas, as the autoscaler saw it. */
+export interface ActivityPoint {
+  t: string;
+  in_flight: number;
+  in_flight_max: number;
+  held: number;
+  desired: number | null;
+  ready: number;
+}
+
+export interface ActivityView {
+  step_seconds: number;
+  window_seconds: number;
+  component: string | null;
+  points: ActivityPoint[];
+}
+
+/** The autoscaler's recent history of a deployment. */
+export interface ActivitySource {
+  view(d: DeploymentRecord): ActivityView;
 }

@@ -4,10 +4,11 @@
 // autoscaler runs (beside a gateway, whose measurements it reads); a control process without
 // one answers 409 saying so.
 
-import { Type, type Static } from 'typebox';
+import { Type } from 'typebox';
 import { PlatformError } from '../../core/errors.js';
-import type { DeploymentRecord, Family } from '../../domain/records.js';
-import type { ControlApp, ControlContext } from '../app.js';
+import type { ActivitySource } from '../../domain/ports.js';
+import type { Family } from '../../domain/records.js';
+import type { ControlApp, ControlContext } from '../context.js';
 import { ErrorResponse, IdParams } from '../schemas.js';
 
 const ActivityPoint = Type.Object(
@@ -31,13 +32,6 @@ export const ActivityResponse = Type.Object(
   },
   { additionalProperties: false },
 );
-
-export type ActivityAnswer = Static<typeof ActivityResponse>;
-
-/** The autoscaler's history (autoscaler/activity.ts); none where this process runs no autoscaler. */
-export interface ActivitySource {
-  view(d: DeploymentRecord): ActivityAnswer;
-}
 
 export function registerActivityRoutes(app: ControlApp, ctx: ControlContext, family: Family): void {
   app.get(

@@ -2,7 +2,7 @@
 // download as one .pem (certificate and private key), revoke.
 
 import { Type } from 'typebox';
-import type { ControlApp, ControlContext } from '../app.js';
+import type { ControlApp, ControlContext } from '../context.js';
 import { renderCertificate } from '../render.js';
 import { CertificateCreateRequest, CertificateResponse, ErrorResponse, IdParams } from '../schemas.js';
 

@@ -6,7 +6,7 @@ import { Type } from 'typebox';
 import { notFound } from '../../core/errors.js';
 import { clusterUsage, footprint } from '../../domain/quota.js';
 import { findCluster, type Cluster } from '../../domain/catalog.js';
-import type { ControlApp, ControlContext } from '../app.js';
+import type { ControlApp, ControlContext } from '../context.js';
 import { ClusterResponse, ErrorResponse, HardwareResponse, IdParams } from '../schemas.js';
 
 export function registerClusterRoutes(app: ControlApp, ctx: ControlContext): void {

@@ -4,7 +4,7 @@
 
 import { Type } from 'typebox';
 import type { Family } from '../../domain/records.js';
-import type { ControlApp, ControlContext } from '../app.js';
+import type { ControlApp, ControlContext } from '../context.js';
 import { callerRole } from '../caller.js';
 import { renderDeployment, renderReplica, revisionDetail } from '../render.js';
 import {

@@ -1,7 +1,7 @@
 // Owns the unauthenticated routes: liveness, readiness (the store answers) and the OpenAPI
 // document.
 
-import type { ControlApp, ControlContext } from '../app.js';
+import type { ControlApp, ControlContext } from '../context.js';
 import { PlatformError } from '../../core/errors.js';
 
 export function registerHealthRoutes(app: ControlApp, ctx: ControlContext): void {

@@ -7,7 +7,7 @@ import { Type } from 'typebox';
 import { PlatformError } from '../../core/errors.js';
 import type { Family } from '../../domain/records.js';
 import type { LogEntry, LogFilter } from '../../domain/ports.js';
-import type { ControlApp, ControlContext } from '../app.js';
+import type { ControlApp, ControlContext } from '../context.js';
 import { ErrorResponse, Id, IdParams } from '../schemas.js';
 
 const LogsQuery = Type.Object(

@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { PlatformError } from '../../core/errors.js';
 import { resolveImage } from '../../domain/image-map.js';
 import { PRESETS, type Preset } from '../../domain/presets.js';
-import type { ControlApp, ControlContext } from '../app.js';
+import type { ControlApp, ControlContext } from '../context.js';
 import { ErrorResponse, PresetResponse } from '../schemas.js';
 
 export function registerPresetRoutes(app: ControlApp, ctx: ControlContext): void {

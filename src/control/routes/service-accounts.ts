@@ -2,7 +2,7 @@
 // key is shown once at creation.
 
 import { Type } from 'typebox';
-import type { ControlApp, ControlContext } from '../app.js';
+import type { ControlApp, ControlContext } from '../context.js';
 import { requireAdmin } from '../caller.js';
 import { renderServiceAccount } from '../render.js';
 import { ErrorResponse, IdParams, ServiceAccountCreateRequest, ServiceAccountResponse } from '../schemas.js';

@@ -13,27 +13,14 @@
 import type { WebSocket } from 'ws';
 import { Type } from 'typebox';
 import { PlatformError } from '../../core/errors.js';
-import type { ShellLauncher } from '../../domain/ports.js';
+import type { ShellLauncher, ShellProvider, ShellTarget } from '../../domain/ports.js';
 import type { Family } from '../../domain/records.js';
-import type { ControlApp, ControlContext } from '../app.js';
+import type { ControlApp, ControlContext } from '../context.js';
 import { IdParams } from '../schemas.js';
 import { DEFAULT_TTY_SIZE, MAX_TTY_DIMENSION, startTtySession } from '../terminal-tty.js';
 import { TTY_PROTOCOL } from '../websocket-auth.js';
 
-/** Where shells run: the controller's ready replicas. The route spawns what it is given and knows nothing of sandboxes. */
-export interface ShellProvider {
-  /** Why no shell may open on this node, or null. */
-  shellRefusal(): string | null;
-  /** Starts the shell a target names (the runtime's; the control API never spawns a process itself). */
-  launch: ShellLauncher;
-  /** The process to spawn (argv, working directory, environment) in a ready replica, and its end. */
-  shellTarget(
-    deploymentId: number,
-    replica?: string,
-  ): { replica: string; argv: string[]; cwd: string; env: Record<string, string>; onGone(listener: () => void): void } | null;
-}
 
-type ShellTarget = NonNullable<ReturnType<ShellProvider['shellTarget']>>;
 
 const Dimension = (what: string, fallback: number) =>
   Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TTY_DIMENSION, description: `${what} of the pseudo-terminal (infergate.tty.v1 only); default ${fallback}` }));

@@ -1,7 +1,7 @@
 // Owns the vault routes: endpoint bearer tokens, whose value is shown once at creation.
 
 import { Type } from 'typebox';
-import type { ControlApp, ControlContext } from '../app.js';
+import type { ControlApp, ControlContext } from '../context.js';
 import { renderToken } from '../render.js';
 import { ErrorResponse, IdParams, TokenCreateRequest, TokenResponse } from '../schemas.js';
 

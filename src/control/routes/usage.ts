@@ -7,7 +7,7 @@ import { Type } from 'typebox';
 import { PlatformError } from '../../core/errors.js';
 import type { Family, UsageRecord } from '../../domain/records.js';
 import { hourOf } from '../../store/usage-ledger.js';
-import type { ControlApp, ControlContext } from '../app.js';
+import type { ControlApp, ControlContext } from '../context.js';
 import { ErrorResponse, IdParams } from '../schemas.js';
 
 const UsageQuery = Type.Object(

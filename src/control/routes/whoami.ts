@@ -3,7 +3,7 @@
 // learn what it may do before it tries.
 
 import { Type } from 'typebox';
-import type { ControlApp } from '../app.js';
+import type { ControlApp } from '../context.js';
 import { callerAccount } from '../caller.js';
 import { ErrorResponse } from '../schemas.js';
 
