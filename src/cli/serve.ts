@@ -3,7 +3,6 @@
 // discovery) together, prints where everything is, and shuts down cleanly on SIGINT/SIGTERM
 // (replicas drained and stopped first). Wiring only — behaviour lives in the modules it composes.
 
-import { poolOf } from '../domain/components.js';
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -11,18 +10,17 @@ import type { Server } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { systemClock } from '../core/clock.js';
 import { Sealer } from '../core/secrets.js';
-import { createPrivateKey, X509Certificate } from 'node:crypto';
 import type { Registry } from 'prom-client';
 import { ConfigError, type Config } from '../config/config.js';
-import { DEFAULT_CATALOG, findCluster, findHardware, parseCatalog, type Catalog } from '../domain/catalog.js';
+import { DEFAULT_CATALOG, parseCatalog, type Catalog } from '../domain/catalog.js';
 import type { HostCommandPolicy } from '../domain/host-commands.js';
-import type { DeploymentRecord } from '../domain/records.js';
+import { gpusPerReplica } from '../domain/quota.js';
 import { UsageLedger } from '../store/usage-ledger.js';
 import { buildControlApp, type ControlApp } from '../control/app.js';
 import { defaultConsoleDir } from '../control/console-assets.js';
 import { fileLogSource } from '../runtime/log-source.js';
 import { localShells } from '../runtime/shell-launcher.js';
-import type { ShellProvider } from '../control/routes/terminal.js';
+import type { ShellProvider } from '../domain/ports.js';
 import { Credentials } from '../control/credentials.js';
 import { endpointUrl } from '../control/render.js';
 import { ActivityRecorder } from '../autoscaler/activity.js';
@@ -42,8 +40,8 @@ import { ConnectionGuard } from '../net/connection-guard.js';
 import { capsWarning, openFileLimit } from '../net/file-limit.js';
 import { listenerMeters } from '../net/metrics.js';
 import { meterListener } from '../net/server-meters.js';
-import { loadOrCreateCa } from '../pki/ca.js';
-import { loadOrIssueGatewayCertificate } from '../pki/server-certs.js';
+import { loadOrCreateCa, type CertificateAuthority } from '../pki/ca.js';
+import { loadOrIssueGatewayCertificate, readOperatorCertificate } from '../pki/server-certs.js';
 import { FileStore } from '../store/file-store.js';
 import { RedisStore } from '../store/redis-store.js';
 import type { Store } from '../store/store.js';
@@ -70,10 +68,20 @@ export async function serve(config: Config, out: (line: string) => void): Promis
   };
   try {
     const lines: string[] = [];
-    const registry = createRegistry();
-    const images = await loadImageMap(config.imageMapFile);
-    const { logsDir } = runtimeDirs(config.dataDir);
-    const catalog = await loadCatalog(config.catalogFile);
+    // Loaded once, for every role of this process that needs them.
+    const shared: Shared = {
+      config,
+      store,
+      logger,
+      closers,
+      registry: createRegistry(),
+      usage,
+      images: await loadImageMap(config.imageMapFile),
+      catalog: await loadCatalog(config.catalogFile),
+      ca: await loadOrCreateCa(config.certsDir),
+      sealer: config.role !== 'gateway' ? new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY)) : null,
+    };
+    const { registry } = shared;
     // The control API opens terminals in the controller's replicas; the controller starts later.
     const shells: LateShells = {
       controller: null,
@@ -94,16 +102,16 @@ export async function serve(config: Config, out: (line: string) => void): Promis
         allowUnsandboxed: config.allowUnsandboxedHostCommands,
         allowMembers: config.allowMemberHostCommands,
       };
-      lines.push(...(await startControl(config, store, logger, closers, images, logsDir, catalog, shells, hostCommands, registry, activity)));
+      lines.push(...(await startControl(shared, shells, hostCommands, activity)));
     }
     let gateway: Gateway | null = null;
     if (config.role !== 'control') {
-      const started = await startGateway(config, store, logger, closers, registry, usage);
+      const started = await startGateway(shared);
       gateway = started.gateway;
       lines.push(...started.lines);
     }
     // The controller and its runtime live with the control role: one per store.
-    if (config.role !== 'gateway') shells.controller = await startController(config, store, logger, closers, images, gateway, registry, usage, catalog, sandbox?.host ?? null, activity);
+    if (config.role !== 'gateway') shells.controller = await startController(shared, gateway, sandbox?.host ?? null, activity);
 
     const metrics = createMetricsServer(registry, { [SERVICE_DISCOVERY_PATH]: () => replicaTargetGroups(store) });
     closers.push(() => new Promise<void>((resolve) => metrics.close(() => resolve())));
@@ -124,22 +132,32 @@ export async function serve(config: Config, out: (line: string) => void): Promis
 
 type Closers = Array<() => Promise<void>>;
 
+/** What the roles of one process share, each loaded or made once. */
+interface Shared {
+  config: Config;
+  store: Store;
+  logger: Logger;
+  /** Shutdown steps, run in reverse order. */
+  closers: Closers;
+  registry: Registry;
+  usage: UsageLedger;
+  images: ImageMap;
+  catalog: Catalog;
+  ca: CertificateAuthority;
+  /** The key that seals secrets at rest; null in a gateway-only process, which needs none. */
+  sealer: Sealer | null;
+}
+
+function sealerOf(shared: Shared): Sealer {
+  if (shared.sealer === null) throw new Error('this role needs the sealing key, and it was not loaded');
+  return shared.sealer;
+}
+
 type LateShells = ShellProvider & { controller: Controller | null };
 
-async function startControl(
-  config: Config,
-  store: Store,
-  logger: Logger,
-  closers: Closers,
-  images: ImageMap,
-  logsDir: string,
-  catalog: Catalog,
-  shells: ShellProvider,
-  hostCommands: HostCommandPolicy,
-  registry: Registry,
-  activity: ActivityRecorder | null,
-): Promise<string[]> {
-  const sealer = new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY));
+async function startControl(shared: Shared, shells: ShellProvider, hostCommands: HostCommandPolicy, activity: ActivityRecorder | null): Promise<string[]> {
+  const { config, store, logger, closers, registry, images, catalog, ca } = shared;
+  const { logsDir } = runtimeDirs(config.dataDir);
   const admin = await new Credentials(store, systemClock).ensureAdmin(config.adminKey);
   const app = await buildControlApp({
     store,
@@ -150,10 +168,10 @@ async function startControl(
     activity,
     hostCommands,
     gpuQuota: config.gpuQuota,
-    sealer,
+    sealer: sealerOf(shared),
     clock: systemClock,
     endpoint: { domain: config.domain, port: config.gatewayPort },
-    ca: await loadOrCreateCa(config.certsDir),
+    ca,
     logger: logger.child({ component: 'control' }),
     https: await readApiTls(config),
     timeouts: { headersMs: config.limits.headersTimeoutMs, keepAliveMs: config.limits.keepAliveTimeoutMs, tlsHandshakeMs: config.limits.tlsHandshakeTimeoutMs },
@@ -174,20 +192,9 @@ async function startControl(
   return [`infergate: control API listening on ${apiUrl}`, consoleLine, await describeAdminKey(config, admin.generatedKey)];
 }
 
-async function startController(
-  config: Config,
-  store: Store,
-  logger: Logger,
-  closers: Closers,
-  images: ImageMap,
-  gateway: Gateway | null,
-  registry: Registry,
-  usage: UsageLedger,
-  catalog: Catalog,
-  sandbox: SandboxHost | null,
-  activity: ActivityRecorder | null,
-): Promise<Controller> {
-  const sealer = new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY));
+async function startController(shared: Shared, gateway: Gateway | null, sandbox: SandboxHost | null, activity: ActivityRecorder | null): Promise<Controller> {
+  const { config, store, logger, closers, registry, usage, images, catalog } = shared;
+  const sealer = sealerOf(shared);
   const runtimeLogger = logger.child({ component: 'runtime' });
   const runtime = new LocalRuntime({
     dataDir: config.dataDir,
@@ -244,15 +251,8 @@ async function startController(
   return running;
 }
 
-async function startGateway(
-  config: Config,
-  store: Store,
-  logger: Logger,
-  closers: Closers,
-  registry: Registry,
-  usage: UsageLedger,
-): Promise<{ gateway: Gateway; lines: string[] }> {
-  const ca = await loadOrCreateCa(config.certsDir);
+async function startGateway(shared: Shared): Promise<{ gateway: Gateway; lines: string[] }> {
+  const { config, store, logger, closers, registry, usage, ca } = shared;
   const operatorCert = await readGatewayTls(config);
   const serverCert = operatorCert ?? (await loadOrIssueGatewayCertificate(ca, config.certsDir, config.domain));
   const gateway = createGateway({
@@ -295,11 +295,7 @@ async function startGateway(
 async function readGatewayTls(config: Config): Promise<{ certPem: string; keyPem: string } | null> {
   if (!config.tlsCert || !config.tlsKey) return null;
   try {
-    const [certPem, keyPem] = await Promise.all([readFile(config.tlsCert, 'utf8'), readFile(config.tlsKey, 'utf8')]);
-    const cert = new X509Certificate(certPem);
-    if (!cert.checkPrivateKey(createPrivateKey(keyPem))) throw new Error('the key does not belong to the certificate');
-    if (!cert.checkHost(`probe.${config.domain}`)) throw new Error(`it does not cover *.${config.domain}`);
-    return { certPem, keyPem };
+    return await readOperatorCertificate(config.tlsCert, config.tlsKey, config.domain);
   } catch (err) {
     throw new ConfigError(`--tls-cert ${config.tlsCert}: ${(err as Error).message}`);
   }
@@ -312,17 +308,6 @@ async function loadImageMap(file: string | null): Promise<ImageMap> {
   } catch (err) {
     throw new ConfigError(`--image-map ${file}: ${(err as Error).message}`);
   }
-}
-
-/** GPUs of one replica's hardware instance, from the catalog (1 when it is not there). */
-function gpusPerReplica(catalog: Catalog, d: DeploymentRecord, component: string): number {
-  const cluster = findCluster(catalog, d.cluster_id);
-  const pools = d.spec.family === 'orchestrated' ? d.spec.worker_pools : null;
-  const poolName = poolOf(component);
-  const pool = poolName === null ? undefined : pools?.[poolName];
-  const hardwareId = pool?.hardware_instance_id ?? d.spec.hardware_instance_id;
-  const hardware = cluster && hardwareId !== null ? findHardware(cluster, hardwareId) : undefined;
-  return hardware?.gpus_per_instance ?? 1;
 }
 
 async function loadCatalog(file: string | null): Promise<Catalog> {

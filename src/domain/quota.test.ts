@@ -5,7 +5,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CATALOG, findCluster, findHardware, parseCatalog } from './catalog.js';
-import { checkCapacity, clusterUsage, footprint, type Placement } from './quota.js';
+import { checkCapacity, clusterUsage, footprint, gpusPerReplica, type Placement } from './quota.js';
 import { generalSpec as makeGeneralSpec, orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
 
 const QUOTA = 32;
@@ -224,4 +224,17 @@ describe('catalog', () => {
     expect(() => parseCatalog([])).toThrow(/JSON object/);
     expect(() => parseCatalog({ clusters: [] })).toThrow(/non-empty array/);
   });
+});
+
+describe('gpusPerReplica', () => {
+  const cases: { name: string; d: Deployment; component: string; gpus: number }[] = [
+    { name: 'a general replica on sim-gpu-2x', d: general(1, 2, 1), component: 'Replica', gpus: 2 },
+    { name: 'an aggregated worker on sim-gpu-8x', d: aggregated(2, 3, 1), component: 'Worker', gpus: 8 },
+    { name: 'a prefill worker, by its pool', d: disaggregated(1, [2, 1], [1, 1]), component: 'Prefill', gpus: 2 },
+    { name: 'a decode worker, by its pool', d: disaggregated(1, [2, 1], [1, 1]), component: 'Decode', gpus: 1 },
+    { name: 'hardware the catalog does not list: 1', d: general(9, 2, 1), component: 'Replica', gpus: 1 },
+  ];
+  for (const c of cases) {
+    it(c.name, () => expect(gpusPerReplica(DEFAULT_CATALOG, c.d, c.component)).toBe(c.gpus));
+  }
 });

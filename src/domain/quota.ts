@@ -10,6 +10,7 @@
 
 import type { FieldProblem } from '../core/errors.js';
 import { describeCluster, findCluster, findHardware, type Catalog, type HardwareProfile } from './catalog.js';
+import { poolOf } from './components.js';
 import type { DeploymentRecord } from './records.js';
 
 /** The parts of a deployment that decide its footprint. */
@@ -157,4 +158,15 @@ export function clusterUsage(catalog: Catalog, deployments: readonly Placement[]
     }
   }
   return usage;
+}
+
+/** GPUs of one replica's hardware instance of a component, from the catalog (1 when it is not there). */
+export function gpusPerReplica(catalog: Catalog, d: Pick<DeploymentRecord, 'cluster_id' | 'spec'>, component: string): number {
+  const cluster = findCluster(catalog, d.cluster_id);
+  const pools = d.spec.family === 'orchestrated' ? d.spec.worker_pools : null;
+  const poolName = poolOf(component);
+  const pool = poolName === null ? undefined : pools?.[poolName];
+  const hardwareId = pool?.hardware_instance_id ?? d.spec.hardware_instance_id;
+  const hardware = cluster && hardwareId !== null ? findHardware(cluster, hardwareId) : undefined;
+  return hardware?.gpus_per_instance ?? 1;
 }

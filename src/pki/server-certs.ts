@@ -1,8 +1,9 @@
 // Owns the gateway's server certificate on disk: one certificate for `*.<domain>` (and the
 // domain itself) issued by the platform CA, kept in <certs-dir>/gateway/, and issued again
-// when it is missing, no longer covers the domain, or expires within 30 days.
+// when it is missing, no longer covers the domain, or expires within 30 days; and the
+// operator's own certificate (`--tls-cert`), checked before the gateway uses it.
 
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { issueServerCertificate, type CertificateAuthority } from './ca.js';
@@ -49,4 +50,17 @@ export async function loadOrIssueGatewayCertificate(
   await writeFile(`${certFile}.tmp`, issued.certPem, { mode: 0o644 });
   await rename(`${certFile}.tmp`, certFile);
   return { certPem: issued.certPem, keyPem: issued.keyPem };
+}
+
+/**
+ * The operator's certificate and key for `*.<domain>` (e.g. from a public CA), read and
+ * checked: the key must belong to the certificate and the certificate must cover the
+ * endpoints' names. Throws an Error saying which check failed.
+ */
+export async function readOperatorCertificate(certFile: string, keyFile: string, domain: string): Promise<ServerKeyPair> {
+  const [certPem, keyPem] = await Promise.all([readFile(certFile, 'utf8'), readFile(keyFile, 'utf8')]);
+  const cert = new X509Certificate(certPem);
+  if (!cert.checkPrivateKey(createPrivateKey(keyPem))) throw new Error('the key does not belong to the certificate');
+  if (!cert.checkHost(`probe.${domain}`)) throw new Error(`it does not cover *.${domain}`);
+  return { certPem, keyPem };
 }
