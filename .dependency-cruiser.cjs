@@ -17,8 +17,8 @@ module.exports = {
     {
       name: 'pure-layers-no-io',
       severity: 'error',
-      comment: 'domain/ and core/ are pure: no file, network, process or framework I/O, and nothing of the layers above them.',
-      from: { path: '^src/(domain|core)/', pathNot: '\\.test\\.ts$' },
+      comment: 'domain/, core/ and flags/ are pure: no file, network, process or framework I/O, and nothing of the layers above them.',
+      from: { path: '^src/(domain|core|flags)/', pathNot: '\\.test\\.ts$' },
       to: { path: [IO, '^src/(store|pki|control|controller|runtime|autoscaler|gateway|net|metrics|engine|orchestrated|protocol|cli|config)/'], dependencyTypesNot: ['type-only'] },
     },
     {
@@ -38,9 +38,9 @@ module.exports = {
     {
       name: 'engines-stand-alone',
       severity: 'error',
-      comment: 'The reference engine and the Frontend are programs of their own, replaceable by real ones: they import only themselves and the shared protocol code.',
+      comment: 'The reference engine and the Frontend are programs of their own, replaceable by real ones: they import only themselves, the shared protocol code, and flags/ (command-line parsing, which knows nothing of the platform).',
       from: { path: '^src/(engine|orchestrated|protocol)/', pathNot: '\\.test\\.ts$' },
-      to: { path: '^src/', pathNot: '^src/($1|protocol)/' },
+      to: { path: '^src/', pathNot: '^src/($1|protocol|flags)/' },
     },
   ],
   options: {

@@ -55,6 +55,8 @@ describe('architecture boundaries', () => {
       'src/orchestrated/o.ts': "import { p } from '../protocol/p.js';\nimport { x } from '../engine/x.js';\nexport const o = [p, x];\n",
       'src/protocol/p.ts': 'export const p = 1;\n',
       'src/engine/x.ts': 'export const x = 1;\n',
+      'src/engine/cli.ts': "import { f } from '../flags/f.js';\nexport const c = f;\n",
+      'src/flags/f.ts': "import { s } from '../store/store.js';\nexport const f = s;\n",
     };
     for (const [file, text] of Object.entries(files)) {
       await mkdir(path.dirname(path.join(scratch, file)), { recursive: true });
@@ -72,9 +74,11 @@ describe('architecture boundaries', () => {
         'data-plane-not-control-plane: src/gateway/g.ts → src/control/c.ts',
         'engines-stand-alone: src/engine/e.ts → src/store/store.ts',
         'engines-stand-alone: src/orchestrated/o.ts → src/engine/x.ts',
+        'pure-layers-no-io: src/flags/f.ts → src/store/store.ts',
       ]),
     );
-    // The shared protocol code is allowed to both programs.
+    // The shared protocol code and the flag parser are allowed to both programs.
     expect(found.some((v) => v.includes('src/orchestrated/o.ts → src/protocol/p.ts'))).toBe(false);
+    expect(found.some((v) => v.includes('src/engine/cli.ts → src/flags/f.ts'))).toBe(false);
   }, 60_000);
 });

@@ -54,6 +54,7 @@ describe('serve config', () => {
     [['--api-port', '80a'], /--api-port must be a whole number/],
     [['--gateway-port', '70000'], /--gateway-port must be between 0 and 65535/],
     [['--role', 'everything'], /--role must be all, control or gateway/],
+    [['--log-level', 'loud'], /--log-level must be fatal, error, warn, info, debug, trace or silent, not "loud"/],
     [['--domain', 'bad_domain!'], /--domain "bad_domain!" is not a valid DNS name/],
     [['--api-host', '0.0.0.0'], /not a loopback address.*--api-tls-cert/],
     [['--api-tls-cert', 'a.pem'], /must be given together/],

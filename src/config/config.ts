@@ -1,10 +1,10 @@
-// Owns the service configuration: command-line flags, their INFERGATE_* environment
-// overrides and the embedded defaults (docs/operations.md lists them), validated into one Config.
-// Precedence: flag > environment > default.
+// Owns the service configuration: the table of `infergate serve` flags, their INFERGATE_*
+// environment overrides and embedded defaults (docs/operations.md lists them), validated into
+// one Config. Parsing and precedence (flag > environment > default) are flags/flags.ts's.
 
 import { readFileSync, statSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import path from 'node:path';
+import { Flags, helpText, type FlagSpec, type Program } from '../flags/flags.js';
 
 export type Role = 'all' | 'control' | 'gateway';
 
@@ -88,17 +88,8 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-interface OptionDoc {
-  flag: string;
-  env?: string;
-  default: string;
-  help: string;
-  /** A switch: present (or its env set to 1/true/yes) means on. */
-  boolean?: true;
-}
-
 /** Every flag, its env override and default — also the source of `infergate serve --help`. */
-export const SERVE_OPTIONS: OptionDoc[] = [
+export const SERVE_OPTIONS: FlagSpec[] = [
   { flag: 'role', default: 'all', help: 'all | control | gateway' },
   { flag: 'gateway-host', env: 'INFERGATE_GATEWAY_HOST', default: '0.0.0.0', help: 'gateway listen address' },
   { flag: 'gateway-port', env: 'INFERGATE_GATEWAY_PORT', default: '443', help: 'gateway TLS port (binding 443 needs root or CAP_NET_BIND_SERVICE)' },
@@ -154,48 +145,20 @@ export const SERVE_OPTIONS: OptionDoc[] = [
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 const DOMAIN_RE = /^(?=.{1,200}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
+const SERVE: Program = { name: 'serve', flags: SERVE_OPTIONS, error: ConfigError };
+
 export function serveHelp(): string {
-  const rows = SERVE_OPTIONS.map((o) => {
-    const env = o.env ? ` (env ${o.env})` : '';
-    const def = o.default ? ` [default: ${o.default}]` : '';
-    return `  --${o.flag.padEnd(32)} ${o.help}${def}${env}`;
-  });
-  return ['usage: infergate serve [options]', '', ...rows, '', 'INFERGATE_ADMIN_KEY sets the admin service-account key instead of generating one.'].join('\n');
+  return helpText(SERVE, { width: 32, outro: ['INFERGATE_ADMIN_KEY sets the admin service-account key instead of generating one.'] });
 }
 
 /** Parses `serve` arguments and the environment into a validated Config. */
 export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = process.cwd()): Config {
-  const options = Object.fromEntries(SERVE_OPTIONS.map((o) => [o.flag, { type: o.boolean ? ('boolean' as const) : ('string' as const) }]));
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
-  } catch (err) {
-    throw new ConfigError(`${(err as Error).message} (see infergate serve --help)`);
-  }
-  const pick = (flag: string): string => {
-    const doc = SERVE_OPTIONS.find((o) => o.flag === flag);
-    const fromFlag = values[flag];
-    if (typeof fromFlag === 'string') return fromFlag;
-    const fromEnv = doc?.env ? env[doc.env] : undefined;
-    if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
-    return doc?.default ?? '';
-  };
+  const f = Flags.parse(SERVE, argv, env);
+  const pick = (flag: string): string => f.string(flag);
   const orNull = (v: string): string | null => (v === '' ? null : v);
-  const enabled = (flag: string): boolean => {
-    if (values[flag] === true) return true;
-    const doc = SERVE_OPTIONS.find((o) => o.flag === flag);
-    const fromEnv = (doc?.env ? env[doc.env] : undefined)?.toLowerCase() ?? '';
-    if (fromEnv === '' || ['0', 'false', 'no'].includes(fromEnv)) return false;
-    if (['1', 'true', 'yes'].includes(fromEnv)) return true;
-    throw new ConfigError(`${doc?.env} must be 1, true or yes (or 0, false, no), not "${fromEnv}"`);
-  };
 
-  const role = pick('role');
-  if (role !== 'all' && role !== 'control' && role !== 'gateway') {
-    throw new ConfigError(`--role must be all, control or gateway, not "${role}"`);
-  }
-  const runtime = pick('runtime');
-  if (runtime !== 'local') throw new ConfigError(`--runtime must be local, not "${runtime}"`);
+  const role = f.oneOf('role', ['all', 'control', 'gateway'] as const);
+  const runtime = f.oneOf('runtime', ['local'] as const);
 
   const domain = pick('domain').toLowerCase();
   if (!DOMAIN_RE.test(domain)) throw new ConfigError(`--domain "${domain}" is not a valid DNS name`);
@@ -220,7 +183,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
   if (!Number.isFinite(affinityLoadFactor) || affinityLoadFactor <= 1 || affinityLoadFactor > 10) {
     throw new ConfigError(`--affinity-load-factor must be a number above 1 and at most 10, not "${pick('affinity-load-factor')}"`);
   }
-  const gpuQuota = parseInteger('gpu-quota', pick('gpu-quota'), 0, 1_000_000);
+  const gpuQuota = f.integer('gpu-quota', 0, 1_000_000);
   const adminKeyFile = orNull(pick('admin-key-file'));
   if (adminKeyFile !== null && env.INFERGATE_ADMIN_KEY) {
     throw new ConfigError('give the admin key once: --admin-key-file or INFERGATE_ADMIN_KEY, not both');
@@ -232,10 +195,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
   if (adminKey !== null && !/^[\x21-\x7e]+$/.test(adminKey)) {
     throw new ConfigError('the admin key may contain only printable ASCII without spaces (it is sent as a Bearer token)');
   }
-  const sandbox = pick('sandbox');
-  if (sandbox !== 'auto' && sandbox !== 'bwrap' && sandbox !== 'none') {
-    throw new ConfigError(`--sandbox must be auto, bwrap or none, not "${sandbox}"`);
-  }
+  const sandbox = f.oneOf('sandbox', ['auto', 'bwrap', 'none'] as const);
   const redisUrl = orNull(pick('redis'));
   if (redisUrl !== null && !/^rediss?:\/\//.test(redisUrl)) {
     throw new ConfigError(`--redis must be a redis:// or rediss:// URL, not "${redisUrl}"`);
@@ -249,18 +209,18 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
   return {
     role,
     gatewayHost: pick('gateway-host'),
-    gatewayPort: parsePort('gateway-port', pick('gateway-port')),
+    gatewayPort: f.port('gateway-port'),
     apiHost,
-    apiPort: parsePort('api-port', pick('api-port')),
+    apiPort: f.port('api-port'),
     apiTlsCert: resolve(apiTlsCert),
     apiTlsKey: resolve(apiTlsKey),
     tlsCert: resolve(tlsCert),
     tlsKey: resolve(tlsKey),
-    upstreamHeadersTimeoutMs: parseInteger('upstream-headers-timeout', pick('upstream-headers-timeout'), 0, 86_400) * 1000,
-    upstreamIdleTimeoutMs: parseInteger('upstream-idle-timeout', pick('upstream-idle-timeout'), 0, 86_400) * 1000,
+    upstreamHeadersTimeoutMs: f.integer('upstream-headers-timeout', 0, 86_400) * 1000,
+    upstreamIdleTimeoutMs: f.integer('upstream-idle-timeout', 0, 86_400) * 1000,
     affinityLoadFactor,
     metricsHost: pick('metrics-host'),
-    metricsPort: parsePort('metrics-port', pick('metrics-port')),
+    metricsPort: f.port('metrics-port'),
     domain,
     dataDir: path.resolve(cwd, pick('data-dir')),
     certsDir: path.resolve(cwd, pick('certs-dir')),
@@ -270,17 +230,17 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     catalogFile: resolve(orNull(pick('catalog'))),
     imageMapFile: resolve(orNull(pick('image-map'))),
     gpuQuota,
-    drainTimeoutMs: parseInteger('drain-timeout', pick('drain-timeout'), 0, 3600) * 1000,
-    stopGraceMs: parseInteger('stop-grace', pick('stop-grace'), 0, 600) * 1000,
-    ...autoscaleWindows(pick),
-    scaleToZeroGraceMs: parseInteger('scale-to-zero-grace', pick('scale-to-zero-grace'), 0, 86_400) * 1000,
-    activatorQueueSize: parseInteger('activator-queue-size', pick('activator-queue-size'), 1, 1_000_000),
-    activatorTimeoutMs: parseInteger('activator-timeout', pick('activator-timeout'), 1, 86_400) * 1000,
-    rolloutSurge: parseInteger('rollout-surge', pick('rollout-surge'), 1, 100),
-    rolloutDeadlineMs: parseInteger('rollout-deadline', pick('rollout-deadline'), 1, 86_400) * 1000,
+    drainTimeoutMs: f.integer('drain-timeout', 0, 3600) * 1000,
+    stopGraceMs: f.integer('stop-grace', 0, 600) * 1000,
+    ...autoscaleWindows(f),
+    scaleToZeroGraceMs: f.integer('scale-to-zero-grace', 0, 86_400) * 1000,
+    activatorQueueSize: f.integer('activator-queue-size', 1, 1_000_000),
+    activatorTimeoutMs: f.integer('activator-timeout', 1, 86_400) * 1000,
+    rolloutSurge: f.integer('rollout-surge', 1, 100),
+    rolloutDeadlineMs: f.integer('rollout-deadline', 1, 86_400) * 1000,
     adminKey,
     adminKeyFile: adminKeyFile === null ? null : path.resolve(cwd, adminKeyFile),
-    logLevel: pick('log-level'),
+    logLevel: f.logLevel(),
     sandbox,
     sandboxUser: parseUser(pick('sandbox-user')),
     sandboxBinds: pick('sandbox-bind')
@@ -288,25 +248,25 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
       .map((p) => p.trim())
       .filter((p) => p !== '')
       .map((p) => path.resolve(cwd, p)),
-    allowUnsandboxedHostCommands: enabled('allow-unsandboxed-host-commands'),
-    allowMemberHostCommands: enabled('allow-member-host-commands'),
+    allowUnsandboxedHostCommands: f.enabled('allow-unsandboxed-host-commands'),
+    allowMemberHostCommands: f.enabled('allow-member-host-commands'),
     limits: {
-      tlsHandshakeTimeoutMs: parseInteger('tls-handshake-timeout', pick('tls-handshake-timeout'), 1, 600) * 1000,
-      keepAliveTimeoutMs: parseInteger('keep-alive-timeout', pick('keep-alive-timeout'), 1, 3600) * 1000,
-      h2IdleTimeoutMs: parseInteger('h2-idle-timeout', pick('h2-idle-timeout'), 1, 86_400) * 1000,
-      headersTimeoutMs: parseInteger('request-headers-timeout', pick('request-headers-timeout'), 1, 600) * 1000,
+      tlsHandshakeTimeoutMs: f.integer('tls-handshake-timeout', 1, 600) * 1000,
+      keepAliveTimeoutMs: f.integer('keep-alive-timeout', 1, 3600) * 1000,
+      h2IdleTimeoutMs: f.integer('h2-idle-timeout', 1, 86_400) * 1000,
+      headersTimeoutMs: f.integer('request-headers-timeout', 1, 600) * 1000,
       gateway: {
-        maxConnections: parseInteger('max-connections', pick('max-connections'), 0, 10_000_000),
-        maxConnectionsPerClient: parseInteger('max-connections-per-client', pick('max-connections-per-client'), 0, 10_000_000),
+        maxConnections: f.integer('max-connections', 0, 10_000_000),
+        maxConnectionsPerClient: f.integer('max-connections-per-client', 0, 10_000_000),
       },
       api: {
-        maxConnections: parseInteger('api-max-connections', pick('api-max-connections'), 0, 10_000_000),
-        maxConnectionsPerClient: parseInteger('api-max-connections-per-client', pick('api-max-connections-per-client'), 0, 10_000_000),
+        maxConnections: f.integer('api-max-connections', 0, 10_000_000),
+        maxConnectionsPerClient: f.integer('api-max-connections-per-client', 0, 10_000_000),
       },
     },
-    bodyIdleTimeoutMs: parseInteger('body-idle-timeout', pick('body-idle-timeout'), 1, 3600) * 1000,
-    maxRequestBodyBytes: parseSize('max-request-body', pick('max-request-body')),
-    authFailureRate: parseInteger('auth-failure-rate', pick('auth-failure-rate'), 0, 1_000_000),
+    bodyIdleTimeoutMs: f.integer('body-idle-timeout', 1, 3600) * 1000,
+    maxRequestBodyBytes: f.size('max-request-body'),
+    authFailureRate: f.integer('auth-failure-rate', 0, 1_000_000),
   };
 }
 
@@ -338,35 +298,11 @@ function parseUser(raw: string): { uid: number; gid: number } {
   return { uid, gid };
 }
 
-const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3, kb: 1000, mb: 1000 ** 2, gb: 1000 ** 3 };
-
-/** A byte count: `1048576`, `512KiB`, `16MiB`, `1GiB` (and the decimal kB/MB/GB). */
-export function parseSize(flag: string, raw: string): number {
-  const m = /^(\d+)\s*([a-zA-Z]*)$/.exec(raw.trim());
-  const unit = m ? SIZE_UNITS[m[2]!.toLowerCase()] : undefined;
-  if (!m || unit === undefined) throw new ConfigError(`--${flag} must be a size such as 1048576, 512KiB, 16MiB or 1GiB, not "${raw}"`);
-  const bytes = Number(m[1]) * unit;
-  if (bytes < 1024 || bytes > 64 * 1024 ** 3) throw new ConfigError(`--${flag} must be between 1KiB and 64GiB, not "${raw}"`);
-  return bytes;
-}
-
-function autoscaleWindows(pick: (flag: string) => string): { autoscaleStableMs: number; autoscalePanicMs: number } {
-  const stable = parseInteger('autoscale-stable-window', pick('autoscale-stable-window'), 1, 3600);
-  const panic = parseInteger('autoscale-panic-window', pick('autoscale-panic-window'), 1, 3600);
+function autoscaleWindows(f: Flags): { autoscaleStableMs: number; autoscalePanicMs: number } {
+  const stable = f.integer('autoscale-stable-window', 1, 3600);
+  const panic = f.integer('autoscale-panic-window', 1, 3600);
   if (panic > stable) {
     throw new ConfigError(`--autoscale-panic-window (${panic}) must not be longer than --autoscale-stable-window (${stable})`);
   }
   return { autoscaleStableMs: stable * 1000, autoscalePanicMs: panic * 1000 };
-}
-
-/** Port 0 asks the OS for a free port (tests use it); the bound port is printed. */
-function parsePort(flag: string, raw: string): number {
-  return parseInteger(flag, raw, 0, 65535);
-}
-
-function parseInteger(flag: string, raw: string, min: number, max: number): number {
-  if (!/^\d+$/.test(raw)) throw new ConfigError(`--${flag} must be a whole number, not "${raw}"`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(`--${flag} must be between ${min} and ${max}, not ${n}`);
-  return n;
 }

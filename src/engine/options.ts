@@ -3,7 +3,7 @@
 // flag > environment > default. A bad flag or value is an EngineOptionsError whose message
 // names the flag; the CLI prints it as one line and exits 1.
 
-import { parseArgs } from 'node:util';
+import { Flags, helpText, type FlagSpec, type Program } from '../flags/flags.js';
 
 export type Flavor = 'openai' | 'ollama' | 'nim' | 'v2';
 
@@ -58,16 +58,8 @@ export class EngineOptionsError extends Error {
   override name = 'EngineOptionsError';
 }
 
-interface OptionDoc {
-  flag: string;
-  env?: string;
-  /** '' means "no default" (the option stays unset). */
-  default: string;
-  help: string;
-}
-
 /** Every flag, its env fallback and default — also the source of `infergate engine --help`. */
-export const ENGINE_OPTIONS: OptionDoc[] = [
+export const ENGINE_OPTIONS: FlagSpec[] = [
   { flag: 'flavor', default: 'openai', help: 'openai | ollama | nim | v2 (KServe v2 / Triton gRPC, h2c on --port)' },
   { flag: 'host', default: '0.0.0.0', help: 'listen address' },
   { flag: 'port', env: 'PORT', default: '8000', help: 'listen port (0: any free port)' },
@@ -94,118 +86,65 @@ export const ENGINE_OPTIONS: OptionDoc[] = [
   { flag: 'kv-block-tokens', default: '16', help: 'tokens per KV block' },
 ];
 
-const FLAVORS: readonly string[] = ['openai', 'ollama', 'nim', 'v2'];
-const KV_ROLES: readonly string[] = ['none', 'prefill', 'decode'];
-const LOG_LEVELS: readonly string[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const ENGINE: Program = { name: 'engine', flags: ENGINE_OPTIONS, error: EngineOptionsError };
 /** The model name becomes a cache directory name: keep it to characters that cannot escape it. */
 export const MODEL_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,255}$/;
 
 export function engineHelp(): string {
-  const rows = ENGINE_OPTIONS.map((o) => {
-    const env = o.env ? ` (env ${o.env})` : '';
-    const def = o.default ? ` [default: ${o.default}]` : '';
-    return `  --${o.flag.padEnd(20)} ${o.help}${def}${env}`;
+  return helpText(ENGINE, {
+    width: 20,
+    intro: [
+      'The reference engine: a SIMULATED inference server (no GPU, no real model) for running,',
+      'testing and benchmarking the platform. REGISTRY_API_KEY must be set for the nim flavor to load.',
+      'Text is deterministic per prompt. Tokens are estimated: one word = one token; a prompt costs',
+      'its words plus 4 per message.',
+    ],
   });
-  return [
-    'usage: infergate engine [options]',
-    '',
-    'The reference engine: a SIMULATED inference server (no GPU, no real model) for running,',
-    'testing and benchmarking the platform. REGISTRY_API_KEY must be set for the nim flavor to load.',
-    'Text is deterministic per prompt. Tokens are estimated: one word = one token; a prompt costs',
-    'its words plus 4 per message.',
-    '',
-    ...rows,
-  ].join('\n');
 }
 
 /** Parses `engine` arguments and the environment into validated EngineOptions. */
 export function parseEngineOptions(argv: string[], env: NodeJS.ProcessEnv, pid = process.pid): EngineOptions {
-  const options = Object.fromEntries(ENGINE_OPTIONS.map((o) => [o.flag, { type: 'string' as const }]));
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
-  } catch (err) {
-    // parseArgs explains some mistakes over several lines; the CLI promises one.
-    const message = (err as Error).message.replace(/\s*\n\s*/g, ' ');
-    throw new EngineOptionsError(`${message} (see infergate engine --help)`);
-  }
-  const pick = (flag: string): string => {
-    const doc = ENGINE_OPTIONS.find((o) => o.flag === flag);
-    const fromFlag = values[flag];
-    if (typeof fromFlag === 'string') return fromFlag;
-    const fromEnv = doc?.env ? env[doc.env] : undefined;
-    if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
-    return doc?.default ?? '';
-  };
+  const f = Flags.parse(ENGINE, argv, env);
+  const pick = (flag: string): string => f.string(flag);
 
-  const flavor = pick('flavor');
-  if (!FLAVORS.includes(flavor)) {
-    throw new EngineOptionsError(`--flavor must be openai, ollama, nim or v2, not "${flavor}"`);
-  }
+  const flavor = f.oneOf<Flavor>('flavor', ['openai', 'ollama', 'nim', 'v2']);
   const model = pick('model');
   if (!MODEL_NAME_RE.test(model)) {
     throw new EngineOptionsError(`--model must start with a letter or digit and use only letters, digits and ._:/@- , not "${model}"`);
   }
-  const host = pick('host');
-  if (host === '') throw new EngineOptionsError('--host must not be empty');
+  const host = f.required('host');
   const replicaId = pick('replica-id') || `sim-${pid}`;
-  const logLevel = pick('log-level');
-  if (!LOG_LEVELS.includes(logLevel)) {
-    throw new EngineOptionsError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, not "${logLevel}"`);
-  }
-  const kvRole = pick('kv-role');
-  if (!KV_ROLES.includes(kvRole)) throw new EngineOptionsError(`--kv-role must be none, prefill or decode, not "${kvRole}"`);
+  const logLevel = f.logLevel();
+  const kvRole = f.oneOf<KvRole>('kv-role', ['none', 'prefill', 'decode']);
   if (kvRole !== 'none' && flavor !== 'openai') throw new EngineOptionsError(`--kv-role ${kvRole} needs --flavor openai, not "${flavor}"`);
-  const kvHost = pick('kv-host');
-  if (kvHost === '') throw new EngineOptionsError('--kv-host must not be empty');
-  const metricsPortRaw = pick('metrics-port');
-  const cacheDir = pick('cache-dir');
+  const kvHost = f.required('kv-host');
 
   return {
-    flavor: flavor as Flavor,
+    flavor,
     host,
-    port: integer('port', pick('port'), 0, 65535),
+    port: f.port('port'),
     model,
-    startupMs: integer('startup-ms', pick('startup-ms'), 0, 86_400_000),
-    warmLoadRatio: decimal('warm-load-ratio', pick('warm-load-ratio'), 0, 1),
-    ttftMs: decimal('ttft-ms', pick('ttft-ms'), 0, 3_600_000),
-    itlMs: decimal('itl-ms', pick('itl-ms'), 0, 60_000),
-    itlGrowth: decimal('itl-growth', pick('itl-growth'), 0, 100),
-    maxRunning: integer('max-running', pick('max-running'), 1, 100_000),
-    maxTokensDefault: integer('max-tokens-default', pick('max-tokens-default'), 1, 1_000_000),
+    startupMs: f.integer('startup-ms', 0, 86_400_000),
+    warmLoadRatio: f.decimal('warm-load-ratio', 0, 1),
+    ttftMs: f.decimal('ttft-ms', 0, 3_600_000),
+    itlMs: f.decimal('itl-ms', 0, 60_000),
+    itlGrowth: f.decimal('itl-growth', 0, 100),
+    maxRunning: f.integer('max-running', 1, 100_000),
+    maxTokensDefault: f.integer('max-tokens-default', 1, 1_000_000),
     replicaId,
-    cacheDir: cacheDir === '' ? null : cacheDir,
-    metricsPort: metricsPortRaw === '' ? null : integer('metrics-port', metricsPortRaw, 0, 65535),
-    pullMs: integer('pull-ms', pick('pull-ms'), 0, 86_400_000),
-    shutdownGraceMs: integer('shutdown-grace-ms', pick('shutdown-grace-ms'), 0, 3_600_000),
-    listen: oneOf('listen', pick('listen'), ['after-load', 'at-start'] as const),
-    hubTokenFile: pick('hub-token-file') === '' ? null : pick('hub-token-file'),
+    cacheDir: f.optional('cache-dir'),
+    metricsPort: f.optional('metrics-port') === null ? null : f.port('metrics-port'),
+    pullMs: f.integer('pull-ms', 0, 86_400_000),
+    shutdownGraceMs: f.integer('shutdown-grace-ms', 0, 3_600_000),
+    listen: f.oneOf('listen', ['after-load', 'at-start'] as const),
+    hubTokenFile: f.optional('hub-token-file'),
     logLevel,
     kv: {
-      role: kvRole as KvRole,
-      port: integer('kv-port', pick('kv-port'), 0, 65535),
+      role: kvRole,
+      port: f.port('kv-port'),
       host: kvHost,
-      bytesPerToken: integer('kv-bytes-per-token', pick('kv-bytes-per-token'), 1, 16 << 20),
-      blockTokens: integer('kv-block-tokens', pick('kv-block-tokens'), 1, 1_000_000),
+      bytesPerToken: f.integer('kv-bytes-per-token', 1, 16 << 20),
+      blockTokens: f.integer('kv-block-tokens', 1, 1_000_000),
     },
   };
-}
-
-function integer(flag: string, raw: string, min: number, max: number): number {
-  if (!/^\d+$/.test(raw)) throw new EngineOptionsError(`--${flag} must be a whole number, not "${raw}"`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new EngineOptionsError(`--${flag} must be between ${min} and ${max}, not ${n}`);
-  return n;
-}
-
-function decimal(flag: string, raw: string, min: number, max: number): number {
-  const n = /^\d+(\.\d+)?$|^\.\d+$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isFinite(n)) throw new EngineOptionsError(`--${flag} must be a non-negative number, not "${raw}"`);
-  if (n < min || n > max) throw new EngineOptionsError(`--${flag} must be between ${min} and ${max}, not ${n}`);
-  return n;
-}
-
-function oneOf<T extends string>(flag: string, raw: string, values: readonly T[]): T {
-  if (!(values as readonly string[]).includes(raw)) throw new EngineOptionsError(`--${flag} must be one of ${values.join(', ')}, not "${raw}"`);
-  return raw as T;
 }
