@@ -158,6 +158,40 @@ describe('infergate serve', () => {
     expect(lines[0]).toMatch(/^infergate: error: gateway: no permission to bind port 443 .*CAP_NET_BIND_SERVICE.*--gateway-port/);
   });
 
+  it('writes one access log line per gateway request with --access-log, without the query string', async () => {
+    const p = await start('access-log', { args: ['--access-log'] });
+    const port = Number(/gateway \(TLS, h2 and http\/1\.1\) listening on [^:]+:(\d+)/.exec(p.output())?.[1]);
+    const status = await new Promise<number>((resolve, reject) => {
+      const socket = tls.connect({ host: '127.0.0.1', port, servername: 'nobody.endpoints.localhost', rejectUnauthorized: false }, () => {
+        socket.write('GET /v1/models?api_key=hidden HTTP/1.1\r\nHost: nobody.endpoints.localhost\r\nConnection: close\r\n\r\n');
+      });
+      let answer = '';
+      socket.on('data', (b: Buffer) => (answer += b.toString()));
+      socket.on('end', () => resolve(Number(/^HTTP\/1\.1 (\d+)/.exec(answer)?.[1])));
+      socket.on('error', reject);
+    });
+    expect(status).toBe(404);
+    const line = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      const deadline = Date.now() + 5_000;
+      const look = () => {
+        const found = p
+          .output()
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as Record<string, unknown>)
+          .find((l) => l.msg === 'request');
+        if (found) return resolve(found);
+        if (Date.now() > deadline) return reject(new Error(`no access log line in:\n${p.output()}`));
+        setTimeout(look, 50);
+      };
+      look();
+    });
+    expect(line).toMatchObject({ component: 'gateway', protocol: 'http', method: 'GET', path: '/v1/models', status: 404, deployment: null });
+    expect(JSON.stringify(line)).not.toContain('hidden');
+    p.kill('SIGTERM');
+    await p.exited;
+  });
+
   it('serves the operator-supplied certificate for *.<domain> (--tls-cert/--tls-key), and refuses one that does not cover it', async () => {
     const operatorDir = path.join(root, 'operator-ca');
     const operatorCa = await loadOrCreateCa(operatorDir);

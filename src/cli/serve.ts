@@ -276,6 +276,7 @@ async function startGateway(shared: Shared): Promise<{ gateway: Gateway; lines: 
     body: { maxBytes: config.maxRequestBodyBytes, idleMs: config.bodyIdleTimeoutMs },
     authFailures: { ...DEFAULT_AUTH_FAILURE_BUDGET, ratePerSecond: config.authFailureRate, burst: 4 * config.authFailureRate, maxHeld: config.authFailureRate === 0 ? 0 : DEFAULT_AUTH_FAILURE_BUDGET.maxHeld },
     logger: logger.child({ component: 'gateway' }),
+    accessLog: config.accessLog,
   });
   await gateway.start();
   closers.push(() => gateway.close());

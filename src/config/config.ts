@@ -69,6 +69,8 @@ export interface Config {
   maxRequestBodyBytes: number;
   /** Authentication failures per second a client address gets before its 401s are held; 0: never held. */
   authFailureRate: number;
+  /** One log line per gateway request, written when it ends. */
+  accessLog: boolean;
 }
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
@@ -139,6 +141,7 @@ export const SERVE_OPTIONS: FlagSpec[] = [
   { flag: 'api-max-connections-per-client', env: 'INFERGATE_API_MAX_CONNECTIONS_PER_CLIENT', default: '64', help: 'open control API connections per client address (0: no cap)' },
   { flag: 'body-idle-timeout', env: 'INFERGATE_BODY_IDLE_TIMEOUT', default: '30', help: 'seconds a request body may stay silent before the gateway answers 408' },
   { flag: 'auth-failure-rate', env: 'INFERGATE_AUTH_FAILURE_RATE', default: '50', help: 'authentication failures per second a client address may have (4× at once) before its 401s are answered 1 s late (0: never)' },
+  { flag: 'access-log', env: 'INFERGATE_ACCESS_LOG', default: '', boolean: true, help: 'log one line per gateway request when it ends (deployment, method, path without query, status, credential kind, replica, time)' },
   { flag: 'max-request-body', env: 'INFERGATE_MAX_REQUEST_BODY', default: '16MiB', help: 'request body size limit of deployments that set none (max_request_body_bytes); bytes, or KiB/MiB/GiB' },
 ];
 
@@ -267,6 +270,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     bodyIdleTimeoutMs: f.integer('body-idle-timeout', 1, 3600) * 1000,
     maxRequestBodyBytes: f.size('max-request-body'),
     authFailureRate: f.integer('auth-failure-rate', 0, 1_000_000),
+    accessLog: f.enabled('access-log'),
   };
 }
 

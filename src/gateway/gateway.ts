@@ -111,7 +111,17 @@ export function createGateway(opts: GatewayOptions): Gateway {
     http: new HttpForwarder(pools, isEjected),
     grpc,
     body: opts.body ?? DEFAULT_BODY_LIMITS,
-    books: { inflight, health, metrics, limiter, usage: opts.usage, clock, log, accessLog: opts.accessLog ?? false },
+    books: {
+      inflight,
+      health,
+      metrics,
+      limiter,
+      usage: opts.usage,
+      clock,
+      log,
+      // Asked for by its own flag, so written whatever the log level (as an access log is).
+      accessLog: opts.accessLog ? log.child({}, { level: 'info' }) : null,
+    },
   });
   const listener = createListener({
     certPem: opts.certPem,

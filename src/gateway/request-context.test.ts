@@ -38,10 +38,10 @@ function setup(accessLog = false) {
   const usage = { add: (_id: number, _at: number, delta: unknown) => usageRows.push(delta) } as unknown as UsageLedger;
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({ write: (chunk: Buffer, _e, cb) => (lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>), cb()) });
-  const log = pino({ level: 'info' }, sink);
+  const log = pino({ level: 'warn' }, sink);
   const limiter = new RateLimiter(clock);
   const health = new ReplicaHealth({ threshold: 2, baseMs: 1000, maxMs: 1000 }, clock);
-  const books = { inflight, health, metrics, limiter, usage, clock, log, accessLog };
+  const books = { inflight, health, metrics, limiter, usage, clock, log, accessLog: accessLog ? log.child({}, { level: 'info' }) : null };
   const request = (grpc = false) =>
     new RequestContext(
       {

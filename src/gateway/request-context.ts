@@ -57,8 +57,8 @@ export interface Accounting {
   usage: UsageLedger | undefined;
   clock: Clock;
   log: Logger;
-  /** One info line per request when it ends. */
-  accessLog: boolean;
+  /** Where one line per request goes when it ends; null: no access log. */
+  accessLog: Logger | null;
 }
 
 export class RequestContext implements ForwardReport {
@@ -158,14 +158,14 @@ export class RequestContext implements ForwardReport {
       });
       if (tokens) limiter.spendTokens(route.deploymentId, route.rateLimit, this.who.credential, tokens.prompt + tokens.completion);
     }
-    if (this.books.accessLog) this.logLine(status);
+    if (this.books.accessLog) this.logLine(this.books.accessLog, status);
   }
 
   /** The access log: who asked what of which deployment, and how it ended; never a secret. */
-  private logLine(status: number): void {
+  private logLine(log: Logger, status: number): void {
     const url = this.req.url ?? '';
     const query = url.indexOf('?');
-    this.books.log.info(
+    log.info(
       {
         deployment: this.route?.name ?? null,
         protocol: this.protocol,
