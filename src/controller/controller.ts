@@ -21,6 +21,7 @@ import { deploymentStatus, desiredReplicas, GENERAL_COMPONENT } from './desired.
 import { ControllerLease } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
 import { orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
+import { planReplicas, runRevisionOf } from './plan.js';
 import { advanceRollout, type RolloutResult } from './rollout.js';
 import { WorkersFiles } from './workers-file.js';
 
@@ -317,9 +318,9 @@ export class Controller {
   }
 
   /**
-   * The shared reconciliation of a deployment's components: start what is missing, retire
-   * what is extra, replace another revision's replicas one at a time, then record the rollout
-   * and the status.
+   * The shared reconciliation of a deployment's components: the plan made from this pass's
+   * snapshot (plan.ts: what to start, what to retire and why) performed in its order, then
+   * the rollout and the status recorded.
    */
   private async reconcileComponents(
     d: DeploymentRecord,
@@ -327,40 +328,25 @@ export class Controller {
     status: (ready: { total: number; byComponent: Record<string, number> }) => DeploymentRecord['status'],
   ): Promise<void> {
     const { load } = this.opts;
-    // The revision to run: the current one, unless its rollout failed — then the one serving.
-    const failed = d.revisions.find((r) => r.revision === d.revision)?.status === 'failed';
-    const runRevision = failed ? (d.serving_revision ?? null) : d.revision;
+    const runRevision = runRevisionOf(d);
     const runSpec = d.revisions.find((r) => r.revision === runRevision)?.spec;
     const mine = () => [...this.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring);
     const isReady = (o: Owned) => o.handle.observe().phase === 'ready';
-    const inflight = (o: Owned) => load?.inflight(o.recordId) ?? 0;
-    // Retire order: replicas not yet serving first, then the least loaded, then the newest.
-    const retireOrder = (a: Owned, b: Owned) => Number(isReady(a)) - Number(isReady(b)) || inflight(a) - inflight(b) || b.recordId - a.recordId;
-    const planned = new Set(plans.map((p) => p.component));
-    for (const o of mine()) if (!planned.has(o.component)) this.retire(o, `component ${o.component} is not part of the deployment any more`);
-
-    for (const plan of plans) {
-      const { component, desired } = plan;
-      const ofComponent = () => mine().filter((o) => o.component === component);
-      const current = ofComponent().filter((o) => o.revision === runRevision);
-      const older = ofComponent().filter((o) => o.revision !== runRevision);
-      const start = async () => {
-        if (runRevision !== null && runSpec) await this.startReplica(d, plan, runSpec, runRevision);
-      };
-      if (runRevision === null || !runSpec || desired === 0) {
-        for (const o of ofComponent()) this.retire(o, desired === 0 ? (d.paused ? 'the deployment is paused' : 'scaled to 0') : `revision ${d.revision} failed`);
-      } else if (older.length === 0) {
-        for (let i = current.length; i < desired; i++) await start();
-        for (const o of [...current].sort(retireOrder).slice(0, Math.max(0, current.length - desired))) this.retire(o, `scaled to ${desired}`);
-      } else {
-        // Rolling update: at most `surge` replicas beyond the desired count; an old replica is
-        // drained only once a new one is ready to take its place, so capacity never drops.
-        const surge = this.opts.rolloutSurge ?? 1;
-        let total = current.length + older.length;
-        for (let n = current.length; n < desired && total < desired + surge; n++, total++) await start();
-        const keepOld = Math.max(0, desired - current.filter(isReady).length);
-        for (const o of [...older].sort(retireOrder).slice(0, Math.max(0, older.length - keepOld))) this.retire(o, `replaced by revision ${runRevision}`);
-        for (const o of [...current].sort(retireOrder).slice(0, Math.max(0, current.length - desired))) this.retire(o, `scaled to ${desired}`);
+    const actions = planReplicas({
+      revision: d.revision,
+      runRevision,
+      runnable: runSpec !== undefined,
+      paused: d.paused,
+      components: plans,
+      replicas: mine().map((o) => ({ recordId: o.recordId, component: o.component, revision: o.revision, ready: isReady(o), inflight: load?.inflight(o.recordId) ?? 0 })),
+      surge: this.opts.rolloutSurge ?? 1,
+    });
+    const planOf = new Map(plans.map((p) => [p.component, p]));
+    for (const action of actions) {
+      if (action.kind === 'start') await this.startReplica(d, planOf.get(action.component)!, runSpec!, action.revision);
+      else {
+        const o = this.owned.get(action.recordId);
+        if (o && !o.retiring) this.retire(o, action.reason);
       }
     }
 

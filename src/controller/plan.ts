@@ -1,0 +1,95 @@
+// Owns the controller's plan for one deployment as a pure function: from the components it
+// should run (with their desired counts) and a snapshot of the replicas it runs now, which
+// replicas to start and which to retire, and why. The controller performs the actions in
+// the order given; rollout.ts then says how the rollout stands.
+//
+// The rules: a component no longer planned is retired whole; with nothing runnable, or a
+// desired count of zero, a component is retired whole; otherwise missing replicas of the
+// revision to run are started and surplus ones retired. During a rolling update at most
+// `surge` replicas run beyond the desired count, and an old replica is retired only once a
+// new one is ready to take its place, so capacity never drops. Replicas are retired in this
+// order: not yet ready first, then the least loaded, then the newest.
+
+import type { DeploymentRecord } from '../domain/records.js';
+
+/** A running (not retiring) replica, as the controller sees it at the start of a pass. */
+export interface LiveReplica {
+  recordId: number;
+  component: string;
+  revision: number;
+  ready: boolean;
+  /** Requests in flight at it (the gateway's count; 0 without one). */
+  inflight: number;
+}
+
+export interface ComponentTarget {
+  component: string;
+  desired: number;
+}
+
+export interface PlanInput {
+  /** The deployment's current revision (named when it failed). */
+  revision: number;
+  /** The revision to run replicas of (runRevision), null when there is none. */
+  runRevision: number | null;
+  /** Whether the revision to run has a spec this controller can start. */
+  runnable: boolean;
+  paused: boolean;
+  components: readonly ComponentTarget[];
+  replicas: readonly LiveReplica[];
+  /** Replicas a rolling update may run beyond the desired count. */
+  surge: number;
+}
+
+export type Action = { kind: 'start'; component: string; revision: number } | { kind: 'retire'; recordId: number; reason: string };
+
+/** The revision to run: the current one, unless its rollout failed — then the one serving. */
+export function runRevisionOf(d: Pick<DeploymentRecord, 'revision' | 'serving_revision' | 'revisions'>): number | null {
+  const failed = d.revisions.find((r) => r.revision === d.revision)?.status === 'failed';
+  return failed ? (d.serving_revision ?? null) : d.revision;
+}
+
+/** Retire order: replicas not yet serving first, then the least loaded, then the newest. */
+function retireOrder(a: LiveReplica, b: LiveReplica): number {
+  return Number(a.ready) - Number(b.ready) || a.inflight - b.inflight || b.recordId - a.recordId;
+}
+
+/** The first `n` of `replicas` in retire order (none when n ≤ 0). */
+function firstToRetire(replicas: readonly LiveReplica[], n: number): LiveReplica[] {
+  return [...replicas].sort(retireOrder).slice(0, Math.max(0, n));
+}
+
+export function planReplicas(input: PlanInput): Action[] {
+  const actions: Action[] = [];
+  const retire = (replicas: readonly LiveReplica[], reason: string) => {
+    for (const r of replicas) actions.push({ kind: 'retire', recordId: r.recordId, reason });
+  };
+  const planned = new Set(input.components.map((c) => c.component));
+  for (const r of input.replicas) {
+    if (!planned.has(r.component)) retire([r], `component ${r.component} is not part of the deployment any more`);
+  }
+  const run = input.runnable ? input.runRevision : null;
+  for (const { component, desired } of input.components) {
+    const ofComponent = input.replicas.filter((r) => r.component === component);
+    if (run === null || desired === 0) {
+      retire(ofComponent, desired === 0 ? (input.paused ? 'the deployment is paused' : 'scaled to 0') : `revision ${input.revision} failed`);
+      continue;
+    }
+    const current = ofComponent.filter((r) => r.revision === run);
+    const older = ofComponent.filter((r) => r.revision !== run);
+    const start = (n: number) => {
+      for (let i = 0; i < n; i++) actions.push({ kind: 'start', component, revision: run });
+    };
+    if (older.length === 0) {
+      start(desired - current.length);
+    } else {
+      // Rolling update: new replicas up to the desired count, within `surge` beyond it.
+      start(Math.max(0, Math.min(desired - current.length, desired + input.surge - (current.length + older.length))));
+      // Old ones stay while the new ones that would replace them are not ready yet.
+      const keepOld = Math.max(0, desired - current.filter((r) => r.ready).length);
+      retire(firstToRetire(older, older.length - keepOld), `replaced by revision ${run}`);
+    }
+    retire(firstToRetire(current, current.length - desired), `scaled to ${desired}`);
+  }
+  return actions;
+}
