@@ -8,33 +8,11 @@
 import type { Clock } from '../core/clock.js';
 import type { DeploymentRecord } from '../domain/records.js';
 import { scaledComponent } from '../domain/components.js';
+import type { ActivityPoint, ActivityView } from '../domain/ports.js';
 import type { ConcurrencySample } from './decide.js';
 
 export const ACTIVITY_STEP_MS = 5_000;
 export const ACTIVITY_BUCKETS = 180;
-
-export interface ActivityPoint {
-  /** Start of the bucket (ISO 8601). */
-  t: string;
-  /** Mean of the per-second concurrency samples in the bucket, 2 decimals; 0 when none. */
-  in_flight: number;
-  in_flight_max: number;
-  /** Most requests the activator held at once in the bucket. */
-  held: number;
-  /** The autoscaler's figure at the bucket's end; null while it has not decided (paused, new). */
-  desired: number | null;
-  /** Ready replicas of the scaled component at the bucket's end. */
-  ready: number;
-}
-
-export interface ActivityView {
-  step_seconds: number;
-  window_seconds: number;
-  /** The component the autoscaler moves; null when the pools have fixed sizes (no points then). */
-  component: string | null;
-  /** Oldest first; the last is the bucket being filled now. */
-  points: ActivityPoint[];
-}
 
 /** What one autoscaler tick saw and decided for a deployment. */
 export interface ActivityObservation {

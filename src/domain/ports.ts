@@ -83,18 +83,25 @@ export interface ShellProvider {
 
 /** One 5-second step of a deployment's load and replicas, as the autoscaler saw it. */
 export interface ActivityPoint {
+  /** Start of the step (ISO 8601). */
   t: string;
+  /** Mean of the per-second concurrency samples in the step, 2 decimals; 0 when none. */
   in_flight: number;
   in_flight_max: number;
+  /** Most requests the activator held at once in the step. */
   held: number;
+  /** The autoscaler's figure at the step's end; null while it has not decided (paused, new). */
   desired: number | null;
+  /** Ready replicas of the scaled component at the step's end. */
   ready: number;
 }
 
 export interface ActivityView {
   step_seconds: number;
   window_seconds: number;
+  /** The component the autoscaler moves; null when the pools have fixed sizes (no points then). */
   component: string | null;
+  /** Oldest first; the last is the step being filled now. */
   points: ActivityPoint[];
 }
 
