@@ -8,6 +8,14 @@
 
 import type { PtyShell, ShellCommand, ShellLauncher } from '../domain/ports.js';
 
+/**
+ * The close reason of a terminal whose shell ended: the exit status is in it, so a client
+ * (the CLI's exec) can pass it on. Both terminal modes use it.
+ */
+export function shellExitReason(status: number | null): string {
+  return status === null ? 'the shell was killed by a signal' : `the shell exited with status ${status}`;
+}
+
 export interface TtySize {
   cols: number;
   rows: number;
@@ -85,9 +93,9 @@ export function startTtySession(socket: TtySocket, launcher: ShellLauncher, targ
       term.pause();
     }
   });
-  term.onExit(() => {
+  term.onExit((status) => {
     exited = true;
-    if (socket.readyState === socket.OPEN) socket.close(1000, 'the shell exited');
+    if (socket.readyState === socket.OPEN) socket.close(1000, shellExitReason(status));
   });
   socket.on('message', (data: Buffer) => {
     if (exited) return;

@@ -40,7 +40,8 @@ export interface PipeShell {
   write(data: Buffer): void;
   onOutput(listener: (chunk: Buffer) => void): void;
   onError(listener: (err: Error) => void): void;
-  onExit(listener: () => void): void;
+  /** Once the shell has exited (and, on pipes, its output is all read), with its exit status (null: killed by a signal). */
+  onExit(listener: (status: number | null) => void): void;
   /** Kills its process group; safe to call more than once. */
   kill(): void;
 }
@@ -53,7 +54,8 @@ export interface PtyShell {
   pause(): void;
   resume(): void;
   onData(listener: (data: string) => void): void;
-  onExit(listener: () => void): void;
+  /** Once the shell has exited (and, on pipes, its output is all read), with its exit status (null: killed by a signal). */
+  onExit(listener: (status: number | null) => void): void;
   /** Kills every process of the pty's session; safe to call more than once. */
   kill(): void;
 }

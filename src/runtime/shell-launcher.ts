@@ -37,7 +37,8 @@ function pipeShell(command: ShellCommand): PipeShell {
       shell.stderr.on('data', listener);
     },
     onError: (listener) => shell.on('error', listener),
-    onExit: (listener) => shell.on('exit', listener),
+    // 'close', not 'exit': the exit can come before the last output is read.
+    onExit: (listener) => shell.on('close', (status: number | null) => listener(status)),
     kill() {
       if (shell.exitCode === null && shell.pid !== undefined) {
         try {
@@ -67,7 +68,7 @@ function ptyShell(command: ShellCommand, size: { cols: number; rows: number }): 
     pause: () => term.pause(),
     resume: () => term.resume(),
     onData: (listener) => void term.onData(listener),
-    onExit: (listener) => void term.onExit(() => listener()),
+    onExit: (listener) => void term.onExit(({ exitCode, signal }) => listener(signal ? null : exitCode)),
     kill() {
       // Several passes: a process may fork while the first pass signals its parent.
       for (let pass = 0; pass < 3; pass++) {

@@ -17,7 +17,7 @@ import type { ShellLauncher, ShellProvider, ShellTarget } from '../../domain/por
 import type { Family } from '../../domain/records.js';
 import type { ControlApp, ControlContext } from '../context.js';
 import { IdParams } from '../schemas.js';
-import { DEFAULT_TTY_SIZE, MAX_TTY_DIMENSION, startTtySession } from '../terminal-tty.js';
+import { DEFAULT_TTY_SIZE, MAX_TTY_DIMENSION, shellExitReason, startTtySession } from '../terminal-tty.js';
 import { TTY_PROTOCOL } from '../websocket-auth.js';
 
 
@@ -93,8 +93,8 @@ function startPipeShell(socket: WebSocket, launcher: ShellLauncher, target: Shel
     if (socket.readyState === socket.OPEN) socket.send(chunk.toString('utf8'));
   });
   shell.onError(cannotStart);
-  shell.onExit(() => {
-    if (socket.readyState === socket.OPEN) socket.close(1000, 'the shell exited');
+  shell.onExit((status) => {
+    if (socket.readyState === socket.OPEN) socket.close(1000, shellExitReason(status));
   });
   socket.on('message', (data: Buffer) => shell.write(data));
   return () => shell.kill();
