@@ -1,9 +1,10 @@
-// Owns what a Settings save will do before it is sent: the PATCH body (only the fields that
-// differ from the deployment as it stands) and its effect, classified by the control API's
-// revisions table: replica fields scale in place, endpoint credentials and gateway limits take
-// effect at once, anything else (spec fields and secrets) makes revision N+1, a rolling
-// update. The server decides in the end; this is the forecast shown to the user. Pure, no
-// imports (the root tsconfig type-checks its unit tests).
+// Owns what a change to a deployment will do before it is sent: the PATCH body (only the
+// fields that differ from the deployment as it stands) and its effect, classified by the
+// control API's revisions table: replica fields scale in place, endpoint credentials and
+// gateway limits take effect at once, anything else (spec fields and secrets) makes revision
+// N+1, a rolling update. The server decides in the end; this is the forecast shown to the
+// user — by the console's Settings tab and by `infergate apply`. Pure and without imports,
+// so the console's bundle can take it as it is.
 
 export type Body = Record<string, unknown>;
 

@@ -1,5 +1,5 @@
 // Unit tests of the console's pure form modules: the browser's copy of the API's request rules
-// (console/src/forms/rules.ts) and the Settings forecast of a PATCH (console/src/forms/spec-diff.ts).
+// (console/src/forms/rules.ts) and the Settings forecast of a PATCH (src/domain/patch-effect.ts).
 // They sit here because the test runner looks in src/ and test/ only.
 
 import { describe, expect, it } from 'vitest';
@@ -14,7 +14,7 @@ import {
   scalingProblems,
   type GeneralBody,
 } from '../../console/src/forms/rules.js';
-import { classifyPatch, diffBodies, savedMessage } from '../../console/src/forms/spec-diff.js';
+import { classifyPatch, diffBodies, savedMessage } from '../../src/domain/patch-effect.js';
 
 const minimal: GeneralBody = {
   name: 'demo',
