@@ -42,6 +42,13 @@ module.exports = {
       from: { path: '^src/(engine|orchestrated|protocol)/', pathNot: '\\.test\\.ts$' },
       to: { path: '^src/', pathNot: '^src/($1|protocol|flags)/' },
     },
+    {
+      name: 'client-over-http-only',
+      severity: 'error',
+      comment: "The command-line client talks to the control API over HTTP like any other client: it imports only itself and the pure domain/ (the forecast of a change), never the service's parts.",
+      from: { path: '^src/client/', pathNot: '\\.test\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/(client|domain)/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

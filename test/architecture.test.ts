@@ -57,6 +57,7 @@ describe('architecture boundaries', () => {
       'src/engine/x.ts': 'export const x = 1;\n',
       'src/engine/cli.ts': "import { f } from '../flags/f.js';\nexport const c = f;\n",
       'src/flags/f.ts': "import { s } from '../store/store.js';\nexport const f = s;\n",
+      'src/client/reads-store.ts': "import { s } from '../store/store.js';\nexport const r = s;\n",
     };
     for (const [file, text] of Object.entries(files)) {
       await mkdir(path.dirname(path.join(scratch, file)), { recursive: true });
@@ -75,6 +76,7 @@ describe('architecture boundaries', () => {
         'engines-stand-alone: src/engine/e.ts → src/store/store.ts',
         'engines-stand-alone: src/orchestrated/o.ts → src/engine/x.ts',
         'pure-layers-no-io: src/flags/f.ts → src/store/store.ts',
+        'client-over-http-only: src/client/reads-store.ts → src/store/store.ts',
       ]),
     );
     // The shared protocol code and the flag parser are allowed to both programs.

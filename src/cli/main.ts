@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Owns the `infergate` command line: dispatches subcommands and turns start-up failures
-// into one clear line on stderr and exit code 1.
+// Owns the `infergate` command line: runs the programs (serve, engine, frontend) with their
+// own flag parsing, hands every other command to the control API's client (src/client/), and
+// turns start-up failures into one clear line on stderr and exit code 1.
 
 import { packageVersion } from './version.js';
 import { ConfigError, parseServeConfig, serveHelp } from '../config/config.js';
@@ -11,13 +12,22 @@ import { ListenError } from './listen.js';
 
 const USAGE = `usage: infergate <command> [options]
 
-commands:
+run the service:
   serve     run the control API, gateway and metrics (the embedded default)
   engine    run the reference engine, a SIMULATED inference server (one per replica)
   frontend  run the orchestrated runtime's Frontend (aggregated or disaggregated workers)
   version   print the version
 
-infergate serve --help, infergate engine --help and infergate frontend --help list every flag and its environment override.`;
+manage deployments through the control API (docs/cli.md):
+  login, whoami             save the API URL and a service-account key; who you are
+  apply, diff, create       deployments from a YAML or JSON file, matched by name
+  ls, get, describe         what runs, and in full
+  logs, exec, wait          replica logs (-f), a shell in a replica, wait until ready
+  scale, pause, resume, rollback, clone, delete, revisions, usage
+  tokens, certs, service-accounts, clusters, presets, completion
+
+infergate serve --help, infergate engine --help and infergate frontend --help list every flag and its environment override;
+infergate <client command> --help shows its options and an example.`;
 
 
 function fail(message: string): never {
@@ -80,8 +90,10 @@ async function main(argv: string[]): Promise<void> {
     case '-h':
       process.stdout.write(USAGE + '\n');
       return;
-    default:
-      fail(`unknown command "${command}"\n${USAGE}`);
+    default: {
+      const { runClient } = await import('../client/run.js');
+      process.exitCode = await runClient(argv);
+    }
   }
 }
 

@@ -1,0 +1,114 @@
+// Owns the client's conversation with the control API: JSON requests with the service-account
+// key as a Bearer token, the API's error body turned into an ApiRefusal (exit 1) and a failed
+// connection into Unreachable (exit 3); plus the two long-lived calls — a Server-Sent Events
+// stream (logs -f) and the terminal's WebSocket (exec).
+
+import WebSocket from 'ws';
+import { ApiRefusal, Unreachable } from './errors.js';
+import type { Connection } from './contexts.js';
+
+/** Requests that get no answer within this are given up (streams excepted). */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+export type Json = Record<string, unknown>;
+
+function unreachable(api: string, err: unknown): Unreachable {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  const why = cause?.code ?? cause?.message ?? (err as Error).message;
+  return new Unreachable(`cannot reach the control API at ${api} (${why})`);
+}
+
+async function refusal(res: Response): Promise<ApiRefusal> {
+  const text = await res.text();
+  try {
+    const body = JSON.parse(text) as { error?: { code?: string; message?: string; field?: string } };
+    if (body.error?.message) return new ApiRefusal(res.status, body.error.code ?? 'error', body.error.message, body.error.field ?? null);
+  } catch {
+    // not the API's error shape
+  }
+  return new ApiRefusal(res.status, 'error', `the control API answered ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`, null);
+}
+
+export class ApiClient {
+  constructor(readonly connection: Connection) {}
+
+  private url(route: string): string {
+    return this.connection.api + route;
+  }
+
+  private headers(json: boolean): Record<string, string> {
+    return { authorization: `Bearer ${this.connection.key}`, ...(json ? { 'content-type': 'application/json' } : {}) };
+  }
+
+  async call<T = Json>(method: string, route: string, body?: unknown): Promise<T> {
+    let res: Response;
+    try {
+      res = await fetch(this.url(route), {
+        method,
+        headers: this.headers(body !== undefined),
+        body: body !== undefined ? JSON.stringify(body) : undefined,
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+    } catch (err) {
+      throw unreachable(this.connection.api, err);
+    }
+    if (!res.ok) throw await refusal(res);
+    if (res.status === 204) return undefined as T;
+    return (await res.json()) as T;
+  }
+
+  get<T = Json>(route: string): Promise<T> {
+    return this.call<T>('GET', route);
+  }
+
+  /** A GET whose answer is text (a .pem). */
+  async text(route: string): Promise<string> {
+    let res: Response;
+    try {
+      res = await fetch(this.url(route), { headers: this.headers(false), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    } catch (err) {
+      throw unreachable(this.connection.api, err);
+    }
+    if (!res.ok) throw await refusal(res);
+    return res.text();
+  }
+
+  /** Each `data:` event of a Server-Sent Events stream, parsed as JSON, until `signal` aborts or the server ends it. */
+  async events(route: string, onEvent: (data: unknown) => void, signal: AbortSignal): Promise<void> {
+    let res: Response;
+    try {
+      res = await fetch(this.url(route), { headers: { ...this.headers(false), accept: 'text/event-stream' }, signal });
+    } catch (err) {
+      if (signal.aborted) return;
+      throw unreachable(this.connection.api, err);
+    }
+    if (!res.ok) throw await refusal(res);
+    if (!res.body) return;
+    const decoder = new TextDecoder();
+    let buffer = '';
+    try {
+      for await (const chunk of res.body) {
+        buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) !== -1) {
+          const event = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = event
+            .split('\n')
+            .filter((l) => l.startsWith('data:'))
+            .map((l) => l.slice(5).trimStart())
+            .join('\n');
+          if (data !== '') onEvent(JSON.parse(data));
+        }
+      }
+    } catch (err) {
+      if (!signal.aborted) throw unreachable(this.connection.api, err);
+    }
+  }
+
+  /** Opens a WebSocket on a route of the API (ws:// or wss:// as the API is http or https). */
+  websocket(route: string, protocols: string[] = []): WebSocket {
+    const url = this.url(route).replace(/^http/, 'ws');
+    return new WebSocket(url, protocols, { headers: this.headers(false) });
+  }
+}

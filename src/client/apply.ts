@@ -1,0 +1,115 @@
+// Owns `infergate apply` and `diff`: a file (YAML or JSON; one deployment, a list, or several
+// YAML documents) where each deployment is the API's create body plus `family`, matched to
+// the deployments that exist by name. What is missing is created, what differs is PATCHed
+// with only the fields that differ — saying beforehand whether that scales in place, takes
+// effect at once or makes a revision (the same forecast as the console's) — and what matches
+// is left alone. Only the fields the file names are compared: a field left out keeps its
+// value. Secrets (tokens, passwords) cannot be read back, so they are sent on create only.
+
+import { readFileSync } from 'node:fs';
+import { parseAllDocuments } from 'yaml';
+import { classifyPatch, sameValue, type Body, type PatchPlan } from '../domain/patch-effect.js';
+import type { ApiClient } from './api.js';
+import { FAMILIES, listDeployments, routeOf, type Deployment, type Family } from './deployments.js';
+import { UsageError } from './errors.js';
+
+/** Write-only fields: the API never returns them, so they cannot be compared. */
+const WRITE_ONLY = new Set(['endpoint_bearer_token', 'registry_password', 'model_hub_token']);
+
+export interface Desired {
+  family: Family;
+  name: string;
+  body: Body;
+}
+
+export type Step =
+  | { kind: 'create'; desired: Desired }
+  | { kind: 'patch'; desired: Desired; current: Deployment; plan: PatchPlan }
+  | { kind: 'unchanged'; desired: Desired; current: Deployment };
+
+/** Reads a file (or standard input for `-`) into the deployments it describes. */
+export function readDesired(file: string, read: (f: string) => string = (f) => readFileSync(f === '-' ? 0 : f, 'utf8')): Desired[] {
+  let text: string;
+  try {
+    text = read(file);
+  } catch (err) {
+    throw new UsageError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  const items: unknown[] = [];
+  for (const doc of parseAllDocuments(text)) {
+    if (doc.errors.length > 0) throw new UsageError(`${file}: ${doc.errors[0]!.message.split('\n')[0]}`);
+    const value: unknown = doc.toJS();
+    if (value === null || value === undefined) continue;
+    if (Array.isArray(value)) items.push(...(value as unknown[]));
+    else if (typeof value === 'object' && Array.isArray((value as { items?: unknown }).items)) items.push(...(value as { items: unknown[] }).items);
+    else items.push(value);
+  }
+  if (items.length === 0) throw new UsageError(`${file} describes no deployment`);
+  const names = new Set<string>();
+  return items.map((item, i) => {
+    const where = `${file}: deployment ${i + 1}`;
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new UsageError(`${where} is not an object`);
+    const { family, ...body } = item as Body;
+    if (typeof family !== 'string' || !(FAMILIES as readonly string[]).includes(family)) {
+      throw new UsageError(`${where}: family must be general or orchestrated, not ${JSON.stringify(family ?? null)}`);
+    }
+    if (typeof body.name !== 'string' || body.name === '') throw new UsageError(`${where}: name is required`);
+    if (names.has(body.name)) throw new UsageError(`${file}: ${body.name} is described twice`);
+    names.add(body.name);
+    return { family: family as Family, name: body.name, body };
+  });
+}
+
+/** The fields of the file that differ from the deployment as the API shows it. */
+export function patchFor(desired: Desired, current: Deployment): Body {
+  const patch: Body = {};
+  for (const [key, value] of Object.entries(desired.body)) {
+    if (key === 'name' || WRITE_ONLY.has(key)) continue;
+    if (!sameValue(current[key] ?? null, value ?? null)) patch[key] = value;
+  }
+  return patch;
+}
+
+export async function planApply(api: ApiClient, desired: readonly Desired[]): Promise<Step[]> {
+  const existing = await listDeployments(api);
+  return desired.map((d): Step => {
+    const current = existing.find((e) => e.name === d.name);
+    if (!current) return { kind: 'create', desired: d };
+    if (current.family !== d.family) throw new UsageError(`${d.name} exists as a ${current.family} deployment, not ${d.family}; delete it first or rename`);
+    const patch = patchFor(d, current);
+    if (Object.keys(patch).length === 0) return { kind: 'unchanged', desired: d, current };
+    return { kind: 'patch', desired: d, current, plan: classifyPatch(patch, current.revision) };
+  });
+}
+
+/** One line per step, as `apply --dry-run` and `diff` print it. */
+export function describeStep(step: Step): string {
+  const label = `${step.desired.family}/${step.desired.name}`;
+  if (step.kind === 'create') return `${label}: will be created`;
+  if (step.kind === 'unchanged') return `${label}: unchanged`;
+  return `${label}: ${step.plan.statement}`;
+}
+
+/** The field-by-field difference, for `diff`. */
+export function describeChanges(step: Step): string[] {
+  if (step.kind !== 'patch') return [];
+  return Object.entries(step.plan.patch).map(([key, value]) => `  ${key}: ${JSON.stringify(step.current[key] ?? null)} → ${JSON.stringify(value)}`);
+}
+
+/** Performs a step; returns the line saying what happened, and the deployment after it. */
+export async function performStep(api: ApiClient, step: Step): Promise<{ line: string; deployment: Deployment }> {
+  const label = `${step.desired.family}/${step.desired.name}`;
+  if (step.kind === 'unchanged') return { line: `${label} unchanged`, deployment: step.current };
+  if (step.kind === 'create') {
+    const created = await api.call<Deployment>('POST', `/deployments/${step.desired.family}`, step.desired.body);
+    return { line: `${label} created (revision ${created.revision})`, deployment: created };
+  }
+  const after = await api.call<Deployment>('PATCH', routeOf(step.current), step.plan.patch);
+  const what =
+    after.revision > step.current.revision
+      ? `revision ${after.revision} rolling out (${step.plan.revisionFields.join(', ')} changed)`
+      : step.plan.effect === 'scale'
+        ? `scaled in place, no new revision (${step.plan.scaleFields.join(', ')})`
+        : `changed at once, no revision (${step.plan.atOnceFields.join(', ')})`;
+  return { line: `${label} ${what}`, deployment: after };
+}

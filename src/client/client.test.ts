@@ -1,0 +1,112 @@
+// Table tests of the client's pure parts: reading an apply file (YAML documents, lists, the
+// mistakes it refuses), the fields a re-apply would PATCH (write-only secrets never), when a
+// deployment counts as ready, the exit status in a terminal's close reason, and which API and
+// key a command uses (flags, then environment, then the saved context).
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Command } from 'commander';
+import { patchFor, readDesired } from './apply.js';
+import { buildProgram, commandPath, EXAMPLES } from './commands.js';
+import { resolveConnection, writeContexts } from './contexts.js';
+import type { Deployment } from './deployments.js';
+import { UsageError } from './errors.js';
+import { exitStatusOf, isReady } from './watch.js';
+
+const fromText = (text: string) => readDesired('deploy.yaml', () => text);
+
+describe('readDesired', () => {
+  it('reads YAML documents, a list, and an {items} object alike', () => {
+    const docs = fromText('family: general\nname: a\n---\nfamily: orchestrated\nname: b\nmodel: org/m\n');
+    expect(docs.map((d) => [d.family, d.name])).toEqual([['general', 'a'], ['orchestrated', 'b']]);
+    expect(docs[1]!.body).toEqual({ name: 'b', model: 'org/m' });
+    expect(fromText('[{"family": "general", "name": "a"}]')).toHaveLength(1);
+    expect(fromText('items:\n  - {family: general, name: a}\n  - {family: general, name: b}\n')).toHaveLength(2);
+  });
+
+  const refusals: [string, RegExp][] = [
+    ['name: a\n', /deployment 1: family must be general or orchestrated, not null/],
+    ['family: batch\nname: a\n', /family must be general or orchestrated, not "batch"/],
+    ['family: general\n', /deployment 1: name is required/],
+    ['- {family: general, name: a}\n- {family: general, name: a}\n', /a is described twice/],
+    ['family: general\nname: [unclosed\n', /^deploy\.yaml: /],
+    ['', /describes no deployment/],
+    ['- 42\n', /deployment 1 is not an object/],
+  ];
+  for (const [text, message] of refusals) {
+    it(`refuses ${JSON.stringify(text)}`, () => {
+      expect(() => fromText(text)).toThrow(UsageError);
+      expect(() => fromText(text)).toThrow(message);
+    });
+  }
+});
+
+describe('patchFor', () => {
+  const current = { name: 'a', max_replicas: 2, command: ['--x'], env: { A: '1' }, has_registry_password: true } as unknown as Deployment;
+  it('sends only the fields the file names that differ, never the name or a secret', () => {
+    const desired = { family: 'general' as const, name: 'a', body: { name: 'a', max_replicas: 3, command: ['--x'], env: { A: '1' }, endpoint_bearer_token: 'tok', registry_password: 'pw' } };
+    expect(patchFor(desired, current)).toEqual({ max_replicas: 3 });
+  });
+  it('finds nothing to change when the file matches, key order aside', () => {
+    expect(patchFor({ family: 'general', name: 'a', body: { env: { A: '1' }, command: ['--x'] } }, current)).toEqual({});
+  });
+});
+
+describe('isReady', () => {
+  const base = { paused: false, status: 'ready', rollout: null, serving_revision: 2, revision: 2, components: { Replica: { ready: 1, desired: 1 } } } as unknown as Deployment;
+  const cases: [string, Partial<Deployment>, boolean][] = [
+    ['ready and serving its revision', {}, true],
+    ['paused', { paused: true }, false],
+    ['still pending', { status: 'pending' }, false],
+    ['rolling out', { rollout: { state: 'in_progress' } }, false],
+    ['serving an older revision', { serving_revision: 1 }, false],
+    ['scaled to zero (nothing wanted)', { components: { Replica: { ready: 0, desired: 0 } } }, true],
+  ];
+  for (const [name, over, ready] of cases) it(name, () => expect(isReady({ ...base, ...over } as Deployment)).toBe(ready));
+});
+
+describe('exitStatusOf', () => {
+  it('reads the status the server put in the close reason', () => {
+    expect(exitStatusOf(1000, 'the shell exited with status 3')).toBe(3);
+    expect(exitStatusOf(1000, 'the shell exited with status 0')).toBe(0);
+    expect(exitStatusOf(1000, '')).toBe(0);
+    expect(exitStatusOf(1001, 'the replica stopped')).toBe(1);
+  });
+});
+
+describe('resolveConnection', () => {
+  let dir: string | undefined;
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+  it('takes flags, then the environment, then the saved context; an empty variable is unset', async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-contexts-'));
+    const file = path.join(dir, 'config.json');
+    writeContexts(file, { current: 'dev', contexts: { dev: { api: 'http://dev:8080/', key: 'dev-key' }, prod: { api: 'https://prod', key: 'prod-key' } } });
+    const env = { INFERGATE_CONFIG: file };
+    expect(resolveConnection({}, env)).toMatchObject({ api: 'http://dev:8080', key: 'dev-key' });
+    expect(resolveConnection({ context: 'prod' }, env)).toMatchObject({ api: 'https://prod', key: 'prod-key' });
+    expect(resolveConnection({}, { ...env, INFERGATE_API: 'http://env', INFERGATE_KEY: '' })).toMatchObject({ api: 'http://env', key: 'dev-key' });
+    expect(resolveConnection({ api: 'http://flag', key: 'flag-key' }, { ...env, INFERGATE_API: 'http://env' })).toMatchObject({ api: 'http://flag', key: 'flag-key' });
+    expect(() => resolveConnection({ context: 'staging' }, env)).toThrow(/no context "staging"/);
+    expect(() => resolveConnection({}, { INFERGATE_CONFIG: path.join(dir!, 'none.json') })).toThrow(/not logged in/);
+  });
+});
+
+describe('help', () => {
+  it('has examples for every command, and no example for a command that does not exist', () => {
+    const program = buildProgram({ env: {}, out: { write: () => undefined, isTTY: false, color: false }, readStdin: () => '', setExitCode: () => undefined });
+    const paths: string[] = [];
+    const walk = (cmd: Command) => {
+      for (const sub of cmd.commands) {
+        paths.push(commandPath(sub));
+        walk(sub);
+      }
+    };
+    walk(program);
+    expect(paths.filter((p) => !EXAMPLES[p])).toEqual([]);
+    expect(Object.keys(EXAMPLES).filter((p) => !paths.includes(p))).toEqual([]);
+  });
+});

@@ -1,0 +1,548 @@
+// Owns the client's commands: the `infergate` subcommands that talk to the control API
+// (login, apply, ls, get, describe, logs, exec, wait, usage, tokens, certs, …), built with
+// commander. Each action resolves the connection, calls the API through ApiClient and prints
+// through output.ts; failures are ClientErrors with their exit codes (errors.ts).
+
+import { readFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { ApiClient, type Json } from './api.js';
+import { describeChanges, describeStep, performStep, planApply, readDesired } from './apply.js';
+import { completionScript } from './completion.js';
+import { configPath, readContexts, resolveConnection, writeContexts, type ConnectionFlags } from './contexts.js';
+import { componentsSummary, getDeployment, listDeployments, routeOf, type Deployment } from './deployments.js';
+import { UsageError } from './errors.js';
+import { parseFormat, print, statusWord, stdoutOut, type Column, type Format, type Out } from './output.js';
+import { exec, printLogs, waitFor } from './watch.js';
+
+export interface ClientIo {
+  env: NodeJS.ProcessEnv;
+  out: Out;
+  /** Reads all of standard input (the key for login, a file for apply -f -). */
+  readStdin(): string;
+  /** Sets the process exit status (exec passes the shell's on). */
+  setExitCode(code: number): void;
+}
+
+interface GlobalFlags extends ConnectionFlags {
+  output: string;
+}
+
+const DEFAULT_WAIT_S = 300;
+
+function integer(name: string) {
+  return (raw: string): number => {
+    if (!/^\d+$/.test(raw)) throw new UsageError(`${name} must be a whole number, not "${raw}"`);
+    return Number(raw);
+  };
+}
+
+const deploymentColumns = (out: Out): Column<Deployment>[] => [
+  { header: 'NAME', value: (d) => d.name },
+  { header: 'FAMILY', value: (d) => d.family },
+  { header: 'STATUS', value: (d) => statusWord(d.status, out) },
+  { header: 'COMPONENTS', value: (d) => componentsSummary(d) },
+  { header: 'REVISION', value: (d) => (d.serving_revision !== null && d.serving_revision !== d.revision ? `${d.revision} (serving ${d.serving_revision})` : String(d.revision)) },
+  { header: 'ENDPOINT', value: (d) => `https://${d.endpoint_url}` },
+];
+
+/** Every command's examples, shown under its --help; a test checks none is missing. */
+export const EXAMPLES: Record<string, string[]> = {
+  login: ['infergate login --api http://127.0.0.1:8080 --key-file data/admin.key', 'echo "$KEY" | infergate login --api https://infergate.example.com:8443 --context prod'],
+  whoami: ['infergate whoami', 'infergate --context prod whoami -o json'],
+  apply: ['infergate apply -f deployments.yaml --wait', 'infergate apply -f deployments.yaml --dry-run'],
+  diff: ['infergate diff -f deployments.yaml'],
+  create: ['infergate create -f chat.yaml --wait'],
+  ls: ['infergate ls', 'infergate ls -o name'],
+  get: ['infergate get chat -o yaml'],
+  describe: ['infergate describe chat'],
+  delete: ['infergate delete chat --wait'],
+  pause: ['infergate pause chat'],
+  resume: ['infergate resume chat'],
+  rollback: ['infergate rollback chat', 'infergate rollback chat --to 1'],
+  clone: ['infergate clone chat chat-canary --token "$NEW_TOKEN"', 'infergate clone chat chat-canary --token-id 3'],
+  scale: ['infergate scale chat --min 2 --max 6'],
+  revisions: ['infergate revisions chat'],
+  logs: ['infergate logs chat -f', 'infergate logs chat --component Worker --tail 20'],
+  exec: ['infergate exec chat', 'infergate exec chat -- printenv GREETING'],
+  wait: ['infergate wait chat --for ready --timeout 600', 'infergate wait chat --for deleted'],
+  usage: ['infergate usage chat', 'infergate usage chat --from 2026-11-01T00:00:00Z -o json'],
+  tokens: ['infergate tokens ls'],
+  'tokens create': ['infergate tokens create chat-clients'],
+  'tokens ls': ['infergate tokens ls -o json'],
+  'tokens rm': ['infergate tokens rm 3'],
+  certs: ['infergate certs ls'],
+  'certs create': ['infergate certs create billing-service'],
+  'certs ls': ['infergate certs ls'],
+  'certs pem': ['infergate certs pem 2 > billing-service.pem'],
+  'certs revoke': ['infergate certs revoke 2'],
+  'service-accounts': ['infergate service-accounts ls'],
+  'service-accounts create': ['infergate service-accounts create ci --role member'],
+  'service-accounts ls': ['infergate service-accounts ls'],
+  'service-accounts rm': ['infergate service-accounts rm 4'],
+  clusters: ['infergate clusters'],
+  presets: ['infergate presets -o yaml'],
+  completion: ['infergate completion bash > /etc/bash_completion.d/infergate', 'infergate completion zsh > "${fpath[1]}/_infergate"'],
+};
+
+/** The command's path under the program: "tokens create". */
+export function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c !== null && c.parent !== null; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+function addExamples(cmd: Command): void {
+  for (const sub of cmd.commands) {
+    const lines = EXAMPLES[commandPath(sub)];
+    if (lines) sub.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
+    addExamples(sub);
+  }
+}
+
+export function buildProgram(io: ClientIo): Command {
+  const { out } = io;
+  const program = new Command('infergate')
+    .description('The infergate command line: run the service (serve), or manage deployments through its control API.')
+    .addOption(new Option('--api <url>', 'control API URL (env INFERGATE_API; default: the saved login)'))
+    .addOption(new Option('--key <key>', 'service-account key (env INFERGATE_KEY; default: the saved login)'))
+    .addOption(new Option('--context <name>', 'saved login to use (default: the current one)'))
+    .addOption(new Option('-o, --output <format>', 'table | json | yaml | name').default('table'))
+    .showHelpAfterError('(add --help for usage)')
+    .configureOutput({ writeOut: (s) => out.write(s), writeErr: (s) => void process.stderr.write(s) })
+    .exitOverride();
+
+  const globals = (cmd: Command): GlobalFlags => cmd.optsWithGlobals<GlobalFlags>();
+  const api = (cmd: Command) => new ApiClient(resolveConnection(globals(cmd), io.env));
+  const format = (cmd: Command): Format => parseFormat(globals(cmd).output);
+  const show = (cmd: Command, data: Deployment | Deployment[]) => print(data, format(cmd), out, deploymentColumns(out), (d) => d.name);
+  const printJson = (cmd: Command, data: unknown, table: () => void) => {
+    const f = format(cmd);
+    if (f === 'json' || f === 'yaml') print(data as object, f, out, [], () => '');
+    else table();
+  };
+  const waitOption = () => new Option('--wait', 'wait until the deployment is ready (its current revision serving)');
+  const timeoutOption = () => new Option('--timeout <seconds>', 'how long --wait waits').default(DEFAULT_WAIT_S).argParser(integer('--timeout'));
+
+  program
+    .command('login')
+    .description('save the control API URL and a service-account key (checked first) as a context')
+    .option('--key-file <file>', 'read the key from a file (default: standard input)')
+    .addHelpText('after', '\nThe global --api names the control API (required here) and --context the name to save it under (default: default).')
+    .action(async (opts: { keyFile?: string }, cmd: Command) => {
+      const flags = globals(cmd);
+      if (!flags.api) throw new UsageError('login needs --api URL (the control API, e.g. http://127.0.0.1:8080)');
+      const contextName = flags.context ?? 'default';
+      const raw = opts.keyFile ? readKeyFile(opts.keyFile) : flags.key ?? io.readStdin();
+      const key = raw.split('\n')[0]?.trim() ?? '';
+      if (key === '') throw new UsageError('no key given: pass --key-file FILE or the key on standard input');
+      const apiUrl = flags.api.replace(/\/+$/, '');
+      const client = new ApiClient({ api: apiUrl, key, source: 'login' });
+      const me = await client.get<{ name: string; role: string }>('/whoami');
+      const file = configPath(io.env);
+      const saved = readContexts(file);
+      saved.contexts[contextName] = { api: apiUrl, key };
+      saved.current = contextName;
+      writeContexts(file, saved);
+      out.write(`logged in to ${apiUrl} as ${me.name} (${me.role}); saved as context ${contextName} in ${file}\n`);
+    });
+
+  program
+    .command('whoami')
+    .description('the service account the key belongs to')
+    .action(async (_opts, cmd: Command) => {
+      const me = await api(cmd).get<{ name: string; role: string; id: number }>('/whoami');
+      printJson(cmd, me, () => out.write(`${me.name} (${me.role}) at ${resolveConnection(globals(cmd), io.env).api}\n`));
+    });
+
+  program
+    .command('apply')
+    .description('create or update the deployments a file describes (YAML or JSON; `-` reads standard input)')
+    .requiredOption('-f, --file <file>', 'deployments: the API create body plus `family: general|orchestrated`, matched by name')
+    .option('--dry-run', 'print what would be done, change nothing')
+    .addOption(waitOption())
+    .addOption(timeoutOption())
+    .action(async (opts: { file: string; dryRun?: boolean; wait?: boolean; timeout: number }, cmd: Command) => {
+      const client = api(cmd);
+      const steps = await planApply(client, readDesired(opts.file, opts.file === '-' ? () => io.readStdin() : undefined));
+      if (opts.dryRun) {
+        for (const step of steps) out.write(`${describeStep(step)}\n`);
+        return;
+      }
+      const touched: string[] = [];
+      for (const step of steps) {
+        const { line } = await performStep(client, step);
+        out.write(`${line}\n`);
+        if (step.kind !== 'unchanged') touched.push(step.desired.name);
+      }
+      if (opts.wait) for (const name of touched) await waitFor(client, name, { for: 'ready', timeoutMs: opts.timeout * 1000 }, out);
+    });
+
+  program
+    .command('diff')
+    .description('what `apply -f FILE` would change, field by field')
+    .requiredOption('-f, --file <file>', 'the file apply would read')
+    .action(async (opts: { file: string }, cmd: Command) => {
+      const steps = await planApply(api(cmd), readDesired(opts.file, opts.file === '-' ? () => io.readStdin() : undefined));
+      for (const step of steps) out.write([describeStep(step), ...describeChanges(step)].join('\n') + '\n');
+    });
+
+  program
+    .command('create')
+    .description('create the deployments a file describes; refused for one that exists (use apply)')
+    .requiredOption('-f, --file <file>', 'deployments, as for apply')
+    .addOption(waitOption())
+    .addOption(timeoutOption())
+    .action(async (opts: { file: string; wait?: boolean; timeout: number }, cmd: Command) => {
+      const client = api(cmd);
+      const steps = await planApply(client, readDesired(opts.file, opts.file === '-' ? () => io.readStdin() : undefined));
+      const existing = steps.find((s) => s.kind !== 'create');
+      if (existing) throw new UsageError(`${existing.desired.name} exists already; apply updates it`);
+      for (const step of steps) out.write(`${(await performStep(client, step)).line}\n`);
+      if (opts.wait) for (const step of steps) await waitFor(client, step.desired.name, { for: 'ready', timeoutMs: opts.timeout * 1000 }, out);
+    });
+
+  program
+    .command('ls')
+    .alias('list')
+    .description('deployments of both families')
+    .action(async (_opts, cmd: Command) => show(cmd, await listDeployments(api(cmd))));
+
+  program
+    .command('get <name>')
+    .description('one deployment (-o json or yaml: every field the API returns)')
+    .action(async (name: string, _opts, cmd: Command) => show(cmd, await getDeployment(api(cmd), name)));
+
+  program
+    .command('describe <name>')
+    .description('a deployment in full: status and why, components, endpoint and how to call it, revisions')
+    .action(async (name: string, _opts, cmd: Command) => {
+      const client = api(cmd);
+      const d = await getDeployment(client, name);
+      const replicas = (await client.get<{ items: { name: string; component: string; state: string; restarts: number; revision: number }[] }>(`${routeOf(d)}/replicas`)).items;
+      printJson(cmd, { ...d, replicas }, () => out.write(describeText(d, replicas, out)));
+    });
+
+  program
+    .command('delete <name>')
+    .description('delete a deployment (its replicas drain, then stop)')
+    .option('--wait', 'wait until it is gone')
+    .addOption(timeoutOption())
+    .action(async (name: string, opts: { wait?: boolean; timeout: number }, cmd: Command) => {
+      const client = api(cmd);
+      const d = await getDeployment(client, name);
+      await client.call('DELETE', routeOf(d));
+      out.write(`${name} deleted\n`);
+      if (opts.wait) await waitFor(client, name, { for: 'deleted', timeoutMs: opts.timeout * 1000 }, out);
+    });
+
+  for (const action of ['pause', 'resume'] as const) {
+    program
+      .command(`${action} <name>`)
+      .description(action === 'pause' ? 'stop every replica, keep the counts (the endpoint answers 503)' : 'start the replicas again with the counts from before the pause')
+      .action(async (name: string, _opts, cmd: Command) => {
+        const client = api(cmd);
+        const d = await client.call<Deployment>('POST', `${routeOf(await getDeployment(client, name))}/${action}`);
+        out.write(`${name} ${action === 'pause' ? 'paused' : 'resumed'} (${d.status})\n`);
+      });
+  }
+
+  program
+    .command('rollback <name>')
+    .description('roll back to an earlier revision (default: the one before the current)')
+    .option('--to <revision>', 'the revision to go back to', integer('--to'))
+    .action(async (name: string, opts: { to?: number }, cmd: Command) => {
+      const client = api(cmd);
+      const d = await getDeployment(client, name);
+      const target = opts.to ?? d.revisions.filter((r) => r.revision < d.revision).at(-1)?.revision;
+      if (target === undefined) throw new UsageError(`${name} has no revision before ${d.revision}`);
+      const after = await client.call<Deployment>('POST', `${routeOf(d)}/rollback`, { revision: target });
+      out.write(`${name}: revision ${after.revision} (the spec of revision ${target}) is rolling out\n`);
+    });
+
+  program
+    .command('clone <name> <new-name>')
+    .description('a new deployment with the same settings (a new endpoint token is needed: --token, or one bound from the vault with --token-id)')
+    .option('--token <value>', 'endpoint bearer token of the new deployment')
+    .option('--token-id <id>', 'a vault token to bind instead', integer('--token-id'))
+    .action(async (name: string, newName: string, opts: { token?: string; tokenId?: number }, cmd: Command) => {
+      const client = api(cmd);
+      const d = await getDeployment(client, name);
+      const body: Json = { name: newName };
+      if (opts.token !== undefined) body.endpoint_bearer_token = opts.token;
+      if (opts.tokenId !== undefined) body.endpoint_token_id = opts.tokenId;
+      const created = await client.call<Deployment>('POST', `${routeOf(d)}/clone`, body);
+      out.write(`${created.name} created from ${name}: https://${created.endpoint_url}\n`);
+    });
+
+  program
+    .command('scale <name>')
+    .description('change replica bounds: in place, no new revision')
+    .option('--min <n>', 'min_replicas', integer('--min'))
+    .option('--max <n>', 'max_replicas', integer('--max'))
+    .action(async (name: string, opts: { min?: number; max?: number }, cmd: Command) => {
+      if (opts.min === undefined && opts.max === undefined) throw new UsageError('give --min, --max or both');
+      const client = api(cmd);
+      const d = await getDeployment(client, name);
+      const patch: Json = {};
+      if (opts.min !== undefined) patch.min_replicas = opts.min;
+      if (opts.max !== undefined) patch.max_replicas = opts.max;
+      const after = await client.call<Deployment>('PATCH', routeOf(d), patch);
+      out.write(`${name} scaled in place (min ${String(after.min_replicas)}, max ${String(after.max_replicas)}; revision ${after.revision})\n`);
+    });
+
+  program
+    .command('revisions <name>')
+    .description('the revision history')
+    .action(async (name: string, _opts, cmd: Command) => {
+      const client = api(cmd);
+      const d = await getDeployment(client, name);
+      const revisions = (await client.get<{ items: Deployment['revisions'] }>(`${routeOf(d)}/revisions`)).items;
+      const f = format(cmd);
+      print(revisions, f, out, [
+        { header: 'REVISION', value: (r) => `${r.revision}${r.revision === d.revision ? ' (current)' : ''}${r.revision === d.serving_revision ? ' (serving)' : ''}` },
+        { header: 'STATUS', value: (r) => statusWord(r.status, out) },
+        { header: 'REASON', value: (r) => r.reason },
+        { header: 'CREATED', value: (r) => r.created_at },
+        { header: 'FAILURE', value: (r) => r.failure_reason ?? '' },
+      ], (r) => String(r.revision));
+    });
+
+  program
+    .command('logs <name>')
+    .description('replica logs of the current revision (or --revision); -f follows new lines')
+    .option('-f, --follow', 'keep printing lines as they are written')
+    .option('--tail <n>', 'lines from before', integer('--tail'), 100)
+    .option('--revision <n>', 'another revision', integer('--revision'))
+    .option('--component <name>', 'Replica, or Frontend, Worker, Prefill, Decode')
+    .option('--replica <name>', 'one replica, e.g. chat-r1-7')
+    .action(async (name: string, opts: { follow?: boolean; tail: number; revision?: number; component?: string; replica?: string }, cmd: Command) => {
+      const aborter = new AbortController();
+      const stop = () => aborter.abort();
+      process.once('SIGINT', stop);
+      try {
+        await printLogs(api(cmd), name, { follow: opts.follow === true, tail: opts.tail, revision: opts.revision, component: opts.component, replica: opts.replica, json: format(cmd) === 'json' }, out, aborter.signal);
+      } finally {
+        process.off('SIGINT', stop);
+      }
+    });
+
+  program
+    .command('exec <name> [command...]')
+    .description('a shell in a ready replica: interactive when stdin is a terminal, else one command (after --) whose exit status is passed on')
+    .option('--replica <name>', 'which replica (default: the first ready one)')
+    .action(async (name: string, command: string[], opts: { replica?: string }, cmd: Command) => {
+      io.setExitCode(await exec(api(cmd), name, { replica: opts.replica, command }));
+    });
+
+  program
+    .command('wait <name>')
+    .description('wait until a deployment is ready (its current revision serving) or deleted')
+    .addOption(new Option('--for <condition>', 'ready | deleted').choices(['ready', 'deleted']).default('ready'))
+    .addOption(timeoutOption())
+    .action(async (name: string, opts: { for: 'ready' | 'deleted'; timeout: number }, cmd: Command) => {
+      await waitFor(api(cmd), name, { for: opts.for, timeoutMs: opts.timeout * 1000 }, out);
+    });
+
+  program
+    .command('usage <name>')
+    .description('requests, errors, tokens and GPU-seconds per hour and in total')
+    .option('--from <time>', 'ISO 8601; the hour containing it is the first')
+    .option('--to <time>', 'ISO 8601; the hour containing it is the last')
+    .action(async (name: string, opts: { from?: string; to?: string }, cmd: Command) => {
+      const client = api(cmd);
+      const d = await getDeployment(client, name);
+      const query = new URLSearchParams();
+      if (opts.from) query.set('from', opts.from);
+      if (opts.to) query.set('to', opts.to);
+      const usage = await client.get<{ hours: (Json & { hour: string })[]; totals: Json }>(`${routeOf(d)}/usage${query.size ? `?${query}` : ''}`);
+      printJson(cmd, usage, () => {
+        type Row = Json & { hour: string };
+        const figure = (key: string) => (r: Row) => String(r[key] ?? 0);
+        const columns: Column<Row>[] = [
+          { header: 'HOUR', value: (r) => r.hour },
+          { header: 'REQUESTS', value: figure('requests') },
+          { header: 'ERRORS', value: figure('errors') },
+          { header: 'PROMPT', value: figure('prompt_tokens') },
+          { header: 'COMPLETION', value: figure('completion_tokens') },
+          { header: 'GPU-SECONDS', value: (r) => String(Math.round(Number(r.gpu_seconds ?? 0))) },
+        ];
+        print([...usage.hours, { ...usage.totals, hour: 'total' }], 'table', out, columns, (r) => r.hour);
+      });
+    });
+
+  addCredentialCommands(program, io, api, format);
+
+  program
+    .command('clusters')
+    .description('clusters, their hardware and free instances')
+    .action(async (_opts, cmd: Command) => {
+      const clusters = (await api(cmd).get<{ items: { id: number; name: string; hardware: { id: number; name: string; gpus_per_instance: number; instances: number; available?: number }[] }[] }>('/clusters')).items;
+      const rows = clusters.flatMap((c) => c.hardware.map((h) => ({ cluster: `${c.id} ${c.name}`, ...h })));
+      printJson(cmd, clusters, () =>
+        print(rows, 'table', out, [
+          { header: 'CLUSTER', value: (r) => r.cluster },
+          { header: 'HARDWARE', value: (r) => `${r.id} ${r.name}` },
+          { header: 'GPUS', value: (r) => String(r.gpus_per_instance) },
+          { header: 'INSTANCES', value: (r) => String(r.instances) },
+        ], (r) => r.name),
+      );
+    });
+
+  program
+    .command('presets')
+    .description('the engine presets the create forms offer')
+    .action(async (_opts, cmd: Command) => {
+      const presets = (await api(cmd).get<{ items: { id: string; name: string; image: string; description: string }[] }>('/presets')).items;
+      print(presets, format(cmd), out, [
+        { header: 'ID', value: (p) => p.id },
+        { header: 'NAME', value: (p) => p.name },
+        { header: 'IMAGE', value: (p) => p.image },
+      ], (p) => p.id);
+    });
+
+  program
+    .command('completion <shell>')
+    .description('a completion script for bash or zsh')
+    .action((shell: string) => {
+      if (shell !== 'bash' && shell !== 'zsh') throw new UsageError(`completion is for bash or zsh, not "${shell}"`);
+      out.write(completionScript(program, shell));
+    });
+
+  addExamples(program);
+  return program;
+}
+
+function readKeyFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read --key-file ${file}: ${(err as Error).message}`);
+  }
+}
+
+function describeText(d: Deployment, replicas: { name: string; component: string; state: string; restarts: number; revision: number }[], out: Out): string {
+  const lines = [
+    `Name:        ${d.name} (${d.family}, id ${d.id})`,
+    `Status:      ${statusWord(d.status, out)}${d.paused ? ' (paused)' : ''}`,
+    `Revision:    ${d.revision}${d.serving_revision !== null && d.serving_revision !== d.revision ? ` (serving ${d.serving_revision})` : ''}${d.rollout ? `; rollout ${d.rollout.state}${d.rollout.reason ? `: ${d.rollout.reason}` : ''}` : ''}`,
+    `Components:  ${componentsSummary(d)}`,
+    `Endpoint:    https://${d.endpoint_url}`,
+    '',
+    'Call it:',
+    `  curl https://${d.endpoint_url}/v1/chat/completions \\`,
+    `    -H "Authorization: Bearer $TOKEN" -H "content-type: application/json" \\`,
+    `    -d '{"model": "MODEL", "messages": [{"role": "user", "content": "Hello"}]}'`,
+    '',
+    'Replicas:',
+    ...(replicas.length === 0 ? ['  none'] : replicas.map((r) => `  ${r.name}  ${r.component}  revision ${r.revision}  ${r.state}${r.restarts > 0 ? `  restarts ${r.restarts}` : ''}`)),
+    '',
+    'Revisions:',
+    ...d.revisions.map((r) => `  ${r.revision}  ${r.status}  ${r.reason}  ${r.created_at}${r.failure_reason ? `  ${r.failure_reason}` : ''}`),
+  ];
+  return lines.join('\n') + '\n';
+}
+
+function addCredentialCommands(program: Command, io: ClientIo, api: (cmd: Command) => ApiClient, format: (cmd: Command) => Format): void {
+  const { out } = io;
+  const tokens = program.command('tokens').description('endpoint tokens kept in the vault');
+  tokens
+    .command('create <name>')
+    .description('make a token; its value is printed once')
+    .action(async (name: string, _opts, cmd: Command) => {
+      const t = await api(cmd).call<{ id: number; name: string; token: string }>('POST', '/vault/tokens', { name });
+      const f = format(cmd);
+      if (f === 'json' || f === 'yaml') return print(t, f, out, [], () => '');
+      out.write(`token ${t.name} (id ${t.id}); its value, shown once:\n${t.token}\n`);
+    });
+  tokens
+    .command('ls')
+    .description('tokens and the deployments bound to them')
+    .action(async (_opts, cmd: Command) => {
+      const items = (await api(cmd).get<{ items: { id: number; name: string; hint: string; deployments: number[]; created_at: string }[] }>('/vault/tokens')).items;
+      print(items, format(cmd), out, [
+        { header: 'ID', value: (t) => String(t.id) },
+        { header: 'NAME', value: (t) => t.name },
+        { header: 'HINT', value: (t) => t.hint },
+        { header: 'DEPLOYMENTS', value: (t) => t.deployments.join(', ') || '-' },
+        { header: 'CREATED', value: (t) => t.created_at },
+      ], (t) => t.name);
+    });
+  tokens
+    .command('rm <id>')
+    .description('delete a token (endpoints bound to it stop accepting it at once)')
+    .action(async (id: string, _opts, cmd: Command) => {
+      await api(cmd).call('DELETE', `/vault/tokens/${integer('id')(id)}`);
+      out.write(`token ${id} deleted\n`);
+    });
+
+  const certs = program.command('certs').description('client certificates for mTLS endpoints');
+  certs
+    .command('create <name>')
+    .description('issue a client certificate (and its key) from the platform CA')
+    .option('--deployment <id>', 'the deployment it is for (informational)', integer('--deployment'))
+    .action(async (name: string, opts: { deployment?: number }, cmd: Command) => {
+      const c = await api(cmd).call<Json & { id: number; fingerprint_sha256: string }>('POST', '/certificates', { name, deployment_id: opts.deployment ?? null });
+      const f = format(cmd);
+      if (f === 'json' || f === 'yaml') return print(c, f, out, [], () => '');
+      out.write(`certificate ${name} (id ${c.id}, sha256 ${c.fingerprint_sha256}); get it with: infergate certs pem ${c.id} > ${name}.pem\n`);
+    });
+  certs
+    .command('ls')
+    .description('client certificates')
+    .action(async (_opts, cmd: Command) => {
+      const items = (await api(cmd).get<{ items: { id: number; name: string; not_after: string; revoked: boolean; deployments: number[] }[] }>('/certificates')).items;
+      print(items, format(cmd), out, [
+        { header: 'ID', value: (c) => String(c.id) },
+        { header: 'NAME', value: (c) => c.name },
+        { header: 'EXPIRES', value: (c) => c.not_after },
+        { header: 'REVOKED', value: (c) => (c.revoked ? 'yes' : 'no') },
+        { header: 'DEPLOYMENTS', value: (c) => c.deployments.join(', ') || '-' },
+      ], (c) => c.name);
+    });
+  certs
+    .command('pem <id>')
+    .description('the certificate and its private key in one .pem, on standard output')
+    .action(async (id: string, _opts, cmd: Command) => {
+      const client = api(cmd);
+      const c = await client.get<{ pem_path: string }>(`/certificates/${integer('id')(id)}`);
+      out.write(await client.text(c.pem_path));
+    });
+  certs
+    .command('revoke <id>')
+    .description('revoke a certificate (endpoints refuse it at once)')
+    .action(async (id: string, _opts, cmd: Command) => {
+      await api(cmd).call('POST', `/certificates/${integer('id')(id)}/revoke`);
+      out.write(`certificate ${id} revoked\n`);
+    });
+
+  const accounts = program.command('service-accounts').description('platform credentials (admins only)');
+  accounts
+    .command('create <name>')
+    .description('a service account; its key is printed once')
+    .addOption(new Option('--role <role>', 'admin | member').choices(['admin', 'member']).default('member'))
+    .action(async (name: string, opts: { role: string }, cmd: Command) => {
+      const a = await api(cmd).call<{ id: number; name: string; role: string; key: string }>('POST', '/service-accounts', { name, role: opts.role });
+      const f = format(cmd);
+      if (f === 'json' || f === 'yaml') return print(a, f, out, [], () => '');
+      out.write(`service account ${a.name} (${a.role}, id ${a.id}); its key, shown once:\n${a.key}\n`);
+    });
+  accounts
+    .command('ls')
+    .description('service accounts')
+    .action(async (_opts, cmd: Command) => {
+      const items = (await api(cmd).get<{ items: { id: number; name: string; role: string; created_at: string }[] }>('/service-accounts')).items;
+      print(items, format(cmd), out, [
+        { header: 'ID', value: (a) => String(a.id) },
+        { header: 'NAME', value: (a) => a.name },
+        { header: 'ROLE', value: (a) => a.role },
+        { header: 'CREATED', value: (a) => a.created_at },
+      ], (a) => a.name);
+    });
+  accounts
+    .command('rm <id>')
+    .description('delete a service account (its key stops working at once)')
+    .action(async (id: string, _opts, cmd: Command) => {
+      await api(cmd).call('DELETE', `/service-accounts/${integer('id')(id)}`);
+      out.write(`service account ${id} deleted\n`);
+    });
+}

@@ -1,0 +1,47 @@
+// Owns finding deployments by name for the client: the API addresses them by family and id,
+// people by name, so every command that takes NAME looks it up in both families' lists.
+
+import type { ApiClient } from './api.js';
+import { UsageError } from './errors.js';
+
+export type Family = 'general' | 'orchestrated';
+export const FAMILIES: readonly Family[] = ['general', 'orchestrated'];
+
+/** A deployment as the API renders it (the fields the client reads; the rest passes through). */
+export interface Deployment {
+  id: number;
+  family: Family;
+  name: string;
+  status: string;
+  paused: boolean;
+  endpoint_url: string;
+  revision: number;
+  serving_revision: number | null;
+  rollout: { state: string; reason?: string | null } | null;
+  components: Record<string, { ready: number; desired: number }>;
+  revisions: { revision: number; status: string; reason: string; created_at: string; failure_reason: string | null }[];
+  [field: string]: unknown;
+}
+
+export async function listDeployments(api: ApiClient): Promise<Deployment[]> {
+  const lists = await Promise.all(FAMILIES.map((f) => api.get<{ items: Deployment[] }>(`/deployments/${f}`)));
+  return lists.flatMap((l) => l.items).sort((a, b) => a.name.localeCompare(b.name));
+}
+
+export async function findDeployment(api: ApiClient, name: string): Promise<Deployment | null> {
+  return (await listDeployments(api)).find((d) => d.name === name) ?? null;
+}
+
+export async function getDeployment(api: ApiClient, name: string): Promise<Deployment> {
+  const found = await findDeployment(api, name);
+  if (!found) throw new UsageError(`no deployment named ${name} (infergate ls lists them)`);
+  return found;
+}
+
+export const routeOf = (d: Pick<Deployment, 'family' | 'id'>): string => `/deployments/${d.family}/${d.id}`;
+
+/** "2/2" per component, for tables and progress lines. */
+export function componentsSummary(d: Pick<Deployment, 'components'>): string {
+  const parts = Object.entries(d.components).map(([name, c]) => `${name} ${c.ready}/${c.desired}`);
+  return parts.length > 0 ? parts.join(', ') : '-';
+}

@@ -1,0 +1,197 @@
+// The command-line client against a real `infergate serve` on free ports, as an operator uses
+// it: login with the key on stdin, then ls; apply of a file with two deployments, re-applied
+// unchanged, then with a replica change (scaled in place) and a command change (revision 2);
+// wait --for ready; logs -f printing a line written after it started; exec with the exit
+// status passed on; usage as JSON; a refusal printing its field with exit 1; an unreachable
+// API with exit 3; a usage error with exit 2.
+
+import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from './helpers/ports.js';
+import { FAST_ENGINE, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from './helpers/platform.js';
+import { spawnCli } from './helpers/serve-process.js';
+
+let platform: Platform;
+usePlatform('cli', ['--autoscale-stable-window', '4', '--autoscale-panic-window', '2', '--drain-timeout', '2', '--stop-grace', '2'], (p) => (platform = p));
+
+let home: string;
+let env: Record<string, string>;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  home = await mkdtemp(path.join(os.tmpdir(), 'infergate-cli-'));
+  env = { INFERGATE_CONFIG: path.join(home, 'config', 'infergate.json'), NO_COLOR: '1', INFERGATE_API: '', INFERGATE_KEY: '' };
+});
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  await rm(home, { recursive: true, force: true });
+});
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `infergate …` to its end, with `input` on stdin. */
+function cli(args: string[], input = '', extraEnv: Record<string, string> = {}): Promise<Run> {
+  const child = spawnCli(args, { ...env, ...extraEnv });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (b: Buffer) => (stdout += b.toString()));
+  child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+  return new Promise((resolve) => {
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** spawnCli's stdin is closed; login reads the key from it, so this one gets a pipe. */
+async function login(): Promise<Run> {
+  const { spawn } = await import('node:child_process');
+  const main = path.resolve('src/cli/main.ts');
+  const child = spawn(process.execPath, ['--import', 'tsx', main, 'login', '--api', platform.apiUrl], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+  child.stdin.end(`${PLATFORM_ADMIN_KEY}\n`);
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+}
+
+function spec(name: string, over: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    family: 'general',
+    name,
+    cluster_id: 1,
+    hardware_instance_id: 1,
+    image: 'infergate/reference-engine',
+    tag: 'openai',
+    container_port: 8000,
+    command: FAST_ENGINE,
+    env: { GREETING: `hello from ${name}` },
+    min_replicas: 1,
+    max_replicas: 2,
+    max_concurrency: 4,
+    endpoint_bearer_token: `tok_${name}_0123456789abcdef`,
+    ...over,
+  };
+}
+
+async function writeSpecs(file: string, docs: Record<string, unknown>[]): Promise<string> {
+  const target = path.join(home, file);
+  // YAML, as operators keep it: one document per deployment.
+  const { stringify } = await import('yaml');
+  await writeFile(target, docs.map((d) => stringify(d)).join('---\n'));
+  return target;
+}
+
+describe('infergate client', () => {
+  it('logs in with the key on stdin (file mode 0600), then lists and says who it is', async () => {
+    const r = await login();
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/logged in to http:\/\/127\.0\.0\.1:\d+ as admin \(admin\)/);
+    expect((await stat(env.INFERGATE_CONFIG!)).mode & 0o777).toBe(0o600);
+    const ls = await cli(['ls']);
+    expect(ls.code, ls.stderr).toBe(0);
+    expect(ls.stdout).toBe('nothing here\n');
+    const me = await cli(['whoami', '-o', 'json']);
+    expect(JSON.parse(me.stdout)).toMatchObject({ name: 'admin', role: 'admin' });
+  });
+
+  it('applies two deployments, re-applies unchanged, scales in place, then makes revision 2', async () => {
+    const file = await writeSpecs('two.yaml', [spec('cli-a'), spec('cli-b')]);
+    const first = await cli(['apply', '-f', file, '--wait', '--timeout', '60']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toContain('general/cli-a created (revision 1)');
+    expect(first.stdout).toContain('general/cli-b created (revision 1)');
+    expect(first.stdout).toMatch(/cli-a is ready \(revision 1; Replica 1\/1\)/);
+
+    const again = await cli(['apply', '-f', file]);
+    expect(again.stdout).toBe('general/cli-a unchanged\ngeneral/cli-b unchanged\n');
+
+    const scaled = await writeSpecs('scaled.yaml', [spec('cli-a', { max_replicas: 3 }), spec('cli-b')]);
+    const plan = await cli(['apply', '-f', scaled, '--dry-run']);
+    expect(plan.stdout).toContain('general/cli-a: Scales in place; no new revision (max_replicas).');
+    const diff = await cli(['diff', '-f', scaled]);
+    expect(diff.stdout).toContain('  max_replicas: 2 → 3');
+    const scaledRun = await cli(['apply', '-f', scaled]);
+    expect(scaledRun.stdout).toContain('general/cli-a scaled in place, no new revision (max_replicas)');
+    expect(JSON.parse((await cli(['get', 'cli-a', '-o', 'json'])).stdout)).toMatchObject({ revision: 1, max_replicas: 3 });
+
+    const changed = await writeSpecs('changed.yaml', [spec('cli-a', { max_replicas: 3, command: [...FAST_ENGINE, '--max-running', '4'] }), spec('cli-b')]);
+    const revised = await cli(['apply', '-f', changed]);
+    expect(revised.code, revised.stderr).toBe(0);
+    expect(revised.stdout).toContain('general/cli-a revision 2 rolling out (command changed)');
+    expect(revised.stdout).toContain('general/cli-b unchanged');
+
+    const waited = await cli(['wait', 'cli-a', '--for', 'ready', '--timeout', '60']);
+    expect(waited.code, waited.stderr).toBe(0);
+    expect(waited.stdout).toMatch(/^cli-a is ready \(revision 2; Replica \d\/\d\)\n$/);
+    const revisions = await cli(['revisions', 'cli-a', '-o', 'json']);
+    expect((JSON.parse(revisions.stdout) as { revision: number }[]).map((r) => r.revision)).toEqual([1, 2]);
+  }, 120_000);
+
+  it('follows logs: a line written after `logs -f` started is printed', async () => {
+    const child = spawnCli(['logs', 'cli-b', '-f', '--tail', '0'], env);
+    children.push(child);
+    let stdout = '';
+    child.stdout?.on('data', (b: Buffer) => (stdout += b.toString()));
+    // The stream is open once the CLI has had time to start (tsx) and connect.
+    await new Promise((r) => setTimeout(r, 2_500));
+    const client = platform.client('cli-b', 'tok_cli-b_0123456789abcdef');
+    await client.chat.completions.create({ model: 'sim/model', messages: [{ role: 'user', content: 'hi' }] });
+    await expect.poll(() => stdout, { timeout: 10_000 }).toMatch(/cli-b-r1-\d+ .*POST \/v1\/chat\/completions 200/);
+    child.kill('SIGINT');
+  }, 30_000);
+
+  it('runs one command in a replica with exec, passing its output and exit status on', async () => {
+    const printed = await cli(['exec', 'cli-b', '--', 'printenv', 'GREETING']);
+    expect(printed.code, printed.stderr).toBe(0);
+    expect(printed.stdout).toBe('hello from cli-b\n');
+    const failing = await cli(['exec', 'cli-b', '--', 'sh', '-c', 'exit 3']);
+    expect(failing.code).toBe(3);
+  }, 30_000);
+
+  it('prints usage as JSON', async () => {
+    const usage = await cli(['usage', 'cli-b', '-o', 'json']);
+    expect(usage.code, usage.stderr).toBe(0);
+    const parsed = JSON.parse(usage.stdout) as { totals: { requests: number }; hours: unknown[] };
+    expect(parsed.totals.requests).toBeGreaterThanOrEqual(1);
+    expect(parsed.hours.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('prints a refusal with its field and exits 1; a wrong command line exits 2; an unreachable API exits 3', async () => {
+    const bad = await writeSpecs('bad.yaml', [spec('cli-bad', { min_replicas: 5, max_replicas: 2 })]);
+    const refused = await cli(['apply', '-f', bad]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^infergate: error: max_replicas .+ \(400 [a-z_]+\)\ninfergate: field: max_replicas\n$/);
+
+    const usage = await cli(['scale', 'cli-a']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('give --min, --max or both');
+    const missing = await cli(['get']);
+    expect(missing.code).toBe(2);
+
+    const port = await freePort();
+    const down = await cli(['ls', '--api', `http://127.0.0.1:${port}`, '--key', 'whatever-key-0123456789']);
+    expect(down.code).toBe(3);
+    expect(down.stderr).toMatch(/cannot reach the control API at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
+  });
+
+  it('deletes and waits until it is gone; completion scripts name the commands', async () => {
+    const deleted = await cli(['delete', 'cli-a', '--wait', '--timeout', '60']);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(deleted.stdout).toBe('cli-a deleted\ncli-a is deleted\n');
+    const ls = await cli(['ls', '-o', 'name']);
+    expect(ls.stdout).toBe('cli-b\n');
+    const bash = await cli(['completion', 'bash']);
+    expect(bash.stdout).toContain('complete -F _infergate infergate');
+    expect(bash.stdout).toMatch(/^ {4}""\) words="[^"]*\bapply\b[^"]*\blogs\b[^"]*\bexec\b/m);
+    expect(bash.stdout).toMatch(/^ {4}"tokens"\) words="create ls rm /m);
+  }, 90_000);
+});
