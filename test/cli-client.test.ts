@@ -141,12 +141,18 @@ describe('infergate client', () => {
     children.push(child);
     let stdout = '';
     child.stdout?.on('data', (b: Buffer) => (stdout += b.toString()));
-    // The stream is open once the CLI has had time to start (tsx) and connect.
-    await new Promise((r) => setTimeout(r, 2_500));
+    // With --tail 0 nothing from before is printed: a request line can only come from the
+    // stream. Requests are made until one shows, since the CLI takes a moment to connect.
     const client = platform.client('cli-b', 'tok_cli-b_0123456789abcdef');
-    await client.chat.completions.create({ model: 'sim/model', messages: [{ role: 'user', content: 'hi' }] });
-    await expect.poll(() => stdout, { timeout: 10_000 }).toMatch(/cli-b-r1-\d+ .*POST \/v1\/chat\/completions 200/);
+    const deadline = Date.now() + 20_000;
+    while (!/POST \/v1\/chat\/completions 200/.test(stdout) && Date.now() < deadline) {
+      await client.chat.completions.create({ model: 'sim/model', messages: [{ role: 'user', content: 'hi' }] });
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(stdout).toMatch(/^cli-b-r1-\d+ .*POST \/v1\/chat\/completions 200/m);
     child.kill('SIGINT');
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(0);
   }, 30_000);
 
   it('runs one command in a replica with exec, passing its output and exit status on', async () => {
@@ -182,6 +188,24 @@ describe('infergate client', () => {
     expect(down.code).toBe(3);
     expect(down.stderr).toMatch(/cannot reach the control API at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
   });
+
+  it('manages tokens and certificates, and lists clusters and presets, in each output format', async () => {
+    const token = await cli(['tokens', 'create', 'cli-token', '-o', 'json']);
+    expect(token.code, token.stderr).toBe(0);
+    const created = JSON.parse(token.stdout) as { id: number; token: string };
+    expect(created.token.length).toBeGreaterThan(16);
+    expect((await cli(['tokens', 'ls', '-o', 'name'])).stdout).toContain('cli-token\n');
+    expect((await cli(['tokens', 'rm', String(created.id)])).stdout).toBe(`token ${created.id} deleted\n`);
+    const cert = await cli(['certs', 'create', 'cli-cert', '-o', 'yaml']);
+    const certId = Number(/^id: (\d+)$/m.exec(cert.stdout)?.[1]);
+    const pem = await cli(['certs', 'pem', String(certId)]);
+    expect(pem.stdout).toMatch(/-----BEGIN CERTIFICATE-----[\s\S]+-----BEGIN (RSA |EC )?PRIVATE KEY-----/);
+    const clusters = await cli(['clusters']);
+    expect(clusters.stdout.split('\n')[0]).toMatch(/^CLUSTER\s+HARDWARE\s+GPUS\s+INSTANCES$/);
+    expect((await cli(['presets', '-o', 'name'])).stdout).toMatch(/^vllm$/m);
+    const zsh = await cli(['completion', 'zsh']);
+    expect(zsh.stdout).toMatch(/^#compdef infergate/);
+  }, 60_000);
 
   it('deletes and waits until it is gone; completion scripts name the commands', async () => {
     const deleted = await cli(['delete', 'cli-a', '--wait', '--timeout', '60']);

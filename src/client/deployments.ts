@@ -2,7 +2,7 @@
 // people by name, so every command that takes NAME looks it up in both families' lists.
 
 import type { ApiClient } from './api.js';
-import { UsageError } from './errors.js';
+import { ApiRefusal } from './errors.js';
 
 export type Family = 'general' | 'orchestrated';
 export const FAMILIES: readonly Family[] = ['general', 'orchestrated'];
@@ -34,7 +34,7 @@ export async function findDeployment(api: ApiClient, name: string): Promise<Depl
 
 export async function getDeployment(api: ApiClient, name: string): Promise<Deployment> {
   const found = await findDeployment(api, name);
-  if (!found) throw new UsageError(`no deployment named ${name} (infergate ls lists them)`);
+  if (!found) throw new ApiRefusal(404, 'not_found', `no deployment named ${name} (infergate ls lists them)`, null);
   return found;
 }
 
