@@ -10,6 +10,7 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generalBody } from './helpers/control.js';
 import { freePort } from './helpers/ports.js';
 import { FAST_ENGINE, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from './helpers/platform.js';
 import { spawnCli } from './helpers/serve-process.js';
@@ -64,22 +65,7 @@ async function login(): Promise<Run> {
 }
 
 function spec(name: string, over: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    family: 'general',
-    name,
-    cluster_id: 1,
-    hardware_instance_id: 1,
-    image: 'infergate/reference-engine',
-    tag: 'openai',
-    container_port: 8000,
-    command: FAST_ENGINE,
-    env: { GREETING: `hello from ${name}` },
-    min_replicas: 1,
-    max_replicas: 2,
-    max_concurrency: 4,
-    endpoint_bearer_token: `tok_${name}_0123456789abcdef`,
-    ...over,
-  };
+  return { family: 'general', ...generalBody(name, `tok_${name}_0123456789abcdef`), command: FAST_ENGINE, env: { GREETING: `hello from ${name}` }, ...over };
 }
 
 async function writeSpecs(file: string, docs: Record<string, unknown>[]): Promise<string> {
