@@ -1,40 +1,26 @@
-// Owns the client's commands: the `infergate` subcommands that talk to the control API
-// (login, apply, ls, get, describe, logs, exec, wait, usage, tokens, certs, …), built with
-// commander. Each action resolves the connection, calls the API through ApiClient and prints
-// through output.ts; failures are ClientErrors with their exit codes (errors.ts).
+// Owns the client's program: the `infergate` subcommands that talk to the control API, built
+// with commander — the deployment commands here (login, apply, ls, get, describe, logs, exec,
+// wait, usage, …), the credential ones in credential-commands.ts. Each action resolves the
+// connection, calls the API through ApiClient and prints through output.ts; failures are
+// ClientErrors with their exit codes (errors.ts).
 
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { ApiClient, type Json } from './api.js';
 import { describeChanges, describeStep, performStep, planApply, readDesired } from './apply.js';
+import { integer, makeKit, type ClientIo } from './command-kit.js';
 import { completionScript } from './completion.js';
-import { configPath, readContexts, resolveConnection, writeContexts, type ConnectionFlags } from './contexts.js';
+import { configPath, readContexts, resolveConnection, writeContexts } from './contexts.js';
+import { addCredentialCommands } from './credential-commands.js';
 import { componentsSummary, getDeployment, listDeployments, routeOf, type Deployment } from './deployments.js';
 import { UsageError } from './errors.js';
-import { parseFormat, print, statusWord, stdoutOut, type Column, type Format, type Out } from './output.js';
+import { addExamples } from './help.js';
+import { print, statusWord, type Column, type Out } from './output.js';
 import { exec, printLogs, waitFor } from './watch.js';
 
-export interface ClientIo {
-  env: NodeJS.ProcessEnv;
-  out: Out;
-  /** Reads all of standard input (the key for login, a file for apply -f -). */
-  readStdin(): string;
-  /** Sets the process exit status (exec passes the shell's on). */
-  setExitCode(code: number): void;
-}
-
-interface GlobalFlags extends ConnectionFlags {
-  output: string;
-}
+export type { ClientIo };
 
 const DEFAULT_WAIT_S = 300;
-
-function integer(name: string) {
-  return (raw: string): number => {
-    if (!/^\d+$/.test(raw)) throw new UsageError(`${name} must be a whole number, not "${raw}"`);
-    return Number(raw);
-  };
-}
 
 const deploymentColumns = (out: Out): Column<Deployment>[] => [
   { header: 'NAME', value: (d) => d.name },
@@ -44,60 +30,6 @@ const deploymentColumns = (out: Out): Column<Deployment>[] => [
   { header: 'REVISION', value: (d) => (d.serving_revision !== null && d.serving_revision !== d.revision ? `${d.revision} (serving ${d.serving_revision})` : String(d.revision)) },
   { header: 'ENDPOINT', value: (d) => `https://${d.endpoint_url}` },
 ];
-
-/** Every command's examples, shown under its --help; a test checks none is missing. */
-export const EXAMPLES: Record<string, string[]> = {
-  login: ['infergate login --api http://127.0.0.1:8080 --key-file data/admin.key', 'echo "$KEY" | infergate login --api https://infergate.example.com:8443 --context prod'],
-  whoami: ['infergate whoami', 'infergate --context prod whoami -o json'],
-  apply: ['infergate apply -f deployments.yaml --wait', 'infergate apply -f deployments.yaml --dry-run'],
-  diff: ['infergate diff -f deployments.yaml'],
-  create: ['infergate create -f chat.yaml --wait'],
-  ls: ['infergate ls', 'infergate ls -o name'],
-  get: ['infergate get chat -o yaml'],
-  describe: ['infergate describe chat'],
-  delete: ['infergate delete chat --wait'],
-  pause: ['infergate pause chat'],
-  resume: ['infergate resume chat'],
-  rollback: ['infergate rollback chat', 'infergate rollback chat --to 1'],
-  clone: ['infergate clone chat chat-canary --token "$NEW_TOKEN"', 'infergate clone chat chat-canary --token-id 3'],
-  scale: ['infergate scale chat --min 2 --max 6'],
-  revisions: ['infergate revisions chat'],
-  logs: ['infergate logs chat -f', 'infergate logs chat --component Worker --tail 20'],
-  exec: ['infergate exec chat', 'infergate exec chat -- printenv GREETING'],
-  wait: ['infergate wait chat --for ready --timeout 600', 'infergate wait chat --for deleted'],
-  usage: ['infergate usage chat', 'infergate usage chat --from 2026-11-01T00:00:00Z -o json'],
-  tokens: ['infergate tokens ls'],
-  'tokens create': ['infergate tokens create chat-clients'],
-  'tokens ls': ['infergate tokens ls -o json'],
-  'tokens rm': ['infergate tokens rm 3'],
-  certs: ['infergate certs ls'],
-  'certs create': ['infergate certs create billing-service'],
-  'certs ls': ['infergate certs ls'],
-  'certs pem': ['infergate certs pem 2 > billing-service.pem'],
-  'certs revoke': ['infergate certs revoke 2'],
-  'service-accounts': ['infergate service-accounts ls'],
-  'service-accounts create': ['infergate service-accounts create ci --role member'],
-  'service-accounts ls': ['infergate service-accounts ls'],
-  'service-accounts rm': ['infergate service-accounts rm 4'],
-  clusters: ['infergate clusters'],
-  presets: ['infergate presets -o yaml'],
-  completion: ['infergate completion bash > /etc/bash_completion.d/infergate', 'infergate completion zsh > "${fpath[1]}/_infergate"'],
-};
-
-/** The command's path under the program: "tokens create". */
-export function commandPath(cmd: Command): string {
-  const names: string[] = [];
-  for (let c: Command | null = cmd; c !== null && c.parent !== null; c = c.parent) names.unshift(c.name());
-  return names.join(' ');
-}
-
-function addExamples(cmd: Command): void {
-  for (const sub of cmd.commands) {
-    const lines = EXAMPLES[commandPath(sub)];
-    if (lines) sub.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
-    addExamples(sub);
-  }
-}
 
 export function buildProgram(io: ClientIo): Command {
   const { out } = io;
@@ -111,15 +43,9 @@ export function buildProgram(io: ClientIo): Command {
     .configureOutput({ writeOut: (s) => out.write(s), writeErr: (s) => void process.stderr.write(s) })
     .exitOverride();
 
-  const globals = (cmd: Command): GlobalFlags => cmd.optsWithGlobals<GlobalFlags>();
-  const api = (cmd: Command) => new ApiClient(resolveConnection(globals(cmd), io.env));
-  const format = (cmd: Command): Format => parseFormat(globals(cmd).output);
+  const kit = makeKit(io);
+  const { globals, api, format, printData: printJson } = kit;
   const show = (cmd: Command, data: Deployment | Deployment[]) => print(data, format(cmd), out, deploymentColumns(out), (d) => d.name);
-  const printJson = (cmd: Command, data: unknown, table: () => void) => {
-    const f = format(cmd);
-    if (f === 'json' || f === 'yaml') print(data as object, f, out, [], () => '');
-    else table();
-  };
   const waitOption = () => new Option('--wait', 'wait until the deployment is ready (its current revision serving)');
   const timeoutOption = () => new Option('--timeout <seconds>', 'how long --wait waits').default(DEFAULT_WAIT_S).argParser(integer('--timeout'));
 
@@ -370,7 +296,7 @@ export function buildProgram(io: ClientIo): Command {
       });
     });
 
-  addCredentialCommands(program, io, api, format);
+  addCredentialCommands(program, kit);
 
   program
     .command('clusters')
@@ -442,107 +368,3 @@ function describeText(d: Deployment, replicas: { name: string; component: string
   return lines.join('\n') + '\n';
 }
 
-function addCredentialCommands(program: Command, io: ClientIo, api: (cmd: Command) => ApiClient, format: (cmd: Command) => Format): void {
-  const { out } = io;
-  const tokens = program.command('tokens').description('endpoint tokens kept in the vault');
-  tokens
-    .command('create <name>')
-    .description('make a token; its value is printed once')
-    .action(async (name: string, _opts, cmd: Command) => {
-      const t = await api(cmd).call<{ id: number; name: string; token: string }>('POST', '/vault/tokens', { name });
-      const f = format(cmd);
-      if (f === 'json' || f === 'yaml') return print(t, f, out, [], () => '');
-      out.write(`token ${t.name} (id ${t.id}); its value, shown once:\n${t.token}\n`);
-    });
-  tokens
-    .command('ls')
-    .description('tokens and the deployments bound to them')
-    .action(async (_opts, cmd: Command) => {
-      const items = (await api(cmd).get<{ items: { id: number; name: string; hint: string; deployments: number[]; created_at: string }[] }>('/vault/tokens')).items;
-      print(items, format(cmd), out, [
-        { header: 'ID', value: (t) => String(t.id) },
-        { header: 'NAME', value: (t) => t.name },
-        { header: 'HINT', value: (t) => t.hint },
-        { header: 'DEPLOYMENTS', value: (t) => t.deployments.join(', ') || '-' },
-        { header: 'CREATED', value: (t) => t.created_at },
-      ], (t) => t.name);
-    });
-  tokens
-    .command('rm <id>')
-    .description('delete a token (endpoints bound to it stop accepting it at once)')
-    .action(async (id: string, _opts, cmd: Command) => {
-      await api(cmd).call('DELETE', `/vault/tokens/${integer('id')(id)}`);
-      out.write(`token ${id} deleted\n`);
-    });
-
-  const certs = program.command('certs').description('client certificates for mTLS endpoints');
-  certs
-    .command('create <name>')
-    .description('issue a client certificate (and its key) from the platform CA')
-    .option('--deployment <id>', 'the deployment it is for (informational)', integer('--deployment'))
-    .action(async (name: string, opts: { deployment?: number }, cmd: Command) => {
-      const c = await api(cmd).call<Json & { id: number; fingerprint_sha256: string }>('POST', '/certificates', { name, deployment_id: opts.deployment ?? null });
-      const f = format(cmd);
-      if (f === 'json' || f === 'yaml') return print(c, f, out, [], () => '');
-      out.write(`certificate ${name} (id ${c.id}, sha256 ${c.fingerprint_sha256}); get it with: infergate certs pem ${c.id} > ${name}.pem\n`);
-    });
-  certs
-    .command('ls')
-    .description('client certificates')
-    .action(async (_opts, cmd: Command) => {
-      const items = (await api(cmd).get<{ items: { id: number; name: string; not_after: string; revoked: boolean; deployments: number[] }[] }>('/certificates')).items;
-      print(items, format(cmd), out, [
-        { header: 'ID', value: (c) => String(c.id) },
-        { header: 'NAME', value: (c) => c.name },
-        { header: 'EXPIRES', value: (c) => c.not_after },
-        { header: 'REVOKED', value: (c) => (c.revoked ? 'yes' : 'no') },
-        { header: 'DEPLOYMENTS', value: (c) => c.deployments.join(', ') || '-' },
-      ], (c) => c.name);
-    });
-  certs
-    .command('pem <id>')
-    .description('the certificate and its private key in one .pem, on standard output')
-    .action(async (id: string, _opts, cmd: Command) => {
-      const client = api(cmd);
-      const c = await client.get<{ pem_path: string }>(`/certificates/${integer('id')(id)}`);
-      out.write(await client.text(c.pem_path));
-    });
-  certs
-    .command('revoke <id>')
-    .description('revoke a certificate (endpoints refuse it at once)')
-    .action(async (id: string, _opts, cmd: Command) => {
-      await api(cmd).call('POST', `/certificates/${integer('id')(id)}/revoke`);
-      out.write(`certificate ${id} revoked\n`);
-    });
-
-  const accounts = program.command('service-accounts').description('platform credentials (admins only)');
-  accounts
-    .command('create <name>')
-    .description('a service account; its key is printed once')
-    .addOption(new Option('--role <role>', 'admin | member').choices(['admin', 'member']).default('member'))
-    .action(async (name: string, opts: { role: string }, cmd: Command) => {
-      const a = await api(cmd).call<{ id: number; name: string; role: string; key: string }>('POST', '/service-accounts', { name, role: opts.role });
-      const f = format(cmd);
-      if (f === 'json' || f === 'yaml') return print(a, f, out, [], () => '');
-      out.write(`service account ${a.name} (${a.role}, id ${a.id}); its key, shown once:\n${a.key}\n`);
-    });
-  accounts
-    .command('ls')
-    .description('service accounts')
-    .action(async (_opts, cmd: Command) => {
-      const items = (await api(cmd).get<{ items: { id: number; name: string; role: string; created_at: string }[] }>('/service-accounts')).items;
-      print(items, format(cmd), out, [
-        { header: 'ID', value: (a) => String(a.id) },
-        { header: 'NAME', value: (a) => a.name },
-        { header: 'ROLE', value: (a) => a.role },
-        { header: 'CREATED', value: (a) => a.created_at },
-      ], (a) => a.name);
-    });
-  accounts
-    .command('rm <id>')
-    .description('delete a service account (its key stops working at once)')
-    .action(async (id: string, _opts, cmd: Command) => {
-      await api(cmd).call('DELETE', `/service-accounts/${integer('id')(id)}`);
-      out.write(`service account ${id} deleted\n`);
-    });
-}

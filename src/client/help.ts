@@ -1,0 +1,59 @@
+// Owns the examples under every command's --help (a test checks that none is missing) and
+// how a command is named by its path under the program.
+
+import type { Command } from 'commander';
+
+/** Every command's examples, shown under its --help; a test checks none is missing. */
+export const EXAMPLES: Record<string, string[]> = {
+  login: ['infergate login --api http://127.0.0.1:8080 --key-file data/admin.key', 'echo "$KEY" | infergate login --api https://infergate.example.com:8443 --context prod'],
+  whoami: ['infergate whoami', 'infergate --context prod whoami -o json'],
+  apply: ['infergate apply -f deployments.yaml --wait', 'infergate apply -f deployments.yaml --dry-run'],
+  diff: ['infergate diff -f deployments.yaml'],
+  create: ['infergate create -f chat.yaml --wait'],
+  ls: ['infergate ls', 'infergate ls -o name'],
+  get: ['infergate get chat -o yaml'],
+  describe: ['infergate describe chat'],
+  delete: ['infergate delete chat --wait'],
+  pause: ['infergate pause chat'],
+  resume: ['infergate resume chat'],
+  rollback: ['infergate rollback chat', 'infergate rollback chat --to 1'],
+  clone: ['infergate clone chat chat-canary --token "$NEW_TOKEN"', 'infergate clone chat chat-canary --token-id 3'],
+  scale: ['infergate scale chat --min 2 --max 6'],
+  revisions: ['infergate revisions chat'],
+  logs: ['infergate logs chat -f', 'infergate logs chat --component Worker --tail 20'],
+  exec: ['infergate exec chat', 'infergate exec chat -- printenv GREETING'],
+  wait: ['infergate wait chat --for ready --timeout 600', 'infergate wait chat --for deleted'],
+  usage: ['infergate usage chat', 'infergate usage chat --from 2026-11-01T00:00:00Z -o json'],
+  tokens: ['infergate tokens ls'],
+  'tokens create': ['infergate tokens create chat-clients'],
+  'tokens ls': ['infergate tokens ls -o json'],
+  'tokens rm': ['infergate tokens rm 3'],
+  certs: ['infergate certs ls'],
+  'certs create': ['infergate certs create billing-service'],
+  'certs ls': ['infergate certs ls'],
+  'certs pem': ['infergate certs pem 2 > billing-service.pem'],
+  'certs revoke': ['infergate certs revoke 2'],
+  'service-accounts': ['infergate service-accounts ls'],
+  'service-accounts create': ['infergate service-accounts create ci --role member'],
+  'service-accounts ls': ['infergate service-accounts ls'],
+  'service-accounts rm': ['infergate service-accounts rm 4'],
+  clusters: ['infergate clusters'],
+  presets: ['infergate presets -o yaml'],
+  completion: ['infergate completion bash > /etc/bash_completion.d/infergate', 'infergate completion zsh > "${fpath[1]}/_infergate"'],
+};
+
+/** The command's path under the program: "tokens create". */
+export function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c !== null && c.parent !== null; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+export function addExamples(cmd: Command): void {
+  for (const sub of cmd.commands) {
+    const lines = EXAMPLES[commandPath(sub)];
+    if (lines) sub.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
+    addExamples(sub);
+  }
+}
+
