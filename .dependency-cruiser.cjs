@@ -17,8 +17,8 @@ module.exports = {
     {
       name: 'pure-layers-no-io',
       severity: 'error',
-      comment: 'domain/, core/ and flags/ are pure: no file, network, process or framework I/O, and nothing of the layers above them.',
-      from: { path: '^src/(domain|core|flags)/', pathNot: '\\.test\\.ts$' },
+      comment: 'domain/, core/, flags/ and balancer/ are pure: no file, network, process or framework I/O, and nothing of the layers above them.',
+      from: { path: '^src/(domain|core|flags|balancer)/', pathNot: '\\.test\\.ts$' },
       to: { path: [IO, '^src/(store|pki|control|controller|runtime|autoscaler|gateway|net|metrics|engine|orchestrated|protocol|cli|config)/'], dependencyTypesNot: ['type-only'] },
     },
     {
@@ -38,9 +38,23 @@ module.exports = {
     {
       name: 'engines-stand-alone',
       severity: 'error',
-      comment: 'The reference engine and the Frontend are programs of their own, replaceable by real ones: they import only themselves, the shared protocol code, and flags/ (command-line parsing, which knows nothing of the platform).',
-      from: { path: '^src/(engine|orchestrated|protocol)/', pathNot: '\\.test\\.ts$' },
+      comment: 'The reference engine is a program of its own, replaceable by a real one: it imports only itself, the shared protocol code, and flags/ (command-line parsing, which knows nothing of the platform).',
+      from: { path: '^src/(engine|protocol)/', pathNot: '\\.test\\.ts$' },
       to: { path: '^src/', pathNot: '^src/($1|protocol|flags)/' },
+    },
+    {
+      name: 'frontend-stands-alone',
+      severity: 'error',
+      comment: 'The Frontend is a program of its own too: beyond itself it imports the shared protocol code, flags/, and the selection policies of balancer/ (it chooses workers as the gateway chooses replicas).',
+      from: { path: '^src/orchestrated/', pathNot: '\\.test\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/(orchestrated|protocol|flags|balancer)/' },
+    },
+    {
+      name: 'balancer-stands-alone',
+      severity: 'error',
+      comment: 'The selection policies are pure functions of replicas, load and the request, shared by the gateway and the Frontend: they import nothing of the platform but core/.',
+      from: { path: '^src/balancer/', pathNot: '\\.test\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/(balancer|core)/' },
     },
     {
       name: 'client-over-http-only',

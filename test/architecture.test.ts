@@ -57,6 +57,9 @@ describe('architecture boundaries', () => {
       'src/engine/x.ts': 'export const x = 1;\n',
       'src/engine/cli.ts': "import { f } from '../flags/f.js';\nexport const c = f;\n",
       'src/flags/f.ts': "import { s } from '../store/store.js';\nexport const f = s;\n",
+      'src/balancer/b.ts': "import { g } from '../gateway/g.js';\nimport { k } from '../core/k.js';\nexport const b = [g, k];\n",
+      'src/core/k.ts': 'export const k = 1;\n',
+      'src/orchestrated/uses-balancer.ts': "import { b } from '../balancer/b.js';\nexport const u = b;\n",
       'src/client/reads-store.ts': "import { s } from '../store/store.js';\nexport const r = s;\n",
     };
     for (const [file, text] of Object.entries(files)) {
@@ -74,7 +77,8 @@ describe('architecture boundaries', () => {
         'control-plane-not-data-plane: src/control/route.ts → src/runtime/log-reader.ts',
         'data-plane-not-control-plane: src/gateway/g.ts → src/control/c.ts',
         'engines-stand-alone: src/engine/e.ts → src/store/store.ts',
-        'engines-stand-alone: src/orchestrated/o.ts → src/engine/x.ts',
+        'frontend-stands-alone: src/orchestrated/o.ts → src/engine/x.ts',
+        'balancer-stands-alone: src/balancer/b.ts → src/gateway/g.ts',
         'pure-layers-no-io: src/flags/f.ts → src/store/store.ts',
         'client-over-http-only: src/client/reads-store.ts → src/store/store.ts',
       ]),
@@ -82,5 +86,8 @@ describe('architecture boundaries', () => {
     // The shared protocol code and the flag parser are allowed to both programs.
     expect(found.some((v) => v.includes('src/orchestrated/o.ts → src/protocol/p.ts'))).toBe(false);
     expect(found.some((v) => v.includes('src/engine/cli.ts → src/flags/f.ts'))).toBe(false);
+    // The Frontend chooses workers with the gateway's policies; a policy may use core/.
+    expect(found.some((v) => v.includes('src/orchestrated/uses-balancer.ts →'))).toBe(false);
+    expect(found.some((v) => v.includes('src/balancer/b.ts → src/core/k.ts'))).toBe(false);
   }, 60_000);
 });

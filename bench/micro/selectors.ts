@@ -2,9 +2,9 @@
 // policies at a few replica counts, random session keys, light random load.
 //   npm run bench:selectors
 
-import { ConsistentHashSelector } from '../../src/gateway/balancer/consistent-hash.js';
-import { PowerOfTwoSelector } from '../../src/gateway/balancer/power-of-two.js';
-import type { LoadView, ReplicaRef, Selector } from '../../src/gateway/balancer/selector.js';
+import { ConsistentHashSelector } from '../../src/balancer/consistent-hash.js';
+import { PowerOfTwoSelector } from '../../src/balancer/power-of-two.js';
+import type { LoadView, ReplicaRef, Selector } from '../../src/balancer/selector.js';
 
 const ITERATIONS = 500_000;
 const keys = Array.from({ length: 4096 }, (_, i) => `session-${i}-${Math.random().toString(36).slice(2)}`);

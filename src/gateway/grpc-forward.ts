@@ -13,7 +13,7 @@
 
 import http2 from 'node:http2';
 import type { Readable } from 'node:stream';
-import type { ReplicaRef } from './balancer/selector.js';
+import type { ReplicaRef } from '../balancer/selector.js';
 import { BodyError } from './request-body.js';
 import type { ForwardReport } from './request-context.js';
 import { httpStatusOfGrpc } from './respond.js';

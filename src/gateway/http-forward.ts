@@ -17,7 +17,7 @@ import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
-import type { ReplicaRef } from './balancer/selector.js';
+import type { ReplicaRef } from '../balancer/selector.js';
 import type { DownstreamRequest } from './downstream.js';
 import type { ForwardReport } from './request-context.js';
 import type { Route } from './routing-table.js';

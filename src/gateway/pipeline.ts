@@ -11,7 +11,7 @@
 
 import type { Activator } from './activator.js';
 import type { AuthFailureBudget } from './auth-failure-budget.js';
-import type { ReplicaRef, Selector } from './balancer/selector.js';
+import type { ReplicaRef, Selector } from '../balancer/selector.js';
 import { peerFingerprint, tlsSocketOf, type DownstreamRequest, type DownstreamResponse } from './downstream.js';
 import type { GrpcForwarder } from './grpc-forward.js';
 import type { HttpForwarder } from './http-forward.js';

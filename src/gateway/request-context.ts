@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
-import type { ReplicaRef } from './balancer/selector.js';
+import type { ReplicaRef } from '../balancer/selector.js';
 import { protocolOf, type DownstreamRequest, type DownstreamResponse } from './downstream.js';
 import type { InflightTracker } from './inflight.js';
 import type { DeploymentMeters, GatewayMetrics, Protocol } from './metrics.js';

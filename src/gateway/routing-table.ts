@@ -10,7 +10,7 @@ import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { normalizeFingerprint } from '../pki/client-certs.js';
 import { NO_LIMITS, type DeploymentRecord, type DeploymentStatus, type Kind, type RateLimit } from '../domain/records.js';
 import type { Store } from '../store/store.js';
-import type { ReplicaRef } from './balancer/selector.js';
+import type { ReplicaRef } from '../balancer/selector.js';
 
 export interface Route {
   deploymentId: number;
