@@ -56,6 +56,14 @@ const commonFields = {
   name: Nullable(Type.String({ description: 'lowercase letters, digits, hyphens; at most 20 characters' })),
   cluster_id: Nullable(Type.Integer()),
   protocol: Nullable(Type.String({ enum: ['http', 'grpc'] })),
+  routing_policy: Nullable(
+    Type.String({
+      enum: ['affinity', 'prefix_aware'],
+      description:
+        'how a request chooses a replica (orchestrated: an aggregated Worker). affinity (default): X-Session-Id by consistent hashing with bounded loads, else the less loaded of two. ' +
+        'prefix_aware: the replica most likely to hold the prompt prefix in its KV cache, weighed against its load; X-Session-Id is a strong hint. For LLM chat over HTTP; see docs/routing.md',
+    }),
+  ),
   enable_logging: Nullable(Type.Boolean()),
   enable_model_caching: Nullable(Type.Boolean()),
   env: Nullable(StringMap),

@@ -5,6 +5,18 @@
 export type Family = 'general' | 'orchestrated';
 export type Protocol = 'http' | 'grpc';
 export type ServingMode = 'aggregated' | 'disaggregated';
+/**
+ * How requests choose a replica (general) or an aggregated Worker (orchestrated): `affinity`,
+ * consistent hashing on X-Session-Id with bounded loads, else the less loaded of two; or
+ * `prefix_aware`, prompt-prefix locality weighed against load (docs/routing.md).
+ */
+export type RoutingPolicy = 'affinity' | 'prefix_aware';
+export const ROUTING_POLICIES: readonly RoutingPolicy[] = ['affinity', 'prefix_aware'];
+
+/** The policy of a spec; records written before the field existed mean `affinity`. */
+export function routingPolicyOf(spec: { routing_policy?: RoutingPolicy }): RoutingPolicy {
+  return spec.routing_policy ?? 'affinity';
+}
 export type DeploymentStatus = 'pending' | 'ready' | 'not_ready' | 'paused' | 'failed';
 export type RevisionStatus = 'pending' | 'ready' | 'failed' | 'retired';
 
@@ -34,6 +46,8 @@ export interface GeneralSpec {
   enable_logging: boolean;
   enable_model_caching: boolean;
   session_affinity: boolean;
+  /** Absent in records written before it existed: `affinity`. */
+  routing_policy?: RoutingPolicy;
   command: string[];
   metrics_port: number | null;
   metrics_path: string | null;
@@ -58,6 +72,8 @@ export interface OrchestratedSpec {
   worker_pools: { prefill: PoolSpec; decode: PoolSpec } | null;
   served_model_name: string | null;
   protocol: Protocol;
+  /** The Frontend's choice among aggregated Workers; absent in older records: `affinity`. */
+  routing_policy?: RoutingPolicy;
   extra_args: string[];
   env: Record<string, string>;
   annotations: Record<string, string>;

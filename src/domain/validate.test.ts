@@ -206,6 +206,9 @@ const CASES: Case[] = [
   ...shared('annotation key', { annotations: { 'bad key': 'v' } }, 'annotations.bad key', 'annotation key "bad key" is invalid'),
   ...shared('annotation value', { annotations: { team: 3 } }, 'annotations.team', 'annotations.team must be a string'),
   ...shared('protocol values', { protocol: 'tcp' }, 'protocol', 'protocol must be "http" or "grpc"'),
+  ...shared('routing_policy values', { routing_policy: 'round_robin' }, 'routing_policy', 'routing_policy must be "affinity" or "prefix_aware"'),
+  ...shared('prefix_aware needs HTTP', { routing_policy: 'prefix_aware', protocol: 'grpc' }, 'routing_policy', 'a protocol "grpc" deployment uses "affinity"'),
+  { rule: 'prefix_aware needs aggregated Workers', family: 'orchestrated', body: disaggregated({ routing_policy: 'prefix_aware' }), field: 'routing_policy', message: 'chooses among aggregated Workers' },
   { rule: 'command is an array of strings', family: 'general', body: general({ command: ['serve', 8000] }), field: 'command', message: 'command must be an array of strings' },
   { rule: 'extra_args is an array of strings', family: 'orchestrated', body: aggregated({ extra_args: '--foo' }), field: 'extra_args', message: 'extra_args must be an array of strings' },
   { rule: 'served_model_name not empty', family: 'orchestrated', body: aggregated({ served_model_name: ' ' }), field: 'served_model_name', message: 'served_model_name must not be empty' },
@@ -314,6 +317,7 @@ describe('validateCreate: valid requests and defaults', () => {
       enable_logging: true,
       enable_model_caching: false,
       session_affinity: false,
+      routing_policy: 'affinity',
       command: [],
       env: {},
       annotations: {},
@@ -335,7 +339,7 @@ describe('validateCreate: valid requests and defaults', () => {
 
   it('fills the defaults of an orchestrated deployment (aggregated when serving_mode is omitted)', () => {
     const d = ok(validateCreate('orchestrated', aggregated({ min_replicas: 2 }), ctx));
-    expect(d.spec).toMatchObject({ serving_mode: 'aggregated', hardware_instance_id: 1, worker_pools: null, protocol: 'http', enable_logging: true, extra_args: [] });
+    expect(d.spec).toMatchObject({ serving_mode: 'aggregated', hardware_instance_id: 1, worker_pools: null, protocol: 'http', routing_policy: 'affinity', enable_logging: true, extra_args: [] });
     expect(d.scaling).toEqual({ min_replicas: 2, max_replicas: 2, target_concurrency: null, cooldown_period: 300, pools: null });
   });
 
@@ -451,6 +455,15 @@ describe('validatePatch', () => {
     const r = ok(validatePatch(record, { metrics_port: null, metrics_path: null, command: null }, ctx));
     expect(r.draft.spec).toMatchObject({ metrics_port: null, metrics_path: null, command: [] });
     expect(r.specChanged).toBe(true);
+  });
+
+  it('routing_policy is a spec change; a record from before the field existed means affinity', () => {
+    const record = web();
+    expect(ok(validatePatch(record, { routing_policy: 'prefix_aware' }, ctx))).toMatchObject({ specChanged: true, draft: { spec: { routing_policy: 'prefix_aware' } } });
+    const { routing_policy: _gone, ...older } = record.spec as DeploymentRecord['spec'] & { routing_policy?: string };
+    const old = { ...record, spec: older } as DeploymentRecord;
+    expect(ok(validatePatch(old, { min_replicas: 2 }, ctx)).specChanged).toBe(false);
+    expect(ok(validatePatch(old, { routing_policy: 'affinity' }, ctx)).specChanged).toBe(false);
   });
 
   it('env with the same entries in another order is no change', () => {

@@ -4,7 +4,7 @@
 // req.family here so the two families cannot drift apart.
 
 import { describeCluster, findCluster, findHardware, type Cluster } from '../catalog.js';
-import type { Protocol, ScalingSpec } from '../records.js';
+import { ROUTING_POLICIES, type Protocol, type RoutingPolicy, type ScalingSpec } from '../records.js';
 import type { Req } from './shape.js';
 import type { Options, ValidationContext } from './types.js';
 
@@ -148,6 +148,28 @@ export function checkProtocol(req: Req): Protocol | undefined {
   if (protocol === 'http' || protocol === 'grpc') return protocol;
   req.add('protocol', 'protocol must be "http" or "grpc"');
   return undefined;
+}
+
+/**
+ * `affinity` (the default) or `prefix_aware`. The prefix-aware policy reads chat completion
+ * bodies, so it needs HTTP; `where` says what else must hold (the Frontend's aggregated mode).
+ */
+export function checkRoutingPolicy(req: Req, protocol: Protocol | undefined, where?: { ok: boolean; why: string }): RoutingPolicy | undefined {
+  if (req.isBad('routing_policy')) return undefined;
+  const policy = req.str('routing_policy') ?? 'affinity';
+  if (!(ROUTING_POLICIES as readonly string[]).includes(policy)) {
+    req.add('routing_policy', `routing_policy must be "affinity" or "prefix_aware", not "${policy}"`);
+    return undefined;
+  }
+  if (policy === 'prefix_aware' && protocol === 'grpc') {
+    req.add('routing_policy', 'routing_policy "prefix_aware" reads chat completion requests over HTTP; a protocol "grpc" deployment uses "affinity"');
+    return undefined;
+  }
+  if (policy === 'prefix_aware' && where && !where.ok) {
+    req.add('routing_policy', where.why);
+    return undefined;
+  }
+  return policy as RoutingPolicy;
 }
 
 /** A secret by value: a string replaces, null or "" clears, absent keeps (undefined). */

@@ -11,6 +11,7 @@ import {
   checkCluster,
   checkName,
   checkProtocol,
+  checkRoutingPolicy,
   checkScaling,
   checkTopLevelHardware,
   need,
@@ -142,6 +143,7 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
   const tag = checkTag(req);
   const containerPort = checkContainerPort(req);
   const protocol = checkProtocol(req);
+  const routingPolicy = checkRoutingPolicy(req, protocol);
   const healthPath = checkHealthPath(req);
   const registryUsername = checkRegistry(req, opts);
   const metrics = checkMetrics(req);
@@ -167,6 +169,7 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
     enable_logging: req.bool('enable_logging') ?? true,
     enable_model_caching: req.bool('enable_model_caching') ?? false,
     session_affinity: req.bool('session_affinity') ?? false,
+    routing_policy: need(routingPolicy),
     command,
     metrics_port: metrics.port,
     metrics_path: metrics.path,

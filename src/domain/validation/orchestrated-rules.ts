@@ -11,6 +11,7 @@ import {
   checkHardwareId,
   checkName,
   checkProtocol,
+  checkRoutingPolicy,
   checkScaling,
   checkTopLevelHardware,
   DEFAULT_COOLDOWN,
@@ -175,6 +176,10 @@ export function validateOrchestrated(req: Req, ctx: ValidationContext, opts: Opt
   const auth = checkAuth(req, ctx, opts);
   const servedModelName = checkServedModelName(req);
   const protocol = checkProtocol(req);
+  const routingPolicy = checkRoutingPolicy(req, protocol, {
+    ok: mode !== 'disaggregated',
+    why: 'routing_policy "prefix_aware" chooses among aggregated Workers; a disaggregated deployment routes prefill then decode, and uses "affinity"',
+  });
   const env = checkEnv(req, ctx, auth.token_value ?? undefined);
   const annotations = checkAnnotations(req);
   const limits = checkLimits(req);
@@ -188,6 +193,7 @@ export function validateOrchestrated(req: Req, ctx: ValidationContext, opts: Opt
     worker_pools: shape.worker_pools,
     served_model_name: servedModelName,
     protocol: need(protocol),
+    routing_policy: need(routingPolicy),
     extra_args: req.strs('extra_args') ?? [],
     env,
     annotations,

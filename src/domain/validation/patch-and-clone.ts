@@ -4,7 +4,7 @@
 // Both go through the same pipeline as create, so a stored deployment obeys the create rules.
 
 import type { FieldProblem } from '../../core/errors.js';
-import { NO_LIMITS, type DeploymentRecord, type Family, type DeploymentSpec, type EndpointAuth, type EndpointLimits, type GeneralSpec, type OrchestratedSpec, type ScalingSpec, type SealedSecrets } from '../records.js';
+import { NO_LIMITS, routingPolicyOf, type DeploymentRecord, type Family, type DeploymentSpec, type EndpointAuth, type EndpointLimits, type GeneralSpec, type OrchestratedSpec, type ScalingSpec, type SealedSecrets } from '../records.js';
 import { AGGREGATED_FIELDS, POOLS, type PoolName } from './orchestrated-rules.js';
 import { notAnObject, validateRequest, withPresetDefaults } from './pipeline.js';
 import { isObject, type Obj } from './shape.js';
@@ -177,8 +177,9 @@ function dropsSourceCertificate(source: DeploymentRecord, body: Obj): boolean {
 }
 
 function sameSpec(a: DeploymentSpec, b: DeploymentSpec): boolean {
-  const { secrets: _a, ...left } = a;
-  const { secrets: _b, ...right } = b;
+  // A record from before routing_policy existed has none: it means affinity, not a change.
+  const { secrets: _a, ...left } = { ...a, routing_policy: routingPolicyOf(a) };
+  const { secrets: _b, ...right } = { ...b, routing_policy: routingPolicyOf(b) };
   return deepEqual(left, right);
 }
 

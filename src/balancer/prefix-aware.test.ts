@@ -1,0 +1,124 @@
+import { describe, expect, it } from 'vitest';
+import { PrefixAwareSelector, type ReplicaSignals } from './prefix-aware.js';
+import { blockHashes, canonicalPrompt, requestBlocks } from './prompt-blocks.js';
+import { PrefixIndex } from './prefix-index.js';
+import type { LoadView, ReplicaRef } from './selector.js';
+
+const replicas = (...ids: number[]): ReplicaRef[] => ids.map((id) => ({ id, address: `10.0.0.${id}:8000` }));
+const loads = (m: Record<number, number>): LoadView => ({ inflight: (id) => m[id] ?? 0 });
+const words = (n: number, seed: string) => Array.from({ length: n }, (_, i) => `${seed}${i}`).join(' ');
+const chat = (...turns: string[]) => ({ model: 'm', messages: turns.map((content, i) => ({ role: i === 0 ? 'system' : i % 2 ? 'user' : 'assistant', content })) });
+const blocksOf = (body: unknown) => requestBlocks(Buffer.from(JSON.stringify(body)))!;
+
+const SYSTEM = words(200, 'sys');
+const turn1 = blocksOf(chat(SYSTEM, words(40, 'u1-')));
+const turn2 = blocksOf(chat(SYSTEM, words(40, 'u1-'), words(60, 'a1-'), words(40, 'u2-')));
+const other = blocksOf(chat(words(200, 'other'), words(40, 'x')));
+
+/** A policy whose index says replica `holder` has served turn 1 (and nothing is owed). */
+function warmed(holder: number, opts = {}) {
+  const p = new PrefixAwareSelector({ random: () => 0, ...opts });
+  p.dispatched({ id: holder, address: '' }, { session: null, blocks: turn1 }).end();
+  return p;
+}
+
+describe('prompt blocks', () => {
+  it('makes the next turn of a conversation extend the hashes of the last', () => {
+    expect(turn2.length).toBeGreaterThan(turn1.length);
+    expect(turn2.slice(0, turn1.length)).toEqual(turn1);
+  });
+  it('chains: a different first block changes every later hash, even of equal text', () => {
+    const a = blockHashes('A'.repeat(64) + 'same'.repeat(64), 64);
+    const b = blockHashes('B'.repeat(64) + 'same'.repeat(64), 64);
+    expect(a.length).toBe(5);
+    a.forEach((h, i) => expect(h).not.toBe(b[i]));
+  });
+  it('hashes full blocks only, and reads messages, content parts and prompts', () => {
+    expect(blockHashes('x'.repeat(127), 64)).toHaveLength(1);
+    expect(canonicalPrompt({ messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] })).toContain('hi');
+    expect(canonicalPrompt({ prompt: 'plain' })).toBe('plain');
+    expect(canonicalPrompt({ input: 'x' })).toBeNull();
+    expect(requestBlocks(Buffer.from('{not json'))).toBeNull();
+  });
+});
+
+describe('prefix index', () => {
+  it('matches leading blocks only, and evicts the least recently used at capacity', () => {
+    const index = new PrefixIndex(4);
+    index.record(1, [10, 11, 12]);
+    expect(index.match(1, [10, 11, 99, 12])).toBe(2);
+    index.record(1, [10]); // touched: now the most recent
+    index.record(1, [20, 21]); // 5 blocks for 4 places: 11 (the oldest) goes
+    expect(index.size(1)).toBe(4);
+    expect(index.match(1, [10])).toBe(1);
+    expect(index.match(1, [11])).toBe(0);
+  });
+});
+
+describe('prefix-aware choice', () => {
+  it.each([
+    ['prefix locality wins when load is even', 3, {}, 3],
+    ['prefix locality still wins over a little more load', 3, { 3: 2, 1: 1, 2: 1, 4: 1 }, 3],
+    ['load wins when the holder is hot', 3, { 3: 30 }, 1],
+  ])('%s', (_what, holder, inflight, expected) => {
+    const p = warmed(holder);
+    const { order } = p.choose(replicas(1, 2, 3, 4), loads(inflight), { session: null, blocks: turn2 });
+    expect(order[0]!.id).toBe(expected);
+    expect(new Set(order.map((r) => r.id)).size).toBe(4);
+  });
+
+  it('keeps away from a replica that says it is queueing, and from one owed a long prefill', () => {
+    const queueing: Record<number, ReplicaSignals> = { 2: { running: 16, waiting: 3, kvUsage: 0.5 } };
+    const p = new PrefixAwareSelector({ random: () => 0 }, { signals: (id) => queueing[id] ?? null });
+    p.dispatched({ id: 2, address: '' }, { session: null, blocks: turn1 }).end();
+    expect(p.choose(replicas(1, 2), loads({}), { session: null, blocks: turn2 }).order[0]!.id).toBe(1);
+
+    const q = new PrefixAwareSelector({ random: () => 0 });
+    const long = q.dispatched({ id: 1, address: '' }, { session: null, blocks: other });
+    expect(q.owed(1)).toBe(other.length);
+    expect(q.choose(replicas(1, 2), loads({}), { session: null, blocks: turn1 }).order[0]!.id).toBe(2);
+    long.firstByte();
+    long.end();
+    expect(q.owed(1)).toBe(0);
+  });
+
+  it('moves a session only when staying costs more than the margin', () => {
+    const p = new PrefixAwareSelector({ random: () => 0 });
+    p.dispatched({ id: 2, address: '' }, { session: 's', blocks: turn1 }).end();
+    const ask = (inflight: Record<number, number>) => p.choose(replicas(1, 2), loads(inflight), { session: 's', blocks: turn2 });
+    expect(ask({})).toMatchObject({ session: 'kept', order: [{ id: 2 }, { id: 1 }] });
+    expect(ask({ 2: 6 })).toMatchObject({ session: 'kept' }); // its cache is worth more than 6 requests' load
+    const moved = ask({ 2: 60 });
+    expect(moved.session).toBe('moved');
+    expect(moved.order[0]!.id).toBe(1);
+    // The session hint holds even where the index knows nothing (a prompt the gateway did not read).
+    const blind = new PrefixAwareSelector({ random: () => 0.99 });
+    blind.dispatched({ id: 1, address: '' }, { session: 't', blocks: null }).end();
+    const hinted = blind.choose(replicas(1, 2, 3), loads({ 1: 1 }), { session: 't', blocks: null });
+    expect([hinted.session, hinted.order[0]!.id]).toEqual(['kept', 1]);
+    expect(blind.choose(replicas(1, 2, 3), loads({}), { session: 'u', blocks: null }).session).toBe('new');
+  });
+
+  it('forgets a replica that left: its index, its debts and its sessions', () => {
+    const p = warmed(2);
+    p.dispatched({ id: 2, address: '' }, { session: 's', blocks: other });
+    expect(p.index.size(2)).toBeGreaterThan(0);
+    p.retain(new Set([1, 3]));
+    expect(p.index.knows(2)).toBe(false);
+    expect(p.owed(2)).toBe(0);
+    expect(p.choose(replicas(1, 3), loads({}), { session: 's', blocks: turn2 }).session).toBe('new');
+    // Back with the same id, it starts cold: no prefix credit.
+    expect(p.cost(2, loads({}), turn2)).toBe(turn2.length);
+  });
+
+  it('spreads prompts it knows nothing about by load', () => {
+    const p = new PrefixAwareSelector();
+    const counts = new Map<number, number>();
+    for (let i = 0; i < 400; i++) {
+      const id = p.choose(replicas(1, 2, 3, 4), loads({ 1: 5 }), { session: null, blocks: null }).order[0]!.id;
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+    expect(counts.get(1) ?? 0).toBe(0);
+    for (const id of [2, 3, 4]) expect(counts.get(id)).toBeGreaterThan(60);
+  });
+});
