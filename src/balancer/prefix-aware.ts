@@ -15,6 +15,10 @@
 
 import type { LoadView, ReplicaRef, Selector } from './selector.js';
 import { PrefixIndex } from './prefix-index.js';
+import { DEFAULT_BLOCK_CHARS } from './prompt-blocks.js';
+
+/** Characters of prompt per token, the usual rule of thumb for BPE tokenisers. */
+const CHARS_PER_TOKEN = 4;
 
 /** What a replica says about itself (scraped); null fields: it does not expose them. */
 export interface ReplicaSignals {
@@ -164,6 +168,11 @@ export class PrefixAwareSelector implements Selector {
     for (const id of this.outstanding.keys()) if (!present.has(id)) this.outstanding.delete(id);
     for (const id of this.observedCap.keys()) if (!present.has(id)) this.observedCap.delete(id);
     for (const [session, id] of this.sessions) if (!present.has(id)) this.sessions.delete(session);
+  }
+
+  /** The replica said its KV cache holds this many tokens: remember about as much prompt for it. */
+  cacheSize(replicaId: number, tokens: number): void {
+    this.index.setCapacity(replicaId, Math.max(1, Math.ceil((tokens * CHARS_PER_TOKEN) / DEFAULT_BLOCK_CHARS)));
   }
 
   /** Prefill blocks owed by a replica (tests, metrics). */

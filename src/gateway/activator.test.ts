@@ -11,6 +11,7 @@ const route = (o: Partial<Route> = {}): Route => ({
   tokenHash: null,
   clientCertFingerprint: null,
   affinity: false,
+  prefixAware: false,
   paused: false,
   scaleToZero: true,
   status: 'ready',

@@ -18,6 +18,8 @@ import { Activator, DEFAULT_ACTIVATOR, type ActivatorOptions } from './activator
 import { AuthFailureBudget, DEFAULT_AUTH_FAILURE_BUDGET, type AuthFailureBudgetOptions } from './auth-failure-budget.js';
 import { ConsistentHashSelector } from '../balancer/consistent-hash.js';
 import { PowerOfTwoSelector } from '../balancer/power-of-two.js';
+import { PrefixAwareSelector } from '../balancer/prefix-aware.js';
+import { ReplicaSignalScraper } from './replica-signals.js';
 import { GrpcForwarder } from './grpc-forward.js';
 import { HostCertificates } from './host-certificates.js';
 import { HttpForwarder } from './http-forward.js';
@@ -99,6 +101,11 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const grpc = new GrpcForwarder({ isEjected, connectMs: upstreamTimeouts.connectMs });
   const hostCertificates = opts.perHostCertificates === false ? null : new HostCertificates(opts.ca, opts.ca.certPem, log);
 
+  const signals = new ReplicaSignalScraper(
+    () => [...table.routes()].filter((r) => r.prefixAware).flatMap((r) => r.replicas),
+    (replicaId, tokens) => prefix.cacheSize(replicaId, tokens),
+  );
+  const prefix = new PrefixAwareSelector({}, signals);
   const pipeline = new RequestPipeline({
     table,
     metrics,
@@ -108,6 +115,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     inflight,
     affinity: new ConsistentHashSelector({ loadFactor: opts.loadFactor ?? 1.25 }),
     spread: new PowerOfTwoSelector(),
+    prefix,
     http: new HttpForwarder(pools, isEjected),
     grpc,
     body: opts.body ?? DEFAULT_BODY_LIMITS,
@@ -147,6 +155,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     pools.retain(addresses);
     grpc.retain(addresses);
     health.retain(ids);
+    prefix.retain(ids);
     const routed = new Set([...routes.values()].map((r) => r.deploymentId));
     limiter.retain(routed);
     // A deleted deployment's concurrency history would otherwise stay for the life of the process.
@@ -163,8 +172,12 @@ export function createGateway(opts: GatewayOptions): Gateway {
     activator,
     hostCertificates,
     connections,
-    start: () => table.start(),
+    start: () => {
+      signals.start();
+      return table.start();
+    },
     close: async () => {
+      signals.stop();
       table.stop();
       activator.close();
       await listener.close();

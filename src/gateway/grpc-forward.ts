@@ -131,6 +131,7 @@ export class GrpcForwarder {
       delete out[':status'];
       res.writeHead(Number(h[':status'] ?? 200), out);
       up.pipe(res);
+      up.once('data', () => ctx.firstChunk());
     });
     up.on('trailers', (t) => {
       grpcStatus = Number(t['grpc-status'] ?? 13);

@@ -207,6 +207,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.bodyStarted) this.ctx.firstChunk();
     this.bodyStarted = true;
     const res = this.ctx.res as http.ServerResponse;
     const ok = res.write(chunk);

@@ -16,14 +16,21 @@ export interface DeploymentMeters {
   requests(status: number): void;
   duration(seconds: number): void;
   timeToFirstByte(seconds: number): void;
-  tokens(prompt: number, completion: number): void;
+  /** The first byte of the response body: for a stream, the first token (its TTFT). */
+  timeToFirstChunk(seconds: number): void;
+  tokens(prompt: number, completion: number, cached: number): void;
   retry(): void;
 }
+
+/** What the prefix-aware policy did with a request's X-Session-Id (balancer/prefix-aware.ts). */
+export type SessionRouting = 'kept' | 'moved' | 'new';
 
 export class GatewayMetrics {
   private readonly requestsTotal: Counter<'deployment' | 'status' | 'protocol'>;
   private readonly requestDuration: Histogram<'deployment' | 'protocol'>;
   private readonly ttfb: Histogram<'deployment' | 'protocol'>;
+  private readonly ttfc: Histogram<'deployment' | 'protocol'>;
+  private readonly sessionRouting: Counter<'deployment' | 'decision'>;
   private readonly tokensTotal: Counter<'deployment' | 'kind'>;
   private readonly authFailures: Counter<'deployment' | 'reason'>;
   private readonly retries: Counter<'deployment'>;
@@ -55,9 +62,22 @@ export class GatewayMetrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
+    this.ttfc = new Histogram({
+      name: 'infergate_time_to_first_chunk_seconds',
+      help: "Time from request arrival to the first byte of the response body (a stream's first token)",
+      labelNames: ['deployment', 'protocol'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 30, 60],
+      registers,
+    });
+    this.sessionRouting = new Counter({
+      name: 'infergate_session_routing_total',
+      help: 'Requests with X-Session-Id routed by the prefix-aware policy: kept on their replica, moved, or placed anew',
+      labelNames: ['deployment', 'decision'],
+      registers,
+    });
     this.tokensTotal = new Counter({
       name: 'infergate_tokens_total',
-      help: 'Prompt and completion tokens read from `usage` in responses',
+      help: 'Tokens read from `usage` in responses: prompt, completion, and cached (prompt tokens the replica served from its prefix cache)',
       labelNames: ['deployment', 'kind'],
       registers,
     });
@@ -131,8 +151,10 @@ export class GatewayMetrics {
     const byStatus = new Map<number, Counter.Internal>();
     const duration = this.requestDuration.labels(name, protocol);
     const ttfb = this.ttfb.labels(name, protocol);
+    const ttfc = this.ttfc.labels(name, protocol);
     const prompt = this.tokensTotal.labels(name, 'prompt');
     const completion = this.tokensTotal.labels(name, 'completion');
+    const cachedTokens = this.tokensTotal.labels(name, 'cached');
     const retries = this.retries.labels(name);
     m = {
       requests: (status) => {
@@ -145,9 +167,11 @@ export class GatewayMetrics {
       },
       duration: (s) => duration.observe(s),
       timeToFirstByte: (s) => ttfb.observe(s),
-      tokens: (p, c) => {
+      timeToFirstChunk: (s) => ttfc.observe(s),
+      tokens: (p, c, cached) => {
         if (p > 0) prompt.inc(p);
         if (c > 0) completion.inc(c);
+        if (cached > 0) cachedTokens.inc(cached);
       },
       retry: () => retries.inc(),
     };
@@ -169,6 +193,10 @@ export class GatewayMetrics {
 
   bodyRefused(deployment: string, reason: 'timeout' | 'too_large'): void {
     this.bodyRefusals.labels(deployment, reason).inc();
+  }
+
+  sessionRouted(deployment: string, decision: SessionRouting): void {
+    this.sessionRouting.labels(deployment, decision).inc();
   }
 
   ejection(deployment: string): void {

@@ -4,7 +4,8 @@
 //   authenticate client certificate or Bearer token; repeated failures answered late;
 //   admit        rate limit, paused, the body received, then load on the deployment —
 //                held by the activator while it scales up from zero, or refused if not ready;
-//   select       a replica order: consistent hashing on X-Session-Id, or power of two choices;
+//   select       a replica order: consistent hashing on X-Session-Id, or power of two choices,
+//                or — routing_policy prefix_aware — the prefix-aware policy's cost order;
 //   forward      HTTP (undici) or gRPC (h2c), the only step that differs by protocol;
 //   finish       RequestContext.finish: all accounting, however the request ended.
 // The decisions themselves are pure functions in phases.ts.
@@ -12,6 +13,8 @@
 import type { Activator } from './activator.js';
 import type { AuthFailureBudget } from './auth-failure-budget.js';
 import type { ReplicaRef, Selector } from '../balancer/selector.js';
+import type { PrefixAwareSelector } from '../balancer/prefix-aware.js';
+import { requestBlocks } from '../balancer/prompt-blocks.js';
 import { peerFingerprint, tlsSocketOf, type DownstreamRequest, type DownstreamResponse } from './downstream.js';
 import type { GrpcForwarder } from './grpc-forward.js';
 import type { HttpForwarder } from './http-forward.js';
@@ -33,6 +36,8 @@ export interface PipelineDeps {
   inflight: InflightTracker;
   affinity: Selector;
   spread: Selector;
+  /** The policy of routing_policy prefix_aware deployments, one for all of them. */
+  prefix: PrefixAwareSelector;
   http: HttpForwarder;
   grpc: GrpcForwarder;
   /** The body size limit of deployments that set none, and the longest silence. */
@@ -149,16 +154,35 @@ export class RequestPipeline {
   }
 
   /** Replicas in the order to try them: the session's own first, or the less loaded of two. */
-  private select(ctx: RequestContext, route: Route): readonly ReplicaRef[] {
+  private select(ctx: RequestContext, route: Route, body: Body): readonly ReplicaRef[] {
     // X-Session-Id, or the gRPC metadata key x-session-id: both arrive as this header.
     const sessionId = route.affinity ? ctx.req.headers['x-session-id'] : undefined;
     const key = typeof sessionId === 'string' && sessionId !== '' ? sessionId : null;
+    if (route.prefixAware && ctx.protocol === 'http') return this.selectByPrefix(ctx, route, key, body);
     return (key !== null ? this.deps.affinity : this.deps.spread).select(route.replicas, this.deps.inflight, key);
+  }
+
+  /**
+   * The prefix-aware policy: the prompt's blocks when the body is already in whole (sized
+   * bodies up to 1 MiB are read before the choice for every deployment); a larger or chunked
+   * body is chosen for by load and session alone, and streamed as it comes, never cut.
+   */
+  private selectByPrefix(ctx: RequestContext, route: Route, key: string | null, body: Body): readonly ReplicaRef[] {
+    const { prefix, inflight, metrics } = this.deps;
+    const request = {
+      // Sessions are per deployment: the same id on two deployments is two conversations.
+      session: key === null ? null : `${route.deploymentId}\u0000${key}`,
+      blocks: Buffer.isBuffer(body) ? requestBlocks(body) : null,
+    };
+    const choice = prefix.choose(route.replicas, inflight, request);
+    if (choice.session !== null) metrics.sessionRouted(route.name, choice.session);
+    ctx.placedBy(prefix, request);
+    return choice.order;
   }
 
   private forward(ctx: RequestContext, route: Route, path: string, body: Body): void {
     ctx.routed(route);
-    const candidates = this.select(ctx, route);
+    const candidates = this.select(ctx, route, body);
     if (ctx.protocol === 'grpc') {
       this.deps.grpc.forward(ctx, { authority: route.host, body: body as BodyGate, candidates });
       return;

@@ -16,6 +16,7 @@ import { ReplicaHealth } from './replica-health.js';
 import { RequestContext, type Outcome } from './request-context.js';
 import type { Route, RoutingTable } from './routing-table.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
+import { PrefixAwareSelector } from '../balancer/prefix-aware.js';
 
 const route = {
   name: 'chat',
@@ -68,7 +69,7 @@ describe('RequestContext.finish', () => {
     ctx.attempt(replicaA);
     ctx.attempt(replicaB); // a retry: A's attempt is over
     expect([t.inflight.deploymentInflight(7), t.inflight.inflight(1), t.inflight.inflight(2)]).toEqual([1, 0, 1]);
-    ctx.finish({ status: 200, usage: { prompt: 3, completion: 4 } });
+    ctx.finish({ status: 200, usage: { prompt: 3, completion: 4, cached: 0 } });
     ctx.finish({ status: 499 });
     expect([t.inflight.deploymentInflight(7), t.inflight.inflight(2)]).toEqual([0, 0]);
     expect(await t.count('infergate_requests_total', 'deployment="chat",status="200",protocol="http"')).toBe(1);
@@ -138,5 +139,33 @@ describe('RequestContext.finish', () => {
     const ctx = t.request();
     ctx.finish({ status: 404 });
     expect(t.lines.filter((l) => l.msg === 'request')).toHaveLength(0);
+  });
+
+  it('keeps the prefix-aware policy\'s books: prefill owed until the first chunk, moved on a retry, cleared at the end', async () => {
+    const t = setup();
+    const policy = new PrefixAwareSelector();
+    const blocks = [11, 12, 13, 14];
+    const ctx = t.request();
+    ctx.routed(route);
+    ctx.placedBy(policy, { session: null, blocks });
+    ctx.attempt(replicaA);
+    expect(policy.owed(1)).toBe(4);
+    ctx.attempt(replicaB); // a retry: A owes nothing any more, B owes the prompt (A's copy is remembered)
+    expect([policy.owed(1), policy.owed(2)]).toEqual([0, 4]);
+    ctx.firstChunk();
+    ctx.firstChunk();
+    expect(policy.owed(2)).toBe(0);
+    expect(policy.index.match(2, blocks)).toBe(4);
+    ctx.finish({ status: 200, usage: { prompt: 40, completion: 2, cached: 32 } });
+    expect(await t.count('infergate_time_to_first_chunk_seconds_count', 'deployment="chat",protocol="http"')).toBe(1);
+    expect(await t.count('infergate_tokens_total', 'deployment="chat",kind="cached"')).toBe(32);
+
+    const cut = t.request(); // ended before any byte: its debt goes with it
+    cut.routed(route);
+    cut.placedBy(policy, { session: null, blocks: [21, 22] });
+    cut.attempt(replicaA);
+    expect(policy.owed(1)).toBe(2);
+    cut.finish({ status: 499 });
+    expect(policy.owed(1)).toBe(0);
   });
 });

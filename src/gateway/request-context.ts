@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import type { ReplicaRef } from '../balancer/selector.js';
+import type { Dispatch, PrefixAwareSelector, PrefixRequest } from '../balancer/prefix-aware.js';
 import { protocolOf, type DownstreamRequest, type DownstreamResponse } from './downstream.js';
 import type { InflightTracker } from './inflight.js';
 import type { DeploymentMeters, GatewayMetrics, Protocol } from './metrics.js';
@@ -44,6 +45,8 @@ export interface ForwardReport {
   retrying(): void;
   /** The replica's response headers arrived: it is healthy, and the first byte is in. */
   responded(replica: ReplicaRef): void;
+  /** The first byte of the response body went to the client (a stream's first token). */
+  firstChunk(): void;
   upstreamError(replica: ReplicaRef, err: Error): void;
   finish(outcome: Outcome): void;
 }
@@ -74,6 +77,10 @@ export class RequestContext implements ForwardReport {
   private replica: ReplicaRef | null = null;
   private attempts = 0;
   private finished = false;
+  private chunked = false;
+  /** The prefix-aware policy's books, when it chose the replicas (placedBy). */
+  private placement: { policy: PrefixAwareSelector; request: PrefixRequest } | null = null;
+  private dispatch: Dispatch | null = null;
 
   constructor(
     readonly req: DownstreamRequest,
@@ -107,12 +114,19 @@ export class RequestContext implements ForwardReport {
     this.finish({ status: r.status, ...extra });
   }
 
+  /** The prefix-aware policy chose this request's replicas: each attempt is on its books. */
+  placedBy(policy: PrefixAwareSelector, request: PrefixRequest): void {
+    this.placement = { policy, request };
+  }
+
   attempt(replica: ReplicaRef): void {
     const { inflight } = this.books;
     if (this.replica) inflight.replicaEnd(this.replica.id);
+    this.dispatch?.end();
     this.replica = replica;
     this.attempts++;
     inflight.replicaStart(replica.id);
+    if (this.placement) this.dispatch = this.placement.policy.dispatched(replica, this.placement.request);
   }
 
   connectionFailed(replica: ReplicaRef): void {
@@ -131,6 +145,14 @@ export class RequestContext implements ForwardReport {
     this.meters.timeToFirstByte((performance.now() - this.startedAt) / 1000);
   }
 
+  firstChunk(): void {
+    if (this.chunked) return;
+    this.chunked = true;
+    // The replica's prefill for this request is over: it no longer owes it (prefix-aware.ts).
+    this.dispatch?.firstByte();
+    this.meters.timeToFirstChunk((performance.now() - this.startedAt) / 1000);
+  }
+
   upstreamError(replica: ReplicaRef, err: Error): void {
     this.books.log.warn({ err, deployment: this.route?.name, replica: replica.id }, 'upstream request failed');
   }
@@ -140,12 +162,13 @@ export class RequestContext implements ForwardReport {
     this.finished = true;
     const { inflight, metrics, usage, limiter, clock } = this.books;
     if (this.replica) inflight.replicaEnd(this.replica.id);
+    this.dispatch?.end();
     if (this.loadOn !== null) inflight.deploymentEnd(this.loadOn);
     const { status } = outcome;
     const tokens = outcome.usage ?? null;
     this.meters.requests(status);
     if (this.attempts > 0) this.meters.duration((performance.now() - this.startedAt) / 1000);
-    if (tokens) this.meters.tokens(tokens.prompt, tokens.completion);
+    if (tokens) this.meters.tokens(tokens.prompt, tokens.completion, tokens.cached);
     const route = this.route;
     if (route && outcome.bodyRefused) metrics.bodyRefused(route.name, outcome.bodyRefused);
     if (route && this.who) {

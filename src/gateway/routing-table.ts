@@ -8,7 +8,7 @@
 import { routedComponent } from '../domain/components.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { normalizeFingerprint } from '../pki/client-certs.js';
-import { NO_LIMITS, type DeploymentRecord, type DeploymentStatus, type Kind, type RateLimit } from '../domain/records.js';
+import { NO_LIMITS, routingPolicyOf, type DeploymentRecord, type DeploymentStatus, type Kind, type RateLimit } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import type { ReplicaRef } from '../balancer/selector.js';
 
@@ -22,6 +22,11 @@ export interface Route {
   clientCertFingerprint: string | null;
   /** X-Session-Id selects the replica by consistent hashing (general inference switch). */
   affinity: boolean;
+  /**
+   * The replica is chosen by the prefix-aware policy (general deployments with routing_policy
+   * prefix_aware); an orchestrated deployment's Frontend makes that choice among its Workers.
+   */
+  prefixAware: boolean;
   paused: boolean;
   /** General inference with min_replicas 0: at zero, the activator holds its requests. */
   scaleToZero: boolean;
@@ -116,6 +121,7 @@ export class RoutingTable {
         tokenHash: d.auth.token_id === null ? null : (tokenHash.get(d.auth.token_id) ?? null),
         clientCertFingerprint: d.auth.client_certificate_id === null ? null : (liveCertificates.get(d.auth.client_certificate_id) ?? null),
         affinity: d.spec.family === 'general' && d.spec.session_affinity,
+        prefixAware: d.spec.family === 'general' && routingPolicyOf(d.spec) === 'prefix_aware',
         paused: d.paused,
         scaleToZero: d.family === 'general' && d.scaling.min_replicas === 0,
         status: d.status,

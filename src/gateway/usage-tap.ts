@@ -1,12 +1,15 @@
 // Owns reading token usage out of responses as they stream past, without holding them back:
 // every chunk is forwarded first and only looked at afterwards. Chat completions carry
-// `usage: {prompt_tokens, completion_tokens}` in a plain JSON body, or — for a stream with
+// `usage: {prompt_tokens, completion_tokens}` (and, from servers with a prefix cache,
+// `prompt_tokens_details: {cached_tokens}`) in a plain JSON body, or — for a stream with
 // `stream_options.include_usage` — in the last `data:` event before `data: [DONE]`
 // (the OpenAI chat completions format). Anything else is ignored at the cost of one content-type check.
 
 export interface TokenUsage {
   prompt: number;
   completion: number;
+  /** Prompt tokens the replica served from its prefix cache; 0 when it did not say. */
+  cached: number;
 }
 
 export interface UsageTap {
@@ -22,12 +25,25 @@ const USAGE_MARK = '"usage"';
 
 const PROMPT = /"prompt_tokens"\s*:\s*(\d+)/;
 const COMPLETION = /"completion_tokens"\s*:\s*(\d+)/;
+const CACHED = /"cached_tokens"\s*:\s*(\d+)/;
+
+/** The end of the object that opens at `open` (its closing brace, or the text's end). */
+function objectEnd(text: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x7b) depth++;
+    else if (c === 0x7d && --depth === 0) return i + 1;
+  }
+  return text.length;
+}
 
 /**
  * Usage from the text of a chat completion or chunk: the `usage` object's two counts. A scan
  * rather than JSON.parse of the whole body — parsing every response cost more CPU than the
  * rest of the usage accounting. The counts are read only inside the object that follows the
- * `"usage"` key, and `"usage": null` yields nothing.
+ * `"usage"` key (nested objects such as `prompt_tokens_details` included), and
+ * `"usage": null` yields nothing.
  */
 function usageIn(text: string): TokenUsage | null {
   const at = text.lastIndexOf(USAGE_MARK);
@@ -35,12 +51,12 @@ function usageIn(text: string): TokenUsage | null {
   let i = at + USAGE_MARK.length;
   while (text[i] === ' ' || text[i] === ':' || text[i] === '\t' || text[i] === '\n' || text[i] === '\r') i++;
   if (text[i] !== '{') return null;
-  const end = text.indexOf('}', i);
-  const object = end === -1 ? text.slice(i) : text.slice(i, end);
+  const object = text.slice(i, objectEnd(text, i));
   const p = PROMPT.exec(object);
   const c = COMPLETION.exec(object);
   if (!p && !c) return null;
-  return { prompt: p ? Number(p[1]) : 0, completion: c ? Number(c[1]) : 0 };
+  const cached = CACHED.exec(object);
+  return { prompt: p ? Number(p[1]) : 0, completion: c ? Number(c[1]) : 0, cached: cached ? Number(cached[1]) : 0 };
 }
 
 class JsonUsageTap implements UsageTap {
