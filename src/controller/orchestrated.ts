@@ -8,7 +8,7 @@
 import { COMPONENT, poolOf } from '../domain/components.js';
 import path from 'node:path';
 import { FRONTEND_IMAGE } from '../domain/image-map.js';
-import type { DeploymentRecord, DeploymentStatus, OrchestratedSpec } from '../domain/records.js';
+import { routingPolicyOf, type DeploymentRecord, type DeploymentStatus, type OrchestratedSpec } from '../domain/records.js';
 import type { ReplicaRequest } from '../runtime/runtime.js';
 
 export const FRONTEND = COMPONENT.Frontend;
@@ -84,12 +84,14 @@ export function orchestratedRequest(
   if (component === FRONTEND) {
     const alias = spec.served_model_name !== null ? ['--served-model-name', spec.served_model_name] : [];
     const protocol = spec.protocol === 'grpc' ? ['--protocol', 'grpc'] : [];
+    // The prefix-aware policy chooses among aggregated Workers inside the Frontend.
+    const routing = routingPolicyOf(spec) === 'prefix_aware' ? ['--routing-policy', 'prefix-aware'] : [];
     return {
       ...base,
       // A gRPC Frontend is probed by TCP connect, like every gRPC replica (spec).
       protocol: spec.protocol,
       image: FRONTEND_IMAGE,
-      command: ['--mode', spec.serving_mode, '--model', spec.model, ...alias, ...protocol, '--workers-file', workersFile],
+      command: ['--mode', spec.serving_mode, '--model', spec.model, ...alias, ...protocol, ...routing, '--workers-file', workersFile],
       env: {},
       configFile: null,
       modelCaching: false,

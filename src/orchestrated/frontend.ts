@@ -1,7 +1,8 @@
 // Owns `infergate frontend`, the orchestrated runtime's CPU-only Frontend (docs/orchestrated.md): an
 // OpenAI-compatible HTTP server (node:http; undici to the workers) in front of GPU workers
 // listed in a workers file. Aggregated: each chat completion goes whole to the worker with the
-// fewest in-flight requests. Disaggregated: first to a prefill worker (max_tokens 1, not
+// fewest in-flight requests, or (--routing-policy prefix-aware) to the one the prefix-aware
+// policy finds cheapest for its prompt, X-Session-Id as a hint. Disaggregated: first to a prefill worker (max_tokens 1, not
 // streamed, kv_transfer_params {"do_remote_decode": true}), then the original request with the
 // kv_transfer_params of that reply to a decode worker, which pulls the KV blocks itself — the
 // contract vLLM's disaggregated workers speak. Worker answers (SSE included) are streamed back
@@ -15,6 +16,8 @@ import { pino, type Logger } from 'pino';
 import { Agent, request, type Dispatcher } from 'undici';
 import { BodyError, readJsonBody, sendJson, sendOpenAIError } from '../protocol/http-io.js';
 import { FrontendOptionsError, type FrontendOptions } from './options.js';
+import { PrefixAwareSelector, type PrefixRequest } from '../balancer/prefix-aware.js';
+import { blockHashes, canonicalPrompt } from '../balancer/prompt-blocks.js';
 import { rolesOf, WorkerPool, WorkersFileWatcher, type Lease, type Role, type WorkerLists } from './workers.js';
 
 export const OWNED_BY = 'infergate-frontend';
@@ -49,7 +52,8 @@ class UpstreamError extends Error {
 }
 
 export function createFrontend(options: FrontendOptions, log: Logger): Frontend {
-  const pools: Record<Role, WorkerPool> = { workers: new WorkerPool('workers'), prefill: new WorkerPool('prefill'), decode: new WorkerPool('decode') };
+  const policy = options.mode === 'aggregated' && options.routingPolicy === 'prefix-aware' ? new PrefixAwareSelector() : null;
+  const pools: Record<Role, WorkerPool> = { workers: new WorkerPool('workers', policy), prefill: new WorkerPool('prefill'), decode: new WorkerPool('decode') };
   const roles = rolesOf(options.mode);
   const servedName = options.servedModelName ?? options.model;
   const createdAt = Math.floor(Date.now() / 1000);
@@ -107,16 +111,26 @@ export function createFrontend(options: FrontendOptions, log: Logger): Frontend 
   }
 
   /** Streams a worker's answer back as is: status, headers and body, with backpressure. */
-  async function relay(up: Dispatcher.ResponseData, res: http.ServerResponse): Promise<void> {
+  async function relay(up: Dispatcher.ResponseData, res: http.ServerResponse, lease?: Lease): Promise<void> {
     const headers: http.OutgoingHttpHeaders = {};
     for (const [name, value] of Object.entries(up.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
     res.writeHead(up.statusCode, headers);
     res.flushHeaders();
-    await pipeline(up.body, res);
+    const done = pipeline(up.body, res);
+    if (lease) up.body.once('data', () => lease.firstByte());
+    await done;
   }
 
-  function pick(role: Role): Lease {
-    const lease = pools[role].pick();
+  /** What the prefix-aware policy reads of a request: its session hint and its prompt. */
+  function prefixRequest(req: http.IncomingMessage, body: unknown): PrefixRequest {
+    if (policy === null) return { session: null, blocks: null };
+    const session = req.headers['x-session-id'];
+    const text = canonicalPrompt(body);
+    return { session: typeof session === 'string' && session !== '' ? session : null, blocks: text === null ? null : blockHashes(text) };
+  }
+
+  function pick(role: Role, request?: PrefixRequest): Lease {
+    const lease = pools[role].pick(request);
     if (!lease) throw new UpstreamError(503, `no ${role === 'workers' ? '' : role + ' '}worker available (the workers file ${options.workersFile} lists none)`);
     return lease;
   }
@@ -140,10 +154,10 @@ export function createFrontend(options: FrontendOptions, log: Logger): Frontend 
     const forward = { ...body, model: options.model };
 
     if (options.mode === 'aggregated') {
-      const lease = pick('workers');
+      const lease = pick('workers', prefixRequest(req, body));
       trace.workers.workers = lease.address;
       try {
-        await relay(await call(lease, 'workers', req, forward, signal), res);
+        await relay(await call(lease, 'workers', req, forward, signal), res, lease);
       } finally {
         lease.release();
       }

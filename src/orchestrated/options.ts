@@ -5,6 +5,8 @@
 import { Flags, helpText, type FlagSpec, type Program } from '../flags/flags.js';
 
 export type FrontendMode = 'aggregated' | 'disaggregated';
+/** How an aggregated Frontend picks a worker: fewest in flight, or by prompt prefix and load. */
+export type WorkerPolicy = 'least-loaded' | 'prefix-aware';
 
 export interface FrontendOptions {
   host: string;
@@ -20,6 +22,7 @@ export interface FrontendOptions {
   workersFile: string;
   /** How often the workers file is re-read. */
   pollMs: number;
+  routingPolicy: WorkerPolicy;
   logLevel: string;
 }
 
@@ -36,6 +39,7 @@ export const FRONTEND_OPTIONS: FlagSpec[] = [
   { flag: 'served-model-name', default: '', help: 'the name clients use and /v1/models shows [default: the model id]' },
   { flag: 'workers-file', default: '', help: 'JSON {"workers": ["host:port", …]} (aggregated) or {"prefill": […], "decode": […]} (disaggregated); re-read on change (required)' },
   { flag: 'poll-ms', default: '300', help: 'how often the workers file is re-read' },
+  { flag: 'routing-policy', default: 'least-loaded', help: 'aggregated: least-loaded (fewest in flight) | prefix-aware (where the prompt\'s prefix is cached, weighed against load; X-Session-Id as a hint)' },
   { flag: 'log-level', default: 'info', help: 'pino log level' },
 ];
 
@@ -54,7 +58,7 @@ export function frontendHelp(): string {
 
 export function parseFrontendOptions(argv: string[], env: NodeJS.ProcessEnv): FrontendOptions {
   const f = Flags.parse(FRONTEND, argv, env);
-  return {
+  const options: FrontendOptions = {
     host: f.required('host'),
     port: f.port('port'),
     protocol: f.oneOf('protocol', ['http', 'grpc'] as const),
@@ -63,6 +67,11 @@ export function parseFrontendOptions(argv: string[], env: NodeJS.ProcessEnv): Fr
     servedModelName: f.optional('served-model-name'),
     workersFile: f.required('workers-file', 'is required'),
     pollMs: f.integer('poll-ms', 10, 60_000),
+    routingPolicy: f.oneOf<WorkerPolicy>('routing-policy', ['least-loaded', 'prefix-aware']),
     logLevel: f.logLevel(),
   };
+  if (options.mode === 'disaggregated' && options.routingPolicy === 'prefix-aware') {
+    throw new FrontendOptionsError('--routing-policy prefix-aware chooses among aggregated workers; a disaggregated Frontend sends each request to prefill then decode workers (use least-loaded)');
+  }
+  return options;
 }

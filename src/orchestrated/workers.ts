@@ -1,12 +1,17 @@
 // Owns the Frontend's view of its workers: the workers file the platform rewrites as replicas
 // come and go (read every poll interval, applied when its content changes), and one pool per
-// role that picks the worker with the fewest in-flight requests, ties taken round-robin.
+// role that picks the worker with the fewest in-flight requests, ties taken round-robin — or,
+// for an aggregated Frontend with --routing-policy prefix-aware, the worker the gateway's own
+// prefix-aware policy (balancer/prefix-aware.ts) would choose: where the prompt's prefix is
+// thought to be cached, weighed against the in-flight requests and prefill it has been sent.
 //
 // A file that cannot be parsed (a write caught half way, a typo) keeps the last good lists and
 // logs why: dropping every worker on a bad read would fail traffic the workers could serve. A
 // missing or empty file means no workers.
 
 import { readFile } from 'node:fs/promises';
+import type { Dispatch, PrefixAwareSelector, PrefixRequest } from '../balancer/prefix-aware.js';
+import type { ReplicaRef } from '../balancer/selector.js';
 import type { FrontendMode } from './options.js';
 
 export type Role = 'workers' | 'prefill' | 'decode';
@@ -61,16 +66,26 @@ export function workerUrl(address: string): string {
 export interface Lease {
   address: string;
   url: string;
+  /** The worker's first response byte: its prefill for this request is done (idempotent). */
+  firstByte(): void;
   release(): void;
 }
+
+const NO_DISPATCH: Dispatch = { firstByte: () => undefined, end: () => undefined };
 
 export class WorkerPool {
   private addresses: string[] = [];
   private cursor = 0;
   /** By address, not by list position: a worker's count survives the file being rewritten. */
   private readonly inFlight = new Map<string, number>();
+  /** A number per address, as the policy knows replicas by id; kept while the address is listed. */
+  private readonly ids = new Map<string, number>();
+  private nextId = 1;
 
-  constructor(readonly role: Role) {}
+  constructor(
+    readonly role: Role,
+    private readonly policy: PrefixAwareSelector | null = null,
+  ) {}
 
   get size(): number {
     return this.addresses.length;
@@ -83,14 +98,23 @@ export class WorkerPool {
   set(addresses: readonly string[]): void {
     this.addresses = [...addresses];
     this.cursor = this.addresses.length === 0 ? 0 : this.cursor % this.addresses.length;
+    for (const a of this.ids.keys()) if (!this.addresses.includes(a)) this.ids.delete(a);
+    for (const a of this.addresses) if (!this.ids.has(a)) this.ids.set(a, this.nextId++);
+    // A worker that left takes what the policy thought it cached with it.
+    this.policy?.retain(new Set(this.ids.values()));
   }
 
   inFlightOf(address: string): number {
     return this.inFlight.get(address) ?? 0;
   }
 
-  /** The worker with the fewest in-flight requests; among equals, the next one round-robin. */
-  pick(): Lease | null {
+  /**
+   * With the prefix-aware policy, the worker it finds cheapest for this prompt (a request
+   * without a prompt it can read counts as one with no cached prefix anywhere); else the
+   * worker with the fewest in-flight requests, among equals the next one round-robin.
+   */
+  pick(request: PrefixRequest = { session: null, blocks: null }): Lease | null {
+    if (this.policy !== null) return this.pickByPolicy(this.policy, request);
     const n = this.addresses.length;
     if (n === 0) return null;
     let best = -1;
@@ -104,15 +128,29 @@ export class WorkerPool {
       }
     }
     this.cursor = (best + 1) % n;
-    const address = this.addresses[best] as string;
-    this.inFlight.set(address, bestCount + 1);
+    return this.lease(this.addresses[best] as string, NO_DISPATCH);
+  }
+
+  private pickByPolicy(policy: PrefixAwareSelector, request: PrefixRequest): Lease | null {
+    const refs: ReplicaRef[] = this.addresses.map((address) => ({ id: this.ids.get(address)!, address }));
+    const byId = new Map(refs.map((r) => [r.id, r.address]));
+    const load = { inflight: (id: number) => this.inFlightOf(byId.get(id) ?? '') };
+    const chosen = policy.choose(refs, load, request).order[0];
+    if (!chosen) return null;
+    return this.lease(chosen.address, policy.dispatched(chosen, request));
+  }
+
+  private lease(address: string, dispatch: Dispatch): Lease {
+    this.inFlight.set(address, this.inFlightOf(address) + 1);
     let released = false;
     return {
       address,
       url: workerUrl(address),
+      firstByte: () => dispatch.firstByte(),
       release: () => {
         if (released) return;
         released = true;
+        dispatch.end();
         const left = this.inFlightOf(address) - 1;
         if (left <= 0) this.inFlight.delete(address);
         else this.inFlight.set(address, left);

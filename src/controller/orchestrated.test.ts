@@ -1,0 +1,18 @@
+// The Frontend's command line follows the deployment's routing_policy.
+import { describe, expect, it } from 'vitest';
+import { COMPONENT } from '../domain/components.js';
+import type { DeploymentRecord } from '../domain/records.js';
+import { orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
+import { orchestratedRequest } from './orchestrated.js';
+
+describe('orchestratedRequest', () => {
+  const record = { id: 3 } as DeploymentRecord;
+  const frontendCommand = (routing_policy?: 'affinity' | 'prefix_aware') =>
+    orchestratedRequest(record, orchestratedSpec({ routing_policy }), COMPONENT.Frontend, 1, 'r-1', '/data/w.json', null).command;
+
+  it('asks the Frontend for the prefix-aware policy only when the deployment does', () => {
+    expect(frontendCommand('prefix_aware').join(' ')).toContain('--routing-policy prefix-aware');
+    expect(frontendCommand('affinity')).not.toContain('--routing-policy');
+    expect(frontendCommand(undefined)).not.toContain('--routing-policy');
+  });
+});
