@@ -67,6 +67,7 @@ export interface Deployment {
   registry_username?: string | null;
   has_registry_password?: boolean;
   session_affinity?: boolean;
+  routing_policy?: 'affinity' | 'prefix_aware';
   command?: string[];
   metrics_port?: number | null;
   metrics_path?: string | null;

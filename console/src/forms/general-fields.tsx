@@ -178,6 +178,18 @@ export function RuntimeFields({ values, set, problems }: { values: GeneralValues
         problems={problems}
         hint="Best-effort sticky routing: requests with the same X-Session-Id header go to the same replica while it is up."
       />
+      <Select
+        label="Routing policy"
+        field="routing_policy"
+        problems={problems}
+        value={values.routing_policy}
+        onChange={(routing_policy) => set({ routing_policy: routing_policy === 'prefix_aware' ? 'prefix_aware' : 'affinity' })}
+        options={[
+          { value: 'affinity', label: 'Affinity: session hashing, else least loaded of two' },
+          { value: 'prefix_aware', label: 'Prefix-aware: where the prompt is cached, weighed against load' },
+        ]}
+        hint="Prefix-aware suits LLM chat over HTTP on engines with prefix caching: a conversation's next turn goes where its prompt is cached unless that replica is too busy. Changing it makes a new revision."
+      />
       <div className="grid2">
         <TextInput
           label="Metrics port"

@@ -48,6 +48,7 @@ export interface GeneralBody extends CommonBody {
   registry_username?: string | null;
   registry_password?: string | null;
   session_affinity?: boolean;
+  routing_policy?: 'affinity' | 'prefix_aware';
   command?: string[];
   metrics_port?: number | null;
   metrics_path?: string | null;

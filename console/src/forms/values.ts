@@ -47,6 +47,7 @@ export interface GeneralValues extends CommonValues {
   /** Empty: none (create) or keep the stored one (Settings). */
   registry_password: string;
   session_affinity: boolean;
+  routing_policy: 'affinity' | 'prefix_aware';
   /** One argument per line. */
   command: string;
   metrics_port: string;
@@ -121,6 +122,7 @@ export function emptyGeneral(): GeneralValues {
     registry_username: '',
     registry_password: '',
     session_affinity: false,
+    routing_policy: 'affinity',
     command: '',
     metrics_port: '',
     metrics_path: '',
@@ -182,6 +184,7 @@ export function generalFrom(d: Deployment): GeneralValues {
     registry_username: d.registry_username ?? '',
     registry_password: '',
     session_affinity: d.session_affinity ?? false,
+    routing_policy: d.routing_policy ?? 'affinity',
     command: argsToLines(d.command),
     metrics_port: text(d.metrics_port),
     metrics_path: d.metrics_path ?? '',
@@ -274,6 +277,7 @@ export function generalBody(v: GeneralValues): Built<GeneralBody> {
   // Passwords are taken as typed: spaces may be part of them.
   if (v.registry_password !== '') body.registry_password = v.registry_password;
   body.session_affinity = v.session_affinity;
+  body.routing_policy = v.routing_policy;
   body.command = linesToArgs(v.command);
   const metricsPort = r.whole('metrics_port', v.metrics_port);
   if (metricsPort !== null) body.metrics_port = metricsPort;
