@@ -1,0 +1,176 @@
+// Bench helper: the targets of bench/llm-routing.ts, each on fresh reference-engine replicas —
+// N engines started directly behind HAProxy (TLS at the front, plain HTTP to the engines, the
+// balance algorithm given by the caller), or `infergate serve` with a general deployment of
+// the reference engine whose own N replicas it starts and routes to with a routing policy.
+// Also which engine flags the built engine knows, so a run can say what it could not set.
+
+import { execFileSync } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { issueServerCertificate, type CertificateAuthority } from '../../src/pki/ca.js';
+import { freePort, sleep, start, type Started } from './processes.js';
+import { BENCH_ADMIN_KEY, startService, type BenchService } from './service.js';
+import { ensurePackage } from './targets.js';
+
+/** The flags of the built `infergate engine` (from its --help). */
+export function engineFlags(root: string): Set<string> {
+  const help = execFileSync(process.execPath, [path.join(root, 'dist/cli/main.js'), 'engine', '--help']).toString();
+  return new Set([...help.matchAll(/^\s+--([a-z0-9-]+)/gm)].map((m) => m[1]!));
+}
+
+async function healthy(port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await fetch(`http://127.0.0.1:${port}/health`)
+      .then(async (r) => (await r.arrayBuffer(), r.status))
+      .catch(() => 0);
+    if (status === 200) return;
+    if (Date.now() > deadline) throw new Error(`the engine on port ${port} was not healthy within ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
+export interface EngineSet {
+  ports: number[];
+  ids: string[];
+  procs: Started[];
+  stop(): Promise<void>;
+}
+
+/** N reference engines on 127.0.0.1, each with its replica id as system_fingerprint. */
+export async function startEngines(root: string, count: number, idPrefix: string, args: string[]): Promise<EngineSet> {
+  const main = path.join(root, 'dist/cli/main.js');
+  const ports: number[] = [];
+  const ids: string[] = [];
+  const procs: Started[] = [];
+  for (let i = 0; i < count; i++) {
+    const port = await freePort();
+    const id = `${idPrefix}-${i}`;
+    procs.push(await start(process.execPath, [main, 'engine', '--flavor', 'openai', '--host', '127.0.0.1', '--port', String(port), '--replica-id', id, ...args], { quietMs: 200 }));
+    ports.push(port);
+    ids.push(id);
+  }
+  await Promise.all(ports.map((p) => healthy(p, 20_000)));
+  return { ports, ids, procs, stop: async () => void (await Promise.all(procs.map((p) => p.stop()))) };
+}
+
+/**
+ * HAProxy, one thread, TLS at the front for `host` (HTTP/1.1), plain HTTP keep-alive to the
+ * upstreams, with the given `balance` lines (e.g. `balance leastconn`).
+ */
+export async function startBalancedHaproxy(dir: string, name: string, ca: CertificateAuthority, host: string, upstreams: number[], balance: string[]): Promise<{ proc: Started; port: number; version: string }> {
+  ensurePackage('haproxy');
+  const issued = issueServerCertificate(ca, [host]);
+  const pem = path.join(dir, `${name}.pem`);
+  await writeFile(pem, issued.certPem + issued.keyPem, { mode: 0o600 });
+  const port = await freePort();
+  const cfg = path.join(dir, `${name}.cfg`);
+  await writeFile(
+    cfg,
+    [
+      'global',
+      '  nbthread 1',
+      '  maxconn 4000',
+      'defaults',
+      '  mode http',
+      '  timeout connect 5s',
+      '  timeout client 3600s',
+      '  timeout server 3600s',
+      '  option http-keep-alive',
+      'frontend fe',
+      `  bind 127.0.0.1:${port} ssl crt ${pem} alpn http/1.1`,
+      '  default_backend be',
+      'backend be',
+      ...balance.map((l) => `  ${l}`),
+      '  http-reuse always',
+      ...upstreams.map((p, i) => `  server up${i} 127.0.0.1:${p}`),
+      '',
+    ].join('\n'),
+  );
+  execFileSync('haproxy', ['-c', '-q', '-f', cfg]);
+  const proc = await start('haproxy', ['-db', '-f', cfg], { quietMs: 1000 });
+  const version = execFileSync('haproxy', ['-v']).toString().split('\n')[0] ?? '';
+  return { proc, port, version };
+}
+
+export interface InfergateTarget {
+  serve: BenchService;
+  deploymentId: number;
+  /** The endpoint's host name (SNI and Host). */
+  host: string;
+  port: number;
+  caPem: string;
+  /** The deployment's ready replicas' names: each one's system_fingerprint. */
+  replicaNames(): Promise<string[]>;
+  /** Ready replicas the gateway routes the endpoint to (its own gauge). */
+  routedReplicas(): Promise<number>;
+  /** The gateway's counters for this deployment, by series and labels. */
+  gatewayCounters(): Promise<Record<string, number>>;
+}
+
+/**
+ * `infergate serve` (built, in a temp dir) with one general deployment of the reference
+ * engine: `replicas` replicas (min = max), session affinity on, the given routing policy, a
+ * bearer token; resolves once every replica is ready.
+ */
+export async function startInfergate(name: string, policy: 'affinity' | 'prefix_aware', replicas: number, engineArgs: string[], token: string): Promise<InfergateTarget> {
+  const serve = await startService(`llm-${policy}`, []);
+  const api = `http://127.0.0.1:${serve.ports.api}`;
+  const headers = { authorization: `Bearer ${BENCH_ADMIN_KEY}` };
+  const deploymentId = await serve.createGeneral({
+    name,
+    image: 'infergate/reference-engine',
+    tag: 'openai',
+    container_port: 8000,
+    health_check_path: '/health',
+    command: engineArgs,
+    enable_logging: false,
+    min_replicas: replicas,
+    max_replicas: replicas,
+    session_affinity: true,
+    routing_policy: policy,
+    endpoint_bearer_token: token,
+  });
+  const deadline = Date.now() + 90_000;
+  let endpoint = '';
+  for (;;) {
+    const d = await serve.deployment<{ status: string; endpoint_url: string; routing_policy?: string; components: { Replica?: { ready: number } } }>(deploymentId);
+    endpoint = d.endpoint_url;
+    if (d.status === 'ready' && d.components.Replica?.ready === replicas) {
+      if (d.routing_policy !== undefined && d.routing_policy !== policy) throw new Error(`the deployment reports routing_policy ${d.routing_policy}, not ${policy}`);
+      break;
+    }
+    if (Date.now() > deadline) throw new Error(`the ${policy} deployment's ${replicas} replicas were not ready within 90 s: ${JSON.stringify(d)}`);
+    await sleep(250);
+  }
+  const host = endpoint.split(':')[0]!;
+  const metrics = async () => (await fetch(`http://127.0.0.1:${serve.ports.metrics}/metrics`)).text();
+  const target: InfergateTarget = {
+    serve,
+    deploymentId,
+    host,
+    port: serve.ports.gateway,
+    caPem: await serve.caPem(),
+    replicaNames: async () => {
+      const r = (await (await fetch(`${api}/deployments/general/${deploymentId}/replicas`, { headers })).json()) as { items: Array<{ name: string; state: string }> };
+      return r.items.filter((x) => x.state === 'ready').map((x) => x.name);
+    },
+    routedReplicas: async () => {
+      const line = (await metrics()).split('\n').find((l) => l.startsWith(`infergate_replicas_ready{`) && l.includes(`deployment="${name}"`));
+      return line ? Number(line.split(' ').pop()) : 0;
+    },
+    gatewayCounters: async () => {
+      const out: Record<string, number> = {};
+      for (const l of (await metrics()).split('\n')) {
+        if (!l.includes(`deployment="${name}"`)) continue;
+        if (!/^infergate_(session_routing_total|tokens_total)\{/.test(l)) continue;
+        const at = l.lastIndexOf(' ');
+        out[l.slice(0, at)] = Number(l.slice(at + 1));
+      }
+      return out;
+    },
+  };
+  // The gateway learns of ready replicas through the store: wait until it routes to all of them.
+  for (let i = 0; i < 100 && (await target.routedReplicas()) !== replicas; i++) await sleep(100);
+  return target;
+}
