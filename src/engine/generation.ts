@@ -34,6 +34,10 @@ export interface GenerationSpec {
   promptTokens: number;
   /** The KV cache was transferred in: decode only (see SequenceSpec.skipPrefill). */
   skipPrefill?: boolean;
+  /** Prefill lane time of the uncached prompt (SequenceSpec.prefillMs). */
+  prefillMs?: number;
+  /** The prefill is done (SequenceSpec.onPrefilled). */
+  onPrefilled?(): void;
   onStep(step: number, deltas: ChoiceDelta[]): void;
   onFinish(): void;
 }
@@ -56,6 +60,8 @@ export function startGeneration(ctx: GenerationContext, spec: GenerationSpec): G
     model: spec.model,
     steps,
     skipPrefill: spec.skipPrefill === true,
+    prefillMs: spec.prefillMs ?? 0,
+    onPrefilled: spec.onPrefilled,
     onStart() {
       timings.startedAt = performance.now();
     },

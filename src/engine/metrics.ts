@@ -5,6 +5,7 @@
 // scheduler at scrape time, so they can never drift from the truth.
 
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PrefixCache } from './prefix-cache.js';
 import type { FinishReason } from './text.js';
 
 const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
@@ -17,6 +18,8 @@ export interface MetricsSources {
   /** Models that always get a running/waiting series, even at 0 (the served or pulled ones). */
   models(): readonly string[];
   counts(): Map<string, { running: number; waiting: number }>;
+  /** The prefix cache, when --enable-prefix-caching is on. */
+  prefixCache?: PrefixCache | null;
 }
 
 export type EndReason = FinishReason | 'abort';
@@ -64,6 +67,7 @@ export class EngineMetrics {
       registers,
     });
     simulated.set({ flavor: sources.flavor }, 1);
+    this.prefixSeries(sources, registers);
     this.promptTokensTotal = new Counter({
       name: 'vllm:prompt_tokens_total',
       help: 'Number of prefill tokens processed.',
@@ -103,6 +107,43 @@ export class EngineMetrics {
       buckets: E2E_BUCKETS,
       registers,
     });
+  }
+
+  /** vLLM's KV cache and prefix cache series; usage 0 and no prefix counters without a cache. */
+  private prefixSeries(sources: MetricsSources, registers: Registry[]): void {
+    const cache = sources.prefixCache ?? null;
+    const model = (): string => sources.models()[0] ?? '';
+    new Gauge({
+      name: 'vllm:kv_cache_usage_perc',
+      help: 'KV-cache usage. 1 means 100 percent usage.',
+      labelNames: ['model_name', 'engine'],
+      registers,
+      collect() {
+        this.reset();
+        this.set({ model_name: model(), engine: ENGINE }, cache?.usage() ?? 0);
+      },
+    });
+    if (cache === null) return;
+    const counterOf = (name: string, help: string, read: () => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['model_name', 'engine'],
+        registers,
+        collect() {
+          this.reset();
+          this.inc({ model_name: model(), engine: ENGINE }, read());
+        },
+      });
+    counterOf('vllm:prefix_cache_queries_total', 'Prefix cache queries, in terms of number of queried tokens.', () => cache.stats.queries);
+    counterOf('vllm:prefix_cache_hits_total', 'Prefix cache hits, in terms of number of cached tokens.', () => cache.stats.hits);
+    const config = new Gauge({
+      name: 'vllm:cache_config_info',
+      help: 'Information of the LLMEngine CacheConfig.',
+      labelNames: ['block_size', 'num_gpu_blocks', 'enable_prefix_caching'],
+      registers,
+    });
+    config.set({ block_size: String(cache.blockSize), num_gpu_blocks: String(cache.capacityBlocks), enable_prefix_caching: 'True' }, 1);
   }
 
   promptTokens(model: string, n: number): void {

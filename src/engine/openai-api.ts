@@ -9,6 +9,7 @@ import type http from 'node:http';
 import { startGeneration, type ChoiceDelta, type Generation, type GenerationContext } from './generation.js';
 import { BodyError, closed, readJsonBody, sendJson, sendOpenAIError } from '../protocol/http-io.js';
 import type { KvHook } from './kv-worker.js';
+import type { PrefillModel } from './prefix-cache.js';
 import { countPromptTokens, generateCompletion, type Completion, type MessageLike } from './text.js';
 
 export const OWNED_BY = 'infergate-simulator';
@@ -55,6 +56,8 @@ export interface OpenAIContext extends GenerationContext {
   accepting(): boolean;
   /** The KV transfer connector (--kv-role prefill|decode); absent: kv_transfer_params is refused. */
   kv?: KvHook;
+  /** Prefix caching and prefill cost (prefix-cache.ts); absent: ttft-ms alone, no cached tokens. */
+  prefill?: PrefillModel;
 }
 
 export function modelCard(id: string, created: number): ModelCard {
@@ -211,6 +214,8 @@ export async function handleChatCompletions(req: http.IncomingMessage, res: http
     skipPrefill = plan.skipPrefill;
     keepKv = plan.keep;
   }
+  // A decode worker got its KV blocks from prefill: nothing to prefill or look up here.
+  const prefill = skipPrefill ? undefined : ctx.prefill?.plan(request.messages, promptTokens);
   const maxTokens = request.maxTokens ?? ctx.maxTokensDefault;
   const completions = Array.from({ length: request.n }, (_, i) => generateCompletion(request.messages, i, maxTokens, request.ignoreEos));
   const reply: Reply = {
@@ -221,6 +226,9 @@ export async function handleChatCompletions(req: http.IncomingMessage, res: http
     promptTokens,
     completions,
     skipPrefill,
+    cachedTokens: prefill?.cachedTokens ?? null,
+    prefillMs: prefill?.prefillMs ?? 0,
+    prefilled: prefill ? () => prefill.done() : () => undefined,
   };
   if (request.stream) streamReply(res, ctx, resolved.label, reply, request.includeUsage);
   else bufferedReply(res, ctx, resolved.label, reply, keepKv);
@@ -234,11 +242,17 @@ interface Reply {
   promptTokens: number;
   completions: Completion[];
   skipPrefill: boolean;
+  /** Prompt tokens found in the prefix cache; null: caching is off (usage says nothing of it). */
+  cachedTokens: number | null;
+  prefillMs: number;
+  prefilled(): void;
 }
 
 function usageOf(reply: Reply) {
   const completion = reply.completions.reduce((sum, c) => sum + c.tokens.length, 0);
-  return { prompt_tokens: reply.promptTokens, completion_tokens: completion, total_tokens: reply.promptTokens + completion };
+  const usage: Record<string, unknown> = { prompt_tokens: reply.promptTokens, completion_tokens: completion, total_tokens: reply.promptTokens + completion };
+  if (reply.cachedTokens !== null) usage.prompt_tokens_details = { cached_tokens: reply.cachedTokens };
+  return usage;
 }
 
 function bufferedReply(res: http.ServerResponse, ctx: OpenAIContext, label: string, reply: Reply, keepKv: (() => Record<string, unknown>) | null): void {
@@ -247,6 +261,8 @@ function bufferedReply(res: http.ServerResponse, ctx: OpenAIContext, label: stri
     completions: reply.completions,
     promptTokens: reply.promptTokens,
     skipPrefill: reply.skipPrefill,
+    prefillMs: reply.prefillMs,
+    onPrefilled: reply.prefilled,
     onStep: () => undefined,
     onFinish() {
       if (closed(res)) return;
@@ -299,6 +315,8 @@ function streamReply(res: http.ServerResponse, ctx: OpenAIContext, label: string
     completions: reply.completions,
     promptTokens: reply.promptTokens,
     skipPrefill: reply.skipPrefill,
+    prefillMs: reply.prefillMs,
+    onPrefilled: reply.prefilled,
     onStep(step: number, deltas: ChoiceDelta[]) {
       if (closed(res)) return;
       let out = '';

@@ -38,6 +38,18 @@ export interface EngineOptions {
   logLevel: string;
   /** KV transfer connector (openai flavor): see kv-connector.ts. */
   kv: KvOptions;
+  /** Simulated automatic prefix caching and prefill cost (openai flavor): see prefix-cache.ts. */
+  prefix: PrefixOptions;
+}
+
+export interface PrefixOptions {
+  enabled: boolean;
+  /** Tokens per cache block. */
+  blockSize: number;
+  /** KV cache capacity in tokens: the cache holds floor(capacity / blockSize) blocks. */
+  capacityTokens: number;
+  /** Prefill time per uncached prompt token, on one prefill lane (0: ttft-ms alone). */
+  prefillMsPerToken: number;
 }
 
 /** A disaggregated worker's side of the KV transfer: prefill serves KV blocks, decode pulls them. */
@@ -84,6 +96,10 @@ export const ENGINE_OPTIONS: FlagSpec[] = [
   { flag: 'kv-host', default: '127.0.0.1', help: 'prefill: host advertised to decode workers as remote_host' },
   { flag: 'kv-bytes-per-token', default: '2048', help: 'simulated KV cache size per prompt token' },
   { flag: 'kv-block-tokens', default: '16', help: 'tokens per KV block' },
+  { flag: 'enable-prefix-caching', default: 'false', help: 'true | false: simulated automatic prefix caching (openai flavor): cached prompt blocks skip prefill, usage reports prompt_tokens_details.cached_tokens' },
+  { flag: 'block-size', default: '16', help: 'tokens per prefix cache block (full blocks only are cached)' },
+  { flag: 'kv-capacity-tokens', default: '65536', help: 'simulated KV cache capacity in tokens; cached blocks beyond it are evicted least recently used first' },
+  { flag: 'prefill-ms-per-token', default: '0', help: 'prefill time per uncached prompt token, on one prefill lane shared by running sequences (0: ttft-ms alone)' },
 ];
 
 const ENGINE: Program = { name: 'engine', flags: ENGINE_OPTIONS, error: EngineOptionsError };
@@ -145,6 +161,12 @@ export function parseEngineOptions(argv: string[], env: NodeJS.ProcessEnv, pid =
       host: kvHost,
       bytesPerToken: f.integer('kv-bytes-per-token', 1, 16 << 20),
       blockTokens: f.integer('kv-block-tokens', 1, 1_000_000),
+    },
+    prefix: {
+      enabled: f.oneOf('enable-prefix-caching', ['true', 'false'] as const) === 'true',
+      blockSize: f.integer('block-size', 1, 4096),
+      capacityTokens: f.integer('kv-capacity-tokens', 1, 1_000_000_000),
+      prefillMsPerToken: f.decimal('prefill-ms-per-token', 0, 10_000),
     },
   };
 }

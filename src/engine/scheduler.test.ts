@@ -153,4 +153,39 @@ describe('Scheduler', () => {
     expect(errors).toHaveLength(1);
     expect(b.trace.finished).not.toBeNull();
   });
+
+  it('prefills on one lane in arrival order: a long uncached prompt delays the first token of the next', () => {
+    const s = new Scheduler({ ttftMs: 5, itlMs: 10, itlGrowth: 0, maxRunning: 4 });
+    const long = seq(1);
+    const short = seq(1);
+    const cached = seq(1);
+    const prefilled: Array<[string, number]> = [];
+    s.submit({ ...long.spec, prefillMs: 100, onPrefilled: () => prefilled.push(['long', Date.now()]) });
+    s.submit({ ...short.spec, prefillMs: 20, onPrefilled: () => prefilled.push(['short', Date.now()]) });
+    s.submit({ ...cached.spec, prefillMs: 0, onPrefilled: () => prefilled.push(['cached', Date.now()]) });
+    vi.advanceTimersByTime(1000);
+    // All three run at once (the cap is 4); the lane works the prefills one after the other.
+    expect(prefilled).toEqual([
+      ['cached', 0],
+      ['long', 100],
+      ['short', 120],
+    ]);
+    expect(cached.trace.steps).toEqual([[0, 5]]);
+    expect(long.trace.steps).toEqual([[0, 105]]);
+    expect(short.trace.steps).toEqual([[0, 125]]);
+  });
+
+  it('frees the prefill lane at once when the sequence on it is aborted', () => {
+    const s = new Scheduler({ ttftMs: 5, itlMs: 10, itlGrowth: 0, maxRunning: 4 });
+    const a = seq(1);
+    const b = seq(1);
+    const handle = s.submit({ ...a.spec, prefillMs: 100 });
+    s.submit({ ...b.spec, prefillMs: 20 });
+    vi.advanceTimersByTime(30);
+    handle.abort();
+    vi.advanceTimersByTime(1000);
+    expect(a.trace.steps).toEqual([]);
+    expect(b.trace.steps).toEqual([[0, 55]]);
+    expect(s.running).toBe(0);
+  });
 });

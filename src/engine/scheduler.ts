@@ -10,6 +10,13 @@
 // n sequences; one slot per request keeps the queue arithmetic readable for operators and
 // tests (max-running 1 really means one request at a time).
 //
+// Prefill (--prefill-ms-per-token): a sequence whose prompt is not all cached first waits for
+// its turn on ONE prefill lane, shared by every running sequence and worked in FIFO order, for
+// prefillMs; its first token comes ttftMs after that. A GPU prefills a batch's new prompts one
+// chunk budget at a time, so a long uncached prompt delays the first tokens of the prompts
+// behind it: the effect that makes cache-aware routing pay. With prefillMs 0 a sequence skips
+// the lane, and the timing is exactly as without it.
+//
 // Timing is plain setTimeout per sequence: nothing polls, an idle engine costs nothing, and
 // an aborted sequence (client gone) frees its slot at once.
 
@@ -31,8 +38,12 @@ export interface SequenceSpec {
    * the start instead of ttftMs.
    */
   skipPrefill?: boolean;
+  /** Prefill time of the uncached part of its prompt, on the shared prefill lane (default 0). */
+  prefillMs?: number;
   /** Left the queue (prefill begins). */
   onStart?(): void;
+  /** Its prefill is done (the prompt's KV blocks exist): at start when it has none to do. */
+  onPrefilled?(): void;
   /** Step `step` (0-based) is emitted; step 0 is the first token. */
   onStep(step: number): void;
   /** The last step was emitted; the slot is already free. */
@@ -74,6 +85,9 @@ class Sequence implements SequenceHandle {
 export class Scheduler {
   private readonly queue: Sequence[] = [];
   private readonly active = new Set<Sequence>();
+  /** Running sequences waiting for the prefill lane, and the one on it. */
+  private readonly lane: Sequence[] = [];
+  private prefilling: Sequence | null = null;
   private idleWaiters: Array<() => void> = [];
 
   private readonly timers: Timers;
@@ -143,6 +157,12 @@ export class Scheduler {
       seq.timer = null;
       seq.state = 'aborted';
       this.active.delete(seq);
+      const queued = this.lane.indexOf(seq);
+      if (queued >= 0) this.lane.splice(queued, 1);
+      if (this.prefilling === seq) {
+        this.prefilling = null;
+        this.runLane();
+      }
       this.admit();
       this.settle();
     }
@@ -154,10 +174,31 @@ export class Scheduler {
       const seq = this.queue.shift() as Sequence;
       seq.state = 'running';
       this.active.add(seq);
+      this.call(seq, () => seq.spec.onStart?.());
+      if (seq.state !== 'running') continue; // aborted from inside onStart
+      if (!seq.spec.skipPrefill && (seq.spec.prefillMs ?? 0) > 0) {
+        this.lane.push(seq);
+        this.runLane();
+        continue;
+      }
       const firstMs = seq.spec.skipPrefill ? this.currentItlMs() : this.timing.ttftMs;
       seq.timer = this.timers.setTimeout(() => this.tick(seq), firstMs);
-      this.call(seq, () => seq.spec.onStart?.());
+      this.call(seq, () => seq.spec.onPrefilled?.());
     }
+  }
+
+  /** Starts the next prefill when the lane is free; its first token follows ttftMs after it. */
+  private runLane(): void {
+    if (this.prefilling !== null) return;
+    const seq = this.lane.shift();
+    if (!seq) return;
+    this.prefilling = seq;
+    seq.timer = this.timers.setTimeout(() => {
+      this.prefilling = null;
+      seq.timer = this.timers.setTimeout(() => this.tick(seq), this.timing.ttftMs);
+      this.call(seq, () => seq.spec.onPrefilled?.());
+      this.runLane();
+    }, seq.spec.prefillMs ?? 0);
   }
 
   private tick(seq: Sequence): void {

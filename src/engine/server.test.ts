@@ -122,4 +122,59 @@ describe('engine server', () => {
     expect(ready.status).toBe(503);
     expect(await ready.json()).toMatchObject({ object: 'health.response', status: 'not_ready' });
   });
+
+  describe('simulated prefix caching', () => {
+    const system = { role: 'system', content: Array.from({ length: 200 }, (_, i) => `rule${i}`).join(' ') };
+    const usageOf = async (res: Response) => ((await res.json()) as { usage: Record<string, unknown> }).usage;
+    const streamedUsage = async (res: Response) => {
+      const events = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: {'));
+      return (JSON.parse(events.at(-1)!.slice(6)) as { usage: Record<string, unknown> }).usage;
+    };
+
+    it('serves a conversation\'s repeated prefix from cache, in responses, streams and metrics', async () => {
+      const { url } = await start(['--enable-prefix-caching', 'true', '--block-size', '16', '--ttft-ms', '0', '--itl-ms', '0']);
+      const first = await usageOf(await chat(url, { messages: [system, { role: 'user', content: 'hello there' }], max_tokens: 2 }));
+      expect(first).toMatchObject({ prompt_tokens: 210, prompt_tokens_details: { cached_tokens: 0 } });
+      const next = [system, { role: 'user', content: 'hello there' }, { role: 'assistant', content: 'hi' }, { role: 'user', content: 'more' }];
+      const second = await usageOf(await chat(url, { messages: next, max_tokens: 2 }));
+      // 210 tokens of the first prompt: 13 whole blocks of 16.
+      expect(second).toMatchObject({ prompt_tokens: 220, prompt_tokens_details: { cached_tokens: 208 } });
+      const streamed = await streamedUsage(await chat(url, { messages: next, max_tokens: 2, stream: true, stream_options: { include_usage: true } }));
+      expect(streamed).toMatchObject({ prompt_tokens: 220, prompt_tokens_details: { cached_tokens: 208 } });
+
+      const model = '{model_name="sim/model",engine="0"}';
+      expect(await metric(url, `vllm:prefix_cache_queries_total${model}`)).toBe(210 + 220 + 220);
+      expect(await metric(url, `vllm:prefix_cache_hits_total${model}`)).toBe(416);
+      expect(await metric(url, `vllm:kv_cache_usage_perc${model}`)).toBeCloseTo(13 / 4096);
+      expect(await (await fetch(`${url}/metrics`)).text()).toContain('vllm:cache_config_info{block_size="16",num_gpu_blocks="4096",enable_prefix_caching="True"} 1');
+    });
+
+    it('evicts at capacity: enough other prompts push the first one out', async () => {
+      const { url } = await start(['--enable-prefix-caching', 'true', '--block-size', '16', '--kv-capacity-tokens', '512', '--ttft-ms', '0', '--itl-ms', '0']);
+      const ask = (n: number) => chat(url, { messages: [{ role: 'user', content: Array.from({ length: 156 }, (_, i) => `p${n}w${i}`).join(' ') }], max_tokens: 1 });
+      await usageOf(await ask(0));
+      expect(await usageOf(await ask(0))).toMatchObject({ prompt_tokens_details: { cached_tokens: 160 } });
+      for (let n = 1; n <= 3; n++) await usageOf(await ask(n)); // 4 × 10 blocks > 32
+      expect(await usageOf(await ask(0))).toMatchObject({ prompt_tokens_details: { cached_tokens: 0 } });
+    });
+
+    it('says nothing of cached tokens, and exposes no prefix counters, when caching is off (the default)', async () => {
+      const { url } = await start(['--ttft-ms', '0', '--itl-ms', '0']);
+      const usage = await usageOf(await chat(url, { max_tokens: 1 }));
+      expect(usage).not.toHaveProperty('prompt_tokens_details');
+      const text = await (await fetch(`${url}/metrics`)).text();
+      expect(text).not.toContain('vllm:prefix_cache_hits_total');
+      expect(text).toContain('vllm:kv_cache_usage_perc{model_name="sim/model",engine="0"} 0');
+    });
+
+    it('makes an uncached prompt wait for its prefill (a lower bound: timers never fire early)', async () => {
+      const { url } = await start(['--enable-prefix-caching', 'true', '--prefill-ms-per-token', '2', '--ttft-ms', '0', '--itl-ms', '0']);
+      const body = { messages: [system], max_tokens: 1 };
+      const t = performance.now();
+      expect(await usageOf(await chat(url, body))).toMatchObject({ prompt_tokens: 204, prompt_tokens_details: { cached_tokens: 0 } });
+      expect(performance.now() - t).toBeGreaterThanOrEqual(390); // 204 tokens × 2 ms
+      // The second time only the last, partial block is prefilled.
+      expect(await usageOf(await chat(url, body))).toMatchObject({ prompt_tokens_details: { cached_tokens: 192 } });
+    });
+  });
 });

@@ -16,6 +16,7 @@ import * as nim from './nim-api.js';
 import * as ollama from './ollama-api.js';
 import { handleChatCompletions, handleModels, modelCard, type ModelResolution, type OpenAIContext } from './openai-api.js';
 import type { EngineOptions } from './options.js';
+import { PrefillModel, PrefixCache } from './prefix-cache.js';
 import { Scheduler } from './scheduler.js';
 
 export interface EngineDeps {
@@ -78,7 +79,10 @@ export function createEngine(deps: EngineDeps): Engine {
   const kvWorker = options.kv.role !== 'none' ? createKvWorker(options.kv, log) : null;
 
   const servedModels = (): string[] => (options.flavor === 'ollama' ? pulled.names() : [options.model]);
-  const metrics = new EngineMetrics({ flavor: options.flavor, models: servedModels, counts: () => scheduler.countsByModel() });
+  // Prefix caching and prefill cost model the OpenAI-compatible API of one served model.
+  const prefixCache = options.prefix.enabled && options.flavor !== 'ollama' ? new PrefixCache(options.prefix.blockSize, options.prefix.capacityTokens) : null;
+  const prefill = prefixCache !== null || options.prefix.prefillMsPerToken > 0 ? new PrefillModel(prefixCache, options.prefix.prefillMsPerToken) : null;
+  const metrics = new EngineMetrics({ flavor: options.flavor, models: servedModels, counts: () => scheduler.countsByModel(), prefixCache });
 
   const readiness = (): nim.Readiness => {
     if (status.state === 'ready') return { ready: true };
@@ -102,7 +106,7 @@ export function createEngine(deps: EngineDeps): Engine {
   const openai: OpenAIContext =
     options.flavor === 'ollama'
       ? { ...base, replicaId: options.replicaId, resolve: (m) => pulled.resolve(m), models: () => pulled.cards() }
-      : { ...base, replicaId: options.replicaId, resolve: resolveServed, models: () => [modelCard(options.model, startedAt)], ...(kvWorker ? { kv: kvWorker.hook } : {}) };
+      : { ...base, replicaId: options.replicaId, resolve: resolveServed, models: () => [modelCard(options.model, startedAt)], ...(kvWorker ? { kv: kvWorker.hook } : {}), ...(prefill ? { prefill } : {}) };
   const ollamaCtx: ollama.OllamaContext = {
     ...base,
     models: pulled,
