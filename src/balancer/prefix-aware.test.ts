@@ -121,4 +121,17 @@ describe('prefix-aware choice', () => {
     expect(counts.get(1) ?? 0).toBe(0);
     for (const id of [2, 3, 4]) expect(counts.get(id)).toBeGreaterThan(60);
   });
+
+  it('sizes a replica\'s index from its cache size in tokens, at the characters per token responses show', () => {
+    const blocks = Array.from({ length: 12 }, (_, i) => 500 + i);
+    const p = new PrefixAwareSelector();
+    p.cacheSize(1, 64); // 64 tokens × 4 characters: 4 blocks of 64 characters
+    p.dispatched({ id: 1, address: '' }, { session: null, blocks }).end();
+    expect(p.index.size(1)).toBe(4);
+    // Prompts of 100 blocks (6,400 characters) were 800 tokens: 8 characters a token.
+    for (let i = 0; i < 200; i++) p.promptTokens(100, 800);
+    p.cacheSize(1, 64);
+    p.dispatched({ id: 1, address: '' }, { session: null, blocks }).end();
+    expect(p.index.size(1)).toBe(8);
+  });
 });

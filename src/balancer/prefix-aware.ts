@@ -17,8 +17,12 @@ import type { LoadView, ReplicaRef, Selector } from './selector.js';
 import { PrefixIndex } from './prefix-index.js';
 import { DEFAULT_BLOCK_CHARS } from './prompt-blocks.js';
 
-/** Characters of prompt per token, the usual rule of thumb for BPE tokenisers. */
-const CHARS_PER_TOKEN = 4;
+/**
+ * Characters of prompt per token until responses tell (the usual rule of thumb for BPE
+ * tokenisers); learnt from `usage.prompt_tokens`, since code, other languages and other
+ * tokenisers differ by a factor of two or more either way.
+ */
+const DEFAULT_CHARS_PER_TOKEN = 4;
 
 /** What a replica says about itself (scraped); null fields: it does not expose them. */
 export interface ReplicaSignals {
@@ -88,6 +92,7 @@ export class PrefixAwareSelector implements Selector {
   private readonly observedCap = new Map<number, number>();
   /** Average prompt length in blocks (exponentially weighted): the unit of load. */
   private meanBlocks = 32;
+  private charsPerToken = DEFAULT_CHARS_PER_TOKEN;
 
   constructor(
     opts: PrefixAwareOptions = {},
@@ -172,7 +177,17 @@ export class PrefixAwareSelector implements Selector {
 
   /** The replica said its KV cache holds this many tokens: remember about as much prompt for it. */
   cacheSize(replicaId: number, tokens: number): void {
-    this.index.setCapacity(replicaId, Math.max(1, Math.ceil((tokens * CHARS_PER_TOKEN) / DEFAULT_BLOCK_CHARS)));
+    this.index.setCapacity(replicaId, Math.max(1, Math.ceil((tokens * this.charsPerToken) / DEFAULT_BLOCK_CHARS)));
+  }
+
+  /**
+   * A response said how many tokens a prompt of `blocks` full blocks was: the ratio of
+   * characters to tokens, which sizes the index from a replica's cache size in tokens.
+   */
+  promptTokens(blocks: number, tokens: number): void {
+    if (blocks < 4 || tokens <= 0) return; // too short to say much (the partial block is left out)
+    const sample = Math.min(16, Math.max(1, (blocks * DEFAULT_BLOCK_CHARS) / tokens));
+    this.charsPerToken += (sample - this.charsPerToken) * 0.05;
   }
 
   /** Prefill blocks owed by a replica (tests, metrics). */
