@@ -62,7 +62,11 @@ export interface Dispatch {
 }
 
 export interface PrefixAwareOptions {
-  /** Cost of one in-flight request, in average prompts (default 0.15). */
+  /**
+   * Cost of one in-flight request, in average prompts (default 0.05): in a continuous batch a
+   * running request slows a new one's first token little (it shares decode steps), while a
+   * queued one delays it by a whole turn — hence the much larger queueWeight.
+   */
   loadWeight?: number;
   /** Cost of one request queued at the replica, in average prompts (default 2). */
   queueWeight?: number;
@@ -98,7 +102,7 @@ export class PrefixAwareSelector implements Selector {
     opts: PrefixAwareOptions = {},
     private readonly signals: SignalView = NO_SIGNALS,
   ) {
-    this.loadWeight = opts.loadWeight ?? 0.15;
+    this.loadWeight = opts.loadWeight ?? 0.05;
     this.queueWeight = opts.queueWeight ?? 2;
     this.moveMargin = opts.moveMargin ?? 0.25;
     this.maxSessions = opts.sessions ?? 65_536;
