@@ -128,6 +128,8 @@ interface TargetReport {
   proxyPid: number;
   proxyCpuUsPerRequest: number;
   gatewayCounters?: Record<string, number>;
+  /** The slowest 2 % of first tokens, to see what the tail is made of (JSON only). */
+  slowest: Array<{ ttftMs: number; promptTokens: number | null; cachedTokens: number | null; turn: number; session: string; replica: string | null; heldMs: number }>;
 }
 
 function report(name: TargetName, run: Awaited<ReturnType<typeof runOpenLoop>>, scheduled: readonly ScheduledTurn[], expected: readonly string[], rate: number, cpuUs: number, pid: number): TargetReport {
@@ -161,6 +163,10 @@ function report(name: TargetName, run: Awaited<ReturnType<typeof runOpenLoop>>, 
     errors,
     errorSamples: [...new Set(failed.map((r) => r.error ?? ''))].slice(0, 5),
     strays,
+    slowest: [...ok]
+      .sort((a, b) => (b.ttftMs ?? 0) - (a.ttftMs ?? 0))
+      .slice(0, Math.ceil(ok.length / 50))
+      .map((r) => ({ ttftMs: round(r.ttftMs ?? NaN, 1), promptTokens: r.promptTokens, cachedTokens: r.cachedTokens, turn: r.turn, session: r.session, replica: r.replica, heldMs: round(r.heldMs, 0) })),
     ttftP50Ms: round(pct(ttft, 50), 1),
     ttftP90Ms: round(pct(ttft, 90), 1),
     ttftP99Ms: round(pct(ttft, 99), 1),
