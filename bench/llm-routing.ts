@@ -17,7 +17,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadOrCreateCa } from '../src/pki/ca.js';
 import { probeSaturation, runOpenLoop, type ChatTarget, type ProbeResult } from './lib/llm-client.js';
-import { engineFlags, startBalancedHaproxy, startEngines, startInfergate } from './lib/llm-targets.js';
+import { engineFlags, startEngines, startInfergate } from './lib/llm-targets.js';
+import { startBalancedHaproxy } from './lib/targets.js';
 import { Workload, type EngineTiming, type ScheduledTurn, type WorkloadOptions } from './lib/llm-workload.js';
 import { cpuMicros, onCleanup, stopAll } from './lib/processes.js';
 
@@ -200,7 +201,7 @@ async function main(): Promise<void> {
   /** HAProxy in front of 4 fresh engines; stop() stops both. */
   const haproxyTarget = async (name: string, balance: string[]) => {
     const engines = await startEngines(root, REPLICAS, name, engine.args);
-    const hap = await startBalancedHaproxy(dir, name, ca, HOST, engines.ports, balance);
+    const hap = await startBalancedHaproxy(dir, name, ca, [HOST], engines.ports, balance);
     const target: ChatTarget = { name, origin: `https://${HOST}:${hap.port}`, ca: ca.certPem, headers: {}, model: 'sim/model' };
     const stop = async () => {
       await hap.proc.stop();

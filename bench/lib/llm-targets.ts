@@ -54,45 +54,6 @@ export async function startEngines(root: string, count: number, idPrefix: string
   return { ports, ids, procs, stop: async () => void (await Promise.all(procs.map((p) => p.stop()))) };
 }
 
-/**
- * HAProxy, one thread, TLS at the front for `host` (HTTP/1.1), plain HTTP keep-alive to the
- * upstreams, with the given `balance` lines (e.g. `balance leastconn`).
- */
-export async function startBalancedHaproxy(dir: string, name: string, ca: CertificateAuthority, host: string, upstreams: number[], balance: string[]): Promise<{ proc: Started; port: number; version: string }> {
-  ensurePackage('haproxy');
-  const issued = issueServerCertificate(ca, [host]);
-  const pem = path.join(dir, `${name}.pem`);
-  await writeFile(pem, issued.certPem + issued.keyPem, { mode: 0o600 });
-  const port = await freePort();
-  const cfg = path.join(dir, `${name}.cfg`);
-  await writeFile(
-    cfg,
-    [
-      'global',
-      '  nbthread 1',
-      '  maxconn 4000',
-      'defaults',
-      '  mode http',
-      '  timeout connect 5s',
-      '  timeout client 3600s',
-      '  timeout server 3600s',
-      '  option http-keep-alive',
-      'frontend fe',
-      `  bind 127.0.0.1:${port} ssl crt ${pem} alpn http/1.1`,
-      '  default_backend be',
-      'backend be',
-      ...balance.map((l) => `  ${l}`),
-      '  http-reuse always',
-      ...upstreams.map((p, i) => `  server up${i} 127.0.0.1:${p}`),
-      '',
-    ].join('\n'),
-  );
-  execFileSync('haproxy', ['-c', '-q', '-f', cfg]);
-  const proc = await start('haproxy', ['-db', '-f', cfg], { quietMs: 1000 });
-  const version = execFileSync('haproxy', ['-v']).toString().split('\n')[0] ?? '';
-  return { proc, port, version };
-}
-
 export interface InfergateTarget {
   serve: BenchService;
   deploymentId: number;

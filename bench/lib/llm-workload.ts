@@ -6,7 +6,7 @@
 // Tokens are counted as the reference engine counts them: one word is one token, plus 4 per
 // message (src/engine/text.ts).
 
-import { generateCompletion, PER_MESSAGE_TOKENS, VOCABULARY } from '../../src/engine/text.js';
+import { generateCompletion, mulberry32, PER_MESSAGE_TOKENS, VOCABULARY } from '../../src/engine/text.js';
 
 export interface WorkloadOptions {
   seed: number;
@@ -60,17 +60,8 @@ export interface ChatMessage {
   content: string;
 }
 
-/** mulberry32: small, fast and deterministic. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32 (the engine's): small, fast and deterministic. */
+export const prng = mulberry32;
 
 /** Draws 0..n-1 with P(k) ∝ 1/(k+1)^s. */
 export function zipf(n: number, s: number, random: () => number): () => number {

@@ -38,12 +38,29 @@ export function ensurePackage(name: string): void {
 }
 
 export async function startHaproxy(dir: string, ca: CertificateAuthority, upstreams: number[]): Promise<{ proc: Started; port: number; version: string }> {
+  const started = await startBalancedHaproxy(dir, 'haproxy', ca, [HOST, `*.${DOMAIN}`], upstreams, ['balance hdr(X-Session-Id)', 'hash-type consistent']);
+  if (!/version 2\.6\./.test(started.version)) console.log(`bench: note: the issue names HAProxy 2.6; this is ${started.version}`);
+  return started;
+}
+
+/**
+ * HAProxy, one thread, TLS at the front for `hosts` (HTTP/1.1), plain HTTP keep-alive to the
+ * upstreams on 127.0.0.1, with the given `balance` lines (e.g. `balance leastconn`).
+ */
+export async function startBalancedHaproxy(
+  dir: string,
+  name: string,
+  ca: CertificateAuthority,
+  hosts: string[],
+  upstreams: number[],
+  balance: string[],
+): Promise<{ proc: Started; port: number; version: string }> {
   ensurePackage('haproxy');
-  const issued = issueServerCertificate(ca, [HOST, `*.${DOMAIN}`]);
-  const pem = path.join(dir, 'haproxy.pem');
+  const issued = issueServerCertificate(ca, hosts);
+  const pem = path.join(dir, `${name}.pem`);
   await writeFile(pem, issued.certPem + issued.keyPem, { mode: 0o600 });
   const port = await freePort();
-  const cfg = path.join(dir, 'haproxy.cfg');
+  const cfg = path.join(dir, `${name}.cfg`);
   await writeFile(
     cfg,
     [
@@ -61,8 +78,7 @@ export async function startHaproxy(dir: string, ca: CertificateAuthority, upstre
       `  bind 127.0.0.1:${port} ssl crt ${pem} alpn http/1.1`,
       '  default_backend be',
       'backend be',
-      '  balance hdr(X-Session-Id)',
-      '  hash-type consistent',
+      ...balance.map((l) => `  ${l}`),
       '  http-reuse always',
       ...upstreams.map((p, i) => `  server up${i} 127.0.0.1:${p}`),
       '',
@@ -72,7 +88,6 @@ export async function startHaproxy(dir: string, ca: CertificateAuthority, upstre
   // haproxy -db prints nothing when all is well: running after a second means it is up.
   const proc = await start('haproxy', ['-db', '-f', cfg], { quietMs: 1000 });
   const version = execFileSync('haproxy', ['-v']).toString().split('\n')[0] ?? '';
-  if (!/version 2\.6\./.test(version)) console.log(`bench: note: the issue names HAProxy 2.6; this is ${version}`);
   return { proc, port, version };
 }
 
