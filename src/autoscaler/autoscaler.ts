@@ -19,6 +19,8 @@ import { decide, initialState, type AutoscaleState, type AutoscaleWindows, type 
 export interface LoadSource {
   samples(deploymentId: number): readonly ConcurrencySample[];
   held(deploymentId: number): number;
+  /** Brings the figures up to date before a tick (load reported by other processes). */
+  refresh?(): Promise<void>;
 }
 
 export interface AutoscalerOptions {
@@ -82,7 +84,7 @@ export class Autoscaler {
 
   private async tick(): Promise<void> {
     const { store, load, clock, windows, logger } = this.opts;
-    const [deployments, replicas] = await Promise.all([store.list('deployment'), store.list('replica')]);
+    const [deployments, replicas] = await Promise.all([store.list('deployment'), store.list('replica'), load.refresh?.()]);
     const now = clock.now();
     const seen = new Set<number>();
     let changed = false;

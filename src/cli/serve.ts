@@ -3,7 +3,9 @@
 // discovery) together, prints where everything is, and shuts down cleanly on SIGINT/SIGTERM
 // (replicas drained and stopped first). Wiring only — behaviour lives in the modules it composes.
 
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import os from 'node:os';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Server } from 'node:net';
@@ -25,6 +27,8 @@ import { Credentials } from '../control/credentials.js';
 import { endpointUrl } from '../control/render.js';
 import { ActivityRecorder } from '../autoscaler/activity.js';
 import { Autoscaler } from '../autoscaler/autoscaler.js';
+import { StoreLoad } from '../autoscaler/store-load.js';
+import { LoadPublisher } from '../gateway/load-publisher.js';
 import { Controller } from '../controller/controller.js';
 import { LocalLeftovers } from '../controller/leftovers.js';
 import { DEFAULT_IMAGE_MAP, parseImageMap, type ImageMap } from '../domain/image-map.js';
@@ -92,9 +96,9 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     // The replica sandbox is probed once, before anything can deploy: the control API's rule
     // for host commands depends on it, and the controller's runtime uses it.
     const sandbox = config.role !== 'gateway' ? detectSandbox(config, selfCommand()) : null;
-    // The autoscaler runs only beside a gateway (it reads that gateway's measurements), so its
-    // activity history exists only when this process runs every role.
-    const activity = config.role === 'all' ? new ActivityRecorder(systemClock) : null;
+    // The autoscaler runs with the control role (it reads the gateways' load, here and through
+    // the store), and so does its activity history.
+    const activity = config.role !== 'gateway' ? new ActivityRecorder(systemClock) : null;
     if (sandbox !== null) lines.push(sandbox.description);
     if (config.role !== 'gateway') {
       const hostCommands: HostCommandPolicy = {
@@ -104,10 +108,10 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       };
       lines.push(...(await startControl(shared, shells, hostCommands, activity)));
     }
-    let gateway: Gateway | null = null;
+    let gateway: LocalGateway | null = null;
     if (config.role !== 'control') {
       const started = await startGateway(shared);
-      gateway = started.gateway;
+      gateway = { gateway: started.gateway, publisher: started.publisher };
       lines.push(...started.lines);
     }
     // The controller and its runtime live with the control role: one per store.
@@ -131,6 +135,9 @@ export async function serve(config: Config, out: (line: string) => void): Promis
 }
 
 type Closers = Array<() => Promise<void>>;
+
+/** A gateway's load report counts this long without a newer one (it publishes every second). */
+const LOAD_REPORT_TTL_MS = 3000;
 
 /** What the roles of one process share, each loaded or made once. */
 interface Shared {
@@ -192,7 +199,13 @@ async function startControl(shared: Shared, shells: ShellProvider, hostCommands:
   return [`infergate: control API listening on ${apiUrl}`, consoleLine, await describeAdminKey(config, admin.generatedKey)];
 }
 
-async function startController(shared: Shared, gateway: Gateway | null, sandbox: SandboxHost | null, activity: ActivityRecorder | null): Promise<Controller> {
+/** The gateway of this process, and its name among the publishers of load to the store. */
+interface LocalGateway {
+  gateway: Gateway;
+  publisher: string;
+}
+
+async function startController(shared: Shared, local: LocalGateway | null, sandbox: SandboxHost | null, activity: ActivityRecorder | null): Promise<Controller> {
   const { config, store, logger, closers, registry, usage, images, catalog } = shared;
   const sealer = sealerOf(shared);
   const runtimeLogger = logger.child({ component: 'runtime' });
@@ -206,21 +219,30 @@ async function startController(shared: Shared, gateway: Gateway | null, sandbox:
   });
   const { logsDir, cacheDir } = runtimeDirs(config.dataDir);
   const workersDir = path.join(config.dataDir, 'orchestrated');
-  // The autoscaler reads what the gateway in this process measures; without one (--role
-  // control) deployments keep their minimum (and one replica at min 0).
+  // The autoscaler sums what the gateway in this process measures (read directly) and what
+  // every other gateway on the store reports (gateway/load-publisher.ts).
   let controller: Controller | null = null;
-  const autoscaler = gateway
-    ? new Autoscaler({
-        store,
-        load: { samples: (id) => gateway.inflight.concurrency(id), held: (id) => gateway.activator.held(id) },
-        clock: systemClock,
-        windows: { stableMs: config.autoscaleStableMs, panicMs: config.autoscalePanicMs, scaleToZeroGraceMs: config.scaleToZeroGraceMs },
-        logger: logger.child({ component: 'autoscaler' }),
-        registry,
-        onChange: () => controller?.poke(),
-        ...(activity ? { activity } : {}),
-      })
-    : null;
+  const gateway = local?.gateway ?? null;
+  const load = new StoreLoad(
+    store,
+    gateway && local
+      ? {
+          publisher: local.publisher,
+          load: { samples: (id) => gateway.inflight.concurrency(id), held: (id) => gateway.activator.held(id), inflight: (id) => gateway.inflight.inflight(id) },
+        }
+      : null,
+    logger.child({ component: 'autoscaler' }),
+  );
+  const autoscaler = new Autoscaler({
+    store,
+    load,
+    clock: systemClock,
+    windows: { stableMs: config.autoscaleStableMs, panicMs: config.autoscalePanicMs, scaleToZeroGraceMs: config.scaleToZeroGraceMs },
+    logger: logger.child({ component: 'autoscaler' }),
+    registry,
+    onChange: () => controller?.poke(),
+    ...(activity ? { activity } : {}),
+  });
   controller = new Controller({
     store,
     runtime,
@@ -230,7 +252,10 @@ async function startController(shared: Shared, gateway: Gateway | null, sandbox:
     stopGraceMs: config.stopGraceMs,
     rolloutSurge: config.rolloutSurge,
     rolloutDeadlineMs: config.rolloutDeadlineMs,
-    load: gateway?.inflight ?? null,
+    load,
+    // With gateways in other processes (a shared store), their in-flight counts arrive once a
+    // second: a drain waits for two reports before it trusts a zero.
+    ...(config.redisUrl !== null ? { drainSettleMs: 2 * 1000 + 500 } : {}),
     usage,
     gpusPerReplica: (d, component) => gpusPerReplica(catalog, d, component),
     workersDir,
@@ -239,19 +264,17 @@ async function startController(shared: Shared, gateway: Gateway | null, sandbox:
     ...(autoscaler ? { autoscaled: (id: number) => autoscaler.desired(id) } : {}),
   });
   const running = controller;
-  if (autoscaler) {
-    gateway?.activator.onDemand(() => autoscaler.poke());
-    autoscaler.start();
-  }
+  gateway?.activator.onDemand(() => autoscaler.poke());
+  autoscaler.start();
   await running.start();
   closers.push(async () => {
-    await autoscaler?.stop();
+    await autoscaler.stop();
     await running.stop();
   });
   return running;
 }
 
-async function startGateway(shared: Shared): Promise<{ gateway: Gateway; lines: string[] }> {
+async function startGateway(shared: Shared): Promise<{ gateway: Gateway; publisher: string; lines: string[] }> {
   const { config, store, logger, closers, registry, usage, ca } = shared;
   const operatorCert = await readGatewayTls(config);
   const serverCert = operatorCert ?? (await loadOrIssueGatewayCertificate(ca, config.certsDir, config.domain));
@@ -280,11 +303,24 @@ async function startGateway(shared: Shared): Promise<{ gateway: Gateway; lines: 
   });
   await gateway.start();
   closers.push(() => gateway.close());
+  // Other processes on a shared store (--redis) see this gateway's load through it.
+  const publisher = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  if (config.redisUrl !== null) {
+    const loads = new LoadPublisher(store, gateway.inflight, gateway.activator, gateway.table, logger.child({ component: 'gateway' }), {
+      publisher,
+      intervalMs: 1000,
+      ttlMs: LOAD_REPORT_TTL_MS,
+      windowSeconds: Math.ceil(config.autoscaleStableMs / 1000) + 2,
+    });
+    loads.start();
+    closers.push(() => loads.stop());
+  }
   const port = await listen(gateway.server, config.gatewayHost, config.gatewayPort, 'gateway-port', 'gateway');
   const example = endpointUrl('<name>', { domain: config.domain, port });
   const certificate = operatorCert ? `certificate from ${config.tlsCert}` : `platform CA in ${config.certsDir}/ca.crt`;
   return {
     gateway,
+    publisher,
     lines: [
       `infergate: gateway (TLS, h2 and http/1.1) listening on ${config.gatewayHost}:${port}; ${certificate}`,
       `infergate: endpoint domain ${config.domain}; endpoints are https://${example}`,

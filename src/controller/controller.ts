@@ -49,7 +49,7 @@ export interface ControllerOptions {
   drainTimeoutMs: number;
   /** SIGTERM → SIGKILL grace. */
   stopGraceMs: number;
-  /** Null when no gateway shares this process: drain then waits `drainSettleMs` only. */
+  /** In-flight requests per replica over the gateways (this process's and those reporting through the store); null: drain waits `drainSettleMs` only. */
   load: ReplicaLoad | null;
   tickMs?: number;
   /** How long routing tables take to drop a draining replica before in-flight is trusted. */

@@ -59,6 +59,8 @@ export class FileStore implements Store {
   private readonly listeners = new Set<ChangeListener>();
   /** One process owns the data dir (the lock), so leases only need to exist in memory. */
   private readonly leases = new Map<string, { holder: string; expires: number }>();
+  /** Reports live in memory: a file store has one process, which is every publisher. */
+  private readonly reports = new Map<string, Map<string, { body: string; expires: number }>>();
 
   constructor(options: { dir: string }) {
     this.dir = path.resolve(options.dir);
@@ -107,6 +109,25 @@ export class FileStore implements Store {
 
   async releaseLease(name: string, holder: string): Promise<void> {
     if (this.leases.get(name)?.holder === holder) this.leases.delete(name);
+  }
+
+  async publishReport(topic: string, publisher: string, body: string, ttlMs: number): Promise<void> {
+    this.assertOpen();
+    let byPublisher = this.reports.get(topic);
+    if (!byPublisher) this.reports.set(topic, (byPublisher = new Map()));
+    byPublisher.set(publisher, { body, expires: Date.now() + ttlMs });
+  }
+
+  async readReports(topic: string): Promise<Map<string, string>> {
+    this.assertOpen();
+    const now = Date.now();
+    const out = new Map<string, string>();
+    const byPublisher = this.reports.get(topic);
+    for (const [publisher, r] of byPublisher ?? []) {
+      if (r.expires > now) out.set(publisher, r.body);
+      else byPublisher!.delete(publisher);
+    }
+    return out;
   }
 
   async get<K extends Kind>(kind: K, id: number): Promise<Versioned<RecordMap[K]> | undefined> {

@@ -94,12 +94,35 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `;
 
+// Reports: a hash of publisher → body and a sorted set of publisher → expiry (Redis's own
+// clock, so publishers on other hosts need no synchronised clocks).
+const PUBLISH_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
+return 1
+`;
+
+const READ_REPORTS_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+for _, p in ipairs(gone) do
+  redis.call('HDEL', KEYS[1], p)
+  redis.call('ZREM', KEYS[2], p)
+end
+return redis.call('HGETALL', KEYS[1])
+`;
+
 interface ScriptCommands {
   infergateCreate: ScriptCommand;
   infergateUpdate: ScriptCommand;
   infergateDelete: ScriptCommand;
   infergateLease: ScriptCommand;
   infergateRelease: ScriptCommand;
+  infergatePublish: ScriptCommand;
+  infergateReadReports: ScriptCommand;
 }
 
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -142,6 +165,8 @@ export class RedisStore implements Store {
     redis.defineCommand('infergateDelete', { lua: DELETE_LUA });
     redis.defineCommand('infergateLease', { lua: LEASE_LUA });
     redis.defineCommand('infergateRelease', { lua: RELEASE_LUA });
+    redis.defineCommand('infergatePublish', { lua: PUBLISH_LUA });
+    redis.defineCommand('infergateReadReports', { lua: READ_REPORTS_LUA });
     this.redis = redis;
     this.opened = true;
   }
@@ -167,6 +192,19 @@ export class RedisStore implements Store {
 
   async releaseLease(name: string, holder: string): Promise<void> {
     await this.scripts().infergateRelease(1, `${this.prefix}:lease:${name}`, holder);
+  }
+
+  async publishReport(topic: string, publisher: string, body: string, ttlMs: number): Promise<void> {
+    const key = `${this.prefix}:report:${topic}`;
+    await this.scripts().infergatePublish(2, key, `${key}:expiry`, publisher, body, String(Math.max(1, Math.round(ttlMs))));
+  }
+
+  async readReports(topic: string): Promise<Map<string, string>> {
+    const key = `${this.prefix}:report:${topic}`;
+    const flat = (await this.scripts().infergateReadReports(2, key, `${key}:expiry`)) as unknown as string[];
+    const out = new Map<string, string>();
+    for (let i = 0; i + 1 < flat.length; i += 2) out.set(flat[i]!, flat[i + 1]!);
+    return out;
   }
 
   async get<K extends Kind>(kind: K, id: number): Promise<Versioned<RecordMap[K]> | undefined> {

@@ -317,6 +317,19 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       });
     });
 
+    describe('reports', () => {
+      it('keeps each publisher\'s latest report until its time to live runs out', async () => {
+        await store.publishReport('load', 'gw-a', '{"n":1}', 10_000);
+        await store.publishReport('load', 'gw-a', '{"n":2}', 10_000); // replaces its own
+        await store.publishReport('load', 'gw-b', '{"n":3}', 150);
+        await store.publishReport('other', 'gw-a', 'x', 10_000);
+        expect(Object.fromEntries(await store.readReports('load'))).toEqual({ 'gw-a': '{"n":2}', 'gw-b': '{"n":3}' });
+        await new Promise((r) => setTimeout(r, 250));
+        expect(Object.fromEntries(await store.readReports('load'))).toEqual({ 'gw-a': '{"n":2}' });
+        expect(await store.readReports('none')).toEqual(new Map());
+      });
+    });
+
     describe('modify()', () => {
       it('retries under concurrent writers so that every increment lands', async () => {
         await store.create('replica', (id) => replicaRecord(id));

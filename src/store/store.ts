@@ -81,6 +81,15 @@ export interface Store {
   holdLease(name: string, holder: string, ttlMs: number): Promise<boolean>;
   /** Gives the lease up, if `holder` has it. */
   releaseLease(name: string, holder: string): Promise<void>;
+
+  /**
+   * Publishes `publisher`'s current report on `topic` (replacing its previous one), kept for
+   * `ttlMs` unless published again: how each gateway tells the autoscaler its load. Not a
+   * record: no version, no change event, gone when its publisher stops.
+   */
+  publishReport(topic: string, publisher: string, body: string, ttlMs: number): Promise<void>;
+  /** The unexpired reports on `topic`, by publisher. */
+  readReports(topic: string): Promise<Map<string, string>>;
 }
 
 export class StoreError extends Error {
