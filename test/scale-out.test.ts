@@ -1,8 +1,9 @@
 // Several gateways on one Redis, the autoscaler in a separate control process: `infergate
 // serve --role control` runs the controller, its replicas and the autoscaler; two `--role
 // gateway` processes serve the endpoints. Streams sent through both gateways scale the
-// deployment by their summed concurrency (each gateway's share alone would not); a request
-// held at zero on a gateway wakes the deployment though the autoscaler runs elsewhere. Every
+// deployment by their summed concurrency (each gateway's share alone would not); a scale-down
+// drain waits for the streams both gateways run on the replica it removes; a request held at
+// zero on a gateway wakes the deployment though the autoscaler runs elsewhere. Every
 // process is stopped by its pid; the test's Redis keys are removed.
 
 import { randomUUID } from 'node:crypto';
@@ -108,6 +109,41 @@ describeWithRedis('gateways and the autoscaler in separate processes, on one Red
     );
     await expect.poll(async () => (await replicaCounts(id)).desired, { timeout: 15_000 }).toBe(3);
     for (const chunks of await Promise.all(streams)) expect(chunks).toBeGreaterThan(120);
+  });
+
+  it('drains a replica only once the streams through both gateways on it are done', async () => {
+    const created = await api(
+      'POST',
+      '/deployments/general',
+      // No grace at SIGTERM: only the drain can let the streams finish.
+      engineBody('drained', TOKEN, { min_replicas: 2, max_replicas: 2, command: ['--startup-ms', '300', '--ttft-ms', '10', '--itl-ms', '50', '--shutdown-grace-ms', '0'] }),
+    );
+    const id = created.body.id;
+    await expect.poll(() => replicaCounts(id), { timeout: 30_000 }).toEqual({ ready: 2, desired: 2 });
+    const replicas = new Set<string>();
+    const streams = gateways.flatMap(({ port }) =>
+      Array.from({ length: 3 }, async () => {
+        const s = await client('drained', port).chat.completions.create({
+          model: 'sim/model',
+          messages: [{ role: 'user', content: 'keep talking' }],
+          max_tokens: 100,
+          stream: true,
+          ignore_eos: true,
+        } as OpenAI.ChatCompletionCreateParamsStreaming);
+        let chunks = 0;
+        let finish: string | null = null;
+        for await (const c of s) {
+          chunks++;
+          replicas.add(c.system_fingerprint ?? '');
+          finish = c.choices[0]?.finish_reason ?? finish;
+        }
+        return { chunks, finish };
+      }),
+    );
+    await expect.poll(() => replicas.size, { timeout: 5000 }).toBe(2); // streams on both replicas
+    expect((await api('PATCH', `/deployments/general/${id}`, { min_replicas: 1, max_replicas: 1 })).status).toBe(200);
+    for (const r of await Promise.all(streams)) expect(r).toEqual({ chunks: expect.any(Number), finish: 'length' });
+    await expect.poll(() => replicaCounts(id), { timeout: 15_000 }).toEqual({ ready: 1, desired: 1 });
   });
 
   it('wakes a deployment at zero from a request held on a gateway, though the autoscaler runs elsewhere', async () => {

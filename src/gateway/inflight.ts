@@ -102,6 +102,11 @@ export class InflightTracker {
     return this.replicas.get(replicaId) ?? 0;
   }
 
+  /** Replicas holding requests now, with their counts — routed or already dropped (draining). */
+  busyReplicas(): [number, number][] {
+    return [...this.replicas.entries()];
+  }
+
   deploymentInflight(deploymentId: number): number {
     return this.deployments.get(deploymentId)?.count ?? 0;
   }

@@ -1,6 +1,6 @@
 // Owns telling the autoscaler this gateway's load through the store, wherever the autoscaler
 // runs: once a second, the recent one-second concurrency buckets, held requests and in-flight
-// counts of every deployment it has seen, and each replica's in-flight count
+// counts of every deployment it has seen, and the in-flight count of each replica holding requests
 // (domain/load-report.ts), published under this gateway's own name with a short time to live,
 // so a gateway that stops counts for nothing a few seconds later. A failed publish is logged
 // once until one succeeds again; the gateway serves on regardless.
@@ -29,9 +29,9 @@ export class LoadPublisher {
 
   constructor(
     private readonly store: Store,
-    private readonly inflight: InflightTracker,
-    private readonly activator: Activator,
-    private readonly table: RoutingTable,
+    private readonly inflight: Pick<InflightTracker, 'deploymentIds' | 'concurrency' | 'deploymentInflight' | 'busyReplicas'>,
+    private readonly activator: Pick<Activator, 'held'>,
+    private readonly table: Pick<RoutingTable, 'routes'>,
     private readonly log: Logger,
     readonly opts: LoadPublisherOptions,
   ) {}
@@ -61,8 +61,10 @@ export class LoadPublisher {
         inflight: this.inflight.deploymentInflight(id),
       };
     }
+    // From the tracker, not the routing table: a draining replica has left the table while its
+    // streams still run, and the drain waits for exactly those.
     const replicas: LoadReport['replicas'] = {};
-    for (const route of this.table.routes()) for (const r of route.replicas) replicas[r.id] = this.inflight.inflight(r.id);
+    for (const [id, n] of this.inflight.busyReplicas()) replicas[id] = n;
     return { at: now, deployments, replicas };
   }
 
