@@ -252,6 +252,7 @@ async function startController(shared: Shared, local: LocalGateway | null, sandb
     stopGraceMs: config.stopGraceMs,
     rolloutSurge: config.rolloutSurge,
     rolloutDeadlineMs: config.rolloutDeadlineMs,
+    leaseTtlMs: config.controllerLeaseTtlMs,
     load,
     // With gateways in other processes (a shared store), their in-flight counts arrive once a
     // second: a drain waits for two reports before it trusts a zero.

@@ -78,6 +78,13 @@ describe('serve config', () => {
     expect(c.apiTlsCert).toBe('/srv/app/c.pem');
   });
 
+  it('lets a standby take over 10 s after the leader stops renewing, settable down to 3 s', () => {
+    expect(parse([]).controllerLeaseTtlMs).toBe(10_000);
+    expect(parse(['--controller-lease-ttl', '4']).controllerLeaseTtlMs).toBe(4_000);
+    expect(parse([], { INFERGATE_CONTROLLER_LEASE_TTL: '30' }).controllerLeaseTtlMs).toBe(30_000);
+    expect(() => parse(['--controller-lease-ttl', '1'])).toThrow(ConfigError);
+  });
+
   it('has generous upstream timeouts and c = 1.25 by default, all overridable', () => {
     expect(parse([])).toMatchObject({ upstreamHeadersTimeoutMs: 3_600_000, upstreamIdleTimeoutMs: 3_600_000, affinityLoadFactor: 1.25, tlsCert: null });
     const c = parse(['--upstream-idle-timeout', '0', '--affinity-load-factor', '1.5', '--tls-cert', 'w.crt', '--tls-key', 'w.key']);

@@ -48,6 +48,8 @@ export interface Config {
   /** Rolling updates: replicas beyond the desired count, and the deadline for a new revision. */
   rolloutSurge: number;
   rolloutDeadlineMs: number;
+  /** How long the controller lease lasts unrenewed (a standby takes over that long after the leader dies), in ms. */
+  controllerLeaseTtlMs: number;
   adminKey: string | null;
   /** `--admin-key-file`: where adminKey came from, when it came from a file. */
   adminKeyFile: string | null;
@@ -122,6 +124,7 @@ export const SERVE_OPTIONS: FlagSpec[] = [
   { flag: 'scale-to-zero-grace', env: 'INFERGATE_SCALE_TO_ZERO_GRACE', default: '30', help: 'idle seconds beyond cooldown_period before a min-0 deployment goes to zero' },
   { flag: 'activator-queue-size', env: 'INFERGATE_ACTIVATOR_QUEUE_SIZE', default: '256', help: 'requests held per deployment while it scales up from zero; more get 503' },
   { flag: 'rollout-surge', env: 'INFERGATE_ROLLOUT_SURGE', default: '1', help: 'replicas a rolling update may start beyond the desired count at a time' },
+  { flag: 'controller-lease-ttl', env: 'INFERGATE_CONTROLLER_LEASE_TTL', default: '10', help: 'seconds the controller lease lasts unrenewed: how soon a standby control process takes over from a leader that died (renewed every second)' },
   { flag: 'rollout-deadline', env: 'INFERGATE_ROLLOUT_DEADLINE', default: '600', help: 'seconds a new revision has to get its replicas ready before it is marked failed (the old one keeps serving)' },
   { flag: 'activator-timeout', env: 'INFERGATE_ACTIVATOR_TIMEOUT', default: '120', help: 'seconds a held request waits for a replica before 503 (raise it for slow model loads)' },
   { flag: 'log-level', env: 'INFERGATE_LOG_LEVEL', default: 'info', help: 'pino log level' },
@@ -241,6 +244,8 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     activatorTimeoutMs: f.integer('activator-timeout', 1, 86_400) * 1000,
     rolloutSurge: f.integer('rollout-surge', 1, 100),
     rolloutDeadlineMs: f.integer('rollout-deadline', 1, 86_400) * 1000,
+    // At least 3 s: renewed every second, a shorter lease would be lost to one slow store round trip.
+    controllerLeaseTtlMs: f.integer('controller-lease-ttl', 3, 600) * 1000,
     adminKey,
     adminKeyFile: adminKeyFile === null ? null : path.resolve(cwd, adminKeyFile),
     logLevel: f.logLevel(),

@@ -1,7 +1,7 @@
 // The controller against a real file store and a fake runtime whose replicas the test makes
 // ready: it starts min replicas, reports status from readiness, replaces an old revision
 // only once the new one is ready, drains before stopping (on its clock), reaps leftovers,
-// stands by without the lease, and removes what deleted deployments left, on real
+// stands by without the lease, is fenced once deposed, and removes what deleted deployments left, on real
 // directories, whatever state they were deleted in.
 
 import { existsSync } from 'node:fs';
@@ -301,6 +301,63 @@ describe('Controller', () => {
     expect(runtime.started).toHaveLength(0);
     await store.releaseLease('controller', 'someone-else');
     await expect.poll(() => runtime.started.length).toBe(1);
+  });
+});
+
+describe('Controller lease fencing', () => {
+  // Passes only when the test asks (a long tick): the controller "stalls" in between.
+  const stalled = () => controller({ leaseTtlMs: 200, tickMs: 60_000 });
+  const pass = async (c: Controller) => {
+    c.poke();
+    await new Promise((r) => setTimeout(r, 100));
+  };
+
+  it("refuses a deposed leader's writes; once it sees the lease taken it stops its replicas and writes nothing", async () => {
+    await deploy(1);
+    const c = stalled();
+    await c.start();
+    runtime.started[0]!.set('ready');
+    await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('ready');
+    await new Promise((r) => setTimeout(r, 300)); // the leader stalls past its lease
+    expect(await store.holdLease('controller', 'successor', 60_000)).toBe(2);
+    runtime.started[0]!.set('starting'); // the stalled leader wakes and writes what it saw: refused
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await replicaRecords())[0]?.state).toBe('ready');
+    await pass(c);
+    expect(c.isLeader).toBe(false);
+    expect(runtime.started[0]!.stopped).toBe(true);
+    expect(runtime.started).toHaveLength(1); // nothing started by the deposed leader
+    expect((await replicaRecords()).map((r) => r.state)).toEqual(['ready']); // the successor's to reap
+  });
+
+  it('takes an expired lease nobody else took back, keeps its replicas, and writes again what was refused meanwhile', async () => {
+    await deploy(1);
+    const c = stalled();
+    await c.start();
+    runtime.started[0]!.set('ready');
+    await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('ready');
+    await new Promise((r) => setTimeout(r, 300)); // expired; no other controller
+    runtime.started[0]!.set('starting');
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await replicaRecords())[0]?.state).toBe('ready'); // refused: the lease is not held
+    await pass(c);
+    expect(c.isLeader).toBe(true);
+    expect(runtime.started[0]!.stopped).toBe(false);
+    await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('starting');
+  });
+
+  it('starts afresh when it finds another controller held the lease meanwhile, though it holds it again now', async () => {
+    await deploy(1);
+    const c = stalled();
+    await c.start();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await store.holdLease('controller', 'meanwhile', 150)).toBe(2);
+    await new Promise((r) => setTimeout(r, 250)); // that one went away too
+    await pass(c);
+    expect(c.isLeader).toBe(true);
+    expect(runtime.started[0]!.stopped).toBe(true);
+    expect(runtime.reaped).toContain(runtime.started[0]!.name); // its records reaped on taking over again
+    await expect.poll(() => live().length).toBe(1);
   });
 });
 

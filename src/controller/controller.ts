@@ -15,10 +15,11 @@ import { CoalescingRunner } from '../core/coalescing-runner.js';
 import path from 'node:path';
 import type { DeploymentRecord, DeploymentSpec, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
 import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, Runtime } from '../runtime/runtime.js';
-import { modify, NotFoundError, type Store } from '../store/store.js';
+import { fencedStore } from '../store/fenced-store.js';
+import { FencedError, modify, NotFoundError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { deploymentStatus, desiredReplicas, GENERAL_COMPONENT } from './desired.js';
-import { ControllerLease } from './lease.js';
+import { ControllerLease, DEFAULT_LEASE_TTL_MS } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
 import { orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
 import { planReplicas, runRevisionOf } from './plan.js';
@@ -79,6 +80,8 @@ export interface ControllerOptions {
   rolloutSurge?: number;
   /** How long a new revision has to get every desired replica ready (default 10 min). */
   rolloutDeadlineMs?: number;
+  /** How long the controller lease lasts without renewal: a standby takes over this long after the leader stops (default 10 s). */
+  leaseTtlMs?: number;
 }
 
 const DEFAULT_ROLLOUT_DEADLINE_MS = 600_000;
@@ -106,6 +109,8 @@ interface Owned {
   accountedAt: number;
   /** Serializes this replica's record writes. */
   writes: Promise<void>;
+  /** Its last record write failed (the store unreachable, the fence refused it): written again next pass. */
+  unsaved: boolean;
 }
 
 export class Controller {
@@ -117,6 +122,8 @@ export class Controller {
   private readonly passes = new CoalescingRunner(() => this.reconcile(), (err) => this.opts.logger.error({ err }, 'reconcile failed'));
   private stopped = false;
   private readonly lease: ControllerLease;
+  /** The store, every write fenced by the lease: refused once another controller took over. */
+  private readonly store: Store;
   /** Deployment ids seen in the last pass: one missing now was deleted. */
   private known = new Set<number>();
   /** Deleted deployments whose leftovers are still to be removed. */
@@ -125,11 +132,12 @@ export class Controller {
   private nextStoreScan = -Infinity;
 
   constructor(private readonly opts: ControllerOptions) {
-    this.lease = new ControllerLease(opts.store, opts.logger);
+    this.lease = new ControllerLease(opts.store, opts.logger, opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS);
+    this.store = fencedStore(opts.store, this.lease.fence);
   }
 
   async start(): Promise<void> {
-    this.unwatch = this.opts.store.watch((event) => {
+    this.unwatch = this.store.watch((event) => {
       if (event.kind === 'deployment') this.schedule();
     });
     this.timer = setInterval(() => this.schedule(), this.opts.tickMs ?? 1000);
@@ -190,7 +198,8 @@ export class Controller {
   }
 
   private async reapLeftovers(): Promise<void> {
-    const { store, runtime, logger } = this.opts;
+    const { runtime, logger } = this.opts;
+    const store = this.store;
     for (const { value: r } of await store.list('replica')) {
       if (await runtime.reap({ name: r.name, pid: r.pid })) logger.warn({ replica: r.name }, 'reaped a replica left by an earlier run');
       await store.delete('replica', r.id);
@@ -202,13 +211,16 @@ export class Controller {
   }
 
   private async reconcile(): Promise<void> {
-    // Taking the lease for the first time reaps what an earlier run on this node left.
-    if (!(await this.lease.hold(() => this.reapLeftovers()))) return;
-    for (const o of this.owned.values()) this.account(o);
+    // Taking the lease reaps what an earlier leader (or an earlier run on this node) left.
+    if (!(await this.lease.hold({ gained: () => this.reapLeftovers(), lost: () => this.abandon() }))) return;
+    for (const o of this.owned.values()) {
+      this.account(o);
+      if (o.unsaved) this.persist(o, o.handle.observe());
+    }
     // Leftovers are read before the deployments: an id found there and missing from the list
     // read after is surely deleted, since ids are never reused.
     const leftovers = await this.findLeftovers();
-    const deployments = new Map((await this.opts.store.list('deployment')).map((d) => [d.value.id, d.value]));
+    const deployments = new Map((await this.store.list('deployment')).map((d) => [d.value.id, d.value]));
     for (const o of this.owned.values()) {
       if (!o.retiring && !deployments.has(o.deploymentId)) this.retire(o, 'its deployment was deleted');
     }
@@ -381,7 +393,7 @@ export class Controller {
     const before = { status: d.status, desired_replicas: d.desired_replicas ?? {}, serving_revision: d.serving_revision ?? null, rollout: d.rollout ?? null, revisions: d.revisions };
     if (JSON.stringify(observed) === JSON.stringify(before)) return;
     try {
-      await modify(this.opts.store, 'deployment', d.id, (now) => {
+      await modify(this.store, 'deployment', d.id, (now) => {
         // Only observed fields change; a concurrent edit of desired state is kept (next pass).
         if (now.revision !== d.revision || now.paused !== d.paused || now.revisions.length !== d.revisions.length) return undefined;
         return { ...now, ...observed };
@@ -393,7 +405,8 @@ export class Controller {
   }
 
   private async startReplica(d: DeploymentRecord, plan: ComponentPlan, spec: DeploymentSpec, revision: number): Promise<void> {
-    const { store, runtime, clock } = this.opts;
+    const { runtime, clock } = this.opts;
+    const store = this.store;
     const suffix = plan.component === GENERAL_COMPONENT ? '' : `-${plan.component.toLowerCase()}`;
     const record = await store.create('replica', (id) => ({
       id,
@@ -424,6 +437,7 @@ export class Controller {
       gpus: plan.gpus,
       accountedAt: clock.now(),
       writes: Promise.resolve(),
+      unsaved: false,
     };
     this.owned.set(owned.recordId, owned);
     handle.onChange((o) => this.persist(owned, o));
@@ -443,11 +457,17 @@ export class Controller {
       updated_at: isoNow(this.opts.clock),
     });
     owned.writes = owned.writes
-      .then(() => modify(this.opts.store, 'replica', owned.recordId, next))
+      .then(() => modify(this.store, 'replica', owned.recordId, next))
       .then(
-        () => this.schedule(),
+        () => {
+          owned.unsaved = false;
+          this.schedule();
+        },
         (err: Error) => {
-          if (!(err instanceof NotFoundError)) this.opts.logger.warn({ err, replica: owned.handle.name }, 'replica record write failed');
+          if (err instanceof NotFoundError) return;
+          owned.unsaved = true;
+          if (err instanceof FencedError) this.opts.logger.warn({ replica: owned.handle.name }, 'replica record write refused: this controller may no longer hold the lease');
+          else this.opts.logger.warn({ err, replica: owned.handle.name }, 'replica record write failed; written again next pass');
         },
       );
   }
@@ -470,7 +490,7 @@ export class Controller {
       await o.handle.stop(this.opts.stopGraceMs);
       this.account(o);
       await o.writes;
-      await this.opts.store.delete('replica', o.recordId).catch(() => false);
+      await this.store.delete('replica', o.recordId).catch(() => false);
       this.owned.delete(o.recordId);
       this.opts.logger.info({ replica: o.handle.name }, 'replica stopped');
       // The last replica of a deleted deployment gone: the next pass removes what it left.
@@ -478,6 +498,24 @@ export class Controller {
     })().catch((err: Error) => this.opts.logger.error({ err, replica: o.handle.name }, 'retiring a replica failed'));
     this.retirements.add(done);
     void done.finally(() => this.retirements.delete(done));
+  }
+
+  /**
+   * Another controller took over (this one stalled past its lease, or lost the store for
+   * longer): it has removed these replicas' records and runs its own, so they are stopped
+   * without a drain (no gateway routes to them any more) and without writing to the store.
+   */
+  private abandon(): void {
+    const abandoned = [...this.owned.values()].filter((o) => !o.retiring);
+    for (const o of abandoned) {
+      o.retiring = true;
+      this.account(o);
+      const done = o.handle.stop(this.opts.stopGraceMs).catch((err: Error) => this.opts.logger.error({ err, replica: o.handle.name }, 'stopping an abandoned replica failed'));
+      this.retirements.add(done);
+      void done.finally(() => this.retirements.delete(done));
+      this.owned.delete(o.recordId);
+    }
+    if (abandoned.length > 0) this.opts.logger.warn({ replicas: abandoned.map((o) => o.handle.name) }, 'stopped the replicas this controller ran: another controller has taken them over');
   }
 
   private async waitDrained(o: Owned): Promise<void> {

@@ -7,15 +7,18 @@ import path from 'node:path';
 import { KINDS, type Kind, type RecordMap } from '../domain/records.js';
 import {
   ConflictError,
+  FencedError,
   NotFoundError,
   StoreError,
   VersionConflictError,
   type ChangeEvent,
   type ChangeListener,
   type CreateOptions,
+  type Fence,
   type Store,
   type UniqueKey,
   type Versioned,
+  type WriteOptions,
 } from './store.js';
 
 const FORMAT = 1;
@@ -58,7 +61,7 @@ export class FileStore implements Store {
   private tail: Promise<unknown> = Promise.resolve();
   private readonly listeners = new Set<ChangeListener>();
   /** One process owns the data dir (the lock), so leases only need to exist in memory. */
-  private readonly leases = new Map<string, { holder: string; expires: number }>();
+  private readonly leases = new Map<string, { holder: string; expires: number; epoch: number }>();
   /** Reports live in memory: a file store has one process, which is every publisher. */
   private readonly reports = new Map<string, Map<string, { body: string; expires: number }>>();
 
@@ -98,17 +101,28 @@ export class FileStore implements Store {
     this.assertOpen();
   }
 
-  async holdLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
+  async holdLease(name: string, holder: string, ttlMs: number): Promise<number> {
     this.assertOpen();
     const now = Date.now();
     const current = this.leases.get(name);
-    if (current && current.holder !== holder && current.expires > now) return false;
-    this.leases.set(name, { holder, expires: now + ttlMs });
-    return true;
+    const live = current !== undefined && current.expires > now;
+    if (live && current.holder !== holder) return 0;
+    const epoch = live ? current.epoch : (current?.epoch ?? 0) + 1;
+    this.leases.set(name, { holder, expires: now + ttlMs, epoch });
+    return epoch;
   }
 
   async releaseLease(name: string, holder: string): Promise<void> {
-    if (this.leases.get(name)?.holder === holder) this.leases.delete(name);
+    // Expired rather than forgotten: its epoch carries on to the next holder.
+    const current = this.leases.get(name);
+    if (current?.holder === holder) current.expires = 0;
+  }
+
+  /** Inside a mutation (one at a time), so no lease change can slip between check and write. */
+  private checkFence(fence: Fence | undefined): void {
+    if (!fence) return;
+    const lease = this.leases.get(fence.lease);
+    if (lease?.holder !== fence.holder || lease.expires <= Date.now()) throw new FencedError(fence);
   }
 
   async publishReport(topic: string, publisher: string, body: string, ttlMs: number): Promise<void> {
@@ -154,6 +168,7 @@ export class FileStore implements Store {
     options: CreateOptions = {},
   ): Promise<Versioned<RecordMap[K]>> {
     return this.mutate((state) => {
+      this.checkFence(options.fence);
       const id = state.next.get(kind) ?? 1;
       const unique = (options.unique ?? []).map(({ index, key }) => ({ index, key }));
       for (const u of unique) if (state.indexes.get(u.index)?.has(u.key)) throw new ConflictError(u.index, u.key);
@@ -171,8 +186,10 @@ export class FileStore implements Store {
     id: number,
     expectedVersion: number,
     value: RecordMap[K],
+    options: WriteOptions = {},
   ): Promise<Versioned<RecordMap[K]>> {
     return this.mutate((state) => {
+      this.checkFence(options.fence);
       const current = state.records.get(kind)?.get(id);
       if (!current) throw new NotFoundError(kind, id);
       if (current.version !== expectedVersion) throw new VersionConflictError(kind, id);
@@ -183,8 +200,9 @@ export class FileStore implements Store {
     });
   }
 
-  delete(kind: Kind, id: number, expectedVersion?: number): Promise<boolean> {
+  delete(kind: Kind, id: number, expectedVersion?: number, options: WriteOptions = {}): Promise<boolean> {
     return this.mutate((state): Plan<boolean> => {
+      this.checkFence(options.fence);
       const current = state.records.get(kind)?.get(id);
       if (!current) return { result: false };
       if (expectedVersion !== undefined && current.version !== expectedVersion) {

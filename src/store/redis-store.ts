@@ -6,15 +6,18 @@ import { Redis } from 'ioredis';
 import { KINDS, type Kind, type RecordMap } from '../domain/records.js';
 import {
   ConflictError,
+  FencedError,
   NotFoundError,
   StoreError,
   VersionConflictError,
   type ChangeEvent,
   type ChangeListener,
   type CreateOptions,
+  type Fence,
   type Store,
   type UniqueKey,
   type Versioned,
+  type WriteOptions,
 } from './store.js';
 
 export interface RedisStoreOptions {
@@ -30,22 +33,33 @@ interface Envelope {
   d: unknown;
 }
 
-// KEYS[1] record hash, KEYS[2..] index hashes; ARGV: id, envelope, channel, event, ref, index keys.
+// Every write script takes a fence last: KEYS[#KEYS] the lease key, ARGV[#ARGV] the holder the
+// write is made for ('' for an unfenced write). Checked before anything is written, in the
+// same script, so a deposed lease holder can never write after its successor took over.
+const FENCE_LUA = `
+local fence_holder = ARGV[#ARGV]
+if fence_holder ~= '' and redis.call('GET', KEYS[#KEYS]) ~= fence_holder then return {'fenced'} end
+`;
+
+// KEYS[1] record hash, KEYS[2..n] index hashes, then the fence key; ARGV: id, envelope,
+// channel, event, ref, index keys, then the fence holder.
 // Checks every claim before writing anything, so a conflict leaves no trace.
-const CREATE_LUA = `
-for i = 2, #KEYS do
+const CREATE_LUA = `${FENCE_LUA}
+local n = #KEYS - 1
+for i = 2, n do
   if redis.call('HEXISTS', KEYS[i], ARGV[i + 4]) == 1 then return {'conflict', i - 1} end
 end
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return {'exists'} end
-for i = 2, #KEYS do redis.call('HSET', KEYS[i], ARGV[i + 4], ARGV[5]) end
+for i = 2, n do redis.call('HSET', KEYS[i], ARGV[i + 4], ARGV[5]) end
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return {'ok', 1}
 `;
 
-// KEYS[1] record hash; ARGV: id, expected version, data JSON, channel, kind.
+// KEYS[1] record hash, KEYS[2] the fence key; ARGV: id, expected version, data JSON, channel,
+// kind, fence holder.
 // The new envelope is spliced as text so the record's JSON never goes through cjson, which
 // would turn empty arrays into objects.
-const UPDATE_LUA = `
+const UPDATE_LUA = `${FENCE_LUA}
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return {'missing'} end
 local env = cjson.decode(raw)
@@ -58,10 +72,11 @@ redis.call('PUBLISH', ARGV[4], '{"kind":"' .. ARGV[5] .. '","id":' .. ARGV[1] ..
 return {'ok', v}
 `;
 
-// KEYS[1] record hash; ARGV: id, expected version ('' = any), channel, kind, index key prefix.
+// KEYS[1] record hash, KEYS[2] the fence key; ARGV: id, expected version ('' = any), channel,
+// kind, index key prefix, fence holder.
 // The index hashes are only known from the stored envelope, so they are derived here; that
 // is fine on a standalone Redis (not Cluster).
-const DELETE_LUA = `
+const DELETE_LUA = `${FENCE_LUA}
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return {'missing'} end
 local env = cjson.decode(raw)
@@ -79,12 +94,17 @@ return {'ok', env.v}
 type ScriptReply = [string, number?];
 type ScriptCommand = (numKeys: number, ...args: string[]) => Promise<ScriptReply>;
 
-// KEYS[1] lease key; ARGV holder, ttl ms. Take it when free, renew it when ours.
+// KEYS[1] lease key, KEYS[2] its epoch counter (never expires); ARGV holder, ttl ms. Take it
+// when free (a new epoch), renew it when ours; the epoch held, or 0.
 const LEASE_LUA = `
 local current = redis.call('GET', KEYS[1])
-if current == false or current == ARGV[1] then
+if current == false then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[2]))
-  return 1
+  return redis.call('INCR', KEYS[2])
+end
+if current == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[2]))
+  return tonumber(redis.call('GET', KEYS[2]) or '1')
 end
 return 0
 `;
@@ -185,13 +205,22 @@ export class RedisStore implements Store {
     await this.client().ping();
   }
 
-  async holdLease(name: string, holder: string, ttlMs: number): Promise<boolean> {
-    const result = await this.scripts().infergateLease(1, `${this.prefix}:lease:${name}`, holder, String(ttlMs));
-    return Number(result) === 1;
+  private leaseKey(name: string): string {
+    return `${this.prefix}:lease:${name}`;
+  }
+
+  /** The lease key a fenced write is checked against (any key for an unfenced one: not read). */
+  private fenceKey(fence: Fence | undefined): string {
+    return this.leaseKey(fence?.lease ?? '-');
+  }
+
+  async holdLease(name: string, holder: string, ttlMs: number): Promise<number> {
+    const result = await this.scripts().infergateLease(2, this.leaseKey(name), `${this.leaseKey(name)}:epoch`, holder, String(ttlMs));
+    return Number(result);
   }
 
   async releaseLease(name: string, holder: string): Promise<void> {
-    await this.scripts().infergateRelease(1, `${this.prefix}:lease:${name}`, holder);
+    await this.scripts().infergateRelease(1, this.leaseKey(name), holder);
   }
 
   async publishReport(topic: string, publisher: string, body: string, ttlMs: number): Promise<void> {
@@ -238,16 +267,19 @@ export class RedisStore implements Store {
     const envelope = JSON.stringify({ v: 1, u: unique, d: value } satisfies Envelope);
     const event = JSON.stringify({ kind, id, op: 'put', version: 1 } satisfies ChangeEvent);
     const [status, at] = await this.scripts().infergateCreate(
-      1 + unique.length,
+      2 + unique.length,
       this.recKey(kind),
       ...unique.map((u) => this.idxKey(u.index)),
+      this.fenceKey(options.fence),
       String(id),
       envelope,
       this.channel(),
       event,
       `${kind}:${id}`,
       ...unique.map((u) => u.key),
+      options.fence?.holder ?? '',
     );
+    if (status === 'fenced' && options.fence) throw new FencedError(options.fence);
     if (status === 'conflict') {
       const taken = unique[(at ?? 1) - 1];
       throw new ConflictError(taken?.index ?? '?', taken?.key ?? '?');
@@ -261,34 +293,41 @@ export class RedisStore implements Store {
     id: number,
     expectedVersion: number,
     value: RecordMap[K],
+    options: WriteOptions = {},
   ): Promise<Versioned<RecordMap[K]>> {
     await this.eventsReady();
     const data = JSON.stringify(value);
     const [status, version] = await this.scripts().infergateUpdate(
-      1,
+      2,
       this.recKey(kind),
+      this.fenceKey(options.fence),
       String(id),
       String(expectedVersion),
       data,
       this.channel(),
       kind,
+      options.fence?.holder ?? '',
     );
+    if (status === 'fenced' && options.fence) throw new FencedError(options.fence);
     if (status === 'missing') throw new NotFoundError(kind, id);
     if (status === 'stale') throw new VersionConflictError(kind, id);
     return { value: JSON.parse(data) as RecordMap[K], version: Number(version) };
   }
 
-  async delete(kind: Kind, id: number, expectedVersion?: number): Promise<boolean> {
+  async delete(kind: Kind, id: number, expectedVersion?: number, options: WriteOptions = {}): Promise<boolean> {
     await this.eventsReady();
     const [status] = await this.scripts().infergateDelete(
-      1,
+      2,
       this.recKey(kind),
+      this.fenceKey(options.fence),
       String(id),
       expectedVersion === undefined ? '' : String(expectedVersion),
       this.channel(),
       kind,
       `${this.prefix}:idx:`,
+      options.fence?.holder ?? '',
     );
+    if (status === 'fenced' && options.fence) throw new FencedError(options.fence);
     if (status === 'stale') throw new VersionConflictError(kind, id);
     return status === 'ok';
   }

@@ -7,6 +7,7 @@ import { generalSpec } from '../../test/helpers/spec-fixtures.js';
 import type { DeploymentRecord, ReplicaRecord, ServiceAccountRecord, TokenRecord } from '../domain/records.js';
 import {
   ConflictError,
+  FencedError,
   NotFoundError,
   VersionConflictError,
   modify,
@@ -14,6 +15,7 @@ import {
   type Store,
   type Versioned,
 } from './store.js';
+import { fencedStore } from './fenced-store.js';
 
 export interface StoreHarness {
   /** An opened store on fresh, empty state. */
@@ -304,16 +306,43 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
 
     describe('leases', () => {
       it('one holder at a time: renewed by its holder, refused to others, free again after release or expiry', async () => {
-        expect(await store.holdLease('controller', 'a', 10_000)).toBe(true);
-        expect(await store.holdLease('controller', 'a', 10_000)).toBe(true);
-        expect(await store.holdLease('controller', 'b', 10_000)).toBe(false);
-        expect(await store.holdLease('other', 'b', 10_000)).toBe(true);
+        expect(await store.holdLease('controller', 'a', 10_000)).toBe(1);
+        expect(await store.holdLease('controller', 'a', 10_000)).toBe(1); // renewed: same epoch
+        expect(await store.holdLease('controller', 'b', 10_000)).toBe(0);
+        expect(await store.holdLease('other', 'b', 10_000)).toBe(1);
         await store.releaseLease('controller', 'b'); // not b's: nothing happens
-        expect(await store.holdLease('controller', 'b', 10_000)).toBe(false);
+        expect(await store.holdLease('controller', 'b', 10_000)).toBe(0);
         await store.releaseLease('controller', 'a');
-        expect(await store.holdLease('controller', 'b', 150)).toBe(true);
+        expect(await store.holdLease('controller', 'b', 150)).toBe(2);
         await new Promise((r) => setTimeout(r, 250));
-        expect(await store.holdLease('controller', 'a', 10_000)).toBe(true);
+        expect(await store.holdLease('controller', 'a', 150)).toBe(3); // expired, taken: a new epoch
+        await new Promise((r) => setTimeout(r, 250));
+        expect(await store.holdLease('controller', 'a', 10_000)).toBe(4); // even by the same holder
+      });
+
+      it('fenced writes land only while their holder has the lease; a deposed holder\'s are refused and leave no trace', async () => {
+        const a = fencedStore(store, { lease: 'controller', holder: 'a' });
+        const b = fencedStore(store, { lease: 'controller', holder: 'b' });
+        await expect(createToken(a, 'nobody-holds')).rejects.toBeInstanceOf(FencedError);
+        expect(await store.holdLease('controller', 'a', 150)).toBe(1);
+        const made = await store.create('token', (id) => tokenRecord(id, 'x'), { unique: [{ index: TOKEN_HASH, key: 'hash-x' }] });
+        expect((await a.update('token', made.value.id, 1, tokenRecord(made.value.id, 'by-a', 'hash-x'))).version).toBe(2);
+        await expect(b.update('token', made.value.id, 2, tokenRecord(made.value.id, 'by-b', 'hash-x'))).rejects.toBeInstanceOf(FencedError);
+        await new Promise((r) => setTimeout(r, 250)); // a stalls past its lease; b takes over
+        expect(await store.holdLease('controller', 'b', 10_000)).toBe(2);
+        const deposed = [
+          () => createToken(a, 'late'),
+          () => a.update('token', made.value.id, 2, tokenRecord(made.value.id, 'late', 'hash-x')),
+          () => modify(a, 'token', made.value.id, (t) => ({ ...t, name: 'late' })),
+          () => a.delete('token', made.value.id),
+        ];
+        for (const write of deposed) await expect(write()).rejects.toBeInstanceOf(FencedError);
+        expect(await store.get('token', made.value.id)).toMatchObject({ version: 2, value: { name: 'by-a' } });
+        expect(await store.lookup(TOKEN_HASH, 'hash-late')).toBeUndefined();
+        expect((await b.update('token', made.value.id, 2, tokenRecord(made.value.id, 'by-b', 'hash-x'))).version).toBe(3);
+        expect(await b.delete('token', made.value.id)).toBe(true);
+        // Unfenced writes (the control API's) do not depend on any lease.
+        expect((await createToken(store, 'api')).version).toBe(1);
       });
     });
 

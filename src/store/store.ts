@@ -27,7 +27,22 @@ export interface ChangeEvent {
 
 export type ChangeListener = (event: ChangeEvent) => void;
 
-export interface CreateOptions {
+/**
+ * A write made on behalf of a lease holder: the store applies it only while `holder` holds
+ * the lease `lease` — checked in the same atomic step as the write — and refuses it with
+ * FencedError otherwise. How a controller that stalled past its lease (a GC pause, a frozen
+ * VM, a partition) is kept from undoing what its successor did.
+ */
+export interface Fence {
+  lease: string;
+  holder: string;
+}
+
+export interface WriteOptions {
+  fence?: Fence;
+}
+
+export interface CreateOptions extends WriteOptions {
   unique?: UniqueKey[];
 }
 
@@ -63,22 +78,25 @@ export interface Store {
     id: number,
     expectedVersion: number,
     value: RecordMap[K],
+    options?: WriteOptions,
   ): Promise<Versioned<RecordMap[K]>>;
 
   /**
    * Deletes the record and releases its unique keys. With `expectedVersion`, only if unchanged.
    * Returns false when it did not exist.
    */
-  delete(kind: Kind, id: number, expectedVersion?: number): Promise<boolean>;
+  delete(kind: Kind, id: number, expectedVersion?: number, options?: WriteOptions): Promise<boolean>;
 
   /** Subscribes to committed changes (this process's and, for shared stores, others'). */
   watch(listener: ChangeListener): () => void;
 
   /**
    * Takes or renews the lease `name` for `holder` for `ttlMs` (the controller runs only where
-   * it holds one). True when `holder` holds it now; false while another holder's is unexpired.
+   * it holds one). When `holder` holds it now: the lease's epoch, which grows by one each time
+   * the lease is taken while free (so a holder that finds it grew by more than one since its
+   * last hold knows another held the lease in between); 0 while another holder's is unexpired.
    */
-  holdLease(name: string, holder: string, ttlMs: number): Promise<boolean>;
+  holdLease(name: string, holder: string, ttlMs: number): Promise<number>;
   /** Gives the lease up, if `holder` has it. */
   releaseLease(name: string, holder: string): Promise<void>;
 
@@ -115,6 +133,14 @@ export class VersionConflictError extends StoreError {
     readonly id: number,
   ) {
     super(`${kind} ${id} was changed by another writer`);
+  }
+}
+
+/** A fenced write came from a process that no longer holds the lease: nothing was written. */
+export class FencedError extends StoreError {
+  override name = 'FencedError';
+  constructor(readonly fence: Fence) {
+    super(`the ${fence.lease} lease is no longer held by ${fence.holder}: its write was refused`);
   }
 }
 
