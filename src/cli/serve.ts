@@ -12,7 +12,7 @@ import type { Server } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { systemClock } from '../core/clock.js';
 import { Sealer } from '../core/secrets.js';
-import type { Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 import { ConfigError, type Config } from '../config/config.js';
 import { DEFAULT_CATALOG, parseCatalog, type Catalog } from '../domain/catalog.js';
 import type { HostCommandPolicy } from '../domain/host-commands.js';
@@ -265,6 +265,15 @@ async function startController(shared: Shared, local: LocalGateway | null, sandb
     ...(autoscaler ? { autoscaled: (id: number) => autoscaler.desired(id) } : {}),
   });
   const running = controller;
+  // Which control process acts: exactly one per store reports 1 (a standby 0).
+  new Gauge({
+    name: 'infergate_controller_leader',
+    help: 'Whether this process holds the controller lease and reconciles (1) or stands by (0)',
+    registers: [registry],
+    collect() {
+      this.set(running.isLeader ? 1 : 0);
+    },
+  });
   gateway?.activator.onDemand(() => autoscaler.poke());
   autoscaler.start();
   await running.start();
