@@ -8,6 +8,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Most suites wait on child processes, sockets and polls rather than compute: two files at
+    // a time halve the wall time even on a 2-core machine (vitest's default there is one).
+    maxWorkers: 2,
     // Browser tests poll the page for what a live service shows; a loaded CI machine needs more than the 1 s default.
     expect: { poll: { timeout: 10_000 } },
   },

@@ -61,13 +61,16 @@ describe('routing_policy prefix_aware', () => {
     await platform.waitFor(id, (d) => d.status === 'ready' && d.components.Replica.ready === 3, 30_000, 'three ready replicas');
     const client = platform.client(NAME, TOKEN);
 
-    // Six conversations, first turns in a row: spread over the replicas by load and cache.
+    // Six conversations, first turns at once: nothing is cached yet, so the policy spreads
+    // them by load (one after another, all costs would tie and chance would place them).
     const conversations = Array.from({ length: 6 }, (_, n) => ({ messages: [{ role: 'system', content: systemPrompt(n) }, { role: 'user', content: `question one of ${n}` }] as Message[], first: '' }));
-    for (const c of conversations) {
-      const r = await turn(client, c.messages);
-      c.first = r.fingerprint;
-      c.messages.push({ role: 'assistant', content: r.text }, { role: 'user', content: 'and a follow-up question' });
-    }
+    await Promise.all(
+      conversations.map(async (c) => {
+        const r = await turn(client, c.messages);
+        c.first = r.fingerprint;
+        c.messages.push({ role: 'assistant', content: r.text }, { role: 'user', content: 'and a follow-up question' });
+      }),
+    );
     expect(new Set(conversations.map((c) => c.first)).size).toBeGreaterThan(1);
     // Second turns, no session header: each lands where its prefix is, and is served from cache.
     for (const c of conversations) {
