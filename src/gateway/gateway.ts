@@ -86,7 +86,12 @@ export interface Gateway {
 export function createGateway(opts: GatewayOptions): Gateway {
   const log = opts.logger;
   const clock = opts.clock ?? systemClock;
-  const table = new RoutingTable(opts.store, opts.domain, (err) => log.error({ err }, 'routing table rebuild failed'));
+  const table = new RoutingTable(
+    opts.store,
+    opts.domain,
+    (err) => log.error({ err }, 'routing table rebuild failed: serving from the last table, retrying every second'),
+    () => log.info('routing table rebuilt from the store again'),
+  );
   const inflight = new InflightTracker(clock);
   const health = new ReplicaHealth(opts.ejection ?? DEFAULT_EJECTION, clock);
   const registry = opts.registry ?? new Registry();
