@@ -163,7 +163,6 @@ if (!hasRedisServer) {
     // Back: the API answers, the processes say so, and the load kept running throughout.
     await expect.poll(async () => (await api('GET', `/deployments/general/${id}`)).status, { timeout: 15_000, interval: 250 }).toBe(200);
     for (const p of [control, gateway]) await expect.poll(() => storeUp(p), { timeout: 10_000 }).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
     loading = false;
     await Promise.all(loops);
     expect({ failed: failures.length, first: failures.slice(0, 3) }, `gateway output:\n${gateway.output().slice(-3000)}\ncontrol output:\n${control.output().slice(-5000)}`).toEqual({ failed: 0, first: [] });
