@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import type { DeploymentRecord, ReplicaRecord } from '../domain/records.js';
-import type { Store } from '../store/store.js';
+import { StoreUnavailableError, type Store } from '../store/store.js';
 import type { ActivityRecorder } from './activity.js';
 import { decide, initialState, type AutoscaleState, type AutoscaleWindows, type ConcurrencySample, type Decision } from './decide.js';
 
@@ -44,7 +44,11 @@ export class Autoscaler {
   private readonly states = new Map<number, AutoscaleState>();
   private readonly last = new Map<number, Decision>();
   private timer: NodeJS.Timeout | null = null;
-  private readonly ticks = new CoalescingRunner(() => this.tick(), (err) => this.opts.logger.error({ err }, 'autoscaler tick failed'));
+  // An unreachable store is logged once by the store monitor; the next tick tries again.
+  private readonly ticks = new CoalescingRunner(
+    () => this.tick(),
+    (err) => (err instanceof StoreUnavailableError ? this.opts.logger.debug({ err }, 'autoscaler tick skipped') : this.opts.logger.error({ err }, 'autoscaler tick failed')),
+  );
   private readonly desiredGauge: Gauge<'deployment'>;
   private readonly panicGauge: Gauge<'deployment'>;
   private readonly decisions: Counter<'deployment' | 'reason'>;

@@ -18,6 +18,7 @@ import { DEFAULT_CATALOG, parseCatalog, type Catalog } from '../domain/catalog.j
 import type { HostCommandPolicy } from '../domain/host-commands.js';
 import { gpusPerReplica } from '../domain/quota.js';
 import { UsageLedger } from '../store/usage-ledger.js';
+import { StoreMonitor } from '../store/store-monitor.js';
 import { buildControlApp, type ControlApp } from '../control/app.js';
 import { defaultConsoleDir } from '../control/console-assets.js';
 import { fileLogSource } from '../runtime/log-source.js';
@@ -86,6 +87,9 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       sealer: config.role !== 'gateway' ? new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY)) : null,
     };
     const { registry } = shared;
+    const monitor = new StoreMonitor(store, registry, logger.child({ component: 'store' }));
+    monitor.start();
+    closers.push(() => monitor.stop());
     // The control API opens terminals in the controller's replicas; the controller starts later.
     const shells: LateShells = {
       controller: null,

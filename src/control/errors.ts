@@ -4,7 +4,7 @@
 
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { PlatformError } from '../core/errors.js';
-import { ConflictError, NotFoundError, VersionConflictError } from '../store/store.js';
+import { ConflictError, NotFoundError, StoreUnavailableError, VersionConflictError } from '../store/store.js';
 
 interface SchemaIssue {
   instancePath?: string;
@@ -32,6 +32,8 @@ function fromSchemaIssues(issues: SchemaIssue[], part: string): PlatformError {
   return new PlatformError('invalid_field', message, { field });
 }
 
+export const STORE_UNAVAILABLE = 'the store (Redis) is unreachable; try again shortly';
+
 export function toPlatformError(err: unknown): PlatformError {
   if (err instanceof PlatformError) return err;
   if (err instanceof ConflictError) return new PlatformError('conflict', err.message);
@@ -39,6 +41,8 @@ export function toPlatformError(err: unknown): PlatformError {
     return new PlatformError('conflict', `${err.message}; read it again and retry`);
   }
   if (err instanceof NotFoundError) return new PlatformError('not_found', err.message);
+  // The cause (Redis's address, the socket error) is for the server log, not for clients.
+  if (err instanceof StoreUnavailableError) return new PlatformError('unavailable', STORE_UNAVAILABLE);
   const fe = err as FastifyError & { validation?: SchemaIssue[]; validationContext?: string };
   if (Array.isArray(fe.validation)) return fromSchemaIssues(fe.validation, fe.validationContext ?? 'body');
   if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
@@ -59,6 +63,8 @@ export function toPlatformError(err: unknown): PlatformError {
 export function errorHandler(err: unknown, request: FastifyRequest, reply: FastifyReply): void {
   const platform = toPlatformError(err);
   if (platform.code === 'internal') request.log.error({ err }, 'unhandled error');
+  // One line per refused request at debug: the store monitor logs the outage itself, once.
+  else if (err instanceof StoreUnavailableError) request.log.debug({ err }, 'store unreachable');
   if (platform.code === 'unauthenticated') void reply.header('www-authenticate', 'Bearer realm="infergate"');
   void reply.status(platform.status).send(platform.toBody());
 }

@@ -16,7 +16,7 @@ import path from 'node:path';
 import type { DeploymentRecord, DeploymentSpec, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
 import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, Runtime } from '../runtime/runtime.js';
 import { fencedStore } from '../store/fenced-store.js';
-import { FencedError, modify, NotFoundError, type Store } from '../store/store.js';
+import { FencedError, modify, NotFoundError, StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { deploymentStatus, desiredReplicas, GENERAL_COMPONENT } from './desired.js';
 import { ControllerLease, DEFAULT_LEASE_TTL_MS } from './lease.js';
@@ -119,7 +119,15 @@ export class Controller {
   private readonly retirements = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private unwatch: (() => void) | null = null;
-  private readonly passes = new CoalescingRunner(() => this.reconcile(), (err) => this.opts.logger.error({ err }, 'reconcile failed'));
+  private unresync: (() => void) | null = null;
+  /** Records of replicas stopped while the store was unreachable: removed once it answers. */
+  private readonly undeleted = new Set<number>();
+  // An unreachable store is logged once by the store monitor: replicas keep running as they
+  // are, and the pass a second later tries again.
+  private readonly passes = new CoalescingRunner(
+    () => this.reconcile(),
+    (err) => (err instanceof StoreUnavailableError ? this.opts.logger.debug({ err }, 'reconcile skipped') : this.opts.logger.error({ err }, 'reconcile failed')),
+  );
   private stopped = false;
   private readonly lease: ControllerLease;
   /** The store, every write fenced by the lease: refused once another controller took over. */
@@ -140,6 +148,7 @@ export class Controller {
     this.unwatch = this.store.watch((event) => {
       if (event.kind === 'deployment') this.schedule();
     });
+    this.unresync = this.opts.store.onResync(() => this.resync());
     this.timer = setInterval(() => this.schedule(), this.opts.tickMs ?? 1000);
     this.timer.unref();
     this.schedule();
@@ -186,10 +195,22 @@ export class Controller {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.unwatch?.();
+    this.unresync?.();
     await this.passes.current();
     for (const o of this.owned.values()) if (!o.retiring) this.retire(o, 'the service is stopping');
     await Promise.all([...this.retirements]);
     await this.lease.release();
+  }
+
+  /**
+   * The store is back after its change feed was cut: replica record writes that failed
+   * meanwhile are not retried by anything else, so every replica's current observation is
+   * written again, and a pass runs.
+   */
+  private resync(): void {
+    if (this.stopped) return;
+    for (const o of this.owned.values()) this.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
+    this.schedule();
   }
 
   /** One pass at a time, plus one more if anything asked meanwhile. */
@@ -213,6 +234,7 @@ export class Controller {
   private async reconcile(): Promise<void> {
     // Taking the lease reaps what an earlier leader (or an earlier run on this node) left.
     if (!(await this.lease.hold({ gained: () => this.reapLeftovers(), lost: () => this.abandon() }))) return;
+    for (const id of this.undeleted) if ((await this.store.delete('replica', id).catch(() => null)) !== null) this.undeleted.delete(id);
     for (const o of this.owned.values()) {
       this.account(o);
       if (o.unsaved) this.persist(o, o.handle.observe());
@@ -490,7 +512,7 @@ export class Controller {
       await o.handle.stop(this.opts.stopGraceMs);
       this.account(o);
       await o.writes;
-      await this.store.delete('replica', o.recordId).catch(() => false);
+      await this.store.delete('replica', o.recordId).catch(() => this.undeleted.add(o.recordId));
       this.owned.delete(o.recordId);
       this.opts.logger.info({ replica: o.handle.name }, 'replica stopped');
       // The last replica of a deleted deployment gone: the next pass removes what it left.

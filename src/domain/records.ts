@@ -252,6 +252,11 @@ export interface UsageRecord {
   gpu_seconds: number;
   /** Replica lifetime by component (Replica; Frontend, Worker, Prefill, Decode). */
   replica_seconds: Record<string, number>;
+  /**
+   * The last batch each writing process (usage ledger) added, by writer: a batch retried
+   * after its write went unanswered is not added twice. Internal; not shown by the API.
+   */
+  flushed?: Record<string, number>;
   updated_at: string;
 }
 

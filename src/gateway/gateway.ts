@@ -12,7 +12,7 @@ import { systemClock } from '../core/clock.js';
 import { ConnectionGuard, type ConnectionCaps } from '../net/connection-guard.js';
 import { listenerMeters } from '../net/metrics.js';
 import type { CertificateAuthority } from '../pki/ca.js';
-import type { Store } from '../store/store.js';
+import { StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { Activator, DEFAULT_ACTIVATOR, type ActivatorOptions } from './activator.js';
 import { AuthFailureBudget, DEFAULT_AUTH_FAILURE_BUDGET, type AuthFailureBudgetOptions } from './auth-failure-budget.js';
@@ -86,7 +86,14 @@ export interface Gateway {
 export function createGateway(opts: GatewayOptions): Gateway {
   const log = opts.logger;
   const clock = opts.clock ?? systemClock;
-  const table = new RoutingTable(opts.store, opts.domain, (err) => log.error({ err }, 'routing table rebuild failed'));
+  const table = new RoutingTable(
+    opts.store,
+    opts.domain,
+    // An unreachable store is expected to come back (the store monitor logs the outage); any
+    // other failure is a bug or a bad record.
+    (err) => log[err instanceof StoreUnavailableError ? 'warn' : 'error']({ err }, 'routing table rebuild failed: serving from the last table, retrying every second'),
+    () => log.info('routing table rebuilt from the store again'),
+  );
   const inflight = new InflightTracker(clock);
   const health = new ReplicaHealth(opts.ejection ?? DEFAULT_EJECTION, clock);
   const registry = opts.registry ?? new Registry();

@@ -2,7 +2,9 @@
 // a deployment (credential hashes, the bound client certificate, paused, status, the ready
 // replicas it routes to, its body and rate limits). It is rebuilt in memory from the store
 // whenever the change feed reports a relevant change, so the request path never touches the
-// store. A bound token whose hash is also a service-account key's is left out: a platform
+// store. When the store cannot be read the last table keeps serving: a failed rebuild is
+// retried every second, and the store's resync (its feed was cut, events were lost) asks for
+// a full one. A bound token whose hash is also a service-account key's is left out: a platform
 // credential never opens an endpoint, whatever a record written before that rule says.
 
 import { routedComponent } from '../domain/components.js';
@@ -42,31 +44,47 @@ export interface Route {
 }
 
 const RELEVANT: ReadonlySet<Kind> = new Set<Kind>(['deployment', 'token', 'replica', 'certificate', 'service_account']);
-
+/** The change that asked for a failed rebuild is not announced again: retry until one lands. */
+const RETRY_MS = 1_000;
 
 export class RoutingTable {
   private table = new Map<string, Route>();
   private unwatch: (() => void) | null = null;
+  private unresync: (() => void) | null = null;
+  private retry: NodeJS.Timeout | null = null;
+  private failing = false;
   /** Bursts of changes coalesce into one rebuild at a time, plus one after it. */
-  private readonly rebuilds = new CoalescingRunner(() => this.rebuild(), (err) => this.onError(err));
+  private readonly rebuilds = new CoalescingRunner(() => this.rebuild(), (err) => this.failed(err));
   private readonly listeners: Array<(routes: ReadonlyMap<string, Route>) => void> = [];
 
   constructor(
     private readonly store: Store,
     private readonly domain: string,
+    /** Told of the first failure of a run of failed rebuilds (the next ones are retries). */
     private readonly onError: (err: Error) => void = () => {},
+    private readonly onRecovered: () => void = () => {},
   ) {}
 
   async start(): Promise<void> {
     this.unwatch = this.store.watch((event) => {
       if (RELEVANT.has(event.kind)) this.rebuilds.trigger();
     });
+    this.unresync = this.store.onResync(() => this.rebuilds.trigger());
     await this.rebuild();
   }
 
   stop(): void {
     this.unwatch?.();
     this.unwatch = null;
+    this.unresync?.();
+    this.unresync = null;
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+  }
+
+  /** Whether the last rebuild failed: the table may miss changes made since. */
+  get stale(): boolean {
+    return this.failing;
   }
 
   /** Called after every rebuild with the new table (pools, certificates and metrics follow it). */
@@ -89,6 +107,17 @@ export class RoutingTable {
 
   get size(): number {
     return this.table.size;
+  }
+
+  private failed(err: Error): void {
+    if (!this.failing) this.onError(err);
+    this.failing = true;
+    if (this.unwatch === null || this.retry !== null) return;
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      this.rebuilds.trigger();
+    }, RETRY_MS);
+    this.retry.unref();
   }
 
   private async rebuild(): Promise<void> {
@@ -133,6 +162,10 @@ export class RoutingTable {
       });
     }
     this.table = next;
+    if (this.failing) {
+      this.failing = false;
+      this.onRecovered();
+    }
     for (const listener of this.listeners) listener(next);
   }
 }

@@ -22,6 +22,7 @@ export function fencedStore(store: Store, fence: Fence): Store {
       store.update(kind, id, expectedVersion, value, withFence(options)),
     delete: (kind, id, expectedVersion, options) => store.delete(kind, id, expectedVersion, withFence(options)),
     watch: (listener) => store.watch(listener),
+    onResync: (listener) => store.onResync(listener),
     holdLease: (name, holder, ttlMs) => store.holdLease(name, holder, ttlMs),
     releaseLease: (name, holder) => store.releaseLease(name, holder),
     publishReport: (topic, publisher, body, ttlMs) => store.publishReport(topic, publisher, body, ttlMs),

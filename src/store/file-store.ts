@@ -224,6 +224,11 @@ export class FileStore implements Store {
     };
   }
 
+  onResync(): () => void {
+    // The feed is in-process: it is never cut, so there is never anything to catch up on.
+    return () => undefined;
+  }
+
   /** Plans a change against the current state, makes it durable, and only then adopts it. */
   private mutate<T>(plan: (state: State) => Plan<T>): Promise<T> {
     return this.exclusive(async () => {

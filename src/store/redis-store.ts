@@ -9,6 +9,7 @@ import {
   FencedError,
   NotFoundError,
   StoreError,
+  StoreUnavailableError,
   VersionConflictError,
   type ChangeEvent,
   type ChangeListener,
@@ -146,16 +147,23 @@ interface ScriptCommands {
 }
 
 const CONNECT_TIMEOUT_MS = 5_000;
+/** A command unanswered this long fails: the control API answers 503 rather than hang. */
+const COMMAND_TIMEOUT_MS = 3_000;
+/** Replies that mean Redis is there but cannot serve yet (still loading its data, busy script). */
+const UNAVAILABLE_REPLY = /^(LOADING|BUSY|MASTERDOWN|TRYAGAIN)\b/;
 
 export class RedisStore implements Store {
   private readonly url: string;
   private readonly prefix: string;
   private redis: Redis | undefined;
+  /** `redis` with every command's failure told apart: unreachable or not (see storeFailure). */
+  private guarded: Redis | undefined;
   private subscriber: Redis | undefined;
   private subscribed: Promise<void> | undefined;
   private opened = false;
   private lastError: Error | undefined;
   private readonly listeners = new Set<ChangeListener>();
+  private readonly resyncListeners = new Set<() => void>();
 
   constructor(options: RedisStoreOptions) {
     this.url = options.url;
@@ -167,7 +175,13 @@ export class RedisStore implements Store {
     const redis = new Redis(this.url, {
       lazyConnect: true,
       connectTimeout: CONNECT_TIMEOUT_MS,
-      maxRetriesPerRequest: 2,
+      commandTimeout: COMMAND_TIMEOUT_MS,
+      // While disconnected every command fails at once (nothing queues until Redis returns),
+      // and a command in flight when the connection drops fails rather than being sent again:
+      // its write may already be applied, which only its caller can tell.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
       // Give up at once while opening (so open() fails fast and clearly); reconnect afterwards.
       retryStrategy: (times: number) => (this.opened ? Math.min(times * 200, 2_000) : null),
     });
@@ -188,6 +202,7 @@ export class RedisStore implements Store {
     redis.defineCommand('infergatePublish', { lua: PUBLISH_LUA });
     redis.defineCommand('infergateReadReports', { lua: READ_REPORTS_LUA });
     this.redis = redis;
+    this.guarded = guard(redis);
     this.opened = true;
   }
 
@@ -198,6 +213,7 @@ export class RedisStore implements Store {
     this.subscriber = undefined;
     this.subscribed = undefined;
     this.redis = undefined;
+    this.guarded = undefined;
     await Promise.all(connections.map((c) => c.quit().then(() => undefined, () => c.disconnect())));
   }
 
@@ -341,12 +357,35 @@ export class RedisStore implements Store {
     };
   }
 
+  onResync(listener: () => void): () => void {
+    const wrapped = () => listener();
+    this.resyncListeners.add(wrapped);
+    return () => {
+      this.resyncListeners.delete(wrapped);
+    };
+  }
+
   /** Subscribes once, on a second connection: a subscribed connection cannot run commands. */
   private ensureSubscribed(): void {
-    if (this.subscriber || !this.opened) return;
-    const subscriber = this.client().duplicate();
+    if (this.subscriber || !this.opened || !this.redis) return;
+    // Its first SUBSCRIBE is sent while it connects, so this connection queues offline.
+    const subscriber = this.redis.duplicate({ enableOfflineQueue: true });
     subscriber.on('error', (err: Error) => {
       this.lastError = err;
+    });
+    let connectedBefore = false;
+    subscriber.on('ready', () => {
+      if (!connectedBefore) {
+        connectedBefore = true;
+        return;
+      }
+      // Back after a cut: what was published meanwhile is lost. Subscribing again (harmless if
+      // ioredis already did) orders the resync after the subscription is live, so nothing
+      // committed after the watchers' re-read can be missed either.
+      subscriber.subscribe(this.channel()).then(
+        () => this.resync(),
+        (err: unknown) => process.emitWarning(`Redis store cannot subscribe again to ${this.channel()}: ${reason(err)}`),
+      );
     });
     subscriber.on('message', (channel: string, message: string) => {
       if (channel === this.channel()) this.deliver(message);
@@ -375,9 +414,19 @@ export class RedisStore implements Store {
     }
   }
 
+  private resync(): void {
+    for (const listener of [...this.resyncListeners]) {
+      try {
+        listener();
+      } catch (err) {
+        process.emitWarning(`store resync listener threw: ${reason(err)}`);
+      }
+    }
+  }
+
   private client(): Redis {
-    if (!this.redis) throw new StoreError(`Redis store ${redactRedisUrl(this.url)} is not open`);
-    return this.redis;
+    if (!this.guarded) throw new StoreError(`Redis store ${redactRedisUrl(this.url)} is not open`);
+    return this.guarded;
   }
 
   private scripts(): ScriptCommands {
@@ -410,6 +459,34 @@ export function redactRedisUrl(url: string): string {
   } catch {
     return url.replace(/\/\/[^@/]*@/, '//');
   }
+}
+
+/**
+ * The client with every command's rejection passed through storeFailure, in one place rather
+ * than around each command. Commands are called on the real client, so ioredis sees itself.
+ */
+function guard(redis: Redis): Redis {
+  return new Proxy(redis, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]): unknown => {
+        const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+        return result instanceof Promise ? result.catch((err: unknown) => Promise.reject(storeFailure(err))) : result;
+      };
+    },
+  });
+}
+
+/**
+ * A connection failure (refused, closed, timed out, Redis still loading) becomes
+ * StoreUnavailableError; an error Redis answered with (a script's, a wrong type) stays what
+ * it is: retrying would not help, so it must not read as an outage.
+ */
+function storeFailure(err: unknown): unknown {
+  if (err instanceof StoreError) return err;
+  if (err instanceof Error && err.name === 'ReplyError' && !UNAVAILABLE_REPLY.test(err.message)) return err;
+  return new StoreUnavailableError(`the store (Redis) is unreachable: ${reason(err)}`);
 }
 
 function toVersioned<T>(raw: string): Versioned<T> {

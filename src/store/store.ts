@@ -91,6 +91,13 @@ export interface Store {
   watch(listener: ChangeListener): () => void;
 
   /**
+   * Called each time the change feed is back after an interruption (a shared store's
+   * connection was lost): events committed meanwhile were missed, so a watcher must re-read
+   * what it keeps. A store whose feed cannot be cut never calls it.
+   */
+  onResync(listener: () => void): () => void;
+
+  /**
    * Takes or renews the lease `name` for `holder` for `ttlMs` (the controller runs only where
    * it holds one). When `holder` holds it now: the lease's epoch, which grows by one each time
    * the lease is taken while free (so a holder that finds it grew by more than one since its
@@ -112,6 +119,15 @@ export interface Store {
 
 export class StoreError extends Error {
   override name = 'StoreError';
+}
+
+/**
+ * The store cannot be reached (Redis down, connection lost, a command unanswered): nothing
+ * was read, and a write may or may not have been applied. Callers retry later; the control
+ * API answers 503.
+ */
+export class StoreUnavailableError extends StoreError {
+  override name = 'StoreUnavailableError';
 }
 
 /** A unique key is held by another record. */

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileStore } from './file-store.js';
+import { StoreUnavailableError, type Store } from './store.js';
 import { hourOf, UsageLedger } from './usage-ledger.js';
 
 let dir: string;
@@ -41,4 +42,62 @@ describe('UsageLedger', () => {
     expect(byHour[hourOf(H)]).toMatchObject({ gpu_seconds: 240, replica_seconds: { Replica: 30 } });
     expect(byHour[hourOf(H + 3_600_000)]).toMatchObject({ gpu_seconds: 240, replica_seconds: { Replica: 30 } });
   });
+
+  it('keeps what it counts while the store fails, and writes it all once it answers', async () => {
+    let down = true;
+    const flaky = faulty(store, () => (down ? 'before' : 'none'));
+    const ledger = new UsageLedger(flaky);
+    for (let i = 0; i < 5; i++) {
+      ledger.add(3, H, { requests: 1, prompt_tokens: 2 });
+      await ledger.flush();
+    }
+    expect(await store.list('usage')).toHaveLength(0);
+    expect(ledger.unflushed).toBe(1);
+    down = false;
+    await ledger.flush();
+    await ledger.flush();
+    expect((await store.list('usage'))[0]?.value).toMatchObject({ requests: 5, prompt_tokens: 10 });
+    expect(ledger.unflushed).toBe(0);
+  });
+
+  it('counts a write applied but unanswered once, when it is retried', async () => {
+    // The first create and the first update are applied, then their answers are lost.
+    const lost = new Set(['create', 'update']);
+    const flaky = faulty(store, (op) => (lost.delete(op) ? 'after' : 'none'));
+    const ledger = new UsageLedger(flaky);
+    ledger.add(4, H, { requests: 1 });
+    await ledger.flush(); // created, answer lost
+    ledger.add(4, H, { requests: 10 });
+    await ledger.flush(); // the first batch again: recognised, not added; the 10 wait for it
+    await ledger.flush(); // the 10 added, answer lost
+    ledger.add(4, H, { requests: 100 });
+    await ledger.flush(); // the 10 again: recognised
+    await ledger.flush(); // the 100
+    expect((await store.list('usage')).map((u) => u.value.requests)).toEqual([111]);
+    expect(ledger.unflushed).toBe(0);
+  });
 });
+
+/**
+ * The real store with failures injected on writes: 'before' fails without writing (Redis
+ * down), 'after' writes and then fails (the answer lost with the connection).
+ */
+function faulty(real: Store, fail: (op: 'create' | 'update' | 'none') => 'before' | 'after' | 'none'): Store {
+  const wrap =
+    <A extends unknown[], R>(op: 'create' | 'update', call: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      const mode = fail(op);
+      if (mode === 'before') throw new StoreUnavailableError('the store (Redis) is unreachable: Connection is closed.');
+      const result = await call(...args);
+      if (mode === 'after') throw new StoreUnavailableError('the store (Redis) is unreachable: Connection is closed.');
+      return result;
+    };
+  return Object.assign(Object.create(real) as Store, {
+    create: wrap('create', real.create.bind(real) as Store['create']),
+    update: wrap('update', real.update.bind(real) as Store['update']),
+    lookup: async (index: string, key: string) => {
+      if (fail('none') === 'before') throw new StoreUnavailableError('the store (Redis) is unreachable: Connection is closed.');
+      return real.lookup(index, key);
+    },
+  });
+}

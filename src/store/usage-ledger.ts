@@ -2,10 +2,14 @@
 // a while) are summed in memory per deployment and clock hour, then flushed every couple of
 // seconds into one `usage` record per (deployment, hour) with a compare-and-set add, so
 // several processes (gateways, the controller) add to the same figures exactly. A flush that
-// fails keeps its deltas for the next one; stop() flushes what is left.
+// fails (the store is unreachable) keeps its deltas in memory for the next one, and a write
+// whose answer was lost is recognised when retried, so nothing is lost or counted twice
+// (usage-batches.ts); stop() flushes what is left.
 
+import { randomBytes } from 'node:crypto';
 import type { UsageRecord } from '../domain/records.js';
 import { ConflictError, modify, type Store } from './store.js';
+import { UsageBatches, type Batch } from './usage-batches.js';
 
 export const USAGE_INDEX = 'usage-hour';
 const HOUR_MS = 3_600_000;
@@ -39,7 +43,9 @@ function merge(into: Pending, d: UsageDelta): void {
 }
 
 export class UsageLedger {
-  private pending = new Map<string, { deploymentId: number; hour: string; delta: Pending }>();
+  private readonly batches = new UsageBatches<Pending, UsageDelta>(empty, merge);
+  /** This ledger's name in the records' `flushed` map: a process's batch numbers are its own. */
+  private readonly writer = randomBytes(6).toString('hex');
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
 
@@ -65,14 +71,12 @@ export class UsageLedger {
   add(deploymentId: number, atMs: number, delta: UsageDelta): void {
     const start = atMs - (atMs % HOUR_MS);
     if (start !== this.lastHour.start) this.lastHour = { start, iso: new Date(start).toISOString() };
-    const hour = this.lastHour.iso;
-    const key = `${deploymentId}:${hour}`;
-    let entry = this.pending.get(key);
-    if (!entry) {
-      entry = { deploymentId, hour, delta: empty() };
-      this.pending.set(key, entry);
-    }
-    merge(entry.delta, delta);
+    this.batches.add(`${deploymentId}:${this.lastHour.iso}`, delta);
+  }
+
+  /** Deployment-hours whose usage is counted here and not yet in the store. */
+  get unflushed(): number {
+    return this.batches.size;
   }
 
   /** A replica alive from `fromMs` to `toMs`: its seconds, split at hour boundaries. */
@@ -88,17 +92,12 @@ export class UsageLedger {
   /** Writes every pending delta; one flush at a time. */
   flush(): Promise<void> {
     if (this.flushing) return this.flushing.then(() => this.flush());
-    const batch = this.pending;
-    this.pending = new Map();
     this.flushing = (async () => {
-      for (const [key, entry] of batch) {
+      for (const batch of this.batches.take()) {
         try {
-          await this.write(entry.deploymentId, entry.hour, entry.delta);
+          if (await this.write(batch)) this.batches.confirm(batch);
         } catch {
-          // Kept for the next flush: usage is never dropped for a transient store error.
-          const again = this.pending.get(key);
-          if (again) merge(again.delta, entry.delta);
-          else this.pending.set(key, entry);
+          // Kept, unchanged, for the next flush: usage is never dropped for a store outage.
         }
       }
     })().finally(() => {
@@ -107,28 +106,34 @@ export class UsageLedger {
     return this.flushing;
   }
 
-  private async write(deploymentId: number, hour: string, delta: Pending): Promise<void> {
-    const key = `${deploymentId}:${hour}`;
+  /** True once the batch is in the store (added now, or by an earlier write whose answer was lost). */
+  private async write(batch: Batch<Pending>): Promise<boolean> {
+    const { key, seq, delta } = batch;
+    const colon = key.indexOf(':');
+    const deploymentId = Number(key.slice(0, colon));
+    const hour = key.slice(colon + 1);
     const now = new Date().toISOString();
+    const stamp = { writer: this.writer, seq };
     for (let attempt = 0; attempt < 3; attempt++) {
       const found = await this.store.lookup(USAGE_INDEX, key);
       if (found) {
-        await modify(this.store, 'usage', found.id, (u) => add(u, delta, now));
-        return;
+        await modify(this.store, 'usage', found.id, (u) => ((u.flushed?.[this.writer] ?? 0) >= seq ? undefined : add(u, delta, now, stamp)));
+        return true;
       }
       try {
-        await this.store.create('usage', (id) => add({ id, deployment_id: deploymentId, hour, ...empty(), updated_at: now }, delta, now), {
+        await this.store.create('usage', (id) => add({ id, deployment_id: deploymentId, hour, ...empty(), updated_at: now }, delta, now, stamp), {
           unique: [{ index: USAGE_INDEX, key }],
         });
-        return;
+        return true;
       } catch (err) {
         if (!(err instanceof ConflictError)) throw err; // another process created it first: add to it
       }
     }
+    return false;
   }
 }
 
-function add(u: UsageRecord, d: Pending, now: string): UsageRecord {
+function add(u: UsageRecord, d: Pending, now: string, stamp: { writer: string; seq: number }): UsageRecord {
   const replica_seconds = { ...u.replica_seconds };
   for (const [c, v] of Object.entries(d.replica_seconds)) replica_seconds[c] = (replica_seconds[c] ?? 0) + v;
   return {
@@ -140,6 +145,7 @@ function add(u: UsageRecord, d: Pending, now: string): UsageRecord {
     rate_limited: (u.rate_limited ?? 0) + d.rate_limited,
     gpu_seconds: u.gpu_seconds + d.gpu_seconds,
     replica_seconds,
+    flushed: { ...u.flushed, [stamp.writer]: stamp.seq },
     updated_at: now,
   };
 }

@@ -3,6 +3,8 @@
 
 import type { ControlApp, ControlContext } from '../context.js';
 import { PlatformError } from '../../core/errors.js';
+import { StoreUnavailableError } from '../../store/store.js';
+import { STORE_UNAVAILABLE } from '../errors.js';
 
 export function registerHealthRoutes(app: ControlApp, ctx: ControlContext): void {
   const config = { public: true };
@@ -11,7 +13,7 @@ export function registerHealthRoutes(app: ControlApp, ctx: ControlContext): void
     try {
       await ctx.deps.store.ping();
     } catch (err) {
-      throw new PlatformError('unavailable', `the store does not answer: ${(err as Error).message}`);
+      throw new PlatformError('unavailable', err instanceof StoreUnavailableError ? STORE_UNAVAILABLE : `the store does not answer: ${(err as Error).message}`);
     }
     return { status: 'ready' };
   });
