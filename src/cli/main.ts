@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // Owns the `infergate` command line: runs the programs (serve, engine, frontend) with their
-// own flag parsing, hands every other command to the control API's client (src/client/), and
-// turns start-up failures into one clear line on stderr and exit code 1.
+// own flag parsing (and a gateway worker when serve forks one), hands every other command to
+// the control API's client (src/client/), and turns start-up failures into one clear line on
+// stderr and exit code 1.
 
+import cluster from 'node:cluster';
 import { packageVersion } from './version.js';
+import { WORKER_ENV } from './gateway-worker-protocol.js';
 import { ConfigError, parseServeConfig, serveHelp } from '../config/config.js';
 import { StoreError } from '../store/store.js';
 import { PkiError } from '../pki/ca.js';
@@ -72,6 +75,8 @@ async function runServe(args: string[]): Promise<void> {
 }
 
 async function main(argv: string[]): Promise<void> {
+  // A gateway worker forked by `serve --gateway-workers N`: its configuration comes from the primary.
+  if (cluster.isWorker && process.env[WORKER_ENV] !== undefined) return (await import('./gateway-worker.js')).runGatewayWorker();
   const [command, ...rest] = argv;
   switch (command) {
     case 'serve':

@@ -1,11 +1,10 @@
 // Owns `infergate serve`: the composition root that wires config, store, control API,
-// gateway, controller with its local runtime, and the metrics listener (with replica service
-// discovery) together, prints where everything is, and shuts down cleanly on SIGINT/SIGTERM
-// (replicas drained and stopped first). Wiring only — behaviour lives in the modules it composes.
+// gateway (in this process, or in --gateway-workers processes), controller with its local
+// runtime, and the metrics listener (with replica service discovery) together, prints where
+// everything is, and shuts down cleanly on SIGINT/SIGTERM (replicas drained and stopped
+// first). Wiring only — behaviour lives in the modules it composes.
 
-import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import os from 'node:os';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Server } from 'node:net';
@@ -25,32 +24,31 @@ import { fileLogSource } from '../runtime/log-source.js';
 import { localShells } from '../runtime/shell-launcher.js';
 import type { ShellProvider } from '../domain/ports.js';
 import { Credentials } from '../control/credentials.js';
-import { endpointUrl } from '../control/render.js';
 import { ActivityRecorder } from '../autoscaler/activity.js';
 import { Autoscaler } from '../autoscaler/autoscaler.js';
 import { StoreLoad } from '../autoscaler/store-load.js';
-import { LoadPublisher } from '../gateway/load-publisher.js';
 import { Controller } from '../controller/controller.js';
 import { LocalLeftovers } from '../controller/leftovers.js';
 import { DEFAULT_IMAGE_MAP, parseImageMap, type ImageMap } from '../domain/image-map.js';
-import { DEFAULT_AUTH_FAILURE_BUDGET } from '../gateway/auth-failure-budget.js';
-import { createGateway, type Gateway } from '../gateway/gateway.js';
+import type { Gateway } from '../gateway/gateway.js';
 import { replicaTargetGroups, SERVICE_DISCOVERY_PATH } from '../metrics/service-discovery.js';
 import { LocalRuntime, runtimeDirs } from '../runtime/local-runtime.js';
 import type { SandboxHost } from '../runtime/sandbox.js';
 import { detectSandbox } from '../runtime/sandbox-probe.js';
 import { selfCommand } from './self-command.js';
+import { clusterExposition } from '../metrics/cluster.js';
 import { createMetricsServer, createRegistry } from '../metrics/registry.js';
 import { ConnectionGuard } from '../net/connection-guard.js';
 import { capsWarning, openFileLimit } from '../net/file-limit.js';
 import { listenerMeters } from '../net/metrics.js';
 import { meterListener } from '../net/server-meters.js';
 import { loadOrCreateCa, type CertificateAuthority } from '../pki/ca.js';
-import { loadOrIssueGatewayCertificate, readOperatorCertificate } from '../pki/server-certs.js';
 import { FileStore } from '../store/file-store.js';
 import { RedisStore } from '../store/redis-store.js';
 import type { Store } from '../store/store.js';
 import { adminKeyPath, loadSealingKey, writeAdminKey } from './key-files.js';
+import { gatewayBanner, gatewayCertificate, startGateway } from './gateway-role.js';
+import { GatewayWorkers } from './gateway-workers.js';
 import { listen } from './listen.js';
 
 export interface RunningService {
@@ -113,7 +111,18 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       lines.push(...(await startControl(shared, shells, hostCommands, activity)));
     }
     let gateway: LocalGateway | null = null;
-    if (config.role !== 'control') {
+    let workers: GatewayWorkers | null = null;
+    if (config.role !== 'control' && config.gatewayWorkers > 1) {
+      // The gateway runs in worker processes; this one keeps the control role, if it has it.
+      workers = new GatewayWorkers({ config, count: config.gatewayWorkers, logger: logger.child({ component: 'gateway-workers' }), registry });
+      const running = workers;
+      // Issued here, before forking, so the workers read one certificate instead of racing to write it.
+      const certificate = await gatewayCertificate(config, shared.ca);
+      closers.push(() => running.stop());
+      const port = await running.start();
+      logger.info({ pids: running.pids() }, 'gateway workers started');
+      lines.push(...gatewayBanner(config, port, certificate.operator, config.gatewayWorkers));
+    } else if (config.role !== 'control') {
       const started = await startGateway(shared);
       gateway = { gateway: started.gateway, publisher: started.publisher };
       lines.push(...started.lines);
@@ -121,7 +130,8 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     // The controller and its runtime live with the control role: one per store.
     if (config.role !== 'gateway') shells.controller = await startController(shared, gateway, sandbox?.host ?? null, activity);
 
-    const metrics = createMetricsServer(registry, { [SERVICE_DISCOVERY_PATH]: () => replicaTargetGroups(store) });
+    const exposition = workers === null ? registry : clusterExposition(registry, workers);
+    const metrics = createMetricsServer(exposition, { [SERVICE_DISCOVERY_PATH]: () => replicaTargetGroups(store) });
     closers.push(() => new Promise<void>((resolve) => metrics.close(() => resolve())));
     const metricsPort = await listen(metrics, config.metricsHost, config.metricsPort, 'metrics-port', 'metrics');
     lines.push(`infergate: metrics on http://${hostForUrl(config.metricsHost)}:${metricsPort}/metrics; replica targets for Prometheus http_sd at ${SERVICE_DISCOVERY_PATH}`);
@@ -139,9 +149,6 @@ export async function serve(config: Config, out: (line: string) => void): Promis
 }
 
 type Closers = Array<() => Promise<void>>;
-
-/** A gateway's load report counts this long without a newer one (it publishes every second). */
-const LOAD_REPORT_TTL_MS = 3000;
 
 /** What the roles of one process share, each loaded or made once. */
 interface Shared {
@@ -286,70 +293,6 @@ async function startController(shared: Shared, local: LocalGateway | null, sandb
     await running.stop();
   });
   return running;
-}
-
-async function startGateway(shared: Shared): Promise<{ gateway: Gateway; publisher: string; lines: string[] }> {
-  const { config, store, logger, closers, registry, usage, ca } = shared;
-  const operatorCert = await readGatewayTls(config);
-  const serverCert = operatorCert ?? (await loadOrIssueGatewayCertificate(ca, config.certsDir, config.domain));
-  const gateway = createGateway({
-    store,
-    domain: config.domain,
-    ...serverCert,
-    ca,
-    perHostCertificates: operatorCert === null,
-    registry,
-    timeouts: { headersMs: config.upstreamHeadersTimeoutMs, idleMs: config.upstreamIdleTimeoutMs, connectMs: 5_000 },
-    loadFactor: config.affinityLoadFactor,
-    activator: { queueSize: config.activatorQueueSize, timeoutMs: config.activatorTimeoutMs },
-    usage,
-    connections: config.limits.gateway,
-    clientTimeouts: {
-      tlsHandshakeMs: config.limits.tlsHandshakeTimeoutMs,
-      keepAliveMs: config.limits.keepAliveTimeoutMs,
-      h2IdleMs: config.limits.h2IdleTimeoutMs,
-      headersMs: config.limits.headersTimeoutMs,
-    },
-    body: { maxBytes: config.maxRequestBodyBytes, idleMs: config.bodyIdleTimeoutMs },
-    authFailures: { ...DEFAULT_AUTH_FAILURE_BUDGET, ratePerSecond: config.authFailureRate, burst: 4 * config.authFailureRate, maxHeld: config.authFailureRate === 0 ? 0 : DEFAULT_AUTH_FAILURE_BUDGET.maxHeld },
-    logger: logger.child({ component: 'gateway' }),
-    accessLog: config.accessLog,
-  });
-  await gateway.start();
-  closers.push(() => gateway.close());
-  // Other processes on a shared store (--redis) see this gateway's load through it.
-  const publisher = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  if (config.redisUrl !== null) {
-    const loads = new LoadPublisher(store, gateway.inflight, gateway.activator, gateway.table, logger.child({ component: 'gateway' }), {
-      publisher,
-      intervalMs: 1000,
-      ttlMs: LOAD_REPORT_TTL_MS,
-      windowSeconds: Math.ceil(config.autoscaleStableMs / 1000) + 2,
-    });
-    loads.start();
-    closers.push(() => loads.stop());
-  }
-  const port = await listen(gateway.server, config.gatewayHost, config.gatewayPort, 'gateway-port', 'gateway');
-  const example = endpointUrl('<name>', { domain: config.domain, port });
-  const certificate = operatorCert ? `certificate from ${config.tlsCert}` : `platform CA in ${config.certsDir}/ca.crt`;
-  return {
-    gateway,
-    publisher,
-    lines: [
-      `infergate: gateway (TLS, h2 and http/1.1) listening on ${config.gatewayHost}:${port}; ${certificate}`,
-      `infergate: endpoint domain ${config.domain}; endpoints are https://${example}`,
-    ],
-  };
-}
-
-/** The operator's certificate for `*.<domain>` (e.g. from a public CA), checked before use. */
-async function readGatewayTls(config: Config): Promise<{ certPem: string; keyPem: string } | null> {
-  if (!config.tlsCert || !config.tlsKey) return null;
-  try {
-    return await readOperatorCertificate(config.tlsCert, config.tlsKey, config.domain);
-  } catch (err) {
-    throw new ConfigError(`--tls-cert ${config.tlsCert}: ${(err as Error).message}`);
-  }
 }
 
 async function loadImageMap(file: string | null): Promise<ImageMap> {

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseServeConfig } from './config.js';
 
@@ -83,6 +84,20 @@ describe('serve config', () => {
     expect(parse(['--controller-lease-ttl', '4']).controllerLeaseTtlMs).toBe(4_000);
     expect(parse([], { INFERGATE_CONTROLLER_LEASE_TTL: '30' }).controllerLeaseTtlMs).toBe(30_000);
     expect(() => parse(['--controller-lease-ttl', '1'])).toThrow(ConfigError);
+  });
+
+  it('runs one gateway worker per core with Redis, one with the file store, and refuses workers that could not share state', () => {
+    const cores = Math.min(os.availableParallelism(), 64);
+    expect(parse([]).gatewayWorkers).toBe(1);
+    expect(parse(['--redis', 'redis://127.0.0.1:6379']).gatewayWorkers).toBe(cores);
+    expect(parse(['--redis', 'redis://127.0.0.1:6379', '--role', 'control']).gatewayWorkers).toBe(1);
+    expect(parse(['--redis', 'redis://127.0.0.1:6379', '--gateway-workers', '3']).gatewayWorkers).toBe(3);
+    expect(parse(['--redis', 'redis://127.0.0.1:6379'], { INFERGATE_GATEWAY_WORKERS: '1' }).gatewayWorkers).toBe(1);
+    expect(() => parse(['--gateway-workers', '2'])).toThrow(/needs --redis/);
+    expect(parse(['--gateway-workers', '1']).gatewayWorkers).toBe(1);
+    expect(() => parse(['--redis', 'redis://127.0.0.1:6379', '--role', 'control', '--gateway-workers', '2'])).toThrow(/runs no gateway/);
+    expect(() => parse(['--redis', 'redis://127.0.0.1:6379', '--gateway-workers', '0'])).toThrow(/between 1 and 64/);
+    expect(() => parse(['--redis', 'redis://127.0.0.1:6379', '--gateway-workers', 'many'])).toThrow(/auto or a whole number/);
   });
 
   it('has generous upstream timeouts and c = 1.25 by default, all overridable', () => {

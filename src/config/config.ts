@@ -3,8 +3,9 @@
 // one Config. Parsing and precedence (flag > environment > default) are flags/flags.ts's.
 
 import { readFileSync, statSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { Flags, helpText, type FlagSpec, type Program } from '../flags/flags.js';
+import { Flags, helpText, wholeNumber, type FlagSpec, type Program } from '../flags/flags.js';
 
 export type Role = 'all' | 'control' | 'gateway';
 
@@ -73,6 +74,8 @@ export interface Config {
   authFailureRate: number;
   /** One log line per gateway request, written when it ends. */
   accessLog: boolean;
+  /** Gateway processes accepting on the gateway port (node:cluster); 1 runs the gateway in this process. */
+  gatewayWorkers: number;
 }
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
@@ -95,6 +98,7 @@ export class ConfigError extends Error {
 /** Every flag, its env override and default — also the source of `infergate serve --help`. */
 export const SERVE_OPTIONS: FlagSpec[] = [
   { flag: 'role', default: 'all', help: 'all | control | gateway' },
+  { flag: 'gateway-workers', env: 'INFERGATE_GATEWAY_WORKERS', default: 'auto', help: 'gateway processes sharing the gateway port: a number, or auto (one per core with --redis; 1 with the file store, which one process keeps)' },
   { flag: 'gateway-host', env: 'INFERGATE_GATEWAY_HOST', default: '0.0.0.0', help: 'gateway listen address' },
   { flag: 'gateway-port', env: 'INFERGATE_GATEWAY_PORT', default: '443', help: 'gateway TLS port (binding 443 needs root or CAP_NET_BIND_SERVICE)' },
   { flag: 'api-host', env: 'INFERGATE_API_HOST', default: '127.0.0.1', help: 'control API address; non-loopback needs --api-tls-cert/--api-tls-key' },
@@ -211,6 +215,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     throw new ConfigError(`--redis-prefix must be 1-64 letters, digits or _.:- , not "${redisPrefix}"`);
   }
   const resolve = (p: string | null): string | null => (p === null ? null : path.resolve(cwd, p));
+  const gatewayWorkers = parseGatewayWorkers(f.string('gateway-workers'), role, redisUrl);
 
   return {
     role,
@@ -276,7 +281,25 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     maxRequestBodyBytes: f.size('max-request-body'),
     authFailureRate: f.integer('auth-failure-rate', 0, 1_000_000),
     accessLog: f.enabled('access-log'),
+    gatewayWorkers,
   };
+}
+
+const MAX_GATEWAY_WORKERS = 64;
+
+/**
+ * `auto` is one worker per core where workers can share state (Redis), else 1. Several workers
+ * need Redis: each is its own process, and the file store is kept by one process only.
+ */
+function parseGatewayWorkers(raw: string, role: Config['role'], redisUrl: string | null): number {
+  if (raw === 'auto') return role !== 'control' && redisUrl !== null ? Math.min(os.availableParallelism(), MAX_GATEWAY_WORKERS) : 1;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`--gateway-workers must be auto or a whole number, not "${raw}"`);
+  const n = wholeNumber('gateway-workers', raw, 1, MAX_GATEWAY_WORKERS, ConfigError);
+  if (n > 1 && role === 'control') throw new ConfigError(`--gateway-workers ${n}: a --role control process runs no gateway; leave --gateway-workers out`);
+  if (n > 1 && redisUrl === null) {
+    throw new ConfigError(`--gateway-workers ${n} needs --redis: each worker is a process of its own, and the file store is kept by one process`);
+  }
+  return n;
 }
 
 /** The key file's first line; it must not be readable by others (it is the platform's root credential). */

@@ -136,6 +136,8 @@ export class GatewayMetrics {
       help: 'Ready replicas the gateway routes to, by deployment and component',
       labelNames: ['deployment', 'component'],
       registers,
+      // Every gateway worker of a process routes from the same table: summed, they would count it N times.
+      aggregator: 'max',
       collect() {
         this.reset();
         for (const route of table.routes()) this.set({ deployment: route.name, component: route.component }, route.replicas.length);

@@ -82,11 +82,6 @@ export class RoutingTable {
     this.retry = null;
   }
 
-  /** Whether the last rebuild failed: the table may miss changes made since. */
-  get stale(): boolean {
-    return this.failing;
-  }
-
   /** Called after every rebuild with the new table (pools, certificates and metrics follow it). */
   onChange(listener: (routes: ReadonlyMap<string, Route>) => void): void {
     this.listeners.push(listener);

@@ -11,11 +11,14 @@ export function createRegistry(): Registry {
   return registry;
 }
 
+/** What /metrics serves: a registry, or several processes' metrics merged (cluster.ts). */
+export type Exposition = Pick<Registry, 'metrics' | 'contentType'>;
+
 /** Extra JSON documents the listener serves (service discovery), by path. */
 export type JsonRoutes = Record<string, () => Promise<unknown>>;
 
 /** A tiny server: GET /metrics for Prometheus, /healthz for probes, the JSON routes, 404 otherwise. */
-export function createMetricsServer(registry: Registry, json: JsonRoutes = {}): http.Server {
+export function createMetricsServer(registry: Exposition, json: JsonRoutes = {}): http.Server {
   return http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const document = req.method === 'GET' && Object.hasOwn(json, path) ? json[path] : undefined;

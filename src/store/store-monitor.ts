@@ -21,12 +21,8 @@ export class StoreMonitor {
     private readonly logger: Logger,
     private readonly intervalMs = 1_000,
   ) {
-    this.gauge = new Gauge({ name: 'infergate_store_up', help: 'Whether the store (Redis or the data directory) answered the last check: 1 yes, 0 no', registers: [registry] });
+    this.gauge = new Gauge({ name: 'infergate_store_up', help: 'Whether the store (Redis or the data directory) answered the last check: 1 yes, 0 no', registers: [registry], aggregator: 'min' });
     this.gauge.set(1);
-  }
-
-  get up(): boolean {
-    return this.answering;
   }
 
   start(): void {

@@ -1,0 +1,120 @@
+// Owns the gateway role of one process: its TLS certificate (the operator's, else one the
+// platform CA issues), the gateway, its load reports to a shared store, and its listener.
+// `serve` runs it in its own process, or each gateway worker runs it (gateway-worker.ts).
+
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { ConfigError, type Config } from '../config/config.js';
+import { endpointUrl } from '../control/render.js';
+import { DEFAULT_AUTH_FAILURE_BUDGET } from '../gateway/auth-failure-budget.js';
+import { createGateway, type Gateway } from '../gateway/gateway.js';
+import { LoadPublisher } from '../gateway/load-publisher.js';
+import type { CertificateAuthority } from '../pki/ca.js';
+import { loadOrIssueGatewayCertificate, readOperatorCertificate } from '../pki/server-certs.js';
+import type { Store } from '../store/store.js';
+import type { UsageLedger } from '../store/usage-ledger.js';
+import { listen } from './listen.js';
+
+/** A gateway's load report counts this long without a newer one (it publishes every second). */
+const LOAD_REPORT_TTL_MS = 3000;
+
+/** What the gateway role needs of its process. */
+export interface GatewayRoleContext {
+  config: Config;
+  store: Store;
+  logger: Logger;
+  /** Shutdown steps of the process, run in reverse order. */
+  closers: Array<() => Promise<void>>;
+  registry: Registry;
+  usage: UsageLedger;
+  ca: CertificateAuthority;
+}
+
+export interface StartedGateway {
+  gateway: Gateway;
+  /** This gateway's name among the publishers of load to the store. */
+  publisher: string;
+  port: number;
+  /** What the start-up banner says about it. */
+  lines: string[];
+}
+
+export interface GatewayCertificate {
+  certPem: string;
+  keyPem: string;
+  /** The operator's certificate (--tls-cert), rather than one the platform CA issued. */
+  operator: boolean;
+}
+
+/**
+ * The operator's certificate for `*.<domain>`, checked before use, else the platform CA's
+ * (issued on first start and kept in the certs directory, so every worker reads the same one).
+ */
+export async function gatewayCertificate(config: Config, ca: CertificateAuthority): Promise<GatewayCertificate> {
+  if (config.tlsCert && config.tlsKey) {
+    try {
+      return { ...(await readOperatorCertificate(config.tlsCert, config.tlsKey, config.domain)), operator: true };
+    } catch (err) {
+      throw new ConfigError(`--tls-cert ${config.tlsCert}: ${(err as Error).message}`);
+    }
+  }
+  return { ...(await loadOrIssueGatewayCertificate(ca, config.certsDir, config.domain)), operator: false };
+}
+
+export async function startGateway(ctx: GatewayRoleContext): Promise<StartedGateway> {
+  const { config, store, logger, closers, registry, usage, ca } = ctx;
+  const certificate = await gatewayCertificate(config, ca);
+  const gateway = createGateway({
+    store,
+    domain: config.domain,
+    certPem: certificate.certPem,
+    keyPem: certificate.keyPem,
+    ca,
+    perHostCertificates: !certificate.operator,
+    registry,
+    timeouts: { headersMs: config.upstreamHeadersTimeoutMs, idleMs: config.upstreamIdleTimeoutMs, connectMs: 5_000 },
+    loadFactor: config.affinityLoadFactor,
+    activator: { queueSize: config.activatorQueueSize, timeoutMs: config.activatorTimeoutMs },
+    usage,
+    connections: config.limits.gateway,
+    clientTimeouts: {
+      tlsHandshakeMs: config.limits.tlsHandshakeTimeoutMs,
+      keepAliveMs: config.limits.keepAliveTimeoutMs,
+      h2IdleMs: config.limits.h2IdleTimeoutMs,
+      headersMs: config.limits.headersTimeoutMs,
+    },
+    body: { maxBytes: config.maxRequestBodyBytes, idleMs: config.bodyIdleTimeoutMs },
+    authFailures: { ...DEFAULT_AUTH_FAILURE_BUDGET, ratePerSecond: config.authFailureRate, burst: 4 * config.authFailureRate, maxHeld: config.authFailureRate === 0 ? 0 : DEFAULT_AUTH_FAILURE_BUDGET.maxHeld },
+    logger: logger.child({ component: 'gateway' }),
+    accessLog: config.accessLog,
+  });
+  await gateway.start();
+  closers.push(() => gateway.close());
+  // Other processes on a shared store (--redis) see this gateway's load through it.
+  const publisher = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  if (config.redisUrl !== null) {
+    const loads = new LoadPublisher(store, gateway.inflight, gateway.activator, gateway.table, logger.child({ component: 'gateway' }), {
+      publisher,
+      intervalMs: 1000,
+      ttlMs: LOAD_REPORT_TTL_MS,
+      windowSeconds: Math.ceil(config.autoscaleStableMs / 1000) + 2,
+    });
+    loads.start();
+    closers.push(() => loads.stop());
+  }
+  const port = await listen(gateway.server, config.gatewayHost, config.gatewayPort, 'gateway-port', 'gateway');
+  return { gateway, publisher, port, lines: gatewayBanner(config, port, certificate.operator) };
+}
+
+/** The banner's gateway lines; `workers` says how many processes share the port. */
+export function gatewayBanner(config: Config, port: number, operatorCertificate: boolean, workers = 1): string[] {
+  const example = endpointUrl('<name>', { domain: config.domain, port });
+  const certificate = operatorCertificate ? `certificate from ${config.tlsCert}` : `platform CA in ${config.certsDir}/ca.crt`;
+  const processes = workers > 1 ? ` by ${workers} worker processes` : '';
+  return [
+    `infergate: gateway (TLS, h2 and http/1.1) listening on ${config.gatewayHost}:${port}${processes}; ${certificate}`,
+    `infergate: endpoint domain ${config.domain}; endpoints are https://${example}`,
+  ];
+}
