@@ -16,7 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { engineBody, replicaProcesses } from './helpers/platform.js';
 import { freePort } from './helpers/ports.js';
 import { startRedisServer, type RedisServer } from './helpers/redis-server.js';
-import { startServe, type ServeProcess } from './helpers/serve-process.js';
+import type { ServeProcess } from './helpers/serve-process.js';
+import { startOnSharedStore } from './helpers/shared-store.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
 const DOMAIN = 'endpoints.test';
@@ -51,17 +52,8 @@ if (!hasRedisServer) {
   let ca: string;
 
   const start = async (name: string, args: string[]) => {
-    const p = await startServe({
-      dataDir: path.join(root, name, 'data'),
-      certsDir: path.join(root, 'certs'),
-      args,
-      env: {
-        INFERGATE_REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-        INFERGATE_ADMIN_KEY: ADMIN,
-        INFERGATE_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
-        INFERGATE_DOMAIN: DOMAIN,
-      },
-    });
+    // One process per gateway: two cores run all of this test's processes (test/gateway-workers.test.ts covers workers).
+    const p = await startOnSharedStore({ root, redisUrl: `redis://127.0.0.1:${redisPort}`, adminKey: ADMIN, domain: DOMAIN, secretFill: 7, gatewayWorkers: 1 }, name, args);
     running.push(p);
     return p;
   };

@@ -19,7 +19,8 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { engineBody, replicaProcesses } from './helpers/platform.js';
 import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
-import { startServe, type ServeProcess } from './helpers/serve-process.js';
+import type { ServeProcess } from './helpers/serve-process.js';
+import { adminApi, startOnSharedStore, streamChat } from './helpers/shared-store.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
 const DOMAIN = 'endpoints.test';
@@ -50,18 +51,8 @@ describeWithRedis('gateways and the autoscaler in separate processes, on one Red
   let ca: string;
 
   const start = async (name: string, args: string[]) => {
-    const p = await startServe({
-      dataDir: path.join(root, name, 'data'),
-      certsDir: path.join(root, 'certs'),
-      args,
-      env: {
-        INFERGATE_REDIS_URL: redisUrlForTests() as string,
-        INFERGATE_REDIS_PREFIX: prefix,
-        INFERGATE_ADMIN_KEY: ADMIN,
-        INFERGATE_SECRET_KEY: Buffer.alloc(32, 9).toString('base64'),
-        INFERGATE_DOMAIN: DOMAIN,
-      },
-    });
+    // One process per gateway: two cores run all of this test's processes (test/gateway-workers.test.ts covers workers).
+    const p = await startOnSharedStore({ root, redisUrl: redisUrlForTests() as string, prefix, adminKey: ADMIN, domain: DOMAIN, secretFill: 9, gatewayWorkers: 1 }, name, args);
     running.push(p);
     return p;
   };
@@ -95,14 +86,7 @@ describeWithRedis('gateways and the autoscaler in separate processes, on one Red
     await redis.quit();
   });
 
-  const api = async (method: string, route: string, body?: unknown) => {
-    const res = await fetch(`${apiUrl}${route}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: res.status, body: (await res.json()) as DeploymentView };
-  };
+  const api = adminApi<DeploymentView>(() => apiUrl, ADMIN);
   const replicaCounts = async (id: number) => (await api('GET', `/deployments/general/${id}`)).body.components.Replica;
   const client = (name: string, port: number) =>
     new OpenAI({ apiKey: TOKEN, baseURL: `https://${name}.${DOMAIN}:${port}/v1`, fetch: gatewayFetch({ ca }), maxRetries: 0 });
@@ -119,15 +103,7 @@ describeWithRedis('gateways and the autoscaler in separate processes, on one Red
     // Three streams through each gateway: 3 alone asks for 2 replicas, 6 together for 3.
     const streams = gateways.flatMap(({ port }) =>
       Array.from({ length: 3 }, async () => {
-        const s = await client('summed', port).chat.completions.create({
-          model: 'sim/model',
-          messages: [{ role: 'user', content: 'a long answer please' }],
-          max_tokens: 120,
-          stream: true,
-          ignore_eos: true,
-        } as OpenAI.ChatCompletionCreateParamsStreaming);
-        let chunks = 0;
-        for await (const _ of s) chunks++;
+        const { chunks } = await streamChat(client('summed', port), 'a long answer please', 120);
         return chunks;
       }),
     );
@@ -146,23 +122,7 @@ describeWithRedis('gateways and the autoscaler in separate processes, on one Red
     await expect.poll(() => replicaCounts(id), { timeout: 30_000 }).toEqual({ ready: 2, desired: 2 });
     const replicas = new Set<string>();
     const streams = gateways.flatMap(({ port }) =>
-      Array.from({ length: 3 }, async () => {
-        const s = await client('drained', port).chat.completions.create({
-          model: 'sim/model',
-          messages: [{ role: 'user', content: 'keep talking' }],
-          max_tokens: 100,
-          stream: true,
-          ignore_eos: true,
-        } as OpenAI.ChatCompletionCreateParamsStreaming);
-        let chunks = 0;
-        let finish: string | null = null;
-        for await (const c of s) {
-          chunks++;
-          replicas.add(c.system_fingerprint ?? '');
-          finish = c.choices[0]?.finish_reason ?? finish;
-        }
-        return { chunks, finish };
-      }),
+      Array.from({ length: 3 }, () => streamChat(client('drained', port), 'keep talking', 100, (c) => replicas.add(c.system_fingerprint ?? ''))),
     );
     await expect.poll(() => replicas.size, { timeout: 5000 }).toBe(2); // streams on both replicas
     expect((await api('PATCH', `/deployments/general/${id}`, { min_replicas: 1, max_replicas: 1 })).status).toBe(200);

@@ -1,0 +1,74 @@
+// Test helper: `infergate serve` processes sharing one Redis store — each with its own data
+// directory under the test's root, one certs directory (every gateway serves the same CA), the
+// same admin key, sealing key and domain — the control API as their admin, and a streamed
+// chat read to its end.
+
+import path from 'node:path';
+import OpenAI from 'openai';
+import { startServe, type ServeProcess } from './serve-process.js';
+
+export interface SharedStore {
+  root: string;
+  redisUrl: string;
+  /** Key prefix in Redis; the process default when left out. */
+  prefix?: string;
+  adminKey: string;
+  domain: string;
+  /** Byte the 32-byte sealing key is filled with. */
+  secretFill: number;
+  /** --gateway-workers of every process; the default (one per core on Redis) when left out. */
+  gatewayWorkers?: number;
+}
+
+/** One serve process on the shared store, its data in `<root>/<name>/data`. */
+export function startOnSharedStore(store: SharedStore, name: string, args: string[] = []): Promise<ServeProcess> {
+  return startServe({
+    dataDir: path.join(store.root, name, 'data'),
+    certsDir: path.join(store.root, 'certs'),
+    args,
+    env: {
+      INFERGATE_REDIS_URL: store.redisUrl,
+      ...(store.prefix === undefined ? {} : { INFERGATE_REDIS_PREFIX: store.prefix }),
+      INFERGATE_ADMIN_KEY: store.adminKey,
+      INFERGATE_SECRET_KEY: Buffer.alloc(32, store.secretFill).toString('base64'),
+      INFERGATE_DOMAIN: store.domain,
+      ...(store.gatewayWorkers === undefined ? {} : { INFERGATE_GATEWAY_WORKERS: String(store.gatewayWorkers) }),
+    },
+  });
+}
+
+/** The control API as the admin: JSON in, status and JSON out. `url` is read at each call (a standby's once it took over). */
+export function adminApi<T>(url: () => string, adminKey: string): (method: string, route: string, body?: unknown) => Promise<{ status: number; body: T }> {
+  return async (method, route, body) => {
+    const res = await fetch(`${url()}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: res.status, body: (await res.json()) as T };
+  };
+}
+
+/** A streamed chat of `maxTokens` chunks (ignore_eos) read to its end; each chunk is shown to `onChunk`. */
+export async function streamChat(
+  client: OpenAI,
+  content: string,
+  maxTokens: number,
+  onChunk: (chunk: OpenAI.ChatCompletionChunk) => void = () => undefined,
+): Promise<{ chunks: number; finish: string | null }> {
+  const stream = await client.chat.completions.create({
+    model: 'sim/model',
+    messages: [{ role: 'user', content }],
+    max_tokens: maxTokens,
+    stream: true,
+    ignore_eos: true,
+  } as OpenAI.ChatCompletionCreateParamsStreaming);
+  let chunks = 0;
+  let finish: string | null = null;
+  for await (const chunk of stream) {
+    chunks++;
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+    onChunk(chunk);
+  }
+  return { chunks, finish };
+}
