@@ -7,38 +7,20 @@
 //   npm run bench:gateway [-- --duration 6 --rounds 3 --connections 50 --streams 50 --generator autocannon|wrk --method POST|GET]
 // Prints a summary with the issue's targets as PASS/MISS and writes bench/results/*.json.
 
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { loadOrCreateCa } from '../src/pki/ca.js';
-import { measure, type Generator, type LoadResult, type LoadTarget } from './lib/load.js';
+import type { LoadTarget } from './lib/load.js';
+import { assertNoFailedRequests, loadRounds, round2, reportVerdicts, roundOptions, streamRounds } from './lib/rounds.js';
 import { onCleanup, sleep, stopAll } from './lib/processes.js';
-import { measureStreams, type StreamResult, type StreamTarget } from './lib/streams.js';
+import type { StreamTarget } from './lib/streams.js';
 import { ensurePackage, HOST, startBareForwarder, startGateway, startHaproxy, TOKEN } from './lib/targets.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({
-  options: {
-    duration: { type: 'string', default: '6' },
-    rounds: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '50' },
-    streams: { type: 'string', default: '50' },
-    generator: { type: 'string', default: 'autocannon' },
-    method: { type: 'string', default: 'POST' },
-  },
-});
-const seconds = Number(values.duration);
-const rounds = Number(values.rounds);
-const connections = Number(values.connections);
-const streamCount = Number(values.streams);
-const generator = values.generator as Generator;
-const method = values.method === 'GET' ? 'GET' : 'POST';
-if (generator !== 'autocannon' && generator !== 'wrk') throw new Error('--generator must be autocannon or wrk');
-const round2 = (n: number) => Math.round(n * 100) / 100;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const { seconds, rounds, connections, streamCount, generator, method } = roundOptions();
 
 /** One request through a TLS target that verifies its certificate chain and expects 200. */
 function verifiedRequest(port: number, ca: string): Promise<number> {
@@ -94,29 +76,9 @@ async function main(): Promise<void> {
   // The gateway must route to the two bench upstream ports and nothing else.
   const routed = await gw.routedReplicas();
   if (routed !== upstreamPorts.length) throw new Error(`the gateway routes the bench endpoint to ${routed} replicas, not the ${upstreamPorts.length} bench upstreams: figures would mix targets`);
-  const runs = new Map<string, LoadResult[]>(targets.map((t) => [t.name, []]));
-  for (let r = 0; r < rounds; r++) {
-    for (const t of targets) runs.get(t.name)!.push(await measure(t, { seconds, warmupSeconds: 1, connections, generator }));
-  }
-  const load = targets.map((t) => {
-    const rs = runs.get(t.name)!;
-    const cpu = rs.map((x) => x.cpuUsPerRequest).filter((x): x is number => x !== null);
-    return {
-      target: t.name,
-      requests: rs.reduce((a, x) => a + x.requests, 0),
-      rps: round2(median(rs.map((x) => x.rps))),
-      p50ms: median(rs.map((x) => x.p50ms)),
-      p99ms: median(rs.map((x) => x.p99ms)),
-      non2xx: rs.reduce((a, x) => a + x.non2xx, 0),
-      errors: rs.reduce((a, x) => a + x.errors, 0),
-      cpuUsPerRequest: cpu.length ? round2(median(cpu)) : null,
-      cpuRounds: cpu.map(round2).join(' / '),
-    };
-  });
+  const load = await loadRounds(targets, rounds, { seconds, connections, generator });
   console.table(load);
-  // Figures of a run with failures mix in something else than what they name: none are printed.
-  const failedLoad = load.filter((x) => x.non2xx > 0 || x.errors > 0);
-  if (failedLoad.length > 0) throw new Error(`failed requests (${failedLoad.map((x) => `${x.target}: ${x.non2xx} non-2xx, ${x.errors} errors`).join('; ')}): no figures`);
+  assertNoFailedRequests(load);
 
   const streamTargets: StreamTarget[] = [
     { name: 'direct', port: upstreamPorts[0]!, tls: false },
@@ -124,32 +86,8 @@ async function main(): Promise<void> {
     { name: 'gateway', port: gw.port, tls: true, host: HOST, ca: ca.certPem, headers: auth },
   ];
   // Rounds interleaved as for the load, and the median of each figure kept.
-  const streamRuns = new Map<string, StreamResult[]>();
-  for (let r = 0; r < rounds; r++) {
-    for (const mode of ['warm', 'cold'] as const) {
-      for (const t of streamTargets) {
-        const result = await measureStreams(t, streamCount, mode);
-        streamRuns.set(result.target, [...(streamRuns.get(result.target) ?? []), result]);
-      }
-    }
-  }
-  const streams: StreamResult[] = [...streamRuns.values()].map((rs) => {
-    const m = (field: keyof Omit<StreamResult, 'target'>) => round2(median(rs.map((x) => x[field])));
-    return {
-      target: rs[0]!.target,
-      streams: rs.reduce((a, x) => a + x.streams, 0),
-      failed: rs.reduce((a, x) => a + x.failed, 0),
-      headersP50: m('headersP50'),
-      headersP99: m('headersP99'),
-      firstChunkP50: m('firstChunkP50'),
-      firstChunkP99: m('firstChunkP99'),
-      maxGapP50: m('maxGapP50'),
-      maxGapP99: m('maxGapP99'),
-    };
-  });
+  const streams = await streamRounds(streamTargets, rounds, streamCount);
   console.table(streams);
-  const failedStreams = streams.filter((x) => x.failed > 0);
-  if (failedStreams.length > 0) throw new Error(`failed streams (${failedStreams.map((x) => `${x.target}: ${x.failed}`).join('; ')}): no figures`);
 
   const [, hap, floor, gate] = load as [(typeof load)[0], (typeof load)[0], (typeof load)[0], (typeof load)[0]];
   const s = (name: string) => streams.find((x) => x.target === name)!;
@@ -193,11 +131,7 @@ async function main(): Promise<void> {
   ];
   console.log(JSON.stringify(summary.ratios));
   console.log(JSON.stringify(summary.streamingOverheadOverDirectMs));
-  for (const [text, ok] of verdicts) console.log(`${ok ? 'PASS' : 'MISS'}  ${text}`);
-  await mkdir(path.join(root, 'bench/results'), { recursive: true });
-  const file = path.join(root, 'bench/results', `gateway-vs-haproxy-${summary.date.replace(/[:.]/g, '-')}.json`);
-  await writeFile(file, JSON.stringify({ ...summary, targets: verdicts.map(([text, pass]) => ({ text, pass })) }, null, 2));
-  console.log(`bench: results in ${path.relative(root, file)}`);
+  await reportVerdicts(root, 'gateway-vs-haproxy', summary, verdicts);
 }
 
 main()

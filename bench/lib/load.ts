@@ -20,6 +20,8 @@ export interface LoadTarget {
   ca?: string;
   /** The process whose CPU is charged to the requests (none for direct). */
   pid?: number;
+  /** Several processes whose CPU is charged to the requests (a gateway and its workers), read at each measurement. */
+  pids?: () => number[];
   headers?: Record<string, string>;
   /** POST a small chat-completion body (default), or GET with none, as the earlier measurements did. */
   method?: 'POST' | 'GET';
@@ -123,8 +125,10 @@ export async function measure(
 ): Promise<LoadResult> {
   const go = opts.generator === 'wrk' ? runWrk : runAutocannon;
   await go(target, opts.warmupSeconds, opts.connections);
-  const cpuBefore = target.pid ? cpuMicros(target.pid) : 0;
+  const pids = target.pids?.() ?? (target.pid ? [target.pid] : []);
+  const cpu = () => pids.reduce((sum, pid) => sum + cpuMicros(pid), 0);
+  const cpuBefore = cpu();
   const r = await go(target, opts.seconds, opts.connections);
-  const cpuAfter = target.pid ? cpuMicros(target.pid) : 0;
-  return { target: target.name, ...r, cpuUsPerRequest: target.pid && r.requests > 0 ? (cpuAfter - cpuBefore) / r.requests : null };
+  const cpuAfter = cpu();
+  return { target: target.name, ...r, cpuUsPerRequest: pids.length > 0 && r.requests > 0 ? (cpuAfter - cpuBefore) / r.requests : null };
 }

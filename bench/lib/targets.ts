@@ -6,7 +6,7 @@
 // forwarder and the direct runs are pointed at the same replica addresses.
 
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -101,7 +101,34 @@ export interface GatewayTarget {
   caPem: string;
   /** Ready replicas the gateway routes the bench endpoint to (its own metric). */
   routedReplicas(): Promise<number>;
+  /** Another `--role gateway` process on the same store and upstreams, with this many gateway workers. */
+  addGateway(workers: number): Promise<ExtraGateway>;
   stop(): Promise<void>;
+}
+
+export interface ExtraGateway {
+  proc: Started;
+  port: number;
+  workers: number;
+  /** The process and its gateway workers (its children), whose CPU the requests cost. */
+  pids(): number[];
+  routedReplicas(): Promise<number>;
+  metrics(): Promise<string>;
+}
+
+/** The pids of a process's children (a serve primary's gateway workers). */
+export function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+async function routedFrom(metricsPort: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`infergate_replicas_ready{deployment="${ENDPOINT}"`));
+  return line ? Number(line.split(' ').pop()) : 0;
 }
 
 export async function startGateway(root: string, dir: string, replicas: number): Promise<GatewayTarget> {
@@ -129,7 +156,27 @@ export async function startGateway(root: string, dir: string, replicas: number):
   );
   // BENCH_GATEWAY_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the measured process.
   const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const gateway = await start(process.execPath, [...nodeArgs, main, 'serve', '--role', 'gateway', ...common, '--gateway-port', String(gatewayPort), '--gateway-host', '127.0.0.1', '--metrics-port', String(m2), '--data-dir', path.join(dir, 'data-gateway')], { env, ready: /state in/ });
+  // One gateway process in this process by default: the figures are of one gateway process.
+  const gateway = await start(
+    process.execPath,
+    [...nodeArgs, main, 'serve', '--role', 'gateway', ...common, '--gateway-workers', '1', '--gateway-port', String(gatewayPort), '--gateway-host', '127.0.0.1', '--metrics-port', String(m2), '--data-dir', path.join(dir, 'data-gateway')],
+    { env, ready: /state in/ },
+  );
+  const extras: Started[] = [];
+  const addGateway = async (workers: number): Promise<ExtraGateway> => {
+    const [port, metricsPort] = await Promise.all([freePort(), freePort()]);
+    const args = ['serve', '--role', 'gateway', ...common, '--gateway-workers', String(workers), '--gateway-port', String(port), '--gateway-host', '127.0.0.1', '--metrics-port', String(metricsPort)];
+    const proc = await start(process.execPath, [...nodeArgs, main, ...args, '--data-dir', path.join(dir, `data-gateway-${extras.length + 2}`)], { env, ready: /state in/ });
+    extras.push(proc);
+    return {
+      proc,
+      port,
+      workers,
+      pids: () => [proc.pid, ...childPids(proc.pid)],
+      routedReplicas: () => routedFrom(metricsPort),
+      metrics: async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(),
+    };
+  };
 
   const api = `http://127.0.0.1:${apiPort}`;
   const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
@@ -176,12 +223,10 @@ export async function startGateway(root: string, dir: string, replicas: number):
     redis,
     port: gatewayPort,
     caPem,
-    routedReplicas: async () => {
-      const text = await (await fetch(`http://127.0.0.1:${m2}/metrics`)).text();
-      const line = text.split('\n').find((l) => l.startsWith(`infergate_replicas_ready{deployment="${ENDPOINT}"`));
-      return line ? Number(line.split(' ').pop()) : 0;
-    },
+    routedReplicas: () => routedFrom(m2),
+    addGateway,
     stop: async () => {
+      for (const extra of extras) await extra.stop();
       await gateway.stop();
       await control.stop();
       await redis?.stop();
