@@ -17,7 +17,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { engineBody, replicaProcesses } from './helpers/platform.js';
 import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
 import type { ServeProcess } from './helpers/serve-process.js';
-import { adminApi, startOnSharedStore, streamChat } from './helpers/shared-store.js';
+import { adminApi, createSummedDeployment, replicaCounts as replicaCountsOf, startOnSharedStore, streamChat } from './helpers/shared-store.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
 const DOMAIN = 'endpoints.test';
@@ -70,7 +70,7 @@ describeWithRedis('gateway workers sharing the gateway port', () => {
   });
 
   const api = adminApi<{ id: number; components: { Replica: { ready: number; desired: number } } }>(() => serve.apiUrl, ADMIN);
-  const replicaCounts = async (id: number) => (await api('GET', `/deployments/general/${id}`)).body.components.Replica;
+  const replicaCounts = (id: number) => replicaCountsOf(api, id);
   /** A client with its own connection pool: each one's first request opens a new connection. */
   const client = (name: string) => new OpenAI({ apiKey: TOKEN, baseURL: `https://${name}.${DOMAIN}:${gatewayPort}/v1`, fetch: gatewayFetch({ ca }), maxRetries: 0 });
   const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
@@ -97,14 +97,7 @@ describeWithRedis('gateway workers sharing the gateway port', () => {
   });
 
   it('serves through both workers and scales by the concurrency summed over them', async () => {
-    const created = await api(
-      'POST',
-      '/deployments/general',
-      engineBody('summed', TOKEN, { min_replicas: 1, max_replicas: 3, max_concurrency: 2, cooldown_period: 30, command: ['--startup-ms', '300', '--ttft-ms', '10', '--itl-ms', '50'] }),
-    );
-    expect(created.status).toBe(201);
-    const id = created.body.id;
-    await expect.poll(() => replicaCounts(id), { timeout: 30_000 }).toEqual({ ready: 1, desired: 1 });
+    const id = await createSummedDeployment(api, TOKEN);
     // Six streams on six connections, handed to the workers in turn: one worker's three ask
     // for 2 replicas, the six together for 3.
     const streams = Array.from({ length: 6 }, async () => (await streamChat(client('summed'), 'a long answer please', 120)).chunks);

@@ -20,7 +20,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { engineBody, replicaProcesses } from './helpers/platform.js';
 import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
 import type { ServeProcess } from './helpers/serve-process.js';
-import { adminApi, startOnSharedStore, streamChat } from './helpers/shared-store.js';
+import { adminApi, createSummedDeployment, replicaCounts as replicaCountsOf, startOnSharedStore, streamChat } from './helpers/shared-store.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
 const DOMAIN = 'endpoints.test';
@@ -87,19 +87,12 @@ describeWithRedis('gateways and the autoscaler in separate processes, on one Red
   });
 
   const api = adminApi<DeploymentView>(() => apiUrl, ADMIN);
-  const replicaCounts = async (id: number) => (await api('GET', `/deployments/general/${id}`)).body.components.Replica;
+  const replicaCounts = (id: number) => replicaCountsOf(api, id);
   const client = (name: string, port: number) =>
     new OpenAI({ apiKey: TOKEN, baseURL: `https://${name}.${DOMAIN}:${port}/v1`, fetch: gatewayFetch({ ca }), maxRetries: 0 });
 
   it('scales by the concurrency summed over both gateways', async () => {
-    const created = await api(
-      'POST',
-      '/deployments/general',
-      engineBody('summed', TOKEN, { min_replicas: 1, max_replicas: 3, max_concurrency: 2, cooldown_period: 30, command: ['--startup-ms', '300', '--ttft-ms', '10', '--itl-ms', '50'] }),
-    );
-    expect(created.status).toBe(201);
-    const id = created.body.id;
-    await expect.poll(() => replicaCounts(id), { timeout: 30_000 }).toEqual({ ready: 1, desired: 1 });
+    const id = await createSummedDeployment(api, TOKEN);
     // Three streams through each gateway: 3 alone asks for 2 replicas, 6 together for 3.
     const streams = gateways.flatMap(({ port }) =>
       Array.from({ length: 3 }, async () => {

@@ -1,10 +1,12 @@
 // Test helper: `infergate serve` processes sharing one Redis store — each with its own data
 // directory under the test's root, one certs directory (every gateway serves the same CA), the
-// same admin key, sealing key and domain — the control API as their admin, and a streamed
-// chat read to its end.
+// same admin key, sealing key and domain — the control API as their admin, the deployment
+// the summed-scaling scenarios share, and a streamed chat read to its end.
 
 import path from 'node:path';
 import OpenAI from 'openai';
+import { expect } from 'vitest';
+import { engineBody } from './platform.js';
 import { startServe, type ServeProcess } from './serve-process.js';
 
 export interface SharedStore {
@@ -37,8 +39,10 @@ export function startOnSharedStore(store: SharedStore, name: string, args: strin
   });
 }
 
+export type AdminApi<T> = (method: string, route: string, body?: unknown) => Promise<{ status: number; body: T }>;
+
 /** The control API as the admin: JSON in, status and JSON out. `url` is read at each call (a standby's once it took over). */
-export function adminApi<T>(url: () => string, adminKey: string): (method: string, route: string, body?: unknown) => Promise<{ status: number; body: T }> {
+export function adminApi<T>(url: () => string, adminKey: string): AdminApi<T> {
   return async (method, route, body) => {
     const res = await fetch(`${url()}${route}`, {
       method,
@@ -47,6 +51,33 @@ export function adminApi<T>(url: () => string, adminKey: string): (method: strin
     });
     return { status: res.status, body: (await res.json()) as T };
   };
+}
+
+interface WithReplicas {
+  id: number;
+  components: { Replica: { ready: number; desired: number } };
+}
+
+/** Ready and desired replicas of general deployment `id`. */
+export async function replicaCounts(api: AdminApi<WithReplicas>, id: number): Promise<{ ready: number; desired: number }> {
+  return (await api('GET', `/deployments/general/${id}`)).body.components.Replica;
+}
+
+/**
+ * "summed", the deployment of the summed-scaling scenarios: one replica at rest, up to 3, two
+ * streams per replica, 50 ms between chunks so a stream of 120 outlasts the autoscaler's window.
+ * Resolves with its id once its one replica is ready.
+ */
+export async function createSummedDeployment(api: AdminApi<WithReplicas>, token: string): Promise<number> {
+  const created = await api(
+    'POST',
+    '/deployments/general',
+    engineBody('summed', token, { min_replicas: 1, max_replicas: 3, max_concurrency: 2, cooldown_period: 30, command: ['--startup-ms', '300', '--ttft-ms', '10', '--itl-ms', '50'] }),
+  );
+  expect(created.status).toBe(201);
+  const id = created.body.id;
+  await expect.poll(() => replicaCounts(api, id), { timeout: 30_000 }).toEqual({ ready: 1, desired: 1 });
+  return id;
 }
 
 /** A streamed chat of `maxTokens` chunks (ignore_eos) read to its end; each chunk is shown to `onChunk`. */
