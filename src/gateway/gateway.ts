@@ -19,7 +19,7 @@ import { AuthFailureBudget, DEFAULT_AUTH_FAILURE_BUDGET, type AuthFailureBudgetO
 import { ConsistentHashSelector } from '../balancer/consistent-hash.js';
 import { PowerOfTwoSelector } from '../balancer/power-of-two.js';
 import { PrefixAwareSelector } from '../balancer/prefix-aware.js';
-import { ReplicaSignalScraper } from './replica-signals.js';
+import { DEFAULT_SCRAPE, ReplicaSignalScraper } from './replica-signals.js';
 import { GrpcForwarder } from './grpc-forward.js';
 import { HostCertificates } from './host-certificates.js';
 import { HttpForwarder } from './http-forward.js';
@@ -111,6 +111,9 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const signals = new ReplicaSignalScraper(
     () => [...table.routes()].filter((r) => r.prefixAware).flatMap((r) => r.replicas),
     (replicaId, tokens) => prefix.cacheSize(replicaId, tokens),
+    DEFAULT_SCRAPE,
+    () => performance.now(),
+    log,
   );
   const prefix = new PrefixAwareSelector({}, signals);
   const pipeline = new RequestPipeline({

@@ -4,17 +4,30 @@
 // and its cache size. A replica that exposes none of them, or does not answer within the
 // timeout, simply has no signals: the policy then works from the gateway's own counts.
 // Scrapes are plain HTTP on the replica's own address, one at a time per replica, so a slow
-// replica never accumulates them.
+// replica never accumulates them, and read at most MAX_METRICS_BYTES of each answer, so a large
+// one never holds the gateway's memory.
 
+import type { Readable } from 'node:stream';
+import type { Logger } from 'pino';
 import { request } from 'undici';
 import type { ReplicaSignals, SignalView } from '../balancer/prefix-aware.js';
 import type { ReplicaRef } from '../balancer/selector.js';
+
+/**
+ * The most of one /metrics answer the gateway reads. vLLM's exposition is well under a MiB; a
+ * replica runs the tenant's code, and reading whatever it sends (only the timeout bounded it)
+ * let one answering 400 MiB once a second hold that much of the gateway's memory. Whatever
+ * comes after the first MiB is not read at all: the connection is closed.
+ */
+export const MAX_METRICS_BYTES = 1024 * 1024;
 
 export interface ScrapeOptions {
   intervalMs: number;
   timeoutMs: number;
   /** Signals older than this are not trusted. */
   freshMs: number;
+  /** Default MAX_METRICS_BYTES. */
+  maxBytes?: number;
 }
 
 export const DEFAULT_SCRAPE: ScrapeOptions = { intervalMs: 1000, timeoutMs: 500, freshMs: 3000 };
@@ -69,6 +82,42 @@ export function parseVllmMetrics(text: string): ScrapedMetrics | null {
   return { signals: { running, waiting, kvUsage }, cacheTokens };
 }
 
+/** What was read of a body: its text, and whether it was cut at the limit. */
+interface CappedText {
+  text: string;
+  truncated: boolean;
+}
+
+/**
+ * At most `maxBytes` of `body`, then the body is destroyed, which closes the connection: the
+ * rest is never read (draining it would cost the same as reading it). A cut text ends at its
+ * last complete line, so a sample cut in the middle of its value (`… 12` of `… 1234`) is not
+ * read as a smaller number. The cut is made on bytes: a newline byte is never inside a UTF-8
+ * sequence.
+ */
+async function readCapped(body: Readable, maxBytes: number): Promise<CappedText> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  let truncated = false;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      if (total + chunk.length > maxBytes) {
+        chunks.push(chunk.subarray(0, maxBytes - total));
+        truncated = true;
+        break;
+      }
+      chunks.push(chunk);
+      total += chunk.length;
+    }
+  } finally {
+    if (truncated) body.destroy();
+  }
+  const read = Buffer.concat(chunks);
+  if (!truncated) return { text: read.toString('utf8'), truncated };
+  const lastLineEnd = read.lastIndexOf(0x0a);
+  return { text: lastLineEnd < 0 ? '' : read.toString('utf8', 0, lastLineEnd), truncated };
+}
+
 interface Entry {
   at: number;
   signals: ReplicaSignals;
@@ -77,6 +126,8 @@ interface Entry {
 export class ReplicaSignalScraper implements SignalView {
   private readonly latest = new Map<number, Entry>();
   private readonly busy = new Set<number>();
+  /** Replicas already reported as answering more than the limit: one warning each, not one a second. */
+  private readonly oversized = new Set<number>();
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -86,6 +137,7 @@ export class ReplicaSignalScraper implements SignalView {
     private readonly onCacheSize: (replicaId: number, tokens: number) => void,
     private readonly opts: ScrapeOptions = DEFAULT_SCRAPE,
     private readonly now: () => number = () => performance.now(),
+    private readonly log: Pick<Logger, 'warn'> | null = null,
   ) {}
 
   signals(replicaId: number): ReplicaSignals | null {
@@ -114,6 +166,7 @@ export class ReplicaSignalScraper implements SignalView {
       if (!this.busy.has(r.id)) rounds.push(this.scrape(r));
     }
     for (const id of this.latest.keys()) if (!watched.has(id)) this.latest.delete(id);
+    for (const id of this.oversized) if (!watched.has(id)) this.oversized.delete(id);
     await Promise.all(rounds);
   }
 
@@ -125,7 +178,16 @@ export class ReplicaSignalScraper implements SignalView {
         await res.body.dump();
         return;
       }
-      const found = parseVllmMetrics(await res.body.text());
+      const maxBytes = this.opts.maxBytes ?? MAX_METRICS_BYTES;
+      const { text, truncated } = await readCapped(res.body, maxBytes);
+      if (truncated && !this.oversized.has(r.id)) {
+        this.oversized.add(r.id);
+        this.log?.warn(
+          { replicaId: r.id, address: r.address, maxBytes },
+          'replica /metrics answer is larger than the limit: only its first lines are read for prefix-aware routing',
+        );
+      }
+      const found = parseVllmMetrics(text);
       if (found === null) return;
       this.latest.set(r.id, { at: this.now(), signals: found.signals });
       if (found.cacheTokens !== null) this.onCacheSize(r.id, found.cacheTokens);
