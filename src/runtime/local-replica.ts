@@ -3,20 +3,24 @@
 // env and its config file under the replica's root; probed for readiness; restarted with
 // exponential backoff when it exits on its own (each restart counted); and stopped with
 // SIGTERM to its command, then SIGKILL after a grace period. A host command is never run
-// unsandboxed unless the operator allowed it.
+// unsandboxed unless the operator allowed it. Sandboxed, the deployment's env is handed to
+// the sandbox on a descriptor, never as the environment of bubblewrap or setpriv (sandbox.ts).
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, lchownSync, lstatSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, closeSync, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ImageMap } from '../domain/image-map.js';
 import { freePort } from './free-port.js';
 import { logFilePath, ReplicaLogWriter } from './log-files.js';
 import { planLaunch, type LaunchPlan } from './launch-plan.js';
-import { sandboxProcesses, signalGroup, signalPid } from './process-tree.js';
+import { beyondLoopback, formatAddress, listeningAddresses } from './listening-sockets.js';
+import { processesInSession, sandboxProcesses, signalGroup, signalPid } from './process-tree.js';
 import { probeOnce } from './readiness.js';
 import type { ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, ShellCommand } from './runtime.js';
-import { sandboxArgv, shellArgv, type SandboxedReplica, type SandboxHost } from './sandbox.js';
+import { envScript } from './env-script.js';
+import { FIXED_ENV, SANDBOX_FD, sandboxArgv, shellArgv, type SandboxedReplica, type SandboxHost } from './sandbox.js';
 import { withExistingHidden } from './sandbox-probe.js';
 
 export interface LocalReplicaTiming {
@@ -26,6 +30,8 @@ export interface LocalReplicaTiming {
   probeTimeoutMs: number;
   /** Consecutive failed probes that take a ready replica out of routing. */
   failuresToUnready: number;
+  /** Ready probes between two checks of what the replica listens on (it is also checked when it becomes ready). */
+  listenCheckEvery: number;
   /** First restart delay; doubles per consecutive crash up to the maximum. */
   backoffInitialMs: number;
   backoffMaxMs: number;
@@ -36,6 +42,7 @@ export const DEFAULT_TIMING: LocalReplicaTiming = {
   readyProbeMs: 1000,
   probeTimeoutMs: 2000,
   failuresToUnready: 3,
+  listenCheckEvery: 30,
   backoffInitialMs: 1000,
   backoffMaxMs: 30_000,
 };
@@ -51,6 +58,8 @@ export interface LocalReplicaDeps {
   pdeathsig: string | null;
   /** The replica sandbox; null: replicas run unsandboxed, as the service's user. */
   sandbox: SandboxHost | null;
+  /** The user-namespace filter's program (seccomp.ts) as a file, when the sandbox applies it. */
+  seccompFile: string | null;
   /** The operator's --allow-unsandboxed-host-commands: host commands may run without a sandbox. */
   allowUnsandboxedHostCommands: boolean;
   timing: LocalReplicaTiming;
@@ -63,6 +72,9 @@ export class LocalReplica implements ReplicaHandle {
   private restarts = 0;
   private crashesInARow = 0;
   private failedProbes = 0;
+  private readyProbes = 0;
+  /** Addresses beyond loopback already reported, so each is said once per process. */
+  private readonly exposed = new Set<string>();
   private port: number | null = null;
   private metricsPort: number | null = null;
   private stopping = false;
@@ -108,12 +120,19 @@ export class LocalReplica implements ReplicaHandle {
   shellContext(): ShellCommand | null {
     const pid = this.child?.pid;
     if (this.stopping || pid === undefined || this.plan === null) return null;
-    const env = { ...this.plan.env };
     const { sandbox } = this.deps;
-    if (sandbox === null) return { argv: ['/bin/sh'], cwd: this.root, env };
+    if (sandbox === null) return { argv: ['/bin/sh'], cwd: this.root, env: { ...this.plan.env } };
+    // The replica's command, found from outside: the terminal reads its environment and (as root) joins its PID namespace.
     const command = sandboxProcesses(pid)[0];
     if (command === undefined) return null;
-    return { argv: shellArgv(withExistingHidden(sandbox), this.sandboxed(), command), cwd: this.root, env };
+    let pidNamespace: string;
+    try {
+      pidNamespace = readlinkSync(`/proc/${command}/ns/pid`);
+    } catch {
+      return null; // gone meanwhile
+    }
+    const argv = shellArgv(withExistingHidden(sandbox), this.sandboxed(), { pid: command, pidNamespace }, this.deps.seccompFile);
+    return { argv, cwd: '/', env: { ...FIXED_ENV } };
   }
 
   async stop(graceMs: number): Promise<void> {
@@ -240,10 +259,9 @@ export class LocalReplica implements ReplicaHandle {
       this.deps.logger.warn({ replica: this.req.name }, 'host command refused: no replica sandbox and no --allow-unsandboxed-host-commands');
       return;
     }
-    const argv = sandbox !== null ? sandboxArgv(withExistingHidden(sandbox), this.sandboxed(), plan.argv) : pdeathsig ? [pdeathsig, '--pdeathsig', 'KILL', '--', ...plan.argv] : plan.argv;
-    const output = this.log ? 'pipe' : 'ignore';
-    const child = spawn(argv[0] as string, argv.slice(1), { cwd: this.root, env: plan.env, detached: true, stdio: ['ignore', output, output] });
+    const child = sandbox !== null ? this.spawnSandboxed(sandbox, plan) : this.spawnPlain(plan, pdeathsig);
     this.child = child;
+    this.exposed.clear();
     child.stdout?.on('data', (chunk: Buffer) => this.log?.chunk('stdout', chunk));
     child.stderr?.on('data', (chunk: Buffer) => this.log?.chunk('stderr', chunk));
     let gone = false;
@@ -266,6 +284,56 @@ export class LocalReplica implements ReplicaHandle {
     this.failedProbes = 0;
     this.emit();
     this.scheduleProbe(plan);
+  }
+
+  /**
+   * Replicas share the host's network: one that listens beyond loopback (a host command that
+   * ignored $HOST) answers anyone who can reach this host, with no token, no client
+   * certificate and no rate limit. The runtime cannot stop it; it says so, in the replica's
+   * log and the service's, once per address and process.
+   */
+  private checkListening(child: ChildProcess): void {
+    if (child.pid === undefined) return;
+    const pids = this.deps.sandbox !== null ? sandboxProcesses(child.pid) : processesInSession(child.pid);
+    const fresh = beyondLoopback(listeningAddresses(pids))
+      .map(formatAddress)
+      .filter((a) => !this.exposed.has(a));
+    if (fresh.length === 0) return;
+    for (const a of fresh) this.exposed.add(a);
+    this.note(
+      `WARNING: listening beyond loopback on ${fresh.join(', ')}: reachable by anyone who can reach this host, without the endpoint's token, ` +
+        'client certificate or rate limit; listen on $HOST (127.0.0.1) instead, as the runtime asks',
+    );
+    this.deps.logger.warn({ replica: this.req.name, addresses: fresh }, 'replica listens beyond loopback: reachable without the gateway');
+  }
+
+  /**
+   * bubblewrap and setpriv start with FIXED_ENV; the replica's environment goes to the sandbox
+   * as a script on SANDBOX_FD.env, loaded by the replica's own shell after privileges are gone.
+   */
+  private spawnSandboxed(sandbox: SandboxHost, plan: LaunchPlan): ChildProcess {
+    const argv = sandboxArgv(withExistingHidden(sandbox), this.sandboxed(), plan.argv);
+    const { script, skipped } = envScript(plan.env);
+    if (skipped.length > 0) this.note(`environment variables left out (a shell cannot export these names): ${skipped.join(', ')}`);
+    const stdio: Array<'ignore' | 'pipe' | number> = ['ignore', this.log ? 'pipe' : 'ignore', this.log ? 'pipe' : 'ignore', 'pipe'];
+    const filter = sandbox.seccomp && this.deps.seccompFile !== null ? openSync(this.deps.seccompFile, 'r') : null;
+    stdio[SANDBOX_FD.seccomp] = filter ?? 'ignore';
+    try {
+      const child = spawn(argv[0] as string, argv.slice(1), { cwd: this.root, env: { ...FIXED_ENV }, detached: true, stdio });
+      const envPipe = child.stdio[SANDBOX_FD.env] as Writable | null;
+      envPipe?.on('error', () => {}); // bubblewrap failed before reading it: its exit says why
+      envPipe?.end(script);
+      return child;
+    } finally {
+      if (filter !== null) closeSync(filter);
+    }
+  }
+
+  /** Unsandboxed (no bubblewrap here): the process runs as the service's user with the replica's environment. */
+  private spawnPlain(plan: LaunchPlan, pdeathsig: string | null): ChildProcess {
+    const argv = pdeathsig ? [pdeathsig, '--pdeathsig', 'KILL', '--', ...plan.argv] : plan.argv;
+    const output = this.log ? 'pipe' : 'ignore';
+    return spawn(argv[0] as string, argv.slice(1), { cwd: this.root, env: plan.env, detached: true, stdio: ['ignore', output, output] });
   }
 
   private crashed(): void {
@@ -300,7 +368,9 @@ export class LocalReplica implements ReplicaHandle {
         this.crashesInARow = 0;
         this.note('readiness probe passed: ready');
         this.setPhase('ready');
+        this.readyProbes = 0;
       }
+      if (this.readyProbes++ % timing.listenCheckEvery === 0) this.checkListening(child);
     } else if (this.phase === 'ready' && ++this.failedProbes >= timing.failuresToUnready) {
       this.note(`readiness probe failed ${this.failedProbes} times: not ready`);
       this.setPhase('starting');

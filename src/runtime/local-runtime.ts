@@ -1,10 +1,11 @@
 // Owns the local process runtime (the embedded default): replicas are processes on this
 // host — in the replica sandbox when the host has one — under `<data-dir>/replicas/<name>`,
 // logging to `<data-dir>/logs`, with a model cache per deployment under
-// `<data-dir>/model-cache` when model caching is on; the reaping of replicas an earlier run of the service left behind, and the
+// `<data-dir>/model-cache` when model caching is on, and the sandbox's seccomp program in
+// `<data-dir>/sandbox/`; the reaping of replicas an earlier run of the service left behind, and the
 // sweeping of the directories they left (config files may hold secrets).
 
-import { readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -14,6 +15,7 @@ import { DEFAULT_TIMING, LocalReplica, type LocalReplicaTiming } from './local-r
 import { findPdeathsigWrapper, isAlive, processesOfReplica, processesUsing, signalPid } from './process-tree.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaRequest, Runtime } from './runtime.js';
 import type { SandboxHost } from './sandbox.js';
+import { hostUserNamespaceFilter } from './seccomp.js';
 
 export interface LocalRuntimeOptions {
   dataDir: string;
@@ -33,17 +35,34 @@ export function runtimeDirs(dataDir: string) {
     replicasDir: path.join(dataDir, 'replicas'),
     logsDir: path.join(dataDir, 'logs'),
     cacheDir: path.join(dataDir, 'model-cache'),
+    sandboxDir: path.join(dataDir, 'sandbox'),
   };
+}
+
+/**
+ * Writes the user-namespace filter where every sandbox start and terminal reads it. It is
+ * rewritten at every start (the program may change with a release); the data directory is
+ * hidden from replicas, so none can alter it.
+ */
+function writeSeccompFile(dir: string): string | null {
+  const filter = hostUserNamespaceFilter();
+  if (filter === null) return null;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const file = path.join(dir, 'userns-filter.bpf');
+  writeFileSync(file, filter, { mode: 0o644 });
+  return file;
 }
 
 export class LocalRuntime implements Runtime {
   private readonly pdeathsig: string | null;
+  private readonly seccompFile: string | null;
   /** Names of the replicas this runtime runs: their directories are never swept. */
   private readonly running = new Set<string>();
 
   constructor(private readonly opts: LocalRuntimeOptions) {
     // In the sandbox, bubblewrap's --die-with-parent does what setpriv --pdeathsig does outside it.
     this.pdeathsig = opts.sandbox === null ? findPdeathsigWrapper() : null;
+    this.seccompFile = opts.sandbox?.seccomp ? writeSeccompFile(runtimeDirs(opts.dataDir).sandboxDir) : null;
     if (opts.sandbox === null && this.pdeathsig === null) {
       opts.logger.warn('setpriv --pdeathsig is not available: replicas of a service killed with SIGKILL are reaped at its next start');
     }
@@ -58,6 +77,7 @@ export class LocalRuntime implements Runtime {
       inherited: pickInherited(process.env),
       pdeathsig: this.pdeathsig,
       sandbox: this.opts.sandbox,
+      seccompFile: this.seccompFile,
       allowUnsandboxedHostCommands: this.opts.allowUnsandboxedHostCommands,
       timing: { ...DEFAULT_TIMING, ...this.opts.timing },
       logger: this.opts.logger,

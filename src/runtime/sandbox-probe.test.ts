@@ -42,7 +42,7 @@ describe('detectSandbox', () => {
   it.skipIf(!canProbe)('auto, where bubblewrap works: sandboxed as 65534, the installation readable, the data and certs dirs hidden', () => {
     const d = detectSandbox(settings, SELF);
     expect(d.sandboxed).toBe(true);
-    expect(d.description).toBe('infergate: replicas run sandboxed (bubblewrap, PID namespace, uid 65534:65534)');
+    expect(d.description).toBe('infergate: replicas run sandboxed (bubblewrap, PID namespace, uid 65534:65534, no user namespaces inside)');
     expect(d.host?.identity).toEqual({ kind: 'root', uid: 65534, gid: 65534 });
     expect(d.host?.readOnly).toContain(REPO);
     expect(d.host?.hidden).toEqual([path.join(dir, 'data'), path.join(dir, 'certs')]);

@@ -1,5 +1,5 @@
 // Owns finding out, once at start, whether replicas can run sandboxed on this host: which
-// tools are there (bubblewrap, setpriv, nsenter), who the replicas run as (a dropped uid when
+// tools are there (bubblewrap, setpriv), whether the user-namespace filter loads, who the replicas run as (a dropped uid when
 // the service is root, the service's own uid in a user namespace otherwise), what they may
 // read (system directories as this host lays them out, the installation, Node, the operator's
 // binds) and what must stay hidden (data, certificates, the admin key, TLS keys) — then running the
@@ -8,12 +8,14 @@
 // sandbox with a warning, `--sandbox bwrap` refuses to start.
 
 import { spawnSync } from 'node:child_process';
-import { accessSync, chownSync, constants, existsSync, lstatSync, mkdtempSync, readlinkSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { accessSync, chownSync, closeSync, constants, existsSync, lstatSync, mkdtempSync, openSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, type Config } from '../config/config.js';
-import { describeSandbox, isWithin, sandboxArgv, type SandboxHost, type SandboxIdentity, type SystemPath } from './sandbox.js';
+import { envScript } from './env-script.js';
+import { hostUserNamespaceFilter } from './seccomp.js';
+import { describeSandbox, FIXED_ENV, isWithin, SANDBOX_FD, sandboxArgv, type SandboxHost, type SandboxIdentity, type SystemPath } from './sandbox.js';
 
 export interface SandboxDetection {
   /** Replicas (host commands and terminals included) run sandboxed. */
@@ -80,7 +82,7 @@ function buildHost(config: SandboxSettings, self: readonly string[]): SandboxHos
     if (needed) hiddenFiles.push(file);
     else hidden.push(dir);
   }
-  return { bwrap, setpriv: setpriv ?? '/usr/bin/setpriv', nsenter: firstExecutable(['/usr/bin/nsenter', '/bin/nsenter']), identity, system, readOnly, hidden, hiddenFiles };
+  return { bwrap, setpriv: setpriv ?? '/usr/bin/setpriv', identity, system, readOnly, hidden, hiddenFiles, seccomp: hostUserNamespaceFilter() !== null };
 }
 
 /**
@@ -165,16 +167,42 @@ function packageRoot(file: string): string | null {
   return null;
 }
 
-/** Runs the exact sandbox once; null when it works, else why not. */
+/**
+ * Runs the exact sandbox once; null when it works, else why not. A host whose kernel refuses
+ * the seccomp filter (seccomp missing) still gets the rest of the sandbox: `full.seccomp` is
+ * turned off and the start-up line says so.
+ */
 function probe(full: SandboxHost, self: readonly string[]): string | null {
+  const failure = probeWith(full, self);
+  if (failure === null || !full.seccomp) return failure;
+  const without = probeWith({ ...full, seccomp: false }, self);
+  if (without !== null) return failure;
+  full.seccomp = false;
+  return null;
+}
+
+function probeWith(full: SandboxHost, self: readonly string[]): string | null {
   const host = withExistingHidden(full);
   let root: string | null = null;
+  const fds: number[] = [];
   try {
     root = mkdtempSync(path.join(os.tmpdir(), 'infergate-sandbox-probe-'));
     if (host.identity.kind === 'root') chownSync(root, host.identity.uid, host.identity.gid);
     const replica = { root, writable: [], readOnly: [] };
-    const env = { PATH: '/usr/bin:/bin', HOME: root };
-    const run = (command: string[]) => spawnSync(command[0] as string, command.slice(1), { env, encoding: 'utf8', timeout: 15_000 });
+    // The two descriptors every sandbox reads: the environment script and the filter.
+    const file = (name: string, content: string | Buffer) => {
+      writeFileSync(path.join(root!, name), content, { mode: 0o600 });
+      const fd = openSync(path.join(root!, name), 'r');
+      fds.push(fd);
+      return fd;
+    };
+    const filter = host.seccomp ? hostUserNamespaceFilter() : null;
+    const run = (command: string[]) => {
+      const stdio: Array<'ignore' | 'pipe' | number> = ['ignore', 'pipe', 'pipe'];
+      stdio[SANDBOX_FD.env] = file(`env-${fds.length}`, envScript({ HOME: root!, PATH: FIXED_ENV.PATH ?? '/usr/bin:/bin' }).script);
+      stdio[SANDBOX_FD.seccomp] = filter !== null ? file(`filter-${fds.length}`, filter) : 'ignore';
+      return spawnSync(command[0] as string, command.slice(1), { env: FIXED_ENV, stdio, encoding: 'utf8', timeout: 15_000 });
+    };
     const plain = run(sandboxArgv(host, replica, ['/bin/true']));
     if (plain.error) return `${host.bwrap}: ${plain.error.message}`;
     if (plain.status !== 0) return `${host.bwrap} failed: ${(plain.stderr || `exit ${plain.status}`).trim().split('\n')[0]}`;
@@ -187,6 +215,7 @@ function probe(full: SandboxHost, self: readonly string[]): string | null {
   } catch (err) {
     return (err as Error).message;
   } finally {
+    for (const fd of fds) closeSync(fd);
     if (root !== null) rmSync(root, { recursive: true, force: true });
   }
 }

@@ -4,7 +4,6 @@ import { describeSandbox, isWithin, sandboxArgv, shellArgv, type SandboxHost } f
 const host: SandboxHost = {
   bwrap: '/usr/bin/bwrap',
   setpriv: '/usr/bin/setpriv',
-  nsenter: '/usr/bin/nsenter',
   identity: { kind: 'root', uid: 65534, gid: 65534 },
   system: [
     { path: '/usr', symlink: null },
@@ -16,6 +15,7 @@ const host: SandboxHost = {
   // The default ./data and ./certs lie inside the installation; /var/lib/other is under no bind.
   hidden: ['/srv/infergate/data', '/srv/infergate/certs', '/var/lib/other'],
   hiddenFiles: ['/etc/infergate-admin.key'],
+  seccomp: true,
 };
 const replica = { root: '/srv/infergate/data/replicas/web-r1-1', writable: ['/srv/infergate/data/model-cache'], readOnly: ['/srv/infergate/data/orchestrated/4'] };
 
@@ -90,41 +90,70 @@ describe('sandboxArgv', () => {
       '--inh-caps',
       '-all',
       '--',
+      '/bin/sh',
+      '-c',
+      'exec 3<&- 4<&- 5<&-; unset PWD OLDPWD; . /run/infergate/env || exit 126; exec "$@"',
+      'infergate-env',
       '/opt/engine/serve',
       '--port',
       '4000',
     ]);
   });
 
+  it("hands the environment over as a read-only file in the sandbox's memory, read from descriptor 3, and loads the seccomp filter from 4", () => {
+    expect(at(argv, '--perms', '0444', '--ro-bind-data', '3', '/run/infergate/env')).toBeGreaterThan(0);
+    expect(at(argv, '--seccomp', '4')).toBeGreaterThan(0);
+    expect(sandboxArgv({ ...host, seccomp: false }, replica, ['/bin/true'])).not.toContain('--seccomp');
+  });
+
   it('rootless: a user namespace, the service uid, no setpriv', () => {
     const rootless = sandboxArgv({ ...host, identity: { kind: 'rootless', uid: 1000 } }, replica, ['/bin/true']);
     expect(rootless).toContain('--unshare-user');
     expect(rootless).not.toContain('/usr/bin/setpriv');
-    expect(rootless.slice(rootless.indexOf('--'))).toEqual(['--', '/bin/true']);
+    expect(rootless.slice(rootless.indexOf('--'))).toEqual(['--', '/bin/sh', '-c', expect.stringContaining('. /run/infergate/env'), 'infergate-env', '/bin/true']);
   });
 });
 
 describe('shellArgv', () => {
-  it('root: enters the running replica namespaces with nsenter and drops to its user', () => {
-    const argv = shellArgv(host, replica, 4242);
-    expect(argv.slice(0, 11)).toEqual(['/usr/bin/nsenter', '-t', '4242', '-p', '-m', '-i', '-u', '-r', '-w', '--', '/usr/bin/setpriv']);
-    expect(argv).toContain('--no-new-privs');
-    expect(argv.slice(-6)).toEqual(['/bin/sh', '-c', 'cd "$1" && exec "$2"', 'infergate-shell', replica.root, '/bin/sh']);
+  const anchor = { pid: 4242, pidNamespace: 'pid:[4026532179]' };
+
+  it("root: a sandbox of its own built from the host's paths, joining the replica's PID namespace — never its mount namespace", () => {
+    const argv = shellArgv(host, replica, anchor, '/data/sandbox/userns-filter.bpf');
+    // The wrapper opens the replica's PID namespace, its environment file and the filter, checks the namespace, then becomes bubblewrap.
+    expect(argv.slice(0, 2)).toEqual(['/bin/sh', '-c']);
+    expect(argv.slice(3, 8)).toEqual(['infergate-terminal', '4242', 'pid:[4026532179]', '/data/sandbox/userns-filter.bpf', '/usr/bin/bwrap']);
+    expect(argv[2]).toContain('5<"/proc/$p/ns/pid" 3<"/proc/$p/root/run/infergate/env"');
+    const bwrap = argv.slice(7);
+    expect(at(bwrap, '--pidns', '5')).toBe(1);
+    expect(bwrap).not.toContain('--unshare-pid');
+    expect(bwrap).not.toContain('--new-session');
+    expect(at(bwrap, '--seccomp', '4')).toBeGreaterThan(0);
+    expect(at(bwrap, '--bind', replica.root, replica.root)).toBeGreaterThan(0);
+    expect(at(bwrap, '--chdir', replica.root)).toBeGreaterThan(0);
+    expect(argv.join(' ')).not.toMatch(/nsenter/);
+    // Then setpriv to the replica's user, the environment loader and the shell.
+    expect(bwrap).toContain('--no-new-privs');
+    expect(argv.slice(-1)).toEqual(['/bin/sh']);
   });
 
-  it('rootless: a sandbox of its own with the same view of files', () => {
+  it('rootless: a sandbox of its own with the same view of files, in a PID namespace of its own', () => {
     const rootless = { ...host, identity: { kind: 'rootless' as const, uid: 1000 } };
-    const shell = shellArgv(rootless, replica, 4242);
+    const bwrap = shellArgv(rootless, replica, anchor, '/f').slice(7);
     // The same sandbox as the replica's, but the shell keeps its pseudo-terminal (Ctrl-C reaches the foreground job).
-    expect(shell).toEqual(sandboxArgv(rootless, replica, ['/bin/sh']).filter((a) => a !== '--new-session'));
-    expect(shell).not.toContain('--new-session');
+    expect(bwrap).toEqual(sandboxArgv(rootless, replica, ['/bin/sh']).filter((a) => a !== '--new-session'));
+    expect(bwrap).toContain('--unshare-pid');
     expect(sandboxArgv(rootless, replica, ['/bin/sh'])).toContain('--new-session');
+  });
+
+  it('passes no filter file where the host has no filter', () => {
+    expect(shellArgv({ ...host, seccomp: false }, replica, anchor, null)[6]).toBe('');
   });
 });
 
 describe('describeSandbox and isWithin', () => {
   it('says who replicas run as', () => {
-    expect(describeSandbox(host)).toBe('bubblewrap, PID namespace, uid 65534:65534');
+    expect(describeSandbox(host)).toBe('bubblewrap, PID namespace, uid 65534:65534, no user namespaces inside');
+    expect(describeSandbox({ ...host, seccomp: false })).toContain('WARNING: replicas can make user namespaces');
     expect(describeSandbox({ ...host, identity: { kind: 'rootless', uid: 1000 } })).toContain('rootless');
   });
   it('tells paths inside a directory', () => {

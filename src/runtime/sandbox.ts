@@ -2,9 +2,17 @@
 // bubblewrap argv a replica runs under (own PID, IPC and UTS namespaces, a default-deny view
 // of files — system directories and the installation read-only, the service's data and
 // certificate directories hidden, the replica's root as its writable place, a private /tmp,
-// a new /proc — the host network shared so its port works, and an unprivileged user), and
-// the argv of a shell opened inside a running replica's sandbox (the terminal). Probing what
-// the host offers is sandbox-probe.ts's job.
+// a new /proc — the host network shared so its port works, an unprivileged user, and a seccomp
+// filter that refuses user namespaces), and the argv of a shell opened beside a running
+// replica (the terminal). Probing what the host offers is sandbox-probe.ts's job.
+//
+// Two rules hold for every process these command lines start with privileges (bubblewrap,
+// setpriv, the terminal's wrapper): they run with a fixed environment the runtime builds
+// (FIXED_ENV), and nothing they execute comes from a filesystem the replica can change. The
+// deployment's variables reach only the replica's own process: bubblewrap copies them from a
+// descriptor into a read-only file in the sandbox (ENV_FILE), and a shell that already runs as
+// the replica's user loads them just before it executes the command. So `LD_PRELOAD` (say)
+// acts on the replica's command alone, never on a root process.
 
 import path from 'node:path';
 
@@ -27,7 +35,6 @@ export interface SystemPath {
 export interface SandboxHost {
   bwrap: string;
   setpriv: string;
-  nsenter: string | null;
   identity: SandboxIdentity;
   system: SystemPath[];
   /** Further read-only host paths, absolute and resolved: the installation, Node's prefix, --sandbox-bind. */
@@ -36,6 +43,8 @@ export interface SandboxHost {
   hidden: string[];
   /** Files to hide where hiding their whole directory would hide what replicas need (bound over with /dev/null). */
   hiddenFiles: string[];
+  /** Whether the user-namespace filter (seccomp.ts) is applied; false only where the host cannot load it. */
+  seccomp: boolean;
 }
 
 /** What one replica adds: its root (writable, its working directory) and what else it may use. */
@@ -48,7 +57,35 @@ export interface SandboxedReplica {
 }
 
 /** Namespaces every sandbox gets. The network is deliberately shared: the gateway reaches the replica's port on loopback. */
-const NAMESPACES = ['--unshare-pid', '--unshare-ipc', '--unshare-uts'];
+const NAMESPACES = ['--unshare-ipc', '--unshare-uts'];
+
+/** The only environment of bubblewrap, setpriv and the terminal's wrapper: nothing a deployment sets. */
+export const FIXED_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin' });
+
+/**
+ * Descriptors the command lines below read; whoever spawns them opens these. ENV: the
+ * replica's environment as a shell script (env-script.ts); SECCOMP: the filter's program;
+ * PIDNS: the replica's PID namespace, which a terminal joins.
+ */
+export const SANDBOX_FD = { env: 3, seccomp: 4, pidns: 5 } as const;
+
+/** Where the replica's environment script is inside its sandbox: a read-only copy in the sandbox's own memory. */
+export const ENV_FILE = '/run/infergate/env';
+
+/**
+ * Run by the replica's user inside the sandbox, as the last step before the command: closes
+ * the descriptors above, loads the environment, and becomes the command (same pid, so signals
+ * and the process list see the command). PWD is dash's own, not the deployment's.
+ */
+const LOADER = `exec ${SANDBOX_FD.env}<&- ${SANDBOX_FD.seccomp}<&- ${SANDBOX_FD.pidns}<&-; unset PWD OLDPWD; . ${ENV_FILE} || exit 126; exec "$@"`;
+
+/** How the sandbox is entered: a replica (own PID namespace) or a terminal joining a replica's (root only). */
+interface SandboxMode {
+  /** false: keep the caller's session (a terminal's shell keeps its pseudo-terminal). */
+  newSession: boolean;
+  /** Join the PID namespace on SANDBOX_FD.pidns instead of making one. */
+  joinPidNamespace: boolean;
+}
 
 /**
  * The argv that runs `command` as `replica` in the sandbox. `--die-with-parent` takes the
@@ -60,10 +97,19 @@ const NAMESPACES = ['--unshare-pid', '--unshare-ipc', '--unshare-uts'];
  * was given as its controlling terminal, or Ctrl-C would end the whole shell instead of its
  * foreground job; that terminal is the shell's own, made for that session, so there is no one
  * else's to inject into.
+ *
+ * The caller provides SANDBOX_FD.env (and SANDBOX_FD.seccomp when `host.seccomp`) and spawns it
+ * with FIXED_ENV.
  */
 export function sandboxArgv(host: SandboxHost, replica: SandboxedReplica, command: readonly string[], opts: { newSession?: boolean } = {}): string[] {
-  const args: string[] = [host.bwrap, ...NAMESPACES, '--die-with-parent', ...(opts.newSession === false ? [] : ['--new-session'])];
+  return bwrapArgv(host, replica, command, { newSession: opts.newSession ?? true, joinPidNamespace: false });
+}
+
+function bwrapArgv(host: SandboxHost, replica: SandboxedReplica, command: readonly string[], mode: SandboxMode): string[] {
+  const pid = mode.joinPidNamespace ? ['--pidns', String(SANDBOX_FD.pidns)] : ['--unshare-pid'];
+  const args: string[] = [host.bwrap, ...pid, ...NAMESPACES, '--die-with-parent', ...(mode.newSession ? ['--new-session'] : [])];
   if (host.identity.kind === 'rootless') args.push('--unshare-user');
+  if (host.seccomp) args.push('--seccomp', String(SANDBOX_FD.seccomp));
   // A plain tmpfs is root's 0755: the replica's user could not write its own /tmp.
   args.push('--perms', '1777', '--tmpfs', '/tmp');
   const bound: string[] = [];
@@ -76,7 +122,9 @@ export function sandboxArgv(host: SandboxHost, replica: SandboxedReplica, comman
   }
   // A new /dev (null, zero, random, pts, shm) and a new /proc: the service's /proc/<pid>/environ is not there.
   args.push('--dev', '/dev', '--proc', '/proc');
-  const made = new Set<string>(['/', '/tmp', '/dev', '/proc', ...host.system.map((p) => p.path)]);
+  // The environment, copied by bubblewrap into its own read-only file: readable by the replica's user only through the loader's shell.
+  args.push('--perms', '0444', '--ro-bind-data', String(SANDBOX_FD.env), ENV_FILE);
+  const made = new Set<string>(['/', '/tmp', '/dev', '/proc', '/run', '/run/infergate', ...host.system.map((p) => p.path)]);
   const bind = (flag: '--ro-bind' | '--bind', p: string) => {
     args.push(...parents(p, made), flag, p, p);
     bound.push(p);
@@ -89,35 +137,52 @@ export function sandboxArgv(host: SandboxHost, replica: SandboxedReplica, comman
   for (const p of unique(replica.readOnly)) bind('--ro-bind', p);
   for (const p of unique([replica.root, ...replica.writable])) bind('--bind', p);
   args.push('--chdir', replica.root, '--');
-  return [...args, ...dropPrivileges(host), ...command];
+  return [...args, ...dropPrivileges(host), '/bin/sh', '-c', LOADER, 'infergate-env', ...command];
+}
+
+/** A running replica as a terminal finds it: a process in its sandbox (host pid) and its PID namespace (`pid:[inode]`). */
+export interface ShellAnchor {
+  pid: number;
+  pidNamespace: string;
 }
 
 /**
- * The argv of a shell inside a running replica's sandbox, as the replica's user. As root:
- * nsenter joins the PID, mount, IPC and UTS namespaces of the replica's command (`pid`, a host
- * pid), so the shell sees the replica's processes, files and /tmp, then setpriv drops to the
- * replica's uid. Rootless, the namespaces belong to a user namespace nested inside the one
- * bubblewrap made, which nsenter (util-linux before 2.39) cannot reach: the shell gets a
- * sandbox of its own with the same view of files and the same user, but not the replica's
- * process list, and keeps its controlling terminal (see sandboxArgv).
+ * Opens the replica's descriptors as root (or the service's user, rootless) with FIXED_ENV,
+ * checks they belong to the replica it was asked for, then becomes bubblewrap. Nothing here
+ * is executed from the replica's files: `/proc/<pid>/root/…` is only read (a file bubblewrap
+ * made read-only in the sandbox's memory), and the namespace is checked before and after, so
+ * a pid reused meanwhile is refused rather than entered.
  */
-export function shellArgv(host: SandboxHost, replica: SandboxedReplica, pid: number | null, shell = '/bin/sh'): string[] {
-  if (host.identity.kind === 'root' && host.nsenter !== null && pid !== null) {
-    // `-r -w`: the target's root and working directory. nsenter's --wd=<dir> would open <dir>
-    // before entering the mount namespace — a host directory the new root cannot name — so
-    // the shell changes to the replica's root itself.
-    const enter = [host.nsenter, '-t', String(pid), '-p', '-m', '-i', '-u', '-r', '-w', '--'];
-    return [...enter, ...dropPrivileges(host), '/bin/sh', '-c', 'cd "$1" && exec "$2"', 'infergate-shell', replica.root, shell];
-  }
-  return sandboxArgv(host, replica, [shell], { newSession: false });
+const TERMINAL_WRAPPER = [
+  'p=$1 ns=$2 filter=$3; shift 3',
+  `exec ${SANDBOX_FD.pidns}<"/proc/$p/ns/pid" ${SANDBOX_FD.env}<"/proc/$p/root${ENV_FILE}" || exit 1`,
+  `if [ -n "$filter" ]; then exec ${SANDBOX_FD.seccomp}<"$filter" || exit 1; fi`,
+  `if [ "$(readlink /proc/self/fd/${SANDBOX_FD.pidns})" != "$ns" ] || [ "$(readlink "/proc/$p/ns/pid")" != "$ns" ]; then`,
+  "  echo 'infergate: the replica restarted while the terminal opened; open it again' >&2; exit 1",
+  'fi',
+  'exec "$@"',
+].join('\n');
+
+/**
+ * The argv of a shell beside a running replica, as the replica's user, in a sandbox of its own
+ * built from the host's paths exactly as the replica's was (the same files, the same root, the
+ * same environment) — never by entering the replica's mount namespace, where the replica
+ * could have laid its own program over the one root would run. As root it joins the
+ * replica's PID namespace, so the shell sees and can signal the replica's processes; rootless,
+ * the PID namespace belongs to a user namespace it cannot join, so the shell has its own.
+ * `seccompFile` holds the filter's program (null: `host.seccomp` is false).
+ */
+export function shellArgv(host: SandboxHost, replica: SandboxedReplica, anchor: ShellAnchor, seccompFile: string | null, shell = '/bin/sh'): string[] {
+  const join = host.identity.kind === 'root';
+  const sandbox = bwrapArgv(host, replica, [shell], { newSession: false, joinPidNamespace: join });
+  return ['/bin/sh', '-c', TERMINAL_WRAPPER, 'infergate-terminal', String(anchor.pid), anchor.pidNamespace, host.seccomp ? (seccompFile ?? '') : '', ...sandbox];
 }
 
 /** How the sandbox is described at start-up. */
 export function describeSandbox(host: SandboxHost): string {
   const id = host.identity;
-  return id.kind === 'root'
-    ? `bubblewrap, PID namespace, uid ${id.uid}:${id.gid}`
-    : `bubblewrap, PID and user namespace, the service's own uid ${id.uid} (rootless)`;
+  const who = id.kind === 'root' ? `bubblewrap, PID namespace, uid ${id.uid}:${id.gid}` : `bubblewrap, PID and user namespace, the service's own uid ${id.uid} (rootless)`;
+  return `${who}, ${host.seccomp ? 'no user namespaces inside' : "WARNING: replicas can make user namespaces (this host's seccomp filter could not be loaded)"}`;
 }
 
 function dropPrivileges(host: SandboxHost): string[] {

@@ -99,7 +99,7 @@ describe.skipIf(!runSandboxed)('a host command, sandboxed', () => {
 
   it('runs as an unprivileged uid that cannot read the data dir, the CA key or the service environ; its setsid child dies with it', async () => {
     expect(platform.serve.output()).toContain(
-      asRoot ? 'infergate: replicas run sandboxed (bubblewrap, PID namespace, uid 65534:65534)' : 'infergate: replicas run sandboxed (bubblewrap, PID and user namespace',
+      asRoot ? 'infergate: replicas run sandboxed (bubblewrap, PID namespace, uid 65534:65534, no user namespaces inside)' : 'infergate: replicas run sandboxed (bubblewrap, PID and user namespace',
     );
     const env = { DATA_DIR: platform.dataDir, CERTS_DIR: platform.certsDir, SERVE_PID: String(platform.serve.child.pid) };
     const created = await platform.call('POST', '/deployments/general', hostCommand('probe', env));
