@@ -38,20 +38,28 @@ const inputs = (o: Partial<PlanInputs> = {}): PlanInputs => ({
 describe('planLaunch', () => {
   it('runs the reference engine in the tag\'s flavor with the deployment\'s command as its flags', () => {
     const plan = planLaunch(request(), inputs());
-    expect(plan.argv).toEqual(['node', 'main.js', 'engine', '--flavor', 'openai', '--startup-ms', '100']);
-    expect(plan.env).toEqual({ PATH: '/usr/bin', MY_VAR: 'x', PORT: '41000', INFERGATE_REPLICA_ID: 'web-r1-3', INFERGATE_REPLICA_ROOT: '/data/replicas/web-r1-3' });
+    expect(plan.argv).toEqual(['node', 'main.js', 'engine', '--flavor', 'openai', '--startup-ms', '100', '--host', '127.0.0.1']);
+    expect(plan.env).toEqual({ PATH: '/usr/bin', MY_VAR: 'x', PORT: '41000', HOST: '127.0.0.1', INFERGATE_REPLICA_ID: 'web-r1-3', INFERGATE_REPLICA_ROOT: '/data/replicas/web-r1-3' });
     expect(plan.probe).toEqual({ kind: 'http', path: '/health' });
   });
 
   it('simulates a preset image, taking the model from its command and naming what it does not model', () => {
     const plan = planLaunch(request({ image: 'vllm/vllm-openai', tag: 'v0.9', command: ['vllm', 'serve', 'org/m', '--max-model-len', '4096'] }), inputs());
-    expect(plan.argv).toEqual(['node', 'main.js', 'engine', '--flavor', 'openai', '--model', 'org/m']);
+    expect(plan.argv).toEqual(['node', 'main.js', 'engine', '--flavor', 'openai', '--model', 'org/m', '--host', '127.0.0.1']);
     expect(plan.notes.join('\n')).toContain('--max-model-len 4096');
   });
 
-  it('runs an unknown image\'s command on the host with $PORT filled in', () => {
-    const plan = planLaunch(request({ image: 'me/llama-server', command: ['llama-server', '--port', '${PORT}', '--host=0.0.0.0:$PORT'] }), inputs());
-    expect(plan.argv).toEqual(['llama-server', '--port', '41000', '--host=0.0.0.0:41000']);
+  it('runs an unknown image\'s command on the host with $PORT and $HOST filled in', () => {
+    const plan = planLaunch(request({ image: 'me/llama-server', command: ['llama-server', '--port', '${PORT}', '--host', '$HOST', '--listen=${HOST}:$PORT'] }), inputs());
+    expect(plan.argv).toEqual(['llama-server', '--port', '41000', '--host', '127.0.0.1', '--listen=127.0.0.1:41000']);
+    expect(plan.env).toMatchObject({ PORT: '41000', HOST: '127.0.0.1' });
+  });
+
+  it("tells the engine and the Frontend to listen on loopback, after the deployment's own flags so a --host there cannot widen it", () => {
+    const engine = planLaunch(request({ command: ['--host', '0.0.0.0'] }), inputs());
+    expect(engine.argv.slice(-4)).toEqual(['--host', '0.0.0.0', '--host', '127.0.0.1']);
+    const frontend = planLaunch(request({ image: 'infergate/frontend', command: ['--mode', 'aggregated'] }), inputs());
+    expect(frontend.argv.slice(-2)).toEqual(['--host', '127.0.0.1']);
   });
 
   it('gRPC replicas are probed by TCP connect; a separate metrics port, the config file and the model cache reach the process', () => {

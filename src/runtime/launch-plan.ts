@@ -1,7 +1,14 @@
 // Owns what the local runtime runs for a replica request: the argv (the reference engine in
 // the image's flavor, or the user's command on the host), the environment (the deployment's
-// variables plus PORT and the replica's paths — never the service's own secrets), the
+// variables plus PORT, HOST and the replica's paths — never the service's own secrets), the
 // working directory (the replica's root) and the readiness probe. Pure: no I/O.
+//
+// Replicas share the host's network, so what they bind is what the host exposes: the
+// reference engine and the Frontend are told to listen on loopback (`--host`, last on their
+// command line so a deployment's own `--host` cannot widen it), where only processes of this
+// host — the gateway among them — reach them. A host command is given `HOST` and `$HOST` for
+// the same purpose, but the runtime cannot force its bind address (local-replica.ts reports
+// one that listens beyond loopback).
 
 import { resolveImage, type ImageMap } from '../domain/image-map.js';
 import { modelFromVendorImage, translateEngineCommand } from './engine-args.js';
@@ -44,9 +51,12 @@ export function pickInherited(env: NodeJS.ProcessEnv): Record<string, string> {
   return out;
 }
 
-/** `$PORT` and `${PORT}` in a host command's arguments become the replica's port. */
-function substitutePort(arg: string, port: number): string {
-  return arg.replace(/\$\{PORT\}|\$PORT\b/g, String(port));
+/** The only address the runtime has its replicas listen on. */
+export const REPLICA_HOST = '127.0.0.1';
+
+/** `$PORT`/`${PORT}` and `$HOST`/`${HOST}` in a host command's arguments become the replica's port and listen address. */
+function substituteRuntimeVars(arg: string, port: number): string {
+  return arg.replace(/\$\{PORT\}|\$PORT\b/g, String(port)).replace(/\$\{HOST\}|\$HOST\b/g, REPLICA_HOST);
 }
 
 export function planLaunch(req: ReplicaRequest, inputs: PlanInputs): LaunchPlan {
@@ -54,6 +64,7 @@ export function planLaunch(req: ReplicaRequest, inputs: PlanInputs): LaunchPlan 
     ...inputs.inherited,
     ...req.env,
     PORT: String(inputs.port),
+    HOST: REPLICA_HOST,
     INFERGATE_REPLICA_ID: req.name,
     INFERGATE_REPLICA_ROOT: inputs.root,
   };
@@ -65,22 +76,24 @@ export function planLaunch(req: ReplicaRequest, inputs: PlanInputs): LaunchPlan 
 
   const launch = resolveImage(inputs.images, req.image, req.tag);
   if (launch.kind === 'host') {
-    notes.push(`infergate runtime: image ${req.image}:${req.tag} is not one the runtime simulates; running the command on this host with PORT=${inputs.port}`);
-    return { argv: req.command.map((a) => substitutePort(a, inputs.port)), env, probe, hostCommand: true, notes };
+    notes.push(
+      `infergate runtime: image ${req.image}:${req.tag} is not one the runtime simulates; running the command on this host with PORT=${inputs.port} HOST=${REPLICA_HOST} (listen on that address: replicas share the host's network)`,
+    );
+    return { argv: req.command.map((a) => substituteRuntimeVars(a, inputs.port)), env, probe, hostCommand: true, notes };
   }
   if (launch.kind === 'frontend') {
     notes.push('infergate runtime: running the orchestrated Frontend (infergate frontend)');
-    return { argv: [...inputs.selfCommand, 'frontend', ...req.command], env, probe, hostCommand: false, notes };
+    return { argv: [...inputs.selfCommand, 'frontend', ...req.command, '--host', REPLICA_HOST], env, probe, hostCommand: false, notes };
   }
   const engine = [...inputs.selfCommand, 'engine', '--flavor', launch.flavor];
   if (inputs.metricsPort !== null) engine.push('--metrics-port', String(inputs.metricsPort));
   if (launch.native) {
     notes.push(`infergate runtime: running the reference engine (simulated GPU), flavor ${launch.flavor}`);
-    return { argv: [...engine, ...req.command], env, probe, hostCommand: false, notes };
+    return { argv: [...engine, ...req.command, '--host', REPLICA_HOST], env, probe, hostCommand: false, notes };
   }
   const translated = translateEngineCommand(req.command);
   const model = translated.model ?? (launch.flavor === 'nim' ? modelFromVendorImage(req.image) : null);
   notes.push(`infergate runtime: simulating ${req.image}:${req.tag} with the reference engine (simulated GPU), flavor ${launch.flavor}`);
   if (translated.ignored.length > 0) notes.push(`infergate runtime: arguments the simulator does not model: ${translated.ignored.join(' ')}`);
-  return { argv: [...engine, ...(model !== null ? ['--model', model] : []), ...translated.args], env, probe, hostCommand: false, notes };
+  return { argv: [...engine, ...(model !== null ? ['--model', model] : []), ...translated.args, '--host', REPLICA_HOST], env, probe, hostCommand: false, notes };
 }

@@ -1,0 +1,108 @@
+// Owns finding which TCP addresses a replica listens on, from /proc: the socket inodes its
+// processes hold (/proc/<pid>/fd) matched against the host's listening sockets
+// (/proc/net/tcp and tcp6; replicas share the host's network namespace, so these are the
+// host's). The local runtime cannot force a host command's bind address, so it checks what
+// the replica actually opened and reports any address beyond loopback: such a replica answers
+// anyone who can reach this host, with no token, no client certificate and no rate limit.
+
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+export interface ListeningAddress {
+  address: string;
+  port: number;
+}
+
+const TCP_LISTEN = '0A';
+
+/** `0100007F` → 127.0.0.1: /proc/net/tcp writes the address as one 32-bit word in host (little-endian) order. */
+function ipv4(hex: string): string {
+  const word = Number.parseInt(hex, 16);
+  return [word & 0xff, (word >>> 8) & 0xff, (word >>> 16) & 0xff, word >>> 24].join('.');
+}
+
+/** tcp6 writes four 32-bit words, each in host order. */
+function ipv6(hex: string): string {
+  const bytes: number[] = [];
+  for (let w = 0; w < 4; w++) {
+    const word = Number.parseInt(hex.slice(w * 8, w * 8 + 8), 16);
+    bytes.push(word & 0xff, (word >>> 8) & 0xff, (word >>> 16) & 0xff, word >>> 24);
+  }
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16));
+  const mapped = groups.slice(0, 5).every((g) => g === '0') && groups[5] === 'ffff';
+  if (mapped) return `::ffff:${bytes.slice(12).join('.')}`;
+  return compress(groups);
+}
+
+/** RFC 5952: the longest run of two or more zero groups becomes `::`. */
+function compress(groups: string[]): string {
+  let best = { at: -1, length: 1 };
+  for (let i = 0; i < groups.length; ) {
+    let j = i;
+    while (j < groups.length && groups[j] === '0') j++;
+    if (j - i > best.length) best = { at: i, length: j - i };
+    i = j === i ? i + 1 : j;
+  }
+  if (best.at === -1) return groups.join(':');
+  return `${groups.slice(0, best.at).join(':')}::${groups.slice(best.at + best.length).join(':')}`;
+}
+
+/** The listening sockets in one /proc/net/tcp{,6} table: inode → address. */
+export function parseListening(table: string, family: 4 | 6): Map<string, ListeningAddress> {
+  const out = new Map<string, ListeningAddress>();
+  for (const line of table.split('\n').slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    if (fields.length < 10 || fields[3] !== TCP_LISTEN) continue;
+    const [addr, port] = (fields[1] ?? '').split(':');
+    if (addr === undefined || port === undefined) continue;
+    out.set(fields[9] as string, { address: family === 4 ? ipv4(addr) : ipv6(addr), port: Number.parseInt(port, 16) });
+  }
+  return out;
+}
+
+export function isLoopback(address: string): boolean {
+  return address.startsWith('127.') || address === '::1' || address.startsWith('::ffff:127.');
+}
+
+function read(file: string): string {
+  try {
+    return readFileSync(file, 'latin1');
+  } catch {
+    return '';
+  }
+}
+
+/** Every TCP address the processes `pids` listen on (each once). */
+export function listeningAddresses(pids: readonly number[]): ListeningAddress[] {
+  const inodes = new Set<string>();
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m) inodes.add(m[1] as string);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  const listening = new Map([...parseListening(read('/proc/net/tcp'), 4), ...parseListening(read('/proc/net/tcp6'), 6)]);
+  const out: ListeningAddress[] = [];
+  for (const inode of inodes) {
+    const found = listening.get(inode);
+    if (found) out.push(found);
+  }
+  return out.sort((a, b) => a.port - b.port || a.address.localeCompare(b.address));
+}
+
+/** The addresses among these that anyone beyond this host could reach. */
+export function beyondLoopback(addresses: readonly ListeningAddress[]): ListeningAddress[] {
+  return addresses.filter((a) => !isLoopback(a.address));
+}
+
+export const formatAddress = (a: ListeningAddress): string => (a.address.includes(':') ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`);
