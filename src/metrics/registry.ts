@@ -1,6 +1,8 @@
 // Owns the Prometheus registry of this process and its exposition on the metrics port.
 // Modules declare their own metrics against the registry they are given; this file only
-// creates it (with Node's process metrics, prefix infergate_) and serves /metrics.
+// creates it (with Node's process metrics, prefix infergate_) and serves /metrics. The JSON
+// documents (service discovery: replicas' loopback ports) answer loopback clients only, even
+// when an operator opens the listener to a remote Prometheus with --metrics-host.
 
 import http from 'node:http';
 import { collectDefaultMetrics, Registry } from 'prom-client';
@@ -17,11 +19,23 @@ export type Exposition = Pick<Registry, 'metrics' | 'contentType'>;
 /** Extra JSON documents the listener serves (service discovery), by path. */
 export type JsonRoutes = Record<string, () => Promise<unknown>>;
 
-/** A tiny server: GET /metrics for Prometheus, /healthz for probes, the JSON routes, 404 otherwise. */
+/** 127.0.0.0/8 and ::1, IPv4-mapped or not. */
+function fromLoopback(address: string | undefined): boolean {
+  const a = address?.replace(/^::ffff:/, '') ?? '';
+  return a.startsWith('127.') || a === '::1';
+}
+
+/** A tiny server: GET /metrics for Prometheus, /healthz for probes, the JSON routes (loopback clients only), 404 otherwise. */
 export function createMetricsServer(registry: Exposition, json: JsonRoutes = {}): http.Server {
   return http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const document = req.method === 'GET' && Object.hasOwn(json, path) ? json[path] : undefined;
+    if (document && !fromLoopback(req.socket.remoteAddress)) {
+      // Replica targets are ports on this host's loopback: of use to a Prometheus here, and a map of unauthenticated ports to anyone else.
+      res.writeHead(403, { 'content-type': 'text/plain' });
+      res.end(`${path} answers clients on this host only: the replica targets it lists are loopback addresses\n`);
+      return;
+    }
     if (document) {
       document().then(
         (body) => {
