@@ -1,5 +1,6 @@
 // The control API over real HTTP on port 0: platform credentials, the error shape,
-// both families' routes, revisions, and that no response carries a secret.
+// both families' routes, revisions, that no response carries a secret, and secret
+// environment variables (sealed, named only, merged by name on PATCH and clone).
 
 import { modify } from '../src/store/store.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -332,6 +333,109 @@ describe('secrets never leave the API', () => {
     expect(a.body.endpoint_token_id).toBe(b.body.endpoint_token_id);
     const vault = await api.call('GET', `/vault/tokens/${a.body.endpoint_token_id}`);
     expect(vault.body.deployments.sort()).toEqual([a.body.id, b.body.id].sort());
+  });
+});
+
+describe('secret environment variables', () => {
+  const KEY_1 = 'nvapi-secret-one-0123456789';
+  const KEY_2 = 'nvapi-secret-two-9876543210';
+  const HF = 'hf_secret_env_value_42';
+  const route = (id: number) => `/deployments/general/${id}`;
+  /** The stored deployment, as the store keeps it. */
+  const stored = async (id: number) => (await api.store.get('deployment', id))!.value;
+  /** One replica each on the second cluster (the suites before hold the first one's), all deleted afterwards. */
+  const small = (name: string) => ({ ...generalBody(name, token), cluster_id: 2, min_replicas: 1, max_replicas: 1, max_concurrency: null });
+  afterAll(async () => {
+    for (const family of ['general', 'orchestrated']) {
+      for (const d of (await api.call('GET', `/deployments/${family}`)).body.items as { id: number; name: string }[]) {
+        if (/secret|orch-secret/.test(d.name)) await api.call('DELETE', `/deployments/${family}/${d.id}`);
+      }
+    }
+  });
+
+  it('seals them, lists only their names, and never puts them in env', async () => {
+    const created = await api.call('POST', '/deployments/general', {
+      ...small('secret-env'),
+      env: { MODE: 'fast', REGISTRY_API_KEY: KEY_1 },
+      secret_env: { HF_TOKEN: HF, UNSET: null },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body).toMatchObject({ env: { MODE: 'fast' }, secret_env: ['HF_TOKEN', 'REGISTRY_API_KEY'], revision: 1 });
+    const record = await stored(created.body.id);
+    expect(record.spec.env).toEqual({ MODE: 'fast' });
+    expect(Object.keys(record.spec.secrets.env ?? {})).toEqual(['HF_TOKEN', 'REGISTRY_API_KEY']);
+    expect(Object.values(record.spec.secrets.env ?? {}).every((v) => v.startsWith('v1.'))).toBe(true);
+    expect(JSON.stringify(record)).not.toMatch(new RegExp(`${KEY_1}|${HF}`));
+    const revision = await api.call('GET', `${route(created.body.id)}/revisions/1`);
+    expect(revision.body.spec).toMatchObject({ env: { MODE: 'fast' }, secret_env: ['HF_TOKEN', 'REGISTRY_API_KEY'] });
+    const listed = (await api.call('GET', '/deployments/general')).body.items.find((d: { name: string }) => d.name === 'secret-env');
+    expect(listed.secret_env).toEqual(['HF_TOKEN', 'REGISTRY_API_KEY']);
+    const plain = await api.call('POST', '/deployments/general', small('no-secret'));
+    expect((await api.call('GET', route(plain.body.id))).body.secret_env).toEqual([]);
+  });
+
+  it('PATCH merges by name: left out keeps, a value replaces or adds (a revision), null removes (a revision); rollback restores a revision’s set', async () => {
+    const id = (await api.call('GET', '/deployments/general')).body.items.find((d: { name: string }) => d.name === 'secret-env').id as number;
+    const sealedBefore = (await stored(id)).spec.secrets.env!;
+
+    const edited = await api.call('PATCH', route(id), { cooldown_period: 60, env: { MODE: 'slow' } });
+    expect(edited.body).toMatchObject({ revision: 2, env: { MODE: 'slow' }, secret_env: ['HF_TOKEN', 'REGISTRY_API_KEY'] });
+    expect((await stored(id)).spec.secrets.env).toEqual(sealedBefore); // untouched, not even re-sealed
+    expect((await api.call('PATCH', route(id), { cooldown_period: 30 })).body.revision).toBe(2);
+
+    const replaced = await api.call('PATCH', route(id), { secret_env: { REGISTRY_API_KEY: KEY_2, EXTRA: 'extra-secret-1' } });
+    expect(replaced.body).toMatchObject({ revision: 3, secret_env: ['EXTRA', 'HF_TOKEN', 'REGISTRY_API_KEY'] });
+    const after = (await stored(id)).spec.secrets.env!;
+    expect(after.HF_TOKEN).toBe(sealedBefore.HF_TOKEN);
+    expect(after.REGISTRY_API_KEY).not.toBe(sealedBefore.REGISTRY_API_KEY);
+
+    const removed = await api.call('PATCH', route(id), { secret_env: { EXTRA: null, NEVER_SET: null } });
+    expect(removed.body).toMatchObject({ revision: 4, secret_env: ['HF_TOKEN', 'REGISTRY_API_KEY'] });
+    expect((await api.call('PATCH', route(id), { secret_env: { NEVER_SET: null } })).body.revision).toBe(4);
+
+    const back = await api.call('POST', `${route(id)}/rollback`, { revision: 3 });
+    expect(back.body).toMatchObject({ revision: 5, secret_env: ['EXTRA', 'HF_TOKEN', 'REGISTRY_API_KEY'] });
+    expect((await stored(id)).spec.secrets.env).toEqual(after);
+    const history = await api.call('GET', `${route(id)}/revisions`);
+    expect(history.body.items.map((r: { spec: { secret_env: string[] } }) => r.spec.secret_env.length)).toEqual([2, 2, 3, 2, 3]);
+  });
+
+  it('refuses a name both plain and secret with 400 on the field, saying what to do, never quoting a value', async () => {
+    const id = (await api.call('GET', '/deployments/general')).body.items.find((d: { name: string }) => d.name === 'secret-env').id as number;
+    const plainToo = await api.call('PATCH', route(id), { env: { MODE: 'slow', HF_TOKEN: 'now-in-plain-sight' } });
+    expect(plainToo.status).toBe(400);
+    expect(plainToo.body.error).toMatchObject({ code: 'invalid_field', field: 'env.HF_TOKEN', message: expect.stringContaining('"secret_env": {"HF_TOKEN": null}') });
+    const both = await api.call('POST', '/deployments/general', { ...small('both-ways'), env: { REGISTRY_API_KEY: KEY_1 }, secret_env: { REGISTRY_API_KEY: KEY_2 } });
+    expect(both.status).toBe(400);
+    expect(both.body.error).toMatchObject({ field: 'secret_env.REGISTRY_API_KEY', message: expect.stringContaining('give it once') });
+    const badName = await api.call('POST', '/deployments/general', { ...small('bad-secret'), secret_env: { 'NOT-A-NAME': KEY_1 } });
+    expect(badName.status).toBe(400);
+    expect(badName.body.error).toMatchObject({ field: 'secret_env.NOT-A-NAME', message: expect.stringContaining('names use letters, digits and underscores') });
+    const badValue = await api.call('POST', '/deployments/general', { ...small('bad-secret'), secret_env: { OK: 7 } });
+    expect(badValue.body.error).toMatchObject({ code: 'invalid_field', field: 'secret_env.OK' });
+    for (const res of [plainToo, both, badName]) expect(JSON.stringify(res.body)).not.toMatch(new RegExp(`${KEY_1}|${KEY_2}|${HF}|now-in-plain-sight`));
+  });
+
+  it('a clone copies the sealed set and merges its own secret_env over it', async () => {
+    const source = (await api.call('GET', '/deployments/general')).body.items.find((d: { name: string }) => d.name === 'secret-env');
+    const copy = await api.call('POST', `${route(source.id)}/clone`, { name: 'secret-copy', secret_env: { EXTRA: null, CLONE_ONLY: 'clone-secret-1' } });
+    expect(copy.status, JSON.stringify(copy.body)).toBe(201);
+    expect(copy.body).toMatchObject({ revision: 1, secret_env: ['CLONE_ONLY', 'HF_TOKEN', 'REGISTRY_API_KEY'] });
+    const [from, to] = [(await stored(source.id)).spec.secrets.env!, (await stored(copy.body.id)).spec.secrets.env!];
+    expect(to.HF_TOKEN).toBe(from.HF_TOKEN);
+    expect(JSON.stringify(copy.body)).not.toContain('clone-secret-1');
+  });
+
+  it('works the same for orchestrated deployments, and the OpenAPI document describes both sides', async () => {
+    const o = await api.call('POST', '/deployments/orchestrated', { name: 'orch-secret', cluster_id: 1, model: 'org/m', hardware_instance_id: 2, endpoint_bearer_token: token, secret_env: { API_KEY: 'orch-key-1' } });
+    expect(o.status, JSON.stringify(o.body)).toBe(201);
+    expect(o.body).toMatchObject({ env: {}, secret_env: ['API_KEY'] });
+    const patched = await api.call('PATCH', `/deployments/orchestrated/${o.body.id}`, { secret_env: { API_KEY: null } });
+    expect(patched.body).toMatchObject({ revision: 2, secret_env: [] });
+    const doc = (await api.call('GET', '/openapi.json')).body;
+    const op = doc.paths['/deployments/orchestrated/{id}'].patch;
+    expect(JSON.stringify(op.requestBody)).toContain('secret_env');
+    expect(JSON.stringify(op.responses['200'])).toMatch(/"secret_env":\{"type":"array"/);
   });
 });
 

@@ -4,11 +4,13 @@
 // with only the fields that differ — saying beforehand whether that scales in place, takes
 // effect at once or makes a revision (the same forecast as the console's) — and what matches
 // is left alone. Only the fields the file names are compared: a field left out keeps its
-// value. Secrets (tokens, passwords) cannot be read back, so they are sent on create only.
+// value. Secrets (tokens, passwords) cannot be read back, so they are sent on create only;
+// secret environment variables are sent when the deployment does not have them yet.
 
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { classifyPatch, sameValue, type Body, type PatchPlan } from '../domain/patch-effect.js';
+import { isAlwaysSecret } from '../domain/secret-env.js';
 import type { ApiClient } from './api.js';
 import { FAMILIES, listDeployments, routeOf, type Deployment, type Family } from './deployments.js';
 import { UsageError } from './errors.js';
@@ -60,13 +62,40 @@ export function readDesired(file: string, read: (f: string) => string = (f) => r
   });
 }
 
-/** The fields of the file that differ from the deployment as the API shows it. */
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The file's environment as the API stores it: plain `env` without the names that are always
+ * secret, and the secret variables (`secret_env`, plus those names from env), which can only
+ * be compared by whether they are set.
+ */
+function splitEnvironment(body: Body): { env: unknown; secret: Record<string, unknown> } {
+  const secret: Record<string, unknown> = isRecord(body.secret_env) ? { ...body.secret_env } : {};
+  if (!isRecord(body.env)) return { env: body.env, secret };
+  const env: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(body.env)) {
+    if (!isAlwaysSecret(name)) env[name] = value;
+    else if (!Object.hasOwn(secret, name)) secret[name] = value;
+  }
+  return { env, secret };
+}
+
+/**
+ * The fields of the file that differ from the deployment as the API shows it. Secret variables
+ * cannot be read back: one the deployment does not have is set, one it has is left alone
+ * (change it with the API), null removes one it has.
+ */
 export function patchFor(desired: Desired, current: Deployment): Body {
   const patch: Body = {};
-  for (const [key, value] of Object.entries(desired.body)) {
-    if (key === 'name' || WRITE_ONLY.has(key)) continue;
+  const { env, secret } = splitEnvironment(desired.body);
+  for (const [key, raw] of Object.entries(desired.body)) {
+    if (key === 'name' || key === 'secret_env' || WRITE_ONLY.has(key)) continue;
+    const value = key === 'env' ? env : raw;
     if (!sameValue(current[key] ?? null, value ?? null)) patch[key] = value;
   }
+  const set = new Set(current.secret_env ?? []);
+  const changes = Object.entries(secret).filter(([name, value]) => (value === null ? set.has(name) : !set.has(name)));
+  if (changes.length > 0) patch.secret_env = Object.fromEntries(changes);
   return patch;
 }
 
@@ -90,10 +119,15 @@ export function describeStep(step: Step): string {
   return `${label}: ${step.plan.statement}`;
 }
 
-/** The field-by-field difference, for `diff`. */
+/** The field-by-field difference, for `diff`; secret variables by name, never their values. */
 export function describeChanges(step: Step): string[] {
   if (step.kind !== 'patch') return [];
-  return Object.entries(step.plan.patch).map(([key, value]) => `  ${key}: ${JSON.stringify(step.current[key] ?? null)} → ${JSON.stringify(value)}`);
+  return Object.entries(step.plan.patch).map(([key, value]) => {
+    if (key !== 'secret_env' || !isRecord(value)) return `  ${key}: ${JSON.stringify(step.current[key] ?? null)} → ${JSON.stringify(value)}`;
+    const names = (removed: boolean) => Object.keys(value).filter((n) => (value[n] === null) === removed);
+    const parts = [names(false).length > 0 ? `set ${names(false).join(', ')}` : '', names(true).length > 0 ? `remove ${names(true).join(', ')}` : ''];
+    return `  secret_env: ${parts.filter(Boolean).join('; ')} (values not shown)`;
+  });
 }
 
 /** Performs a step; returns the line saying what happened, and the deployment after it. */

@@ -1,5 +1,6 @@
 // Table tests of the client's pure parts: reading an apply file (YAML documents, lists, the
-// mistakes it refuses), the fields a re-apply would PATCH (write-only secrets never), when a
+// mistakes it refuses), the fields a re-apply would PATCH (write-only secrets never, secret
+// variables only when not set yet), the environment `describe` prints, when a
 // deployment counts as ready, the exit status in a terminal's close reason, and which API and
 // key a command uses (flags, then environment, then the saved context).
 
@@ -8,11 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Command } from 'commander';
-import { patchFor, readDesired } from './apply.js';
+import { classifyPatch } from '../domain/patch-effect.js';
+import { describeChanges, patchFor, readDesired } from './apply.js';
 import { buildProgram } from './commands.js';
 import { commandPath, EXAMPLES } from './help.js';
 import { resolveConnection, writeContexts } from './contexts.js';
-import type { Deployment } from './deployments.js';
+import { environmentLines, type Deployment } from './deployments.js';
 import { UsageError } from './errors.js';
 import { exitStatusOf, isReady } from './watch.js';
 
@@ -52,6 +54,37 @@ describe('patchFor', () => {
   });
   it('finds nothing to change when the file matches, key order aside', () => {
     expect(patchFor({ family: 'general', name: 'a', body: { env: { A: '1' }, command: ['--x'] } }, current)).toEqual({});
+  });
+
+  describe('secret environment variables', () => {
+    const withSecret = { ...current, secret_env: ['REGISTRY_API_KEY', 'HF_TOKEN'] } as Deployment;
+    const file = (body: Record<string, unknown>) => ({ family: 'general' as const, name: 'a', body });
+
+    it('leaves one the deployment has alone (it cannot be read back), sets one it lacks, removes one set to null', () => {
+      expect(patchFor(file({ secret_env: { HF_TOKEN: 'hf_1', REGISTRY_API_KEY: 'k' } }), withSecret)).toEqual({});
+      expect(patchFor(file({ secret_env: { HF_TOKEN: 'hf_1', NEW_KEY: 'n', GONE: null } }), withSecret)).toEqual({ secret_env: { NEW_KEY: 'n' } });
+      expect(patchFor(file({ secret_env: { HF_TOKEN: null } }), withSecret)).toEqual({ secret_env: { HF_TOKEN: null } });
+    });
+
+    it('reads a name that is always secret in env as the API stores it: a secret, not a plain difference', () => {
+      const recipe = file({ env: { A: '1', REGISTRY_API_KEY: 'k' } });
+      expect(patchFor(recipe, withSecret)).toEqual({});
+      expect(patchFor(recipe, { ...current, secret_env: [] } as Deployment)).toEqual({ secret_env: { REGISTRY_API_KEY: 'k' } });
+      expect(patchFor(file({ env: { A: '2', REGISTRY_API_KEY: 'k' } }), withSecret)).toEqual({ env: { A: '2' } });
+    });
+
+    it('says which are set or removed in a diff, never their values', () => {
+      const patch = { secret_env: { NEW_KEY: 'value-never-printed', HF_TOKEN: null } };
+      const lines = describeChanges({ kind: 'patch', desired: file(patch), current: withSecret, plan: classifyPatch(patch, 1) });
+      expect(lines).toEqual(['  secret_env: set NEW_KEY; remove HF_TOKEN (values not shown)']);
+    });
+  });
+});
+
+describe('environmentLines', () => {
+  it('shows plain variables with their values and secret ones as set, by name', () => {
+    expect(environmentLines({ env: { MODE: 'fast' }, secret_env: ['REGISTRY_API_KEY', 'A_KEY'] })).toEqual(['  A_KEY (secret, set)', '  MODE=fast', '  REGISTRY_API_KEY (secret, set)']);
+    expect(environmentLines({ env: {}, secret_env: [] })).toEqual(['  none']);
   });
 });
 

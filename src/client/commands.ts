@@ -12,7 +12,7 @@ import { integer, makeKit, type ClientIo } from './command-kit.js';
 import { completionScript } from './completion.js';
 import { configPath, readContexts, resolveConnection, writeContexts } from './contexts.js';
 import { addCredentialCommands } from './credential-commands.js';
-import { componentsSummary, getDeployment, listDeployments, routeOf, type Deployment } from './deployments.js';
+import { componentsSummary, environmentLines, getDeployment, listDeployments, routeOf, type Deployment } from './deployments.js';
 import { UsageError } from './errors.js';
 import { addExamples } from './help.js';
 import { print, statusWord, type Column, type Out } from './output.js';
@@ -140,7 +140,7 @@ export function buildProgram(io: ClientIo): Command {
 
   program
     .command('describe <name>')
-    .description('a deployment in full: status and why, components, endpoint and how to call it, revisions')
+    .description('a deployment in full: status and why, components, endpoint and how to call it, environment (secret variables by name only), revisions')
     .action(async (name: string, _opts, cmd: Command) => {
       const client = api(cmd);
       const d = await getDeployment(client, name);
@@ -358,6 +358,9 @@ function describeText(d: Deployment, replicas: { name: string; component: string
     `  curl https://${d.endpoint_url}/v1/chat/completions \\`,
     `    -H "Authorization: Bearer $TOKEN" -H "content-type: application/json" \\`,
     `    -d '{"model": "MODEL", "messages": [{"role": "user", "content": "Hello"}]}'`,
+    '',
+    'Environment:',
+    ...environmentLines(d),
     '',
     'Replicas:',
     ...(replicas.length === 0 ? ['  none'] : replicas.map((r) => `  ${r.name}  ${r.component}  revision ${r.revision}  ${r.state}${r.restarts > 0 ? `  restarts ${r.restarts}` : ''}`)),

@@ -20,6 +20,10 @@ export interface Deployment {
   rollout: { state: string; reason?: string | null } | null;
   components: Record<string, { ready: number; desired: number }>;
   revisions: { revision: number; status: string; reason: string; created_at: string; failure_reason: string | null }[];
+  /** Plain environment variables. */
+  env?: Record<string, string>;
+  /** Names of the secret environment variables that are set; their values are never returned. */
+  secret_env?: string[];
   [field: string]: unknown;
 }
 
@@ -44,4 +48,12 @@ export const routeOf = (d: Pick<Deployment, 'family' | 'id'>): string => `/deplo
 export function componentsSummary(d: Pick<Deployment, 'components'>): string {
   const parts = Object.entries(d.components).map(([name, c]) => `${name} ${c.ready}/${c.desired}`);
   return parts.length > 0 ? parts.join(', ') : '-';
+}
+
+/** The environment for `describe`: plain variables with their values, secret ones by name only. */
+export function environmentLines(d: Pick<Deployment, 'env' | 'secret_env'>): string[] {
+  const plain = Object.entries(d.env ?? {}).map(([name, value]) => ({ name, line: `  ${name}=${value}` }));
+  const secret = (d.secret_env ?? []).map((name) => ({ name, line: `  ${name} (secret, set)` }));
+  const lines = [...plain, ...secret].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((e) => e.line);
+  return lines.length > 0 ? lines : ['  none'];
 }

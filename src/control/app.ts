@@ -144,6 +144,11 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
     credentials: new Credentials(deps.store, deps.clock),
     certificates,
   };
+  // Before any answer: a record from before secret variables keeps no registry key in plain env.
+  await ctx.deployments.sealLegacySecretEnv().then(
+    (n) => (n > 0 ? deps.logger?.info({ deployments: n }, 'sealed always-secret environment variables that older records kept in plain env') : undefined),
+    (err: unknown) => deps.logger?.warn({ err }, 'sealing always-secret environment variables of older records failed; retried at the next start'),
+  );
 
   app.decorateRequest('account', null);
   handleExpectations(app.server);

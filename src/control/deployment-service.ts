@@ -10,6 +10,7 @@ import { notFound, PlatformError } from '../core/errors.js';
 import { sha256Hex, hintOf, type Sealer } from '../core/secrets.js';
 import type { Catalog } from '../domain/catalog.js';
 import { hostCommandRefusal, runsHostCommand, type HostCommandPolicy } from '../domain/host-commands.js';
+import { isAlwaysSecret } from '../domain/secret-env.js';
 import type { ImageMap } from '../domain/image-map.js';
 import { checkCapacity } from '../domain/quota.js';
 import type {
@@ -191,6 +192,45 @@ export class DeploymentService {
     return found;
   }
 
+  /**
+   * Records written before secret variables existed may hold an always-secret name (the vendor
+   * container's REGISTRY_API_KEY) in plain env, in the current spec and in revisions: each is
+   * moved to the sealed set, so no such value stays readable at rest. The variable, its value
+   * and every revision's meaning are unchanged (the controller merges both sets), so nothing
+   * restarts. Idempotent; run when the control API starts. The number of deployments sealed.
+   */
+  async sealLegacySecretEnv(): Promise<number> {
+    let sealed = 0;
+    for (const { value: d } of await this.deps.store.list('deployment')) {
+      if (![d.spec, ...d.revisions.map((r) => r.spec)].some(hasLegacySecretEnv)) continue;
+      await modify(this.deps.store, 'deployment', d.id, (current) => this.withLegacySecretEnvSealed(current));
+      sealed++;
+    }
+    return sealed;
+  }
+
+  private withLegacySecretEnvSealed(d: DeploymentRecord): DeploymentRecord | undefined {
+    if (![d.spec, ...d.revisions.map((r) => r.spec)].some(hasLegacySecretEnv)) return undefined;
+    // One sealing per distinct spec: the current spec stays the very spec of its revision.
+    const done = new Map<string, DeploymentSpec>();
+    const upgrade = (spec: DeploymentSpec): DeploymentSpec => {
+      const key = JSON.stringify(spec);
+      const known = done.get(key);
+      if (known) return known;
+      const env: Record<string, string> = {};
+      const secrets: Record<string, string> = { ...spec.secrets.env };
+      for (const [name, value] of Object.entries(spec.env)) {
+        if (!isAlwaysSecret(name)) env[name] = value;
+        // A sealed value of the same name is the one the replica got (it wins the merge).
+        else secrets[name] ??= this.deps.sealer.seal(value);
+      }
+      const next = { ...spec, env, secrets: { ...spec.secrets, ...(Object.keys(secrets).length > 0 ? { env: secrets } : {}) } } as DeploymentSpec;
+      done.set(key, next);
+      return next;
+    };
+    return { ...d, spec: upgrade(d.spec), revisions: d.revisions.map((r) => ({ ...r, spec: upgrade(r.spec) })) };
+  }
+
   /** What validation needs to know about everything else in the store. */
   async context(excludeId?: number): Promise<ValidationContext & { others: DeploymentRecord[] }> {
     const { store, catalog } = this.deps;
@@ -319,14 +359,27 @@ export class DeploymentService {
   }
 
   private sealSecrets(draft: DeploymentDraft, inherited: SealedSecrets): SealedSecrets {
-    const out: SealedSecrets = { ...inherited };
+    const { env: inheritedEnv, ...rest } = inherited;
+    const out: SealedSecrets = { ...rest };
     for (const key of ['registry_password', 'model_hub_token'] as const) {
       const plain = draft.plainSecrets[key];
       if (plain === null) delete out[key];
       else if (typeof plain === 'string') out[key] = this.deps.sealer.seal(plain);
     }
+    // Name by name: a variable the request does not name keeps its sealed value.
+    const env = new Map(Object.entries(inheritedEnv ?? {}));
+    for (const [name, plain] of Object.entries(draft.plainSecrets.env ?? {})) {
+      if (plain === null) env.delete(name);
+      else env.set(name, this.deps.sealer.seal(plain));
+    }
+    if (env.size > 0) out.env = Object.fromEntries([...env].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
     return out;
   }
+}
+
+/** An always-secret name kept in plain env by a record from before secret variables. */
+function hasLegacySecretEnv(spec: DeploymentSpec): boolean {
+  return Object.keys(spec.env).some(isAlwaysSecret);
 }
 
 function nameConflict(name: string): PlatformError {

@@ -1,8 +1,9 @@
 // Owns the public shape of stored records: what the API returns for deployments,
 // revisions, tokens, service accounts and client certificates. Nothing secret passes through here — sealed
-// secrets become `has_*` flags, hashes are dropped.
+// secrets become `has_*` flags and secret environment variables a list of names, hashes are dropped.
 
 import { componentsOf, specifiedReplicas } from '../domain/components.js';
+import { isAlwaysSecret } from '../domain/secret-env.js';
 import {
   NO_LIMITS,
   type CertificateRecord,
@@ -49,6 +50,9 @@ export interface DeploymentView {
   endpoint_token_id: number | null;
   client_certificate_id: number | null;
   private_endpoint: boolean;
+  /** Plain environment variables; secret ones are only named, in secret_env. */
+  env: Record<string, string>;
+  secret_env: string[];
   max_request_body_bytes: number | null;
   rate_limit: RateLimit | null;
   created_at: string;
@@ -77,10 +81,22 @@ export function endpointUrl(name: string, at: EndpointAddress): string {
   return at.port === 443 ? `${name}.${at.domain}` : `${name}.${at.domain}:${at.port}`;
 }
 
-/** Spec fields as clients send them, without secrets. */
-export function publicSpec(spec: DeploymentSpec): Record<string, unknown> {
-  const { secrets, family: _family, ...rest } = spec;
-  const out: Record<string, unknown> = { ...rest };
+/**
+ * Spec fields as clients send them, without secrets: `secret_env` lists the secret variables
+ * by name, sorted. An always-secret name a record from before secret variables kept in plain
+ * env (until the start-up sweep seals it) is listed there too, its value never shown.
+ */
+export interface PublicSpec {
+  env: Record<string, string>;
+  secret_env: string[];
+  [field: string]: unknown;
+}
+
+export function publicSpec(spec: DeploymentSpec): PublicSpec {
+  const { secrets, family: _family, env: storedEnv, ...rest } = spec;
+  const env = Object.fromEntries(Object.entries(storedEnv).filter(([name]) => !isAlwaysSecret(name)));
+  const secretNames = new Set([...Object.keys(secrets.env ?? {}), ...Object.keys(storedEnv).filter(isAlwaysSecret)]);
+  const out: PublicSpec = { ...rest, env, secret_env: [...secretNames].sort() };
   if (spec.family === 'general') out.has_registry_password = secrets.registry_password !== undefined;
   else out.has_model_hub_token = secrets.model_hub_token !== undefined;
   if (spec.family === 'orchestrated' && spec.worker_pools === null) delete out.worker_pools;
@@ -147,7 +163,7 @@ export function revisionSummary(r: RevisionRecord): RevisionSummaryView {
   };
 }
 
-export function revisionDetail(r: RevisionRecord): RevisionSummaryView & { spec: Record<string, unknown> } {
+export function revisionDetail(r: RevisionRecord): RevisionSummaryView & { spec: PublicSpec } {
   return { ...revisionSummary(r), spec: publicSpec(r.spec) };
 }
 

@@ -4,6 +4,7 @@
 // names the field at fault in each message.
 
 import { Type, type TSchema } from 'typebox';
+import { ALWAYS_SECRET_ENV } from '../domain/secret-env.js';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
 const StringMap = Type.Record(Type.String(), Type.String());
@@ -67,6 +68,13 @@ const commonFields = {
   enable_logging: Nullable(Type.Boolean()),
   enable_model_caching: Nullable(Type.Boolean()),
   env: Nullable(StringMap),
+  secret_env: Nullable(
+    Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]), {
+      description:
+        'secret environment variables: NAME → value (set or replace) or null (remove); stored encrypted, never returned (the answer lists the names in secret_env). ' +
+        `PATCH and clone merge by name: a name left out keeps its value. Names that are always secret (${ALWAYS_SECRET_ENV.join(', ')}) are moved here from env`,
+    }),
+  ),
   annotations: Nullable(StringMap),
   min_replicas: Nullable(Type.Integer()),
   max_replicas: Nullable(Type.Integer()),
@@ -160,6 +168,8 @@ export const DeploymentResponse = Type.Object(
     endpoint_token_id: Type.Union([Type.Integer(), Type.Null()]),
     client_certificate_id: Type.Union([Type.Integer(), Type.Null()]),
     private_endpoint: Type.Boolean(),
+    env: Type.Record(Type.String(), Type.String(), { description: 'plain environment variables; secret ones are never here' }),
+    secret_env: Type.Array(Type.String(), { description: 'names of the secret environment variables that are set, sorted; their values are never returned' }),
     max_request_body_bytes: Type.Union([Type.Integer(), Type.Null()]),
     rate_limit: Type.Union([
       Type.Object({ requests_per_second: Type.Union([Type.Number(), Type.Null()]), tokens_per_minute: Type.Union([Type.Integer(), Type.Null()]) }),
@@ -248,6 +258,7 @@ export const PresetResponse = Type.Object({
   registry_username: Type.Union([Type.String(), Type.Null()]),
   example_command: Type.Array(Type.String()),
   needs_command: Type.Boolean(),
+  secret_env: Type.Array(Type.String(), { description: 'environment variables the engine reads a credential from: give them in secret_env' }),
   fills: Type.Array(Type.String()),
   local_runtime: Type.String(),
 });

@@ -2,7 +2,8 @@
 // ready: it starts min replicas, reports status from readiness, replaces an old revision
 // only once the new one is ready, drains before stopping (on its clock), reaps leftovers,
 // stands by without the lease, is fenced once deposed, and removes what deleted deployments left, on real
-// directories, whatever state they were deleted in.
+// directories, whatever state they were deleted in; secret environment variables are unsealed into the
+// replica's environment, and one that cannot be is named in the log (never a value) and left out.
 
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -457,5 +458,38 @@ describe('Controller clean-up of deleted deployments', () => {
 
     await store.delete('deployment', id);
     await expect.poll(() => left(id)).toEqual([]);
+  });
+});
+
+describe('Controller secret environment variables', () => {
+  /** A deployment whose spec holds `sealed` as its secret variables (sealed here as "sealed:<value>"). */
+  async function deployWithSecrets(sealed: Record<string, string>): Promise<number> {
+    const base = deploymentRecord(0, 'secret');
+    const spec = { ...base.spec, env: { PLAIN: 'p' }, secrets: { env: sealed } };
+    const created = await store.create('deployment', (id) => ({ ...base, id, spec, revisions: [{ ...base.revisions[0]!, spec }], scaling: { ...base.scaling, min_replicas: 1 } }));
+    return created.value.id;
+  }
+  const unseal = (s: string) => {
+    if (!s.startsWith('sealed:')) throw new Error('bad seal');
+    return s.slice('sealed:'.length);
+  };
+
+  it('unseals them into the replica environment beside the plain ones', async () => {
+    await deployWithSecrets({ REGISTRY_API_KEY: 'sealed:registry-key-1' });
+    await controller({ unseal }).start();
+    await expect.poll(() => runtime.started.length).toBe(1);
+    expect(runtime.started[0]!.request.env).toEqual({ PLAIN: 'p', REGISTRY_API_KEY: 'registry-key-1' });
+  });
+
+  it('starts the replica without one that cannot be unsealed, logging its name and never a value', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
+    await deployWithSecrets({ BROKEN: 'garbled-sealed-value', GOOD: 'sealed:good-value' });
+    await controller({ unseal, logger }).start();
+    await expect.poll(() => runtime.started.length).toBe(1);
+    expect(runtime.started[0]!.request.env).toEqual({ PLAIN: 'p', GOOD: 'good-value' });
+    const errors = lines.map((l) => JSON.parse(l) as { level: number; variable?: string; msg: string }).filter((l) => l.level >= 50);
+    expect(errors).toEqual([expect.objectContaining({ variable: 'BROKEN', msg: expect.stringContaining('BROKEN cannot be unsealed') })]);
+    expect(lines.join('\n')).not.toMatch(/garbled-sealed-value|good-value/);
   });
 });

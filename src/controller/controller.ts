@@ -70,7 +70,7 @@ export interface ControllerOptions {
   autoscaled?: (deploymentId: number) => number | undefined;
   /** Where orchestrated deployments' workers files live (one per deployment); none: they do not run. */
   workersDir?: string;
-  /** Opens sealed secrets (the model-hub token the workers get as a file). */
+  /** Opens sealed secrets (the model-hub token the workers get as a file, secret environment variables). */
   unseal?: (sealed: string) => string;
   /** Replica lifetimes (× GPUs) go here, per deployment and hour (the usage view). */
   usage?: UsageLedger;
@@ -297,7 +297,12 @@ export class Controller {
     const desired = desiredReplicas(d, figure, autoscaled !== undefined)[GENERAL_COMPONENT] ?? 0;
     const gpus = this.opts.gpusPerReplica?.(d, GENERAL_COMPONENT) ?? 1;
     const plans: ComponentPlan[] = [
-      { component: GENERAL_COMPONENT, desired, gpus, request: (spec, revision, name) => (spec.family === 'general' ? generalRequest(d, spec, revision, name) : null) },
+      {
+        component: GENERAL_COMPONENT,
+        desired,
+        gpus,
+        request: (spec, revision, name) => (spec.family === 'general' ? generalRequest(d, spec, revision, name, this.secretEnv(d, spec)) : null),
+      },
     ];
     await this.reconcileComponents(d, plans, (ready) => deploymentStatus(d, ready.total, desired));
   }
@@ -316,7 +321,8 @@ export class Controller {
       component,
       desired: n,
       gpus: usesGpuInstance(component) ? (this.opts.gpusPerReplica?.(d, component) ?? 1) : 0,
-      request: (spec, revision, name) => (spec.family === 'orchestrated' ? orchestratedRequest(d, spec, component, revision, name, workersFile, this.hubToken(spec)) : null),
+      request: (spec, revision, name) =>
+        spec.family === 'orchestrated' ? orchestratedRequest(d, spec, component, revision, name, workersFile, this.hubToken(spec), this.secretEnv(d, spec)) : null,
     }));
     // The file first: the Frontend should know a worker before the deployment says ready.
     await this.writeWorkersFile(d, workersFile);
@@ -334,6 +340,27 @@ export class Controller {
       this.opts.logger.error('the model hub token cannot be unsealed (was the secret key changed?); workers start without it');
       return null;
     }
+  }
+
+  /**
+   * The secret environment variables of a revision's spec, unsealed for the replica's
+   * environment. Never logged: one that cannot be unsealed is named (not its value) and left
+   * out, and the replica starts without it.
+   */
+  private secretEnv(d: DeploymentRecord, spec: DeploymentSpec): Record<string, string> {
+    const out: Record<string, string> = {};
+    const sealed = Object.entries(spec.secrets.env ?? {});
+    if (sealed.length === 0) return out;
+    const { unseal, logger } = this.opts;
+    for (const [name, value] of sealed) {
+      try {
+        if (!unseal) throw new Error('no unsealer');
+        out[name] = unseal(value);
+      } catch {
+        logger.error({ deployment: d.name, variable: name }, `the secret environment variable ${name} cannot be unsealed (was the secret key changed?); the replica starts without it`);
+      }
+    }
+    return out;
   }
 
   /** Writes the ready workers' addresses for the Frontend. */
@@ -552,7 +579,8 @@ export class Controller {
   }
 }
 
-function generalRequest(d: DeploymentRecord, spec: GeneralSpec, revision: number, name: string): ReplicaRequest {
+/** `secretEnv`: the spec's secret variables, unsealed, joined to its plain ones (a name is never in both). */
+function generalRequest(d: DeploymentRecord, spec: GeneralSpec, revision: number, name: string, secretEnv: Record<string, string>): ReplicaRequest {
   return {
     name,
     deploymentId: d.id,
@@ -561,7 +589,7 @@ function generalRequest(d: DeploymentRecord, spec: GeneralSpec, revision: number
     image: spec.image,
     tag: spec.tag,
     command: spec.command,
-    env: spec.env,
+    env: { ...spec.env, ...secretEnv },
     configFile: spec.config_file,
     containerPort: spec.container_port,
     protocol: spec.protocol,

@@ -67,6 +67,8 @@ export function orchestratedRequest(
   name: string,
   workersFile: string,
   hubToken: string | null,
+  /** The spec's secret environment variables, unsealed: the workers' environment, like env. */
+  secretEnv: Record<string, string>,
 ): ReplicaRequest {
   const base = {
     name,
@@ -107,7 +109,7 @@ export function orchestratedRequest(
     image: WORKER_IMAGE,
     tag: 'openai',
     command: ['--model', spec.model, ...role, ...hub, ...workerArgs(spec.extra_args)],
-    env: { ...spec.env },
+    env: { ...spec.env, ...secretEnv },
     configFile: hubToken !== null ? { filename: HUB_TOKEN_FILE, mount_path: HUB_TOKEN_DIR, content: hubToken } : null,
     modelCaching: spec.enable_model_caching,
   };

@@ -20,6 +20,11 @@ export interface Preset {
   example_command: string[];
   /** Whether the engine needs a command at all (Ollama and the vendor container do not). */
   needs_command: boolean;
+  /**
+   * Environment variables the engine reads a credential from, to be given as secret variables
+   * (the console offers them as secret rows); never filled by the preset.
+   */
+  secret_env: string[];
 }
 
 export const PRESETS: readonly Preset[] = Object.freeze([
@@ -35,6 +40,7 @@ export const PRESETS: readonly Preset[] = Object.freeze([
     registry_username: null,
     example_command: ['vllm', 'serve', '<org>/<model>', '--host', '0.0.0.0', '--port', '8000'],
     needs_command: true,
+    secret_env: [],
   },
   {
     id: 'sglang',
@@ -48,6 +54,7 @@ export const PRESETS: readonly Preset[] = Object.freeze([
     registry_username: null,
     example_command: ['python3', '-m', 'sglang.launch_server', '--model-path', '<org>/<model>', '--host', '0.0.0.0', '--port', '30000'],
     needs_command: true,
+    secret_env: [],
   },
   {
     id: 'tgi',
@@ -61,6 +68,7 @@ export const PRESETS: readonly Preset[] = Object.freeze([
     registry_username: null,
     example_command: ['text-generation-launcher', '--model-id', '<org>/<model>', '--hostname', '0.0.0.0', '--port', '80'],
     needs_command: true,
+    secret_env: [],
   },
   {
     id: 'triton',
@@ -74,6 +82,7 @@ export const PRESETS: readonly Preset[] = Object.freeze([
     registry_username: null,
     example_command: ['tritonserver', '--model-repository=/models'],
     needs_command: true,
+    secret_env: [],
   },
   {
     id: 'ollama',
@@ -87,12 +96,13 @@ export const PRESETS: readonly Preset[] = Object.freeze([
     registry_username: null,
     example_command: [],
     needs_command: false,
+    secret_env: [],
   },
   {
     id: 'nim',
     name: 'Vendor-packaged model container',
     description:
-      'downloads its model weights at start-up and serves an OpenAI-compatible API; set registry_password and the env var REGISTRY_API_KEY to your registry key, leave the command empty',
+      'downloads its model weights at start-up and serves an OpenAI-compatible API; set registry_password and the env var REGISTRY_API_KEY to your registry key (kept as a secret variable, never shown again), leave the command empty',
     image: 'nvcr.io/nim/meta/llama-3.1-8b-instruct',
     tag: 'latest',
     container_port: 8000,
@@ -101,6 +111,7 @@ export const PRESETS: readonly Preset[] = Object.freeze([
     registry_username: '$oauthtoken',
     example_command: [],
     needs_command: false,
+    secret_env: ['REGISTRY_API_KEY'],
   },
 ] satisfies Preset[]);
 

@@ -26,10 +26,15 @@ export interface ConfigFile {
   content: string;
 }
 
-/** Secrets are kept sealed (AES-GCM, see domain/secrets.ts) and never leave the API. */
+/** Secrets are kept sealed (AES-GCM, see core/secrets.ts) and never leave the API. */
 export interface SealedSecrets {
   registry_password?: string;
   model_hub_token?: string;
+  /**
+   * Secret environment variables, name → sealed value: merged into the replica's environment
+   * by the controller, listed by name only (`secret_env`) in answers. Never also in `env`.
+   */
+  env?: Record<string, string>;
 }
 
 /** Revision-bearing fields of a general inference deployment: editing any makes a revision. */

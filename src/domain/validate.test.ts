@@ -202,6 +202,25 @@ const CASES: Case[] = [
   ...shared('env holds a vault token', { env: { AUTH: `Bearer ${VAULT_TOKEN}` } }, 'env.AUTH', 'endpoint credentials must not be placed in environment variables'),
   ...shared('env holds a private key', { env: { TLS_KEY: PEM } }, 'env.TLS_KEY', 'endpoint credentials must not be placed in environment variables: it holds a PEM private key'),
 
+  // Names a deployment may not set: the runtime's own, and — where the image runs infergate's simulated engine — those that load code.
+  ...shared('a runtime variable in env', { env: { INFERGATE_MODEL_CACHE_DIR: '/' } }, 'env.INFERGATE_MODEL_CACHE_DIR', 'are set by the runtime in every replica'),
+  ...shared('NODE_OPTIONS for the simulated engine', { env: { NODE_OPTIONS: '--require ./cfg/x.cjs' } }, 'env.NODE_OPTIONS', "infergate's own simulated engine"),
+  ...shared('LD_PRELOAD for the simulated engine', { env: { LD_PRELOAD: '/cache/x.so' } }, 'env.LD_PRELOAD', 'makes the dynamic loader, Node.js or OpenSSL load code'),
+  ...shared('LD_LIBRARY_PATH as a secret variable of the simulated engine', { secret_env: { LD_LIBRARY_PATH: '/x' } }, 'secret_env.LD_LIBRARY_PATH', 'load code'),
+  ...shared('OPENSSL_CONF for the simulated engine', { env: { OPENSSL_CONF: '/x.cnf' } }, 'env.OPENSSL_CONF', 'load code'),
+  { rule: 'NODE_OPTIONS on a preset image the runtime simulates', family: 'general', body: { ...without(general(), 'image', 'tag'), preset: 'vllm', env: { NODE_OPTIONS: '--inspect' } }, field: 'env.NODE_OPTIONS', message: 'load code' },
+  // secret_env: env's name rule and credential screen, string or null values, never both plain and secret
+  ...shared('wrong type: secret_env', { secret_env: ['A=1'] }, 'secret_env', 'secret_env must be an object mapping names to string values (set or replace) or null (remove), got an array'),
+  ...shared('secret_env name', { secret_env: { '1X': 'v' } }, 'secret_env.1X', 'names use letters, digits and underscores and begin with a letter or underscore'),
+  ...shared('secret_env value type', { secret_env: { X: 5 } }, 'secret_env.X', 'secret_env.X must be a string (set or replace the variable) or null (remove it), got a number'),
+  ...shared('secret_env holds a service-account key', { secret_env: { KEY: `--api-key=${PLATFORM_KEY}` } }, 'secret_env.KEY', 'secret_env.KEY holds a service-account key, a platform credential'),
+  ...shared('secret_env holds the own token', { secret_env: { API_TOKEN: TOKEN } }, 'secret_env.API_TOKEN', 'endpoint credentials must not be placed in environment variables'),
+  ...shared('secret_env holds a vault token', { secret_env: { AUTH: `Bearer ${VAULT_TOKEN}` } }, 'secret_env.AUTH', "it holds an endpoint bearer token from the vault"),
+  ...shared('secret_env holds a private key', { secret_env: { TLS_KEY: PEM } }, 'secret_env.TLS_KEY', 'it holds a PEM private key'),
+  ...shared('a service-account key as a secret_env name', { secret_env: { [PLATFORM_KEY]: 'v' } }, 'secret_env', 'secret_env holds a service-account key'),
+  ...shared('a name both plain and secret', { env: { SHARED: '1' }, secret_env: { SHARED: '2' } }, 'secret_env.SHARED', 'SHARED is both a plain variable (env.SHARED) and a secret one'),
+  ...shared('an always-secret name both in env and secret_env', { env: { REGISTRY_API_KEY: 'a-key' }, secret_env: { REGISTRY_API_KEY: 'b-key' } }, 'secret_env.REGISTRY_API_KEY', 'give it once, in secret_env'),
+
   // annotations, protocol, lists, names
   ...shared('annotation key', { annotations: { 'bad key': 'v' } }, 'annotations.bad key', 'annotation key "bad key" is invalid'),
   ...shared('annotation value', { annotations: { team: 3 } }, 'annotations.team', 'annotations.team must be a string'),
@@ -254,11 +273,21 @@ describe('validateCreate: one case per rule', () => {
     expect(problems).toContainEqual({ field: c.field, message: expect.stringContaining(c.message), code: c.code ?? 'invalid_field' });
   });
 
-  it('never echoes a credential found in env', () => {
-    for (const value of [TOKEN, VAULT_TOKEN, PEM]) {
-      const problems = problemsOf(validateCreate('general', general({ env: { X: value } }), ctx));
-      expect(problems).toHaveLength(1);
-      expect(problems[0]?.message).not.toContain(value.slice(0, 12));
+  it('never echoes a credential found in env or secret_env', () => {
+    for (const field of ['env', 'secret_env']) {
+      for (const value of [TOKEN, VAULT_TOKEN, PEM]) {
+        const problems = problemsOf(validateCreate('general', general({ [field]: { X: value } }), ctx));
+        expect(problems).toHaveLength(1);
+        expect(problems[0]?.message).not.toContain(value.slice(0, 12));
+      }
+    }
+  });
+
+  it('checks env and secret_env names with the one rule: the same verdict and words for every name', () => {
+    for (const name of ['1X', 'A-B', 'A B', 'É', '', '_OK', 'OK_2']) {
+      const plain = problemsOf(validateCreate('general', general({ env: { [name]: 'v' } }), ctx));
+      const secret = problemsOf(validateCreate('general', general({ secret_env: { [name]: 'v' } }), ctx));
+      expect(secret.map((p) => ({ ...p, field: p.field.replace(/^secret_env\./, 'env.') })), name).toEqual(plain);
     }
   });
 
@@ -270,6 +299,8 @@ describe('validateCreate: one case per rule', () => {
       general({ env: { [PLATFORM_KEY]: 'v' } }),
       general({ annotations: { [PLATFORM_KEY]: 'v' } }),
       general({ endpoint_bearer_token: PLATFORM_KEY, env: { K: PLATFORM_KEY } }),
+      general({ secret_env: { [PLATFORM_KEY]: 'v' } }),
+      general({ secret_env: { K: PLATFORM_KEY } }),
     ]) {
       const problems = problemsOf(validateCreate('general', body, ctx));
       expect(problems.length, JSON.stringify(body)).toBeGreaterThan(0);
@@ -279,6 +310,15 @@ describe('validateCreate: one case per rule', () => {
 });
 
 describe('validateCreate: valid requests and defaults', () => {
+  it("lets an image that runs its own command set code-loading variables: they act on that command alone, in its sandbox", () => {
+    const draft = ok(validateCreate('general', general({ image: 'me/own-server', command: ['/srv/serve'], env: { LD_PRELOAD: '/x.so', NODE_OPTIONS: '--max-old-space-size=64' } }), ctx));
+    expect(draft.spec.env).toEqual({ LD_PRELOAD: '/x.so', NODE_OPTIONS: '--max-old-space-size=64' });
+    // The runtime's own names stay refused there too.
+    expect(problemsOf(validateCreate('general', general({ image: 'me/own-server', command: ['/srv/serve'], env: { INFERGATE_REPLICA_ID: 'x' } }), ctx)).map((p) => p.field)).toEqual([
+      'env.INFERGATE_REPLICA_ID',
+    ]);
+  });
+
   it.each<[string, Family, Body]>([
     ['general base', 'general', general()],
     ['general scale-to-zero', 'general', general({ min_replicas: 0, max_replicas: 2, max_concurrency: 4 })],
@@ -349,6 +389,17 @@ describe('validateCreate: valid requests and defaults', () => {
     expect(g.spec.secrets).toEqual({});
     const o = ok(validateCreate('orchestrated', aggregated({ model_hub_token: 'hf_x' }), ctx));
     expect(o.plainSecrets).toEqual({ model_hub_token: 'hf_x' });
+  });
+
+  it('takes secret variables by value for the caller to seal; names that are always secret move out of env', () => {
+    const d = ok(validateCreate('general', general({ env: { REGISTRY_API_KEY: 'registry-key', MODE: 'fast' }, secret_env: { HF_TOKEN: 'hf_abc', UNSET: null } }), ctx));
+    expect(d.spec.env).toEqual({ MODE: 'fast' });
+    expect(d.spec.secrets).toEqual({});
+    // null on create only means "not set".
+    expect(d.plainSecrets).toEqual({ env: { HF_TOKEN: 'hf_abc', REGISTRY_API_KEY: 'registry-key' } });
+    const o = ok(validateCreate('orchestrated', aggregated({ secret_env: { API_KEY: 'k-1' } }), ctx));
+    expect(o.plainSecrets).toEqual({ env: { API_KEY: 'k-1' } });
+    expect(ok(validateCreate('general', general({ secret_env: null }), ctx)).plainSecrets).toEqual({});
   });
 
   it('returns every problem, unknown fields first, then in the order of the field list', () => {
@@ -464,6 +515,72 @@ describe('validatePatch', () => {
     const old = { ...record, spec: older } as DeploymentRecord;
     expect(ok(validatePatch(old, { min_replicas: 2 }, ctx)).specChanged).toBe(false);
     expect(ok(validatePatch(old, { routing_policy: 'affinity' }, ctx)).specChanged).toBe(false);
+  });
+
+  describe('secret_env', () => {
+    /** A stored deployment with a secret variable API_KEY and a plain one MODE. */
+    const withSecret = (family: Family = 'general'): DeploymentRecord => {
+      const record = created(family, family === 'general' ? general({ env: { MODE: 'fast' } }) : aggregated({ env: { MODE: 'fast' } }));
+      const spec = { ...record.spec, secrets: { env: { API_KEY: 'v1.sealed-api-key' } } } as DeploymentRecord['spec'];
+      return { ...record, spec, revisions: [{ ...record.revisions[0]!, spec }] };
+    };
+
+    it.each<Family>(['general', 'orchestrated'])('%s: a body without it keeps every secret: no change, nothing to seal', (family) => {
+      const r = ok(validatePatch(withSecret(family), { min_replicas: 1, env: { MODE: 'slow' } }, ctx));
+      expect(r.draft.plainSecrets).toEqual({});
+      expect(r.draft.spec.env).toEqual({ MODE: 'slow' });
+      expect(ok(validatePatch(withSecret(family), { min_replicas: 1 }, ctx)).specChanged).toBe(false);
+    });
+
+    it('setting, replacing or removing one is a spec change; removing one not stored is none', () => {
+      const add = ok(validatePatch(withSecret(), { secret_env: { HF_TOKEN: 'hf_x' } }, ctx));
+      expect(add).toMatchObject({ specChanged: true, draft: { plainSecrets: { env: { HF_TOKEN: 'hf_x' } } } });
+      expect(ok(validatePatch(withSecret(), { secret_env: { API_KEY: 'rotated' } }, ctx)).specChanged).toBe(true);
+      const removed = ok(validatePatch(withSecret(), { secret_env: { API_KEY: null } }, ctx));
+      expect(removed).toMatchObject({ specChanged: true, draft: { plainSecrets: { env: { API_KEY: null } } } });
+      expect(ok(validatePatch(withSecret(), { secret_env: { NEVER_SET: null } }, ctx)).specChanged).toBe(false);
+      expect(ok(validatePatch(withSecret(), { secret_env: {} }, ctx)).specChanged).toBe(false);
+    });
+
+    it('an always-secret name in env is a secret change, and never a plain variable', () => {
+      const r = ok(validatePatch(withSecret(), { env: { MODE: 'fast', REGISTRY_API_KEY: 'registry-key' } }, ctx));
+      expect(r.specChanged).toBe(true);
+      expect(r.draft.spec.env).toEqual({ MODE: 'fast' });
+      expect(r.draft.plainSecrets).toEqual({ env: { REGISTRY_API_KEY: 'registry-key' } });
+    });
+
+    it('refuses a stored secret given in env, saying how to change it or make it plain', () => {
+      const problems = problemsOf(validatePatch(withSecret(), { env: { MODE: 'fast', API_KEY: 'now-plain' } }, ctx));
+      expect(problems).toEqual([{ field: 'env.API_KEY', code: 'invalid_field', message: expect.stringContaining('API_KEY is a secret variable of this deployment') }]);
+      expect(problems[0]!.message).toContain('"secret_env": {"API_KEY": null}');
+      expect(JSON.stringify(problems)).not.toContain('now-plain');
+      // ...which, done in the same request, makes it a plain variable.
+      const plain = ok(validatePatch(withSecret(), { env: { API_KEY: 'now-plain' }, secret_env: { API_KEY: null } }, ctx));
+      expect(plain.draft.spec.env).toEqual({ API_KEY: 'now-plain' });
+      expect(plain.draft.plainSecrets).toEqual({ env: { API_KEY: null } });
+    });
+
+    it('refuses making a stored plain variable secret while env still holds it', () => {
+      expect(problemsOf(validatePatch(withSecret(), { secret_env: { MODE: 'hidden' } }, ctx)).map((p) => p.field)).toEqual(['secret_env.MODE']);
+      expect(ok(validatePatch(withSecret(), { env: {}, secret_env: { MODE: 'hidden' } }, ctx)).draft).toMatchObject({ spec: { env: {} }, plainSecrets: { env: { MODE: 'hidden' } } });
+    });
+
+    it('a clone keeps the source secrets (the caller copies them) and merges its own over them', () => {
+      expect(ok(validateClone(withSecret(), { name: 'copy' }, ctx)).plainSecrets).toEqual({});
+      const d = ok(validateClone(withSecret(), { name: 'copy', secret_env: { API_KEY: null, OTHER: 'o-1' } }, ctx));
+      expect(d.plainSecrets).toEqual({ env: { API_KEY: null, OTHER: 'o-1' } });
+      expect(problemsOf(validateClone(withSecret(), { name: 'copy', env: { API_KEY: 'x' } }, ctx)).map((p) => p.field)).toEqual(['env.API_KEY']);
+    });
+  });
+
+  it("refuses to make a host command with LD_PRELOAD a simulated image, whether the variable is plain or secret", () => {
+    const stored = created('general', general({ image: 'me/own-server', command: ['/srv/serve'], env: { LD_PRELOAD: '/x.so' } }));
+    // As the service stores it: the secret sealed into the spec.
+    const host = { ...stored, spec: { ...stored.spec, secrets: { env: { NODE_OPTIONS: 'sealed:v1' } } } };
+    const problems = problemsOf(validatePatch(host, { image: 'infergate/reference-engine', command: [] }, ctx));
+    expect(problems.map((p) => p.field).sort()).toEqual(['env.LD_PRELOAD', 'secret_env.NODE_OPTIONS']);
+    // Removing them in the same request is the way through.
+    expect(ok(validatePatch(host, { image: 'infergate/reference-engine', command: [], env: {}, secret_env: { NODE_OPTIONS: null } }, ctx)).specChanged).toBe(true);
   });
 
   it('env with the same entries in another order is no change', () => {

@@ -77,3 +77,24 @@ describe('planLaunch', () => {
     expect(inherited).toEqual({ PATH: '/bin', HOME: '/root' });
   });
 });
+
+describe('planLaunch and the variables a deployment may not set', () => {
+  it('drops code-loading variables for a simulated image (a record from before the API refused them), naming them in the log', () => {
+    const plan = planLaunch(request({ env: { NODE_OPTIONS: '--require ./cfg/x.cjs', LD_PRELOAD: '/x.so', KEEP: '1' } }), inputs());
+    expect(plan.env).not.toHaveProperty('NODE_OPTIONS');
+    expect(plan.env).not.toHaveProperty('LD_PRELOAD');
+    expect(plan.env.KEEP).toBe('1');
+    expect(plan.notes.join('\n')).toMatch(/not passed to this replica \(NODE_OPTIONS, LD_PRELOAD\)/);
+  });
+
+  it("keeps them for a host command, where they act on the deployment's own command inside its sandbox", () => {
+    const plan = planLaunch(request({ image: 'me/server', command: ['/bin/server'], env: { LD_PRELOAD: '/x.so', NODE_OPTIONS: '--max-old-space-size=64' } }), inputs());
+    expect(plan.env).toMatchObject({ LD_PRELOAD: '/x.so', NODE_OPTIONS: '--max-old-space-size=64' });
+  });
+
+  it('never lets a deployment set the runtime\'s own INFERGATE_ variables', () => {
+    const plan = planLaunch(request({ image: 'me/server', command: ['/bin/server'], env: { INFERGATE_MODEL_CACHE_DIR: '/', INFERGATE_OTHER: 'x' } }), inputs());
+    expect(plan.env).not.toHaveProperty('INFERGATE_MODEL_CACHE_DIR');
+    expect(plan.env).not.toHaveProperty('INFERGATE_OTHER');
+  });
+});

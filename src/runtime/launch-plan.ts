@@ -10,6 +10,7 @@
 // the same purpose, but the runtime cannot force its bind address (local-replica.ts reports
 // one that listens beyond loopback).
 
+import { envNameRefusal } from '../domain/env-names.js';
 import { resolveImage, type ImageMap } from '../domain/image-map.js';
 import { modelFromVendorImage, translateEngineCommand } from './engine-args.js';
 import type { Probe } from './readiness.js';
@@ -59,10 +60,27 @@ function substituteRuntimeVars(arg: string, port: number): string {
   return arg.replace(/\$\{PORT\}|\$PORT\b/g, String(port)).replace(/\$\{HOST\}|\$HOST\b/g, REPLICA_HOST);
 }
 
+/**
+ * The deployment's variables the replica may have: the control API refuses the others
+ * (env-names.ts), and a record written before that rule has them dropped here, named in `notes`.
+ */
+function deploymentEnv(env: Readonly<Record<string, string>>, simulated: boolean, notes: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  const dropped: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (envNameRefusal(name, simulated) === null) out[name] = value;
+    else dropped.push(name);
+  }
+  if (dropped.length > 0) notes.push(`infergate runtime: environment variables not passed to this replica (${dropped.join(', ')}): ${envNameRefusal(dropped[0]!, simulated)}`);
+  return out;
+}
+
 export function planLaunch(req: ReplicaRequest, inputs: PlanInputs): LaunchPlan {
+  const notes: string[] = [];
+  const launch = resolveImage(inputs.images, req.image, req.tag);
   const env: Record<string, string> = {
     ...inputs.inherited,
-    ...req.env,
+    ...deploymentEnv(req.env, launch.kind !== 'host', notes),
     PORT: String(inputs.port),
     HOST: REPLICA_HOST,
     INFERGATE_REPLICA_ID: req.name,
@@ -72,9 +90,6 @@ export function planLaunch(req: ReplicaRequest, inputs: PlanInputs): LaunchPlan 
   if (inputs.configPath !== null) env.INFERGATE_CONFIG_FILE = inputs.configPath;
   if (inputs.cacheDir !== null) env.INFERGATE_MODEL_CACHE_DIR = inputs.cacheDir;
   const probe: Probe = req.protocol === 'grpc' ? { kind: 'tcp' } : { kind: 'http', path: req.healthPath };
-  const notes: string[] = [];
-
-  const launch = resolveImage(inputs.images, req.image, req.tag);
   if (launch.kind === 'host') {
     notes.push(
       `infergate runtime: image ${req.image}:${req.tag} is not one the runtime simulates; running the command on this host with PORT=${inputs.port} HOST=${REPLICA_HOST} (listen on that address: replicas share the host's network)`,

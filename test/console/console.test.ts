@@ -3,9 +3,10 @@
 // watched to ready, called through the gateway, its access line arriving live in the Logs tab,
 // the terminal running `echo $GREETING` inside the replica, usage and activity, settings that
 // say whether they scale in place or make a revision, rollback, pause and resume, an
-// aggregated orchestrated deployment through its form, server refusals shown next to the
-// field, log lines rendered as text (no script runs), and a member account kept off the
-// service-accounts page. Screenshots go to docs/console/ when CONSOLE_SCREENSHOTS=1.
+// aggregated orchestrated deployment through its form, secret environment variables (the
+// vendor preset's registry key made secret, write-only values, replaced and removed in
+// Settings), server refusals shown next to the field, log lines rendered as text (no script
+// runs), and a member account kept off the service-accounts page. Screenshots go to docs/console/ when CONSOLE_SCREENSHOTS=1.
 
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -232,6 +233,59 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     const d = (await platform.call('GET', `/deployments/orchestrated/${id}`)).body;
     expect(d).toMatchObject({ name: 'orch', serving_mode: 'aggregated', model: 'acme/tiny-chat', endpoint_token_id: vault.body.id, enable_logging: true });
     await page.locator('.page-head').getByText(/Pending|Ready/).waitFor();
+  });
+
+  it('keeps secret variables write-only: the vendor preset makes REGISTRY_API_KEY secret, Settings replaces and removes them', async () => {
+    const key = 'nvapi-console-key-8e1f27c4b9';
+    const rotated = 'nvapi-console-key-rotated-55d0';
+    await at('/deployments/new/general');
+    await page.getByLabel('Endpoint Name', { exact: true }).fill('vendor');
+    await page.getByLabel('Preset').selectOption('nim');
+    // The preset's engine reads its registry key from REGISTRY_API_KEY: a secret row, secret for good.
+    await expect.poll(() => page.getByLabel('Environment variables name 1').inputValue()).toBe('REGISTRY_API_KEY');
+    const secretBox = page.getByLabel('Environment variables secret 1');
+    expect([await secretBox.isChecked(), await secretBox.isDisabled()]).toEqual([true, true]);
+    expect(await page.getByLabel('Environment variables value 1').getAttribute('type')).toBe('password');
+    await page.getByLabel('Environment variables value 1').fill(key);
+    await page.getByLabel('Image Registry Password').fill(key);
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    await page.waitForURL(/#\/deployments\/general\/\d+/);
+    const id = Number(/general\/(\d+)/.exec(page.url())?.[1]);
+    await page.getByRole('button', { name: 'Done' }).click();
+    let d = (await platform.call('GET', `/deployments/general/${id}`)).body;
+    expect(d).toMatchObject({ env: {}, secret_env: ['REGISTRY_API_KEY'], has_registry_password: true });
+    // The replica got it: the vendor container only becomes ready with its registry key.
+    await platform.waitFor(id, (x) => x.status === 'ready', 30_000, 'vendor ready');
+
+    await at(`/deployments/general/${id}/settings`);
+    const stored = page.locator('[data-env="REGISTRY_API_KEY"]');
+    await expect.poll(() => stored.textContent()).toContain('secret · set');
+    expect(await page.content()).not.toContain(key);
+    // Replace its value and add a second secret in one save: one new revision.
+    await page.getByRole('button', { name: 'Replace secret REGISTRY_API_KEY' }).click();
+    await page.getByLabel('New value of secret REGISTRY_API_KEY').fill(rotated);
+    await page.getByRole('button', { name: 'Add environment variable' }).click();
+    await page.getByLabel('Environment variables name 1').fill('EXTRA_TOKEN');
+    await page.getByLabel('Environment variables secret 1').check();
+    await page.getByLabel('Environment variables value 1').fill('extra-secret-value');
+    await expect.poll(() => page.getByRole('status').textContent()).toMatch(/Creates revision 2 .*secret_env/);
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByText(/Saved: revision 2/).waitFor();
+    d = (await platform.call('GET', `/deployments/general/${id}`)).body;
+    expect(d).toMatchObject({ revision: 2, env: {}, secret_env: ['EXTRA_TOKEN', 'REGISTRY_API_KEY'] });
+    await expect.poll(() => page.locator('[data-env="EXTRA_TOKEN"]').textContent()).toContain('secret · set');
+    expect(await page.content()).not.toMatch(/nvapi-console-key|extra-secret-value/);
+
+    await page.getByRole('button', { name: 'Remove secret EXTRA_TOKEN' }).click();
+    await expect.poll(() => page.locator('[data-env="EXTRA_TOKEN"]').textContent()).toContain('removed on save');
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByText(/Saved: revision 3/).waitFor();
+    d = (await platform.call('GET', `/deployments/general/${id}`)).body;
+    expect(d).toMatchObject({ revision: 3, secret_env: ['REGISTRY_API_KEY'] });
+    expect(JSON.stringify(d)).not.toMatch(/nvapi-console-key|extra-secret-value/);
+    await platform.waitFor(id, (x) => x.serving_revision === 3 && x.status === 'ready', 30_000, 'revision 3 ready with the rotated key');
   });
 
   it('shows a server refusal next to the field it names, keeping what was typed', async () => {

@@ -57,6 +57,18 @@ describe('console form rules', () => {
     );
   });
 
+  it('checks secret variable names with the same rule as env, an empty secret, and a name both plain and secret', () => {
+    expect(checkGeneral({ ...minimal, secret_env: { REGISTRY_API_KEY: 'k', GONE: null } }, { mode: 'create', tokenBound: true })).toEqual({});
+    const problems = checkGeneral({ ...minimal, env: { GREETING: 'hi' }, secret_env: { '1BAD': 'x', EMPTY: '', GREETING: 'hidden' } }, { mode: 'create', tokenBound: true });
+    expect(problems).toEqual({
+      'secret_env.1BAD': checkGeneral({ ...minimal, env: { '1BAD': 'x' } }, { mode: 'create', tokenBound: true })['env.1BAD'],
+      'secret_env.EMPTY': 'type the value of the secret variable EMPTY, or remove its row',
+      'secret_env.GREETING': expect.stringContaining('GREETING is both a plain variable (env.GREETING) and a secret one'),
+    });
+    // Making a plain variable secret in one edit: removed from env, given in secret_env.
+    expect(checkOrchestrated({ name: 'o', cluster_id: 1, hardware_instance_id: 1, model: 'org/m', private_endpoint: true, env: {}, secret_env: { GREETING: 'hidden' } }, { mode: 'edit', tokenBound: false })).toEqual({});
+  });
+
   it('lets an empty config file content through (the API allows it) but not a missing mount path', () => {
     expect(checkGeneral({ ...minimal, config_file: { filename: 'a.yaml', mount_path: '/etc/x', content: '' } }, { mode: 'create', tokenBound: true })).toEqual({});
     expect(checkGeneral({ ...minimal, config_file: { filename: 'a.yaml', mount_path: '', content: 'x' } }, { mode: 'create', tokenBound: true })).toHaveProperty('config_file.mount_path');

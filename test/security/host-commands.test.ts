@@ -2,7 +2,10 @@
 // an admin's choice on the control API: a member's create, clone or spec-changing PATCH
 // that would run one is a 403 naming the server flag that opens it; scaling, credentials,
 // pause, resume, rollback and delete of such a deployment stay open to members; and where
-// no sandbox exists nobody may, unless the operator allows unsandboxed host commands.
+// no sandbox exists nobody may, unless the operator allows unsandboxed host commands. Nor can
+// a member make a simulated image run its own code at start: NODE_OPTIONS, LD_PRELOAD and the
+// other variables that load code are refused for images the runtime simulates (400 naming the
+// variable), by create, PATCH or secret_env, whatever the role.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HostCommandPolicy } from '../../src/domain/host-commands.js';
@@ -109,5 +112,42 @@ describe('no sandbox on this node', () => {
     const a = await start({ sandboxed: false, allowUnsandboxed: true, allowMembers: false });
     expect((await a.api.call('POST', '/deployments/general', hostBody('admin-unsb'))).status).toBe(201);
     expectForbidden(await a.api.call('POST', '/deployments/general', hostBody('member-unsb'), a.member), '--allow-member-host-commands');
+  });
+});
+
+describe("a simulated image cannot be made to run the member's own code", () => {
+  let a: Api;
+  const configFile = { filename: 'x.cjs', mount_path: '/cfg', content: "require('fs').writeFileSync('/tmp/pwned', String(process.getuid()))" };
+  const attack = (name: string, env: Record<string, string>) => ({ ...generalBody(name, TOKEN), config_file: configFile, enable_model_caching: true, env });
+  beforeAll(async () => {
+    // Even with host commands opened to members: the rule is about the platform's own program.
+    a = await start({ sandboxed: true, allowUnsandboxed: false, allowMembers: true });
+  });
+
+  it.each([
+    ['NODE_OPTIONS', '--require ./cfg/x.cjs'],
+    ['NODE_OPTIONS', '--import=./cfg/x.cjs'],
+    ['LD_PRELOAD', './model-cache/x.so'],
+    ['NODE_PATH', './cfg'],
+  ])("refuses %s=%s on the reference engine: 400 naming the variable, nothing created", async (name, value) => {
+    const res = await a.api.call('POST', '/deployments/general', attack(`sim-${name.toLowerCase().replace(/_/g, '-')}`, { [name]: value }), a.member);
+    expect(res.status).toBe(400);
+    expect(res.body.error.field ?? res.body.error.problems?.[0]?.field).toBe(`env.${name}`);
+    expect(JSON.stringify(res.body)).toContain("infergate's own simulated engine");
+  });
+
+  it('refuses them by PATCH and as secret variables, and for an admin too', async () => {
+    const created = await a.api.call('POST', '/deployments/general', attack('sim-ok', { MODE: 'fast' }), a.member);
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.body.id as number;
+    expect((await a.api.call('PATCH', `/deployments/general/${id}`, { env: { NODE_OPTIONS: '--require ./cfg/x.cjs' } }, a.member)).status).toBe(400);
+    expect((await a.api.call('PATCH', `/deployments/general/${id}`, { secret_env: { LD_PRELOAD: './x.so' } }, a.member)).status).toBe(400);
+    expect((await a.api.call('PATCH', `/deployments/general/${id}`, { env: { NODE_OPTIONS: '--require ./cfg/x.cjs' } })).status).toBe(400);
+    expect((await a.api.call('GET', `/deployments/general/${id}`)).body).toMatchObject({ revision: 1, env: { MODE: 'fast' } });
+  });
+
+  it("lets an image that runs its own command set them: they act on that command alone, inside its sandbox", async () => {
+    const res = await a.api.call('POST', '/deployments/general', { ...hostBody('own-ld'), env: { LD_PRELOAD: '/opt/lib/x.so' } }, a.member);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
   });
 });

@@ -56,7 +56,10 @@ export interface Deployment {
   protocol?: string;
   enable_logging?: boolean;
   enable_model_caching?: boolean;
+  /** Plain environment variables; secret ones are never here. */
   env?: Record<string, string>;
+  /** Names of the secret environment variables that are set (their values never leave the API). */
+  secret_env?: string[];
   annotations?: Record<string, string>;
   // general
   preset?: string | null;
@@ -120,6 +123,8 @@ export interface Preset {
   registry_username: string | null;
   example_command: string[];
   needs_command: boolean;
+  /** Variables its engine reads a credential from: the form adds them as secret rows. */
+  secret_env: string[];
   fills: string[];
   local_runtime: string;
 }

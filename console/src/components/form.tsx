@@ -1,7 +1,7 @@
 // Owns form parts: a labelled field whose label is the spec's setting name, its hint, and the
 // error the browser or the API gives for it, placed right below the control and tied to it
-// with aria-describedby; a key/value editor for environment variables and annotations; the
-// error summary for problems that name no field on the page.
+// with aria-describedby; a key/value editor (annotations; environment variables have their own,
+// env-editor.tsx, for secret ones); the error summary for problems that name no field on the page.
 
 import { useId, type ReactNode } from 'react';
 import type { FieldProblem } from '../api/client';

@@ -1,13 +1,15 @@
 // Owns the general-inference spec controls, shared by the create form and Settings: the preset
-// picker (fills the container fields, never the command), the container (image, tag, port,
-// protocol, health check, registry credentials, command) and the runtime options (logging,
-// model caching, session affinity, metrics target, environment, config file, annotations).
+// picker (fills the container fields and adds the secret variables its engine needs, never the
+// command), the container (image, tag, port, protocol, health check, registry credentials,
+// command) and the runtime options (logging, model caching, session affinity, metrics target,
+// environment with secret variables, config file, annotations).
 
 import type { Preset } from '../api/types';
+import { EnvEditor } from '../components/env-editor';
 import { CheckField, KeyValueEditor, type Problems } from '../components/form';
 import { Select, TextArea, TextInput } from './inputs';
 import { argsToLines } from './rules';
-import type { GeneralValues } from './values';
+import { withPresetSecrets, type GeneralValues } from './values';
 
 /** What selecting a preset writes into the form: everything the recipe fills except the command. */
 export function presetPatch(p: Preset): Partial<GeneralValues> {
@@ -44,10 +46,11 @@ export function PresetPicker({
         disabled={presets === null}
         onChange={(id) => {
           const p = presets?.find((x) => x.id === id);
-          set(p ? presetPatch(p) : { preset: '' });
+          // The variables its engine reads a credential from (the vendor container's registry key) become secret rows.
+          set(p ? { ...presetPatch(p), env: withPresetSecrets(values.env, p.secret_env) } : { preset: '' });
         }}
         options={[{ value: '', label: presets === null ? 'Loading presets…' : 'None: your own image' }, ...(presets ?? []).map((p) => ({ value: p.id, label: p.name }))]}
-        hint="Optional. A preset fills the image, tag, container port, protocol, health check path and registry username; you still choose the command."
+        hint="Optional. A preset fills the image, tag, container port, protocol, health check path and registry username, and adds the secret variables its engine needs; you still choose the command and give their values."
       />
       {chosen && (
         <div className="notice" aria-live="polite">
@@ -202,7 +205,14 @@ export function RuntimeFields({ values, set, problems }: { values: GeneralValues
         />
         <TextInput label="Metrics path" field="metrics_path" problems={problems} value={values.metrics_path} onChange={(metrics_path) => set({ metrics_path })} placeholder="/metrics" />
       </div>
-      <KeyValueEditor label="Environment variables" field="env" pairs={values.env} onChange={(env) => set({ env })} problems={problems} hint="Names use letters, digits and underscores and begin with a letter or underscore. Never put endpoint credentials here." />
+      <EnvEditor
+        label="Environment variables"
+        rows={values.env}
+        stored={values.storedSecrets}
+        onChange={set}
+        problems={problems}
+        hint="Names use letters, digits and underscores and begin with a letter or underscore. Mark keys and passwords Secret: stored sealed, passed to the replicas, never shown again. Never put endpoint credentials here."
+      />
       {/* Not a .field itself: the three parts inside are, each with its own problem. */}
       <fieldset data-field="config_file">
         <legend>

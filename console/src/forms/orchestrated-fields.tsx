@@ -1,8 +1,9 @@
 // Owns the orchestrated-inference spec controls, shared by the create form and Settings: the
 // model and how clients name it, the model hub token for gated models, the protocol, logging
-// and caching, extra worker arguments, environment variables and annotations. The platform
+// and caching, extra worker arguments, environment variables (secret ones write-only) and annotations. The platform
 // supplies the runtime image, so there is no image, port or command here.
 
+import { EnvEditor } from '../components/env-editor';
 import { CheckField, KeyValueEditor, type Problems } from '../components/form';
 import { Select, TextArea, TextInput } from './inputs';
 import type { OrchestratedValues } from './values';
@@ -95,7 +96,14 @@ export function WorkerFields({ values, set, problems }: { values: OrchestratedVa
           </>
         }
       />
-      <KeyValueEditor label="Environment Variables" field="env" pairs={values.env} onChange={(env) => set({ env })} problems={problems} hint="Names use letters, digits and underscores and begin with a letter or underscore. Never put endpoint credentials here." />
+      <EnvEditor
+        label="Environment Variables"
+        rows={values.env}
+        stored={values.storedSecrets}
+        onChange={set}
+        problems={problems}
+        hint="Names use letters, digits and underscores and begin with a letter or underscore. Mark keys and passwords Secret: stored sealed, passed to the replicas, never shown again. Never put endpoint credentials here."
+      />
       <KeyValueEditor label="Annotations" field="annotations" pairs={values.annotations} onChange={(annotations) => set({ annotations })} problems={problems} keyLabel="Key" />
     </>
   );

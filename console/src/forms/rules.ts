@@ -27,6 +27,8 @@ export interface CommonBody {
   enable_logging?: boolean;
   enable_model_caching?: boolean;
   env?: Record<string, string>;
+  /** Secret variables: a value sets or replaces, null removes; a name left out keeps its value. */
+  secret_env?: Record<string, string | null>;
   annotations?: Record<string, string>;
   min_replicas?: number;
   max_replicas?: number;
@@ -159,13 +161,30 @@ export function tokenProblem(token: string): string | undefined {
   return undefined;
 }
 
-/** Environment variable names; values holding credentials are the server's to judge. */
-export function envProblems(env: Record<string, string> | undefined): Problems {
+/** The API's one rule for a variable's name, plain or secret. */
+export function envNameProblem(name: string): string | undefined {
+  if (ENV_NAME.test(name)) return undefined;
+  return `environment variable name "${name}" is invalid: names use letters, digits and underscores and begin with a letter or underscore`;
+}
+
+/**
+ * Environment variable names, plain and secret, and a name never both; values holding
+ * credentials are the server's to judge. A secret typed empty is the console's own catch (the
+ * API would store it): it is most likely a row added for a preset and not filled in yet.
+ */
+export function envProblems(env: Record<string, string> | undefined, secretEnv?: Record<string, string | null>): Problems {
   const out: Problems = {};
   for (const name of Object.keys(env ?? {})) {
-    if (!ENV_NAME.test(name)) {
-      out[`env.${name}`] =
-        `environment variable name "${name}" is invalid: names use letters, digits and underscores and begin with a letter or underscore`;
+    const p = envNameProblem(name);
+    if (p) out[`env.${name}`] = p;
+  }
+  for (const [name, value] of Object.entries(secretEnv ?? {})) {
+    const field = `secret_env.${name}`;
+    const p = envNameProblem(name);
+    if (p) out[field] = p;
+    else if (value === '') out[field] = `type the value of the secret variable ${name}, or remove its row`;
+    else if (value !== null && Object.hasOwn(env ?? {}, name)) {
+      out[field] = `${name} is both a plain variable (env.${name}) and a secret one; a variable is one or the other: remove it from env to keep it secret, or from secret_env to keep it plain`;
     }
   }
   return out;
@@ -327,7 +346,7 @@ export function checkGeneral(body: GeneralBody, opts: CheckOptions): Problems {
   checkRegistry(body, opts, out);
   checkMetrics(body, out);
   checkConfigFile(body.config_file, out);
-  Object.assign(out, envProblems(body.env), annotationProblems(body.annotations));
+  Object.assign(out, envProblems(body.env, body.secret_env), annotationProblems(body.annotations));
   Object.assign(out, scalingProblems('general', body, body.max_concurrency), authProblems(body, opts.tokenBound), limitsProblems(body));
   return out;
 }
@@ -345,7 +364,7 @@ export function checkOrchestrated(body: OrchestratedBody, opts: CheckOptions): P
   if (typeof body.served_model_name === 'string' && body.served_model_name.trim() === '') {
     out.served_model_name = 'served_model_name must not be empty; leave it out and clients send the model-hub identifier';
   }
-  Object.assign(out, envProblems(body.env), annotationProblems(body.annotations));
+  Object.assign(out, envProblems(body.env, body.secret_env), annotationProblems(body.annotations));
   Object.assign(out, scalingProblems('orchestrated', body, body.concurrency), authProblems(body, opts.tokenBound), limitsProblems(body));
   return out;
 }

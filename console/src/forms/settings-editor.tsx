@@ -40,7 +40,7 @@ import {
 const PLACED = [
   'name', 'cluster_id', 'serving_mode', 'hardware_instance_id', 'preset', 'image', 'tag', 'container_port', 'protocol',
   'health_check_path', 'registry_username', 'registry_password', 'enable_logging', 'enable_model_caching', 'session_affinity', 'routing_policy',
-  'command', 'metrics_port', 'metrics_path', 'env', 'config_file', 'annotations', 'min_replicas', 'max_replicas',
+  'command', 'metrics_port', 'metrics_path', 'env', 'secret_env', 'config_file', 'annotations', 'min_replicas', 'max_replicas',
   'max_concurrency', 'concurrency', 'cooldown_period', 'model', 'served_model_name', 'model_hub_token', 'extra_args',
   'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint', 'max_request_body_bytes', 'rate_limit',
 ];

@@ -2,9 +2,11 @@
 // when the server refuses) and their two conversions: a stored deployment into values (Settings
 // prefill) and values into the request body the API takes. Both the create body and the
 // Settings diff go through the same conversion, so the API's defaults (tag latest, path /,
-// cooldown 300, max = min) read the same on both sides of a diff.
+// cooldown 300, max = min) read the same on both sides of a diff. Secret environment
+// variables are write-only: the form knows a stored one by name and sends only what changes.
 
 import type { Deployment, VaultToken } from '../api/types';
+import { rowIsSecret, type EnvRow, type StoredSecret } from '../components/env-editor';
 import { pairsToRecord, recordToPairs, type Pair } from '../components/form';
 import {
   argsToLines,
@@ -26,13 +28,16 @@ export interface ScalingValues {
   cooldown_period: string;
 }
 
+export type { EnvRow, StoredSecret };
+
 export interface CommonValues {
   cluster_id: number | null;
   hardware_instance_id: number | null;
   protocol: 'http' | 'grpc';
   enable_logging: boolean;
   enable_model_caching: boolean;
-  env: Pair[];
+  env: EnvRow[];
+  storedSecrets: StoredSecret[];
   annotations: Pair[];
   scaling: ScalingValues;
 }
@@ -112,6 +117,7 @@ export function emptyGeneral(): GeneralValues {
     enable_logging: true,
     enable_model_caching: false,
     env: [],
+    storedSecrets: [],
     annotations: [],
     scaling: emptyScaling(),
     preset: '',
@@ -138,6 +144,7 @@ export function emptyOrchestrated(): OrchestratedValues {
     enable_logging: true,
     enable_model_caching: false,
     env: [],
+    storedSecrets: [],
     annotations: [],
     scaling: emptyScaling(),
     model: '',
@@ -162,7 +169,8 @@ function commonFrom(d: Deployment, target: number | null | undefined): CommonVal
     protocol: d.protocol === 'grpc' ? 'grpc' : 'http',
     enable_logging: d.enable_logging ?? true,
     enable_model_caching: d.enable_model_caching ?? false,
-    env: recordToPairs(d.env),
+    env: recordToPairs(d.env).map((p) => ({ ...p, secret: false })),
+    storedSecrets: (d.secret_env ?? []).map((name) => ({ name, action: 'keep' as const, value: '' })),
     annotations: recordToPairs(d.annotations),
     scaling: {
       min_replicas: text(d.min_replicas),
@@ -240,12 +248,36 @@ class Reader {
 
 const nonEmpty = (s: string): string | undefined => (s.trim() === '' ? undefined : s.trim());
 
+/**
+ * The environment as the API takes it: plain rows in env; in secret_env, secret rows' values
+ * and the stored secrets replaced (a value) or removed (null). A stored secret kept is left out,
+ * so it keeps its value. Values are taken as typed: spaces may be part of a secret.
+ */
+export function environmentBody(v: Pick<CommonValues, 'env' | 'storedSecrets'>): Pick<CommonBody, 'env' | 'secret_env'> {
+  const secretEnv: Record<string, string | null> = {};
+  for (const s of v.storedSecrets) {
+    if (s.action === 'replace') secretEnv[s.name] = s.value;
+    else if (s.action === 'remove') secretEnv[s.name] = null;
+  }
+  for (const row of v.env) if (rowIsSecret(row) && row.key.trim() !== '') secretEnv[row.key.trim()] = row.value;
+  const body: Pick<CommonBody, 'env' | 'secret_env'> = { env: pairsToRecord(v.env.filter((row) => !rowIsSecret(row))) };
+  if (Object.keys(secretEnv).length > 0) body.secret_env = secretEnv;
+  return body;
+}
+
+/** The rows after choosing a preset: the variables its engine reads a credential from become secret rows. */
+export function withPresetSecrets(rows: readonly EnvRow[], names: readonly string[]): EnvRow[] {
+  const out = rows.map((row) => (names.includes(row.key.trim()) ? { ...row, secret: true } : row));
+  for (const name of names) if (!out.some((row) => row.key.trim() === name)) out.push({ key: name, value: '', secret: true });
+  return out;
+}
+
 function commonBody(v: CommonValues, family: 'general' | 'orchestrated', r: Reader): CommonBody & { target?: number } {
   const body: CommonBody & { target?: number } = {
     protocol: v.protocol,
     enable_logging: v.enable_logging,
     enable_model_caching: v.enable_model_caching,
-    env: pairsToRecord(v.env),
+    ...environmentBody(v),
     annotations: pairsToRecord(v.annotations),
   };
   if (v.cluster_id !== null) body.cluster_id = v.cluster_id;

@@ -21,7 +21,7 @@ import { authPlan, emptyAuth, emptyGeneral, generalBody, type AuthValues, type G
 const PLACED = [
   'name', 'cluster_id', 'hardware_instance_id', 'preset', 'image', 'tag', 'container_port', 'protocol', 'health_check_path',
   'registry_username', 'registry_password', 'enable_logging', 'enable_model_caching', 'session_affinity', 'routing_policy', 'command',
-  'metrics_port', 'metrics_path', 'env', 'config_file', 'annotations', 'min_replicas', 'max_replicas', 'max_concurrency',
+  'metrics_port', 'metrics_path', 'env', 'secret_env', 'config_file', 'annotations', 'min_replicas', 'max_replicas', 'max_concurrency',
   'cooldown_period', 'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint',
 ];
 

@@ -20,7 +20,7 @@ import { authPlan, emptyAuth, emptyOrchestrated, orchestratedBody, type AuthValu
 
 const PLACED = [
   'name', 'cluster_id', 'model', 'serving_mode', 'hardware_instance_id', 'min_replicas', 'max_replicas', 'concurrency',
-  'cooldown_period', 'served_model_name', 'model_hub_token', 'protocol', 'extra_args', 'env', 'annotations', 'enable_logging',
+  'cooldown_period', 'served_model_name', 'model_hub_token', 'protocol', 'extra_args', 'env', 'secret_env', 'annotations', 'enable_logging',
   'enable_model_caching', 'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint',
 ];
 

@@ -5,6 +5,7 @@
 // the server refuses them, it says in its own words.
 
 import type { Cluster, Deployment, Items, Pool } from '../api/types';
+import { envSummary } from '../components/env-editor';
 import { usePoll } from '../hooks';
 import type { Account } from '../session';
 import { DeploymentActions } from '../forms/deployment-actions';
@@ -67,7 +68,7 @@ function DisaggregatedSettings({ d }: { d: Deployment }) {
         <dt>Extra Arguments</dt>
         <dd>{d.extra_args && d.extra_args.length > 0 ? <code>{d.extra_args.join(' ')}</code> : 'none'}</dd>
         <dt>Environment Variables</dt>
-        <dd>{Object.keys(d.env ?? {}).join(', ') || 'none'}</dd>
+        <dd>{envSummary(d.env, d.secret_env)}</dd>
         <dt>Annotations</dt>
         <dd>{Object.entries(d.annotations ?? {}).map(([k, v]) => `${k}=${v}`).join(', ') || 'none'}</dd>
         <dt>Endpoint protection</dt>

@@ -1,10 +1,14 @@
-// Owns endpoint protection and the two free-form string maps. Auth: the bearer token (never a
-// service-account key), the client certificate and the rule that no endpoint is public. env
-// and annotations: key syntax and string values; env values are also screened for endpoint
-// credentials (PEM keys and substrings of the own token included), which is why they sit with
-// auth (a token copied into env would leak to everything that runs in the replica). Every
-// other field's credentials are credential-screen.ts's.
+// Owns endpoint protection and the free-form string maps. Auth: the bearer token (never a
+// service-account key), the client certificate and the rule that no endpoint is public. env,
+// secret_env and annotations: key syntax and string values; environment values (plain and
+// secret) are also screened for endpoint credentials (PEM keys and substrings of the own token
+// included), which is why they sit with auth (a token copied into the environment would leak
+// to everything that runs in the replica). Secret variables: names that are always secret are
+// moved out of env, and a name is never both plain and secret once the request is applied.
+// Every other field's credentials are credential-screen.ts's.
 
+import { isAlwaysSecret } from '../secret-env.js';
+import { envNameRefusal } from '../env-names.js';
 import { credentialKind } from './credential-screen.js';
 import type { DeploymentDraft, Options, ValidationContext } from './types.js';
 import { kindOf, type Obj, type Req } from './shape.js';
@@ -117,24 +121,117 @@ function credentialIn(field: string, value: string, ownToken: string | undefined
   return null;
 }
 
-export function checkEnv(req: Req, ctx: ValidationContext, ownToken: string | undefined): Record<string, string> {
-  const env = req.obj('env') ?? {};
-  for (const [name, value] of Object.entries(env)) {
+/**
+ * The one rule for an environment variable's name, for `env.<NAME>` and `secret_env.<NAME>`
+ * alike (`field` is the one reported): the syntax, then the names a deployment may not set
+ * (env-names.ts) — the runtime's own, and, where the image runs infergate's simulated engine
+ * (`simulated`), those that make it load code. False when the name is refused.
+ */
+export function checkEnvName(req: Req, field: string, name: string, simulated: boolean): boolean {
+  if (!ENV_NAME.test(name)) {
+    req.add(
+      field,
+      `environment variable name "${name}" is invalid: names use letters, digits and underscores and begin with a letter or underscore`,
+    );
+    return false;
+  }
+  const refusal = envNameRefusal(name, simulated);
+  if (refusal === null) return true;
+  req.add(field, refusal);
+  return false;
+}
+
+/** What a request makes of the replica's environment. */
+export interface EnvDraft {
+  /** Plain variables, stored and shown as they are (names that are always secret taken out). */
+  env: Record<string, string>;
+  /**
+   * Changes to the secret variables: a value to seal (set or replace) or null (remove). A
+   * name absent keeps what is stored: a client cannot resend what it cannot read.
+   */
+  secretEnv: Record<string, string | null>;
+}
+
+/** `env`: names, string values, no credential; names that are always secret are returned apart. */
+function checkPlainEnv(req: Req, ctx: ValidationContext, ownToken: string | undefined, simulated: boolean): { plain: Record<string, string>; moved: Record<string, string> } {
+  const plain: Record<string, string> = {};
+  const moved: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.obj('env') ?? {})) {
     const field = `env.${name}`;
-    if (!ENV_NAME.test(name)) {
-      req.add(
-        field,
-        `environment variable name "${name}" is invalid: names use letters, digits and underscores and begin with a letter or underscore`,
-      );
-    }
+    checkEnvName(req, field, name, simulated);
     if (typeof value !== 'string') {
       req.add(field, `${field} must be a string, got ${kindOf(value)}`);
       continue;
     }
     const problem = credentialIn(field, value, ownToken, ctx);
     if (problem) req.add(field, problem);
+    // A recipe that puts a registry key in env (the vendor container's) still gets it sealed.
+    if (isAlwaysSecret(name)) moved[name] = value;
+    else plain[name] = value;
   }
-  return stringEntries(env);
+  return { plain, moved };
+}
+
+/** `secret_env`: the same names and screening as env; a value sets or replaces, null removes. */
+function checkSecretValues(req: Req, ctx: ValidationContext, ownToken: string | undefined, simulated: boolean): Record<string, string | null> {
+  const changes: Record<string, string | null> = {};
+  for (const [name, value] of Object.entries(req.obj('secret_env') ?? {})) {
+    const field = `secret_env.${name}`;
+    if (value === null) {
+      changes[name] = null;
+      continue;
+    }
+    // Removing one is always allowed, whatever its name: it only takes something away.
+    checkEnvName(req, field, name, simulated);
+    if (typeof value !== 'string') {
+      req.add(field, `${field} must be a string (set or replace the variable) or null (remove it), got ${kindOf(value)}`);
+      continue;
+    }
+    const problem = credentialIn(field, value, ownToken, ctx);
+    if (problem) req.add(field, problem);
+    changes[name] = value;
+  }
+  return changes;
+}
+
+/**
+ * env and secret_env together. Once the request is applied a name is plain or secret, never
+ * both: the stored secret set (PATCH, clone) counts, minus what this request removes.
+ * `simulated`: the image runs infergate's own engine (env-names.ts), which also holds for the
+ * stored secret names a PATCH keeps (say, one set while the image ran its own command).
+ */
+export function checkEnvironment(req: Req, ctx: ValidationContext, ownToken: string | undefined, opts: Options, simulated: boolean): EnvDraft {
+  const { plain, moved } = checkPlainEnv(req, ctx, ownToken, simulated);
+  const changes = checkSecretValues(req, ctx, ownToken, simulated);
+  for (const name of Object.keys(opts.inherited?.secrets.env ?? {})) {
+    if (!Object.hasOwn(changes, name)) checkEnvName(req, `secret_env.${name}`, name, simulated);
+  }
+  for (const [name, value] of Object.entries(changes)) {
+    if (value === null) continue;
+    if (Object.hasOwn(moved, name)) {
+      req.add(
+        `secret_env.${name}`,
+        `${name} is given in both env and secret_env; give it once, in secret_env (${name} is always a secret variable, so in env it is moved there anyway)`,
+      );
+    } else if (Object.hasOwn(plain, name)) {
+      req.add(
+        `secret_env.${name}`,
+        `${name} is both a plain variable (env.${name}) and a secret one; a variable is one or the other: remove it from env to keep it secret, or from secret_env to keep it plain`,
+      );
+    }
+  }
+  const stored = opts.inherited?.secrets.env ?? {};
+  for (const name of Object.keys(plain)) {
+    if (!Object.hasOwn(stored, name) || Object.hasOwn(changes, name)) continue;
+    req.add(
+      `env.${name}`,
+      `${name} is a secret variable of this deployment (listed in secret_env); a variable cannot be both: to change its value give it in secret_env, ` +
+        `or to make it plain remove the secret in the same request with "secret_env": {"${name}": null}`,
+    );
+  }
+  // On create there is nothing to remove: null only means "not set".
+  const secretEnv = Object.fromEntries(Object.entries({ ...changes, ...moved }).filter(([, value]) => value !== null || opts.inherited !== null));
+  return { env: plain, secretEnv };
 }
 
 export function checkAnnotations(req: Req): Record<string, string> {

@@ -185,3 +185,8 @@ export function secretWillBeSet(req: Req, field: 'registry_password' | 'model_hu
   if (plain === undefined) return !req.has(field) && opts.inherited?.secrets[field] !== undefined;
   return plain !== null;
 }
+
+/** The secret environment changes of a draft's plainSecrets: none is no `env` key at all. */
+export function secretEnvChanges(changes: Record<string, string | null>): { env?: Record<string, string | null> } {
+  return Object.keys(changes).length > 0 ? { env: changes } : {};
+}

@@ -4,7 +4,7 @@
 // a name, an annotation, a command argument, a config file, a registry user — would be
 // handed to all of them. The screen runs right after the shape check and rejects such a
 // field before any other rule can quote its value; nothing here ever echoes one.
-// Environment values have their own, stricter rule in auth-and-env-rules.ts.
+// Environment values (env and secret_env) have their own, stricter rule in auth-and-env-rules.ts.
 
 import type { Req } from './shape.js';
 import type { ValidationContext } from './types.js';
@@ -95,9 +95,13 @@ function findCredential(field: string, value: unknown, ctx: ValidationContext, o
   return null;
 }
 
+/** The environment maps: their names are screened here, their values by checkEnv and checkSecretEnv. */
+const ENV_FIELDS = new Set(['env', 'secret_env']);
+
 /**
  * Rejects every field that holds a credential it is not for. Environment values are left
- * to checkEnv (its messages are about replicas), and endpoint_bearer_token to checkToken.
+ * to checkEnv and checkSecretEnv (their messages are about replicas), and
+ * endpoint_bearer_token to checkToken.
  */
 export function screenCredentials(req: Req, ctx: ValidationContext): void {
   const ownToken = typeof req.raw.endpoint_bearer_token === 'string' ? req.raw.endpoint_bearer_token : undefined;
@@ -110,12 +114,12 @@ export function screenCredentials(req: Req, ctx: ValidationContext): void {
       }
       continue;
     }
-    const found = field === 'env' ? findInKeys(field, value, ctx, ownToken) : findCredential(field, value, ctx, ownToken);
+    const found = ENV_FIELDS.has(field) ? findInKeys(field, value, ctx, ownToken) : findCredential(field, value, ctx, ownToken);
     if (found) req.rejectWithin(field, found.path, misplaced(found.path, found.kind));
   }
 }
 
-/** env's names only (its values are checkEnv's). */
+/** An environment map's names only (its values are checkEnv's or checkSecretEnv's). */
 function findInKeys(field: string, value: unknown, ctx: ValidationContext, ownToken: string | undefined): { path: string; kind: CredentialKind } | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
   for (const key of Object.keys(value)) {

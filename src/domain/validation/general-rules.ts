@@ -6,7 +6,7 @@ import { resolveImage } from '../image-map.js';
 import { findPreset, PRESETS } from '../presets.js';
 import type { ConfigFile, GeneralSpec } from '../records.js';
 import { checkLimits } from './limits-rules.js';
-import { checkAuth, checkAnnotations, checkEnv } from './auth-and-env-rules.js';
+import { checkAuth, checkAnnotations, checkEnvironment } from './auth-and-env-rules.js';
 import {
   checkCluster,
   checkName,
@@ -16,6 +16,7 @@ import {
   checkTopLevelHardware,
   need,
   plainSecret,
+  secretEnvChanges,
   secretWillBeSet,
 } from './common-rules.js';
 import { kindOf, type Req } from './shape.js';
@@ -150,7 +151,9 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
   const configFile = checkConfigFile(req);
   const scaling = checkScaling(req);
   const auth = checkAuth(req, ctx, opts);
-  const env = checkEnv(req, ctx, auth.token_value ?? undefined);
+  // A refused image or tag is reported on its own field; the environment is then judged as for a host command.
+  const simulated = image !== undefined && resolveImage(ctx.images, image, tag).kind !== 'host';
+  const environment = checkEnvironment(req, ctx, auth.token_value ?? undefined, opts, simulated);
   const annotations = checkAnnotations(req);
   const limits = checkLimits(req);
   const command = req.strs('command') ?? [];
@@ -173,12 +176,15 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
     command,
     metrics_port: metrics.port,
     metrics_path: metrics.path,
-    env,
+    env: environment.env,
     config_file: configFile,
     annotations,
     secrets: {},
   };
   const registryPassword = plainSecret(req, 'registry_password');
-  const plainSecrets = registryPassword === undefined ? {} : { registry_password: registryPassword };
+  const plainSecrets = {
+    ...(registryPassword === undefined ? {} : { registry_password: registryPassword }),
+    ...secretEnvChanges(environment.secretEnv),
+  };
   return { family: 'general', name: need(name), cluster_id: need(cluster).id, spec, plainSecrets, scaling: need(scaling), auth, limits };
 }

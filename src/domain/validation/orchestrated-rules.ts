@@ -5,7 +5,7 @@
 import type { Cluster } from '../catalog.js';
 import type { OrchestratedSpec, ScalingSpec, ServingMode } from '../records.js';
 import { checkLimits } from './limits-rules.js';
-import { checkAuth, checkAnnotations, checkEnv } from './auth-and-env-rules.js';
+import { checkAuth, checkAnnotations, checkEnvironment } from './auth-and-env-rules.js';
 import {
   checkCluster,
   checkHardwareId,
@@ -17,6 +17,7 @@ import {
   DEFAULT_COOLDOWN,
   need,
   plainSecret,
+  secretEnvChanges,
 } from './common-rules.js';
 import { isObject, kindOf, type Req } from './shape.js';
 import type { DeploymentDraft, Options, ValidationContext } from './types.js';
@@ -180,7 +181,8 @@ export function validateOrchestrated(req: Req, ctx: ValidationContext, opts: Opt
     ok: mode !== 'disaggregated',
     why: 'routing_policy "prefix_aware" chooses among aggregated Workers; a disaggregated deployment routes prefill then decode, and uses "affinity"',
   });
-  const env = checkEnv(req, ctx, auth.token_value ?? undefined);
+  // The platform supplies the runtime: the Frontend and workers are infergate's own engine.
+  const environment = checkEnvironment(req, ctx, auth.token_value ?? undefined, opts, true);
   const annotations = checkAnnotations(req);
   const limits = checkLimits(req);
   if (req.problems.length > 0) return undefined;
@@ -195,13 +197,13 @@ export function validateOrchestrated(req: Req, ctx: ValidationContext, opts: Opt
     protocol: need(protocol),
     routing_policy: need(routingPolicy),
     extra_args: req.strs('extra_args') ?? [],
-    env,
+    env: environment.env,
     annotations,
     enable_logging: req.bool('enable_logging') ?? true,
     enable_model_caching: req.bool('enable_model_caching') ?? false,
     secrets: {},
   };
   const hubToken = plainSecret(req, 'model_hub_token');
-  const plainSecrets = hubToken === undefined ? {} : { model_hub_token: hubToken };
+  const plainSecrets = { ...(hubToken === undefined ? {} : { model_hub_token: hubToken }), ...secretEnvChanges(environment.secretEnv) };
   return { family: 'orchestrated', name: need(name), cluster_id: need(cluster).id, spec, plainSecrets, scaling: shape.scaling, auth, limits };
 }

@@ -2,6 +2,8 @@
 // client would send), PATCH (the body merged over it, with name, cluster and serving mode
 // immutable) and clone (the source's request plus overrides), and what a PATCH changed.
 // Both go through the same pipeline as create, so a stored deployment obeys the create rules.
+// Sealed secrets never enter the request: the body's secret_env changes are laid over them
+// (a name absent keeps its sealed value), so they merge name by name.
 
 import type { FieldProblem } from '../../core/errors.js';
 import { NO_LIMITS, routingPolicyOf, type DeploymentRecord, type Family, type DeploymentSpec, type EndpointAuth, type EndpointLimits, type GeneralSpec, type OrchestratedSpec, type ScalingSpec, type SealedSecrets } from '../records.js';
@@ -183,11 +185,15 @@ function sameSpec(a: DeploymentSpec, b: DeploymentSpec): boolean {
   return deepEqual(left, right);
 }
 
+/**
+ * A secret given is a change (its sealed value cannot be compared here), and so is removing
+ * one that is stored; removing one that is not is nothing. Secret environment variables count
+ * one by one, like registry_password.
+ */
 function secretsChange(plain: DeploymentDraft['plainSecrets'], sealed: SealedSecrets): boolean {
-  return (['registry_password', 'model_hub_token'] as const).some((key) => {
-    const v = plain[key];
-    return typeof v === 'string' || (v === null && sealed[key] !== undefined);
-  });
+  const changes = (v: string | null | undefined, stored: string | undefined) => typeof v === 'string' || (v === null && stored !== undefined);
+  if ((['registry_password', 'model_hub_token'] as const).some((key) => changes(plain[key], sealed[key]))) return true;
+  return Object.entries(plain.env ?? {}).some(([name, v]) => changes(v, sealed.env?.[name]));
 }
 
 /** Structural equality of JSON values; object key order does not matter. */

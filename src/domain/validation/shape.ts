@@ -31,6 +31,7 @@ const GENERAL_FIELDS = new Map<string, FieldType>([
   ['metrics_port', 'integer'],
   ['metrics_path', 'string'],
   ['env', 'map'],
+  ['secret_env', 'map'],
   ['config_file', 'object'],
   ['annotations', 'map'],
   ['min_replicas', 'integer'],
@@ -65,6 +66,7 @@ const ORCHESTRATED_FIELDS = new Map<string, FieldType>([
   ['routing_policy', 'string'],
   ['extra_args', 'strings'],
   ['env', 'map'],
+  ['secret_env', 'map'],
   ['annotations', 'map'],
   ['enable_model_caching', 'boolean'],
   ['client_certificate_id', 'integer'],
@@ -219,6 +221,7 @@ const TYPE_TESTS: Record<FieldType, { test: (v: unknown) => boolean; expected: s
 };
 
 const EXPECTED_SHAPE: Record<string, string> = {
+  secret_env: 'an object mapping names to string values (set or replace) or null (remove)',
   config_file: 'an object {filename, mount_path, content}',
   worker_pools: 'an object {prefill: {hardware_instance_id, replicas}, decode: {hardware_instance_id, replicas}}',
   rate_limit: 'an object {requests_per_second, tokens_per_minute}',

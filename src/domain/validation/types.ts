@@ -34,8 +34,12 @@ export interface DeploymentDraft {
   cluster_id: number;
   /** spec.secrets is always {}: the caller seals `plainSecrets` into it. */
   spec: DeploymentSpec;
-  /** A key absent = keep the sealed one, null = clear it, a string = replace it. */
-  plainSecrets: { registry_password?: string | null; model_hub_token?: string | null };
+  /**
+   * A key absent = keep the sealed one, null = clear it, a string = replace it. `env`: the
+   * secret environment variables the request sets (a string) or removes (null), by name; a
+   * name absent keeps its sealed value. Absent when the request changes none.
+   */
+  plainSecrets: { registry_password?: string | null; model_hub_token?: string | null; env?: Record<string, string | null> };
   scaling: ScalingSpec;
   limits: EndpointLimits;
   /** token_value set: bind that value (the caller finds or creates its vault entry). */
