@@ -268,6 +268,31 @@ describe.skipIf(!runSandboxed)('replicas and the network', () => {
     }
   });
 
+  // Known limitation (docs/security.md): the local runtime shares the host's network, so a
+  // replica reaches another deployment's replica port on loopback, past that endpoint's
+  // credentials. When replicas get network namespaces of their own, this starts to pass.
+  it.fails("keeps a replica from reaching another deployment's replica on loopback", async () => {
+    const other = replicaMains(platform.dataDir, 'lo-engine-')[0]!;
+    const port = listeningAddresses(replicaProcesses(platform.dataDir).filter((p) => p.replica === other.replica).map((p) => p.pid))[0]!.port;
+    const probe = [
+      "const fs = require('fs');",
+      `require('net').connect(${port}, '127.0.0.1').on('connect', () => fs.writeFileSync('reach', 'open')).on('error', (e) => fs.writeFileSync('reach', e.code));`,
+      "require('http').createServer((q, r) => r.end('ok')).listen(Number(process.env.PORT), process.env.HOST);",
+    ].join(' ');
+    const created = await platform.call('POST', '/deployments/general', {
+      ...engineBody('lo-neighbour', TOKEN),
+      image: 'example.com/own-server',
+      tag: '1',
+      health_check_path: '/',
+      command: ['/usr/bin/node', '-e', probe],
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    await platform.waitFor(created.body.id as number, (d) => d.status === 'ready', 30_000, 'neighbour ready');
+    const root = path.join(platform.dataDir, 'replicas', replicaMains(platform.dataDir, 'lo-neighbour-')[0]!.replica);
+    await expect.poll(() => existsSync(path.join(root, 'reach')), { timeout: 10_000 }).toBe(true);
+    expect(readFileSync(path.join(root, 'reach'), 'utf8')).not.toBe('open');
+  });
+
   it('reports a host command that listens on every address, in its log and the service log', async () => {
     const created = await platform.call('POST', '/deployments/general', {
       ...engineBody('lo-wide', TOKEN),
