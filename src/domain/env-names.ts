@@ -48,8 +48,9 @@ export function envNameRefusal(name: string, simulated: boolean): string | null 
     return `${name}: variables starting with ${RUNTIME_ENV_PREFIX} are set by the runtime in every replica (its id, root, config file and model cache); choose another name`;
   }
   if (simulated && loadsCode(name)) {
+    const loader = name.startsWith('NODE_') ? 'Node.js' : name.startsWith('OPENSSL_') ? 'OpenSSL' : 'the dynamic loader';
     return (
-      `${name} makes the dynamic loader, Node.js or OpenSSL load code, and this image runs infergate's own simulated engine, ` +
+      `${name} makes ${loader} load code, and this image runs infergate's own simulated engine, ` +
       "where code loaded this way would run inside the platform's program; remove it (it is allowed only for an image that runs its own command, " +
       'where it acts inside that replica alone)'
     );

@@ -205,7 +205,7 @@ const CASES: Case[] = [
   // Names a deployment may not set: the runtime's own, and — where the image runs infergate's simulated engine — those that load code.
   ...shared('a runtime variable in env', { env: { INFERGATE_MODEL_CACHE_DIR: '/' } }, 'env.INFERGATE_MODEL_CACHE_DIR', 'are set by the runtime in every replica'),
   ...shared('NODE_OPTIONS for the simulated engine', { env: { NODE_OPTIONS: '--require ./cfg/x.cjs' } }, 'env.NODE_OPTIONS', "infergate's own simulated engine"),
-  ...shared('LD_PRELOAD for the simulated engine', { env: { LD_PRELOAD: '/cache/x.so' } }, 'env.LD_PRELOAD', 'makes the dynamic loader, Node.js or OpenSSL load code'),
+  ...shared('LD_PRELOAD for the simulated engine', { env: { LD_PRELOAD: '/cache/x.so' } }, 'env.LD_PRELOAD', 'makes the dynamic loader load code'),
   ...shared('LD_LIBRARY_PATH as a secret variable of the simulated engine', { secret_env: { LD_LIBRARY_PATH: '/x' } }, 'secret_env.LD_LIBRARY_PATH', 'load code'),
   ...shared('OPENSSL_CONF for the simulated engine', { env: { OPENSSL_CONF: '/x.cnf' } }, 'env.OPENSSL_CONF', 'load code'),
   { rule: 'NODE_OPTIONS on a preset image the runtime simulates', family: 'general', body: { ...without(general(), 'image', 'tag'), preset: 'vllm', env: { NODE_OPTIONS: '--inspect' } }, field: 'env.NODE_OPTIONS', message: 'load code' },
