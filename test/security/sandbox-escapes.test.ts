@@ -65,6 +65,28 @@ async function logLines(p: Platform, family: string, id: number, query = ''): Pr
   return (res.body.lines as { line: string }[]).map((l) => l.line);
 }
 
+/** A host command (an image the runtime does not simulate): `command` runs on the host, in the sandbox. */
+const ownServer = (name: string, command: string[], env: Record<string, string> = {}): Record<string, unknown> => ({
+  ...engineBody(name, TOKEN),
+  image: 'example.com/own-server',
+  tag: '1',
+  health_check_path: '/',
+  command,
+  env,
+});
+
+/** Node serving 200 on $PORT at `host` (default $HOST, as the runtime asks). */
+const serveOk = (host = 'process.env.HOST'): string[] => ['/usr/bin/node', '-e', `require('http').createServer((q, r) => r.end('ok')).listen(Number(process.env.PORT), ${host})`];
+
+/** Creates it (as `key`, default the admin) and waits until it is ready; its id. */
+async function deployReady(p: Platform, body: Record<string, unknown>, key = PLATFORM_ADMIN_KEY): Promise<number> {
+  const created = await callAs(p, key, 'POST', '/deployments/general', body);
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  const id = created.body.id as number;
+  await p.waitFor(id, (d) => d.status === 'ready', 30_000, `${String(body.name)} ready`);
+  return id;
+}
+
 interface Proc {
   pid: number;
   uid: number;
@@ -116,17 +138,7 @@ describe.skipIf(!runSandboxed)("a member's LD_PRELOAD", () => {
 
   it('is loaded by the replica and its terminal shell as uid 65534, never by bubblewrap, setpriv or the wrapper as root', async () => {
     const member = (await platform.call('POST', '/service-accounts', { name: 'attacker', role: 'member' })).body.key as string;
-    const created = await callAs(platform, member, 'POST', '/deployments/general', {
-      ...engineBody('preload', TOKEN),
-      image: 'example.com/own-server',
-      tag: '1',
-      health_check_path: '/',
-      command: ['/usr/bin/node', '-e', "require('http').createServer((q, r) => r.end('ok')).listen(Number(process.env.PORT), process.env.HOST)"],
-      env: { LD_PRELOAD: so(), PRELOAD_MARKER: `m-${process.pid}` },
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const id = created.body.id as number;
-    await platform.waitFor(id, (d) => d.status === 'ready', 30_000, 'preload ready');
+    const id = await deployReady(platform, ownServer('preload', serveOk(), { LD_PRELOAD: so(), PRELOAD_MARKER: `m-${process.pid}` }), member);
     const replica = replicaMains(platform.dataDir, 'preload-')[0]!.replica;
     const root = path.join(platform.dataDir, 'replicas', replica);
 
@@ -168,18 +180,9 @@ describe.skipIf(!runSandboxed)('a replica laying its own program over /usr/bin/s
       `printf '#!/bin/sh\\nid -u > "%s/evil-ran"\\necho EVIL-SETPRIV-RAN\\n' "$PWD" > evil-setpriv && chmod 755 evil-setpriv`,
       // The attack as a replica would try it: a user and mount namespace of its own, then a bind mount.
       `(unshare -U -r -m /bin/sh -c 'mount --bind "$1/evil-setpriv" /usr/bin/setpriv && echo mounted' sh "$PWD" || echo refused) > userns 2>&1`,
-      "exec /usr/bin/node -e \"require('http').createServer((q, r) => r.end('ok')).listen(Number(process.env.PORT), process.env.HOST)\"",
+      'exec "$@"',
     ].join('\n');
-    const created = await platform.call('POST', '/deployments/general', {
-      ...engineBody('overlay', TOKEN),
-      image: 'example.com/own-server',
-      tag: '1',
-      health_check_path: '/',
-      command: ['/bin/sh', '-c', script],
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const id = created.body.id as number;
-    await platform.waitFor(id, (d) => d.status === 'ready', 30_000, 'overlay ready');
+    const id = await deployReady(platform, ownServer('overlay', ['/bin/sh', '-c', script, 'sh', ...serveOk()]));
     const replica = replicaMains(platform.dataDir, 'overlay-')[0]!.replica;
     const root = path.join(platform.dataDir, 'replicas', replica);
     // The replica's command: a process of it that runs as the sandbox's user in a mount namespace
@@ -277,33 +280,16 @@ describe.skipIf(!runSandboxed)('replicas and the network', () => {
     const probe = [
       "const fs = require('fs');",
       `require('net').connect(${port}, '127.0.0.1').on('connect', () => fs.writeFileSync('reach', 'open')).on('error', (e) => fs.writeFileSync('reach', e.code));`,
-      "require('http').createServer((q, r) => r.end('ok')).listen(Number(process.env.PORT), process.env.HOST);",
+      `${serveOk()[2]};`,
     ].join(' ');
-    const created = await platform.call('POST', '/deployments/general', {
-      ...engineBody('lo-neighbour', TOKEN),
-      image: 'example.com/own-server',
-      tag: '1',
-      health_check_path: '/',
-      command: ['/usr/bin/node', '-e', probe],
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    await platform.waitFor(created.body.id as number, (d) => d.status === 'ready', 30_000, 'neighbour ready');
+    await deployReady(platform, ownServer('lo-neighbour', ['/usr/bin/node', '-e', probe]));
     const root = path.join(platform.dataDir, 'replicas', replicaMains(platform.dataDir, 'lo-neighbour-')[0]!.replica);
     await expect.poll(() => existsSync(path.join(root, 'reach')), { timeout: 10_000 }).toBe(true);
     expect(readFileSync(path.join(root, 'reach'), 'utf8')).not.toBe('open');
   });
 
   it('reports a host command that listens on every address, in its log and the service log', async () => {
-    const created = await platform.call('POST', '/deployments/general', {
-      ...engineBody('lo-wide', TOKEN),
-      image: 'example.com/own-server',
-      tag: '1',
-      health_check_path: '/',
-      command: ['/usr/bin/node', '-e', "require('http').createServer((q, r) => r.end('ok')).listen(Number(process.env.PORT), '0.0.0.0')"],
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const id = created.body.id as number;
-    await platform.waitFor(id, (d) => d.status === 'ready', 30_000, 'wide ready');
+    const id = await deployReady(platform, ownServer('lo-wide', serveOk("'0.0.0.0'")));
     await expect
       .poll(async () => (await logLines(platform, 'general', id)).some((l) => /^WARNING: listening beyond loopback on 0\.0\.0\.0:\d+/.test(l)), { timeout: 10_000 })
       .toBe(true);

@@ -7,7 +7,7 @@
 
 import { useId, type ReactNode } from 'react';
 import { isAlwaysSecret } from '../../../src/domain/secret-env';
-import { problemFor, type Pair, type Problems } from './form';
+import { AddRowButton, FieldProblem, problemFor, type Pair, type Problems } from './form';
 
 /** A variable typed in the form; `secret`: sent in secret_env, its value write-only. */
 export interface EnvRow extends Pair {
@@ -29,13 +29,17 @@ export interface EnvChange {
   storedSecrets?: StoredSecret[];
 }
 
+/** What both families' forms say under their environment variables. */
+const ENV_HINT =
+  'Names use letters, digits and underscores and begin with a letter or underscore. Mark keys and passwords Secret: stored sealed, passed to the replicas, never shown again. Never put endpoint credentials here.';
+
 export function EnvEditor({
   label,
   rows,
   stored,
   onChange,
   problems,
-  hint,
+  hint = ENV_HINT,
 }: {
   label: string;
   rows: EnvRow[];
@@ -118,14 +122,8 @@ export function EnvEditor({
           </div>
         );
       })}
-      <button type="button" className="button small" onClick={() => onChange({ env: [...rows, { key: '', value: '', secret: false }] })}>
-        Add {label.toLowerCase().replace(/s$/, '')}
-      </button>
-      {problem && (
-        <div className="field-error" id={`${id}-error`} role="alert">
-          {problem}
-        </div>
-      )}
+      <AddRowButton label={label} onAdd={() => onChange({ env: [...rows, { key: '', value: '', secret: false }] })} />
+      <FieldProblem id={id} problem={problem} />
     </fieldset>
   );
 }

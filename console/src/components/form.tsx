@@ -42,11 +42,7 @@ export function Field({ label, field, problems, hint, children }: FieldProps) {
           {hint}
         </div>
       )}
-      {problem && (
-        <div className="field-error" id={`${id}-error`} role="alert">
-          {problem}
-        </div>
-      )}
+      <FieldProblem id={id} problem={problem} />
     </div>
   );
 }
@@ -63,12 +59,27 @@ export function CheckField({ label, field, checked, onChange, problems, hint }: 
           {hint}
         </div>
       )}
-      {problem && (
-        <div className="field-error" id={`${id}-error`} role="alert">
-          {problem}
-        </div>
-      )}
+      <FieldProblem id={id} problem={problem} />
     </div>
+  );
+}
+
+/** A field's refusal, in the API's words, announced to screen readers; `${id}-error` is what the input's aria-describedby names. */
+export function FieldProblem({ id, problem }: { id: string; problem: string | undefined }) {
+  if (!problem) return null;
+  return (
+    <div className="field-error" id={`${id}-error`} role="alert">
+      {problem}
+    </div>
+  );
+}
+
+/** "Add <setting, singular>" under a list of rows. */
+export function AddRowButton({ label, onAdd }: { label: string; onAdd: () => void }) {
+  return (
+    <button type="button" className="button small" onClick={onAdd}>
+      Add {label.toLowerCase().replace(/s$/, '')}
+    </button>
   );
 }
 
@@ -105,14 +116,8 @@ export function KeyValueEditor({ label, field, pairs, onChange, problems, keyLab
           </button>
         </div>
       ))}
-      <button type="button" className="button small" onClick={() => onChange([...pairs, { key: '', value: '' }])}>
-        Add {label.toLowerCase().replace(/s$/, '')}
-      </button>
-      {problem && (
-        <div className="field-error" id={`${id}-error`} role="alert">
-          {problem}
-        </div>
-      )}
+      <AddRowButton label={label} onAdd={() => onChange([...pairs, { key: '', value: '' }])} />
+      <FieldProblem id={id} problem={problem} />
     </fieldset>
   );
 }

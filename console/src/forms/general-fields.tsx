@@ -211,7 +211,6 @@ export function RuntimeFields({ values, set, problems }: { values: GeneralValues
         stored={values.storedSecrets}
         onChange={set}
         problems={problems}
-        hint="Names use letters, digits and underscores and begin with a letter or underscore. Mark keys and passwords Secret: stored sealed, passed to the replicas, never shown again. Never put endpoint credentials here."
       />
       {/* Not a .field itself: the three parts inside are, each with its own problem. */}
       <fieldset data-field="config_file">

@@ -102,7 +102,6 @@ export function WorkerFields({ values, set, problems }: { values: OrchestratedVa
         stored={values.storedSecrets}
         onChange={set}
         problems={problems}
-        hint="Names use letters, digits and underscores and begin with a letter or underscore. Mark keys and passwords Secret: stored sealed, passed to the replicas, never shown again. Never put endpoint credentials here."
       />
       <KeyValueEditor label="Annotations" field="annotations" pairs={values.annotations} onChange={(annotations) => set({ annotations })} problems={problems} keyLabel="Key" />
     </>
