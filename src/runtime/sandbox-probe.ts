@@ -40,11 +40,12 @@ export function detectSandbox(config: SandboxSettings, self: readonly string[]):
         "infergate: replicas run unsandboxed (--sandbox none), as the service's own user; host commands and the terminal are refused unless --allow-unsandboxed-host-commands",
     };
   }
-  const found = buildHost(config, self);
-  const failure = typeof found === 'string' ? found : probe(found, self);
-  if (failure === null && typeof found !== 'string') {
-    return { sandboxed: true, host: found, description: `infergate: replicas run sandboxed (${describeSandbox(found)})` };
+  const built = buildHost(config, self);
+  const found = typeof built === 'string' ? { host: null, failure: built } : probe(built, self);
+  if (found.host !== null) {
+    return { sandboxed: true, host: found.host, description: `infergate: replicas run sandboxed (${describeSandbox(found.host)})` };
   }
+  const { failure } = found;
   if (config.sandbox === 'bwrap') throw new ConfigError(`--sandbox bwrap: the replica sandbox does not work here: ${failure}`);
   return {
     sandboxed: false,
@@ -168,17 +169,15 @@ function packageRoot(file: string): string | null {
 }
 
 /**
- * Runs the exact sandbox once; null when it works, else why not. A host whose kernel refuses
- * the seccomp filter (seccomp missing) still gets the rest of the sandbox: `full.seccomp` is
- * turned off and the start-up line says so.
+ * The host that works, or why none does. A kernel that refuses the seccomp filter (seccomp
+ * missing) still gets the rest of the sandbox, without the filter, and the start-up line says so.
  */
-function probe(full: SandboxHost, self: readonly string[]): string | null {
+function probe(full: SandboxHost, self: readonly string[]): { host: SandboxHost; failure: null } | { host: null; failure: string } {
   const failure = probeWith(full, self);
-  if (failure === null || !full.seccomp) return failure;
-  const without = probeWith({ ...full, seccomp: false }, self);
-  if (without !== null) return failure;
-  full.seccomp = false;
-  return null;
+  if (failure === null) return { host: full, failure };
+  const without = { ...full, seccomp: false };
+  if (full.seccomp && probeWith(without, self) === null) return { host: without, failure: null };
+  return { host: null, failure };
 }
 
 function probeWith(full: SandboxHost, self: readonly string[]): string | null {
@@ -199,7 +198,7 @@ function probeWith(full: SandboxHost, self: readonly string[]): string | null {
     const filter = host.seccomp ? hostUserNamespaceFilter() : null;
     const run = (command: string[]) => {
       const stdio: Array<'ignore' | 'pipe' | number> = ['ignore', 'pipe', 'pipe'];
-      stdio[SANDBOX_FD.env] = file(`env-${fds.length}`, envScript({ HOME: root!, PATH: FIXED_ENV.PATH ?? '/usr/bin:/bin' }).script);
+      stdio[SANDBOX_FD.env] = file(`env-${fds.length}`, envScript({ HOME: root!, PATH: FIXED_ENV.PATH }).script);
       stdio[SANDBOX_FD.seccomp] = filter !== null ? file(`filter-${fds.length}`, filter) : 'ignore';
       return spawnSync(command[0] as string, command.slice(1), { env: FIXED_ENV, stdio, encoding: 'utf8', timeout: 15_000 });
     };

@@ -60,7 +60,7 @@ export interface SandboxedReplica {
 const NAMESPACES = ['--unshare-ipc', '--unshare-uts'];
 
 /** The only environment of bubblewrap, setpriv and the terminal's wrapper: nothing a deployment sets. */
-export const FIXED_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin' });
+export const FIXED_ENV: Readonly<{ PATH: string }> = Object.freeze({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin' });
 
 /**
  * Descriptors the command lines below read; whoever spawns them opens these. ENV: the

@@ -95,13 +95,12 @@ function findCredential(field: string, value: unknown, ctx: ValidationContext, o
   return null;
 }
 
-/** The environment maps: their names are screened here, their values by checkEnv and checkSecretEnv. */
+/** The environment maps: their names are screened here, their values in auth-and-env-rules.ts. */
 const ENV_FIELDS = new Set(['env', 'secret_env']);
 
 /**
  * Rejects every field that holds a credential it is not for. Environment values are left
- * to checkEnv and checkSecretEnv (their messages are about replicas), and
- * endpoint_bearer_token to checkToken.
+ * to checkEnvironment (its messages are about replicas), and endpoint_bearer_token to checkToken.
  */
 export function screenCredentials(req: Req, ctx: ValidationContext): void {
   const ownToken = typeof req.raw.endpoint_bearer_token === 'string' ? req.raw.endpoint_bearer_token : undefined;
@@ -119,7 +118,7 @@ export function screenCredentials(req: Req, ctx: ValidationContext): void {
   }
 }
 
-/** An environment map's names only (its values are checkEnv's or checkSecretEnv's). */
+/** An environment map's names only (its values are checkEnvironment's). */
 function findInKeys(field: string, value: unknown, ctx: ValidationContext, ownToken: string | undefined): { path: string; kind: CredentialKind } | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
   for (const key of Object.keys(value)) {
