@@ -29,10 +29,10 @@ const logLines: string[] = [];
 const gone: Array<() => void> = [];
 
 const shells: ShellProvider = {
-  launch: localShells,
   shellRefusal: () => null,
   shellTarget: () => ({
     replica: 'fake-r1',
+    launcher: localShells,
     argv: ['/bin/sh'],
     cwd: dir,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GREETING: 'hello-from-the-fake', HOME: dir },

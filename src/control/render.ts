@@ -40,6 +40,8 @@ export interface DeploymentView {
   name: string;
   cluster_id: number;
   status: string;
+  /** Why it is not ready (or not all its replicas are) in words; null when there is nothing to say. */
+  status_reason: string | null;
   paused: boolean;
   endpoint_url: string;
   revision: number;
@@ -179,6 +181,7 @@ export function renderDeployment(
     name: d.name,
     cluster_id: d.cluster_id,
     status,
+    status_reason: d.status_reason ?? null,
     paused: d.paused,
     endpoint_url: endpointUrl(d.name, at),
     revision: d.revision,

@@ -158,6 +158,9 @@ export const DeploymentResponse = Type.Object(
     name: Type.String(),
     cluster_id: Type.Integer(),
     status: Type.String({ enum: ['pending', 'ready', 'not_ready', 'paused', 'failed', 'deleting'] }),
+    status_reason: Type.Union([Type.String(), Type.Null()], {
+      description: 'why it is not ready, or not all its replicas are, in words ("pulling <image>: 45%", "image not found: …"); null when there is nothing to say',
+    }),
     paused: Type.Boolean(),
     endpoint_url: Type.String(),
     revision: Type.Integer(),
@@ -217,6 +220,8 @@ export const HardwareResponse = Type.Object({
   gpus_per_instance: Type.Integer(),
   instances: Type.Integer(),
   instances_free: Type.Integer(),
+  cpus: Type.Optional(Type.Number({ description: 'vCPUs of one instance, when the catalog gives them' })),
+  memory_gib: Type.Optional(Type.Number({ description: 'memory of one instance in GiB, when the catalog gives it' })),
 });
 export const ClusterResponse = Type.Object({
   id: Type.Integer(),

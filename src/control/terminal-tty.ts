@@ -59,8 +59,6 @@ export interface TtySocket {
 export type TtyTarget = ShellCommand;
 
 export interface TtySession {
-  /** The pty's process (its session leader). */
-  pid: number;
   /** Kills every process of the session; safe to call more than once. */
   kill(): void;
 }
@@ -107,5 +105,5 @@ export function startTtySession(socket: TtySocket, launcher: ShellLauncher, targ
       // the pty closed while the frame was on its way
     }
   });
-  return { pid: term.pid, kill: () => term.kill() };
+  return { kill: () => term.kill() };
 }

@@ -13,6 +13,7 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../core/clock.js';
 import type { DeploymentRecord } from '../domain/records.js';
+import { localShells } from '../runtime/shell-launcher.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, Runtime } from '../runtime/runtime.js';
 import { FileStore } from '../store/file-store.js';
 import { deploymentRecord } from '../store/store.contract.js';
@@ -31,7 +32,7 @@ class FakeReplica implements ReplicaHandle {
     return this.request.name;
   }
   observe(): ReplicaObservation {
-    return { phase: this.phase, address: '127.0.0.1:1', metricsTarget: null, pid: null, restarts: 0 };
+    return { phase: this.phase, address: '127.0.0.1:1', metricsTarget: null, pid: null, restarts: 0, detail: null };
   }
   onChange(listener: (o: ReplicaObservation) => void) {
     this.listeners.push(listener);
@@ -45,13 +46,17 @@ class FakeReplica implements ReplicaHandle {
     this.set('stopped');
   }
   shellContext() {
-    return this.stopped ? null : { argv: ['/bin/sh'], cwd: '/tmp', env: {} };
+    return this.stopped ? null : { argv: ['/bin/sh'], cwd: '/tmp', env: {}, launcher: localShells };
   }
 }
 
 class FakeRuntime implements Runtime {
+  readonly description = 'fake';
   readonly started: FakeReplica[] = [];
   readonly reaped: string[] = [];
+  async adopt() {
+    return null;
+  }
   start(request: ReplicaRequest): ReplicaHandle {
     const r = new FakeReplica(request);
     this.started.push(r);

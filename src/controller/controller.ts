@@ -14,7 +14,7 @@ import { isoNow, type Clock } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import path from 'node:path';
 import type { DeploymentRecord, DeploymentSpec, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
-import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, Runtime } from '../runtime/runtime.js';
+import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell, ReplicaSpec, Runtime } from '../runtime/runtime.js';
 import { fencedStore } from '../store/fenced-store.js';
 import { FencedError, modify, NotFoundError, StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
@@ -26,12 +26,9 @@ import { planReplicas, runRevisionOf } from './plan.js';
 import { advanceRollout, type RolloutResult } from './rollout.js';
 import { WorkersFiles } from './workers-file.js';
 
-/** Where an operator's shell runs: the process to spawn in a ready replica (inside its sandbox, as its user). */
-export interface ShellTarget {
+/** Where an operator's shell runs: what to start in a ready replica (inside its sandbox or container, as its user). */
+export interface ShellTarget extends ReplicaShell {
   replica: string;
-  argv: string[];
-  cwd: string;
-  env: Record<string, string>;
   /** Called once the replica stops (the shell is closed then). */
   onGone(listener: () => void): void;
 }
@@ -76,6 +73,8 @@ export interface ControllerOptions {
   usage?: UsageLedger;
   /** GPUs of one replica's hardware instance (each GPU worker replica is one instance). */
   gpusPerReplica?: (d: DeploymentRecord, component: string) => number;
+  /** The hardware instance one replica runs on (its CPU and memory become container limits); null: unknown. */
+  hardwareOf?: (d: DeploymentRecord, component: string) => ReplicaRequest['hardware'];
   /** Replicas a rolling update may run beyond the desired count (default 1). */
   rolloutSurge?: number;
   /** How long a new revision has to get every desired replica ready (default 10 min). */
@@ -93,8 +92,8 @@ interface ComponentPlan {
   desired: number;
   /** GPUs each replica holds (its hardware instance's; 0 for the CPU-only Frontend). */
   gpus: number;
-  /** The replica request for a revision's spec; null when that spec cannot run here. */
-  request(spec: DeploymentSpec, revision: number, name: string): ReplicaRequest | null;
+  /** What a revision's spec says of a replica; null when that spec cannot run here. */
+  request(spec: DeploymentSpec, revision: number, name: string): ReplicaSpec | null;
 }
 
 interface Owned {
@@ -218,22 +217,44 @@ export class Controller {
     if (!this.stopped) this.passes.trigger();
   }
 
-  private async reapLeftovers(): Promise<void> {
+  /**
+   * What an earlier leader (or an earlier run on this node) left: a replica the runtime can
+   * take back under its record (a container still running) is kept, with its record, so the
+   * endpoint keeps serving and no duplicate starts; every other one is reaped and its record
+   * removed. Then whatever no kept replica names is swept (directories, stray containers).
+   */
+  private async takeBackLeftovers(): Promise<void> {
     const { runtime, logger } = this.opts;
     const store = this.store;
+    const deployments = new Map((await store.list('deployment')).map((d) => [d.value.id, d.value]));
     for (const { value: r } of await store.list('replica')) {
+      const handle = await this.adopt(deployments.get(r.deployment_id), r);
+      if (handle !== null) continue;
       if (await runtime.reap({ name: r.name, pid: r.pid })) logger.warn({ replica: r.name }, 'reaped a replica left by an earlier run');
       await store.delete('replica', r.id);
     }
-    // Then what they left on disk: replica directories (config files may hold secrets).
-    await runtime.sweep();
+    await runtime.sweep(new Set([...this.owned.values()].map((o) => o.handle.name)));
     // Deployments deleted while no controller ran left theirs too: the next pass reads the store.
     this.nextStoreScan = -Infinity;
   }
 
+  /** Takes back one leftover replica whose deployment and revision still exist; null when the runtime cannot. */
+  private async adopt(d: DeploymentRecord | undefined, r: ReplicaRecord): Promise<ReplicaHandle | null> {
+    const spec = d?.revisions.find((rev) => rev.revision === r.revision)?.spec;
+    if (d === undefined || spec === undefined || r.state === 'draining' || r.state === 'stopped') return null;
+    const plan = this.componentPlans(d).find((p) => p.component === r.component);
+    const part = plan?.request(spec, r.revision, r.name) ?? null;
+    if (plan === undefined || part === null) return null;
+    const handle = await this.opts.runtime.adopt({ name: r.name, pid: r.pid }, this.completeRequest(d, plan, spec, part));
+    if (handle === null) return null;
+    this.own(d, plan, r.revision, r.id, handle);
+    this.opts.logger.info({ deployment: d.name, replica: r.name }, 'took back a replica left running by an earlier run');
+    return handle;
+  }
+
   private async reconcile(): Promise<void> {
     // Taking the lease reaps what an earlier leader (or an earlier run on this node) left.
-    if (!(await this.lease.hold({ gained: () => this.reapLeftovers(), lost: () => this.abandon() }))) return;
+    if (!(await this.lease.hold({ gained: () => this.takeBackLeftovers(), lost: () => this.abandon() }))) return;
     for (const id of this.undeleted) if ((await this.store.delete('replica', id).catch(() => null)) !== null) this.undeleted.delete(id);
     for (const o of this.owned.values()) {
       this.account(o);
@@ -288,22 +309,42 @@ export class Controller {
     }
   }
 
+  /** What each component of a deployment runs and how many: the same for a pass and for taking back leftovers. */
+  private componentPlans(d: DeploymentRecord): ComponentPlan[] {
+    const { autoscaled, workersDir } = this.opts;
+    if (d.spec.family === 'general') {
+      // Until the autoscaler has decided for a deployment: what was last applied, or for a new
+      // one at least one replica, so its revision is seen to become ready before going to zero.
+      const figure = autoscaled ? (autoscaled(d.id) ?? d.desired_replicas?.[GENERAL_COMPONENT] ?? Math.max(d.scaling.min_replicas, 1)) : undefined;
+      const desired = desiredReplicas(d, figure, autoscaled !== undefined)[GENERAL_COMPONENT] ?? 0;
+      return [
+        {
+          component: GENERAL_COMPONENT,
+          desired,
+          gpus: this.opts.gpusPerReplica?.(d, GENERAL_COMPONENT) ?? 1,
+          request: (spec, revision, name) => (spec.family === 'general' ? generalRequest(d, spec, revision, name, this.secretEnv(d, spec)) : null),
+        },
+      ];
+    }
+    if (!workersDir) return [];
+    const workersFile = this.workersFileOf(d);
+    return Object.entries(orchestratedDesired(d, autoscaled?.(d.id))).map(([component, n]) => ({
+      component,
+      desired: n,
+      gpus: usesGpuInstance(component) ? (this.opts.gpusPerReplica?.(d, component) ?? 1) : 0,
+      request: (spec, revision, name) =>
+        spec.family === 'orchestrated' ? orchestratedRequest(d, spec, component, revision, name, workersFile, this.hubToken(spec), this.secretEnv(d, spec)) : null,
+    }));
+  }
+
+  private workersFileOf(d: DeploymentRecord): string {
+    return path.join(this.opts.workersDir ?? '', String(d.id), 'workers.json');
+  }
+
   /** General inference: one component, the user's replicas, scaled by the autoscaler. */
   private async reconcileGeneral(d: DeploymentRecord): Promise<void> {
-    const { autoscaled } = this.opts;
-    // Until the autoscaler has decided for a deployment: what was last applied, or for a new
-    // one at least one replica, so its revision is seen to become ready before going to zero.
-    const figure = autoscaled ? (autoscaled(d.id) ?? d.desired_replicas?.[GENERAL_COMPONENT] ?? Math.max(d.scaling.min_replicas, 1)) : undefined;
-    const desired = desiredReplicas(d, figure, autoscaled !== undefined)[GENERAL_COMPONENT] ?? 0;
-    const gpus = this.opts.gpusPerReplica?.(d, GENERAL_COMPONENT) ?? 1;
-    const plans: ComponentPlan[] = [
-      {
-        component: GENERAL_COMPONENT,
-        desired,
-        gpus,
-        request: (spec, revision, name) => (spec.family === 'general' ? generalRequest(d, spec, revision, name, this.secretEnv(d, spec)) : null),
-      },
-    ];
+    const plans = this.componentPlans(d);
+    const desired = plans[0]?.desired ?? 0;
     await this.reconcileComponents(d, plans, (ready) => deploymentStatus(d, ready.total, desired));
   }
 
@@ -313,21 +354,32 @@ export class Controller {
    * deployment is ready only while its Frontend is, whatever the workers do.
    */
   private async reconcileOrchestrated(d: DeploymentRecord): Promise<void> {
-    const { autoscaled, workersDir } = this.opts;
-    if (d.spec.family !== 'orchestrated' || !workersDir) return;
-    const workersFile = path.join(workersDir, String(d.id), 'workers.json');
-    const desired = orchestratedDesired(d, autoscaled?.(d.id));
-    const plans: ComponentPlan[] = Object.entries(desired).map(([component, n]) => ({
-      component,
-      desired: n,
-      gpus: usesGpuInstance(component) ? (this.opts.gpusPerReplica?.(d, component) ?? 1) : 0,
-      request: (spec, revision, name) =>
-        spec.family === 'orchestrated' ? orchestratedRequest(d, spec, component, revision, name, workersFile, this.hubToken(spec), this.secretEnv(d, spec)) : null,
-    }));
+    if (d.spec.family !== 'orchestrated' || !this.opts.workersDir) return;
+    const workersFile = this.workersFileOf(d);
+    const plans = this.componentPlans(d);
+    const desired = Object.fromEntries(plans.map((p) => [p.component, p.desired]));
     // The file first: the Frontend should know a worker before the deployment says ready.
     await this.writeWorkersFile(d, workersFile);
     await this.reconcileComponents(d, plans, (ready) => orchestratedStatus(d, ready.byComponent, desired));
     await this.writeWorkersFile(d, workersFile);
+  }
+
+  /** The registry credentials of a general spec, unsealed; never logged. */
+  private registryAuth(d: DeploymentRecord, spec: DeploymentSpec): ReplicaRequest['registryAuth'] {
+    if (spec.family !== 'general' || spec.registry_username === null || spec.secrets.registry_password === undefined) return null;
+    try {
+      if (!this.opts.unseal) throw new Error('no unsealer');
+      return { username: spec.registry_username, password: this.opts.unseal(spec.secrets.registry_password) };
+    } catch {
+      this.opts.logger.error({ deployment: d.name }, 'the registry password cannot be unsealed (was the secret key changed?); the image is pulled without credentials');
+      return null;
+    }
+  }
+
+  /** The spec's part of a replica request joined to the host's: its hardware, GPUs and registry credentials. */
+  private completeRequest(d: DeploymentRecord, plan: ComponentPlan, spec: DeploymentSpec, part: ReplicaSpec): ReplicaRequest {
+    const hardware = plan.gpus > 0 ? (this.opts.hardwareOf?.(d, plan.component) ?? null) : null;
+    return { ...part, gpus: plan.gpus, hardware, registryAuth: this.registryAuth(d, spec) };
   }
 
   /** The model-hub token, unsealed for the workers' credential file; never logged. */
@@ -432,14 +484,17 @@ export class Controller {
     const byComponent: Record<string, number> = {};
     for (const o of readyReplicas) byComponent[o.component] = (byComponent[o.component] ?? 0) + 1;
     const desired = Object.fromEntries(plans.map((p) => [p.component, p.desired]));
-    await this.writeDeploymentState(d, desired, status({ total: readyReplicas.length, byComponent }), result);
+    // What the newest revision's replicas wait on, while any is not ready: the first one that says.
+    const waiting = target.map((o) => o.handle.observe()).find((o) => o.phase !== 'ready' && o.detail !== null);
+    await this.writeDeploymentState(d, desired, status({ total: readyReplicas.length, byComponent }), waiting?.detail ?? null, result);
   }
 
-  private async writeDeploymentState(d: DeploymentRecord, desired: Record<string, number>, status: DeploymentRecord['status'], rollout: RolloutResult): Promise<void> {
+  private async writeDeploymentState(d: DeploymentRecord, desired: Record<string, number>, status: DeploymentRecord['status'], reason: string | null, rollout: RolloutResult): Promise<void> {
     // While paused, the figure to come back to is kept (resume restores the counts).
     const desiredReplicas = d.paused ? (d.desired_replicas ?? desired) : desired;
-    const observed = { status, desired_replicas: desiredReplicas, serving_revision: rollout.serving, rollout: rollout.rollout, revisions: rollout.revisions };
-    const before = { status: d.status, desired_replicas: d.desired_replicas ?? {}, serving_revision: d.serving_revision ?? null, rollout: d.rollout ?? null, revisions: d.revisions };
+    const statusReason = d.paused ? null : reason;
+    const observed = { status, status_reason: statusReason, desired_replicas: desiredReplicas, serving_revision: rollout.serving, rollout: rollout.rollout, revisions: rollout.revisions };
+    const before = { status: d.status, status_reason: d.status_reason ?? null, desired_replicas: d.desired_replicas ?? {}, serving_revision: d.serving_revision ?? null, rollout: d.rollout ?? null, revisions: d.revisions };
     if (JSON.stringify(observed) === JSON.stringify(before)) return;
     try {
       await modify(this.store, 'deployment', d.id, (now) => {
@@ -470,28 +525,33 @@ export class Controller {
       metrics_target: null,
       updated_at: isoNow(clock),
     }));
-    const request = plan.request(spec, revision, record.value.name);
-    if (request === null) {
+    const part = plan.request(spec, revision, record.value.name);
+    if (part === null) {
       await store.delete('replica', record.value.id);
       return;
     }
-    const handle = runtime.start(request);
+    const handle = runtime.start(this.completeRequest(d, plan, spec, part));
+    this.own(d, plan, revision, record.value.id, handle);
+    this.opts.logger.info({ deployment: d.name, replica: handle.name, component: plan.component, revision }, 'replica starting');
+  }
+
+  /** Runs `handle` as the replica of record `recordId`: its observations are written to the record from now on. */
+  private own(d: DeploymentRecord, plan: ComponentPlan, revision: number, recordId: number, handle: ReplicaHandle): void {
     const owned: Owned = {
-      recordId: record.value.id,
+      recordId,
       deploymentId: d.id,
       revision,
       component: plan.component,
       handle,
       retiring: false,
       gpus: plan.gpus,
-      accountedAt: clock.now(),
+      accountedAt: this.opts.clock.now(),
       writes: Promise.resolve(),
       unsaved: false,
     };
     this.owned.set(owned.recordId, owned);
     handle.onChange((o) => this.persist(owned, o));
     this.persist(owned, handle.observe());
-    this.opts.logger.info({ deployment: d.name, replica: handle.name, component: plan.component, revision }, 'replica starting');
   }
 
   /** Writes what the runtime observed to the replica's record, in order, then re-plans. */
@@ -503,6 +563,7 @@ export class Controller {
       restarts: o.restarts,
       pid: o.pid,
       metrics_target: o.metricsTarget,
+      detail: o.detail,
       updated_at: isoNow(this.opts.clock),
     });
     owned.writes = owned.writes
@@ -580,7 +641,7 @@ export class Controller {
 }
 
 /** `secretEnv`: the spec's secret variables, unsealed, joined to its plain ones (a name is never in both). */
-function generalRequest(d: DeploymentRecord, spec: GeneralSpec, revision: number, name: string, secretEnv: Record<string, string>): ReplicaRequest {
+function generalRequest(d: DeploymentRecord, spec: GeneralSpec, revision: number, name: string, secretEnv: Record<string, string>): ReplicaSpec {
   return {
     name,
     deploymentId: d.id,

@@ -9,7 +9,7 @@ import { COMPONENT, poolOf } from '../domain/components.js';
 import path from 'node:path';
 import { FRONTEND_IMAGE } from '../domain/image-map.js';
 import { routingPolicyOf, type DeploymentRecord, type DeploymentStatus, type OrchestratedSpec } from '../domain/records.js';
-import type { ReplicaRequest } from '../runtime/runtime.js';
+import type { ReplicaSpec } from '../runtime/runtime.js';
 
 export const FRONTEND = COMPONENT.Frontend;
 const WORKER_IMAGE = 'infergate/reference-engine';
@@ -69,7 +69,7 @@ export function orchestratedRequest(
   hubToken: string | null,
   /** The spec's secret environment variables, unsealed: the workers' environment, like env. */
   secretEnv: Record<string, string>,
-): ReplicaRequest {
+): ReplicaSpec {
   const base = {
     name,
     deploymentId: d.id,

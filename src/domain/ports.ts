@@ -48,7 +48,6 @@ export interface PipeShell {
 
 /** A shell on a pseudo-terminal. */
 export interface PtyShell {
-  readonly pid: number;
   write(data: string): void;
   resize(cols: number, rows: number): void;
   pause(): void;
@@ -66,9 +65,11 @@ export interface ShellLauncher {
   pty(command: ShellCommand, size: { cols: number; rows: number }): PtyShell;
 }
 
-/** A shell to open in a ready replica: the runtime's command for it, and its end. */
+/** A shell to open in a ready replica: the runtime's command for it, what starts it, and its end. */
 export interface ShellTarget extends ShellCommand {
   replica: string;
+  /** Starts the shell: a process on this host (local runtime) or a Docker exec in the container. */
+  launcher: ShellLauncher;
   /** Called when the replica stops, so the terminal closes with it. */
   onGone(listener: () => void): void;
 }
@@ -77,8 +78,6 @@ export interface ShellTarget extends ShellCommand {
 export interface ShellProvider {
   /** Why no shell may open on this node, or null. */
   shellRefusal(): string | null;
-  /** Starts the shell a target names (the runtime's; the control API never spawns a process itself). */
-  launch: ShellLauncher;
   /** The shell for a ready replica of the deployment (`replica` picks one), or null when none is ready. */
   shellTarget(deploymentId: number, replica?: string): ShellTarget | null;
 }

@@ -180,6 +180,12 @@ export interface DeploymentRecord {
   /** Paused: the controller runs no replica; `scaling` is kept, so resume restores it. */
   paused: boolean;
   status: DeploymentStatus;
+  /**
+   * Why it is not ready yet, or not all its replicas are, in words (observed state): what a
+   * replica of the newest revision is waiting on — "pulling <image>: 45%", "image not found:
+   * …", a crash and its restart. Null when there is nothing to say; absent in older records.
+   */
+  status_reason?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -237,6 +243,8 @@ export interface ReplicaRecord {
   pid: number | null;
   /** Prometheus scrape target of the replica (metrics port and path). */
   metrics_target: { address: string; path: string } | null;
+  /** Why it is not ready, as its runtime says (pulling its image, a crash); null or absent when ready. */
+  detail?: string | null;
   updated_at: string;
 }
 

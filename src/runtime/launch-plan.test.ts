@@ -20,6 +20,9 @@ const request = (o: Partial<ReplicaRequest> = {}): ReplicaRequest => ({
   metricsPath: null,
   logging: true,
   modelCaching: false,
+  gpus: 1,
+  hardware: null,
+  registryAuth: null,
   ...o,
 });
 

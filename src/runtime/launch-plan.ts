@@ -11,7 +11,7 @@
 // one that listens beyond loopback).
 
 import { envNameRefusal } from '../domain/env-names.js';
-import { resolveImage, type ImageMap } from '../domain/image-map.js';
+import { resolveImage, type EngineFlavor, type ImageMap } from '../domain/image-map.js';
 import { modelFromVendorImage, translateEngineCommand } from './engine-args.js';
 import type { Probe } from './readiness.js';
 import type { ReplicaRequest } from './runtime.js';
@@ -64,7 +64,7 @@ function substituteRuntimeVars(arg: string, port: number): string {
  * The deployment's variables the replica may have: the control API refuses the others
  * (env-names.ts), and a record written before that rule has them dropped here, named in `notes`.
  */
-function deploymentEnv(env: Readonly<Record<string, string>>, simulated: boolean, notes: string[]): Record<string, string> {
+export function deploymentEnv(env: Readonly<Record<string, string>>, simulated: boolean, notes: string[]): Record<string, string> {
   const out: Record<string, string> = {};
   const dropped: string[] = [];
   for (const [name, value] of Object.entries(env)) {
@@ -100,15 +100,25 @@ export function planLaunch(req: ReplicaRequest, inputs: PlanInputs): LaunchPlan 
     notes.push('infergate runtime: running the orchestrated Frontend (infergate frontend)');
     return { argv: [...inputs.selfCommand, 'frontend', ...req.command, '--host', REPLICA_HOST], env, probe, hostCommand: false, notes };
   }
-  const engine = [...inputs.selfCommand, 'engine', '--flavor', launch.flavor];
-  if (inputs.metricsPort !== null) engine.push('--metrics-port', String(inputs.metricsPort));
+  const engine = simulatedEngineArgs(req, launch, inputs.metricsPort, notes);
+  return { argv: [...inputs.selfCommand, ...engine, '--host', REPLICA_HOST], env, probe, hostCommand: false, notes };
+}
+
+/**
+ * The reference engine's command line (from `engine` on) for a known engine image: its own
+ * flags for the reference engine image, else the image's engine command translated, with the
+ * model a vendor image names. Both runtimes run it: a process here, or the engine image.
+ */
+export function simulatedEngineArgs(req: ReplicaRequest, launch: { flavor: EngineFlavor; native: boolean }, metricsPort: number | null, notes: string[]): string[] {
+  const engine = ['engine', '--flavor', launch.flavor];
+  if (metricsPort !== null) engine.push('--metrics-port', String(metricsPort));
   if (launch.native) {
     notes.push(`infergate runtime: running the reference engine (simulated GPU), flavor ${launch.flavor}`);
-    return { argv: [...engine, ...req.command, '--host', REPLICA_HOST], env, probe, hostCommand: false, notes };
+    return [...engine, ...req.command];
   }
   const translated = translateEngineCommand(req.command);
   const model = translated.model ?? (launch.flavor === 'nim' ? modelFromVendorImage(req.image) : null);
   notes.push(`infergate runtime: simulating ${req.image}:${req.tag} with the reference engine (simulated GPU), flavor ${launch.flavor}`);
   if (translated.ignored.length > 0) notes.push(`infergate runtime: arguments the simulator does not model: ${translated.ignored.join(' ')}`);
-  return { argv: [...engine, ...(model !== null ? ['--model', model] : []), ...translated.args, '--host', REPLICA_HOST], env, probe, hostCommand: false, notes };
+  return [...engine, ...(model !== null ? ['--model', model] : []), ...translated.args];
 }

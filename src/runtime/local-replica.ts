@@ -18,7 +18,8 @@ import { planLaunch, type LaunchPlan } from './launch-plan.js';
 import { beyondLoopback, formatAddress, listeningAddresses } from './listening-sockets.js';
 import { processesInSession, sandboxProcesses, signalGroup, signalPid } from './process-tree.js';
 import { probeOnce } from './readiness.js';
-import type { ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, ShellCommand } from './runtime.js';
+import type { ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, ReplicaShell } from './runtime.js';
+import { localShells } from './shell-launcher.js';
 import { envScript } from './env-script.js';
 import { FIXED_ENV, SANDBOX_FD, sandboxArgv, shellArgv, type SandboxedReplica, type SandboxHost } from './sandbox.js';
 import { withExistingHidden } from './sandbox-probe.js';
@@ -85,6 +86,8 @@ export class LocalReplica implements ReplicaHandle {
   private readonly root: string;
   private plan: LaunchPlan | null = null;
   private cacheDir: string | null = null;
+  /** Why it is not ready, for the deployment's status reason. */
+  private detail: string | null = null;
 
   constructor(
     private readonly req: ReplicaRequest,
@@ -110,6 +113,7 @@ export class LocalReplica implements ReplicaHandle {
       metricsTarget: metricsPort === null ? null : { address: `127.0.0.1:${metricsPort}`, path: this.req.metricsPath ?? '/metrics' },
       pid: this.child?.pid ?? null,
       restarts: this.restarts,
+      detail: this.phase === 'ready' ? null : this.detail,
     };
   }
 
@@ -117,11 +121,11 @@ export class LocalReplica implements ReplicaHandle {
     this.listeners.push(listener);
   }
 
-  shellContext(): ShellCommand | null {
+  shellContext(): ReplicaShell | null {
     const pid = this.child?.pid;
     if (this.stopping || pid === undefined || this.plan === null) return null;
     const { sandbox } = this.deps;
-    if (sandbox === null) return { argv: ['/bin/sh'], cwd: this.root, env: { ...this.plan.env } };
+    if (sandbox === null) return { argv: ['/bin/sh'], cwd: this.root, env: { ...this.plan.env }, launcher: localShells };
     // The replica's command, found from outside: the terminal reads its environment and (as root) joins its PID namespace.
     const command = sandboxProcesses(pid)[0];
     if (command === undefined) return null;
@@ -132,7 +136,7 @@ export class LocalReplica implements ReplicaHandle {
       return null; // gone meanwhile
     }
     const argv = shellArgv(withExistingHidden(sandbox), this.sandboxed(), { pid: command, pidNamespace }, this.deps.seccompFile);
-    return { argv, cwd: '/', env: { ...FIXED_ENV } };
+    return { argv, cwd: '/', env: { ...FIXED_ENV }, launcher: localShells };
   }
 
   async stop(graceMs: number): Promise<void> {
@@ -238,6 +242,7 @@ export class LocalReplica implements ReplicaHandle {
       plan = await this.prepare();
     } catch (err) {
       this.note(`cannot prepare the replica: ${(err as Error).message}`);
+      this.detail = `cannot prepare the replica: ${(err as Error).message}`;
       this.crashed();
       return;
     }
@@ -246,16 +251,19 @@ export class LocalReplica implements ReplicaHandle {
     for (const line of plan.notes) this.note(line);
     if (plan.argv.length === 0) {
       this.note('cannot start: no command to run');
+      this.detail = 'cannot start: no command to run';
       this.crashed();
       return;
     }
     const { sandbox, pdeathsig } = this.deps;
     if (plan.hostCommand && sandbox === null && !this.deps.allowUnsandboxedHostCommands) {
       // Not a crash: it would be refused again at every restart. It stays starting until changed.
+      this.detail = 'refused: a host command needs the replica sandbox (bubblewrap), which this node lacks';
       this.note(
         'refusing to run the command: this node has no replica sandbox (bubblewrap), and a host command would run as the service\'s own user; ' +
           'install bubblewrap, or start the service with --allow-unsandboxed-host-commands to run it anyway',
       );
+      this.emit();
       this.deps.logger.warn({ replica: this.req.name }, 'host command refused: no replica sandbox and no --allow-unsandboxed-host-commands');
       return;
     }
@@ -272,11 +280,13 @@ export class LocalReplica implements ReplicaHandle {
       if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
       this.child = null;
       this.note(description);
+      this.detail = description;
       for (const resolve of this.exitWaiters.splice(0)) resolve();
       if (!this.stopping) this.crashed();
     };
     child.once('error', (err) => onGone(`cannot start ${plan.argv[0]}: ${err.message}`));
     child.once('exit', (code, signal) => onGone(`process ${child.pid} exited ${signal ? `on ${signal}` : `with code ${code}`}`));
+    this.detail = null;
     if (child.pid !== undefined) {
       this.note(`started process ${child.pid}${sandbox !== null ? ' (replica sandbox)' : ''} on port ${this.port}`);
       this.deps.logger.info({ replica: this.req.name, pid: child.pid, port: this.port }, 'replica process started');
@@ -342,6 +352,7 @@ export class LocalReplica implements ReplicaHandle {
     this.crashesInARow++;
     const delay = Math.min(this.deps.timing.backoffMaxMs, this.deps.timing.backoffInitialMs * 2 ** (this.crashesInARow - 1));
     this.note(`restarting in ${delay} ms (restart ${this.restarts})`);
+    this.detail = `${this.detail ?? 'it could not start'}; restarting in ${Math.round(delay / 1000)} s (restart ${this.restarts})`;
     this.deps.logger.warn({ replica: this.req.name, restarts: this.restarts, delayMs: delay }, 'replica exited; restarting');
     this.phase = 'starting';
     this.emit();

@@ -43,6 +43,9 @@ function hostCommand(name: string): ReplicaRequest {
     metricsPath: null,
     logging: true,
     modelCaching: false,
+    gpus: 1,
+    hardware: null,
+    registryAuth: null,
   };
 }
 

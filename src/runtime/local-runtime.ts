@@ -68,6 +68,10 @@ export class LocalRuntime implements Runtime {
     }
   }
 
+  get description(): string {
+    return this.opts.sandbox === null ? 'replicas run as processes on this host, unsandboxed' : 'replicas run as processes on this host, in the replica sandbox (bubblewrap)';
+  }
+
   start(request: ReplicaRequest): ReplicaHandle {
     this.running.add(request.name);
     const replica = new LocalReplica(request, {
@@ -96,6 +100,11 @@ export class LocalRuntime implements Runtime {
     );
   }
 
+  /** A process cannot be supervised again by another parent: what an earlier run left is reaped instead. */
+  adopt(): Promise<ReplicaHandle | null> {
+    return Promise.resolve(null);
+  }
+
   async reap(leftover: LeftoverReplica): Promise<boolean> {
     const pids = processesOfReplica(leftover.name);
     if (pids.length === 0) return false;
@@ -106,7 +115,7 @@ export class LocalRuntime implements Runtime {
     return true;
   }
 
-  async sweep(): Promise<string[]> {
+  async sweep(keep: ReadonlySet<string> = new Set()): Promise<string[]> {
     const { replicasDir } = runtimeDirs(this.opts.dataDir);
     let names: string[];
     try {
@@ -118,7 +127,7 @@ export class LocalRuntime implements Runtime {
     for (const name of names) {
       const dir = path.join(replicasDir, name);
       // A live process using it may belong to another service on this host (a standby on a shared store).
-      if (this.running.has(name) || processesUsing(dir).length > 0) continue;
+      if (this.running.has(name) || keep.has(name) || processesUsing(dir).length > 0) continue;
       await rm(dir, { recursive: true, force: true });
       removed.push(name);
     }

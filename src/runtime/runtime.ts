@@ -1,7 +1,9 @@
 // Owns the runtime interface: what the controller asks of any replica runtime (start a
-// replica of a container spec, watch what it does, stop it) and what it observes. The local
-// process runtime implements it; a container runtime would implement the same.
+// replica of a container spec, watch what it does, stop it, take back one an earlier run left)
+// and what it observes. The local process runtime and the Docker runtime implement it; the
+// controller never knows which one runs.
 
+import type { ShellCommand, ShellLauncher } from '../domain/ports.js';
 import type { Protocol } from '../domain/records.js';
 
 /** What to run for one replica: a container spec, runtime-neutral. */
@@ -27,7 +29,16 @@ export interface ReplicaRequest {
   modelCaching: boolean;
   /** Host directories the replica reads besides its own root (the Frontend's workers file directory). */
   readOnlyPaths?: string[];
+  /** GPUs of its hardware instance (0: a CPU-only component such as the Frontend). */
+  gpus: number;
+  /** CPU and memory of its hardware instance, from the catalog; null: the runtime's CPU-only default. */
+  hardware: { gpus_per_instance: number; cpus?: number; memory_gib?: number } | null;
+  /** Credentials for the image's registry, unsealed; null: an image pulled without. Never logged. */
+  registryAuth: { username: string; password: string } | null;
 }
+
+/** What the deployment's spec says of a replica; the controller adds the host-side facts (hardware, GPUs, registry credentials). */
+export type ReplicaSpec = Omit<ReplicaRequest, 'gpus' | 'hardware' | 'registryAuth'>;
 
 export type ReplicaPhase = 'starting' | 'ready' | 'stopped';
 
@@ -40,6 +51,11 @@ export interface ReplicaObservation {
   pid: number | null;
   /** Times the process was started again after it exited on its own. */
   restarts: number;
+  /**
+   * Why it is not ready, in words for the deployment's status reason ("pulling <image>: 45%",
+   * "image not found: …"); null when there is nothing to say.
+   */
+  detail: string | null;
 }
 
 export interface ReplicaHandle {
@@ -49,15 +65,13 @@ export interface ReplicaHandle {
   onChange(listener: (o: ReplicaObservation) => void): void;
   /** SIGTERM to the replica's process group, SIGKILL after `graceMs`; resolves once it is gone. */
   stop(graceMs: number): Promise<void>;
-  /** How to start a shell in this replica's environment (inside its sandbox, as its user); null when not running. */
-  shellContext(): ShellCommand | null;
+  /** How to start a shell in this replica (inside its sandbox or container, as its user); null when not running. */
+  shellContext(): ReplicaShell | null;
 }
 
-/** A process to spawn: the terminal runs it without knowing how the runtime isolates replicas. */
-export interface ShellCommand {
-  argv: string[];
-  cwd: string;
-  env: Record<string, string>;
+/** A shell to open in a replica: what to run, and what starts it (a host process, or a Docker exec). */
+export interface ReplicaShell extends ShellCommand {
+  launcher: ShellLauncher;
 }
 
 /** A replica left by an earlier run of this node (the service crashed or was killed). */
@@ -67,11 +81,22 @@ export interface LeftoverReplica {
 }
 
 export interface Runtime {
+  /** One line for the start-up banner: which runtime and why. */
+  readonly description: string;
   start(request: ReplicaRequest): ReplicaHandle;
+  /**
+   * Takes back a replica an earlier run of the service left running (a container outlives the
+   * control process), under the request its record's revision describes; null when there is
+   * nothing to take back here (the controller reaps it and starts a new one).
+   */
+  adopt(leftover: LeftoverReplica, request: ReplicaRequest): Promise<ReplicaHandle | null>;
   /** Stops what an earlier run left behind, if it is still running and still that replica. */
   reap(leftover: LeftoverReplica): Promise<boolean>;
-  /** Removes what earlier runs left on disk (replica directories no live process uses); returns what it removed. */
-  sweep(): Promise<string[]>;
+  /**
+   * Removes what earlier runs left (replica directories no live process uses, containers no
+   * replica record names); `keep` are the replicas the controller runs. Returns what it removed.
+   */
+  sweep(keep: ReadonlySet<string>): Promise<string[]>;
   /** Why no shell may be opened in replicas here (a shell is a host command), or null. */
   shellRefusal(): string | null;
 }

@@ -62,7 +62,6 @@ function ptyShell(command: ShellCommand, size: { cols: number; rows: number }): 
   });
   const leader = term.pid;
   return {
-    pid: leader,
     write: (data) => term.write(data),
     resize: (cols, rows) => term.resize(cols, rows),
     pause: () => term.pause(),

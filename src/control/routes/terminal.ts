@@ -13,7 +13,7 @@
 import type { WebSocket } from 'ws';
 import { Type } from 'typebox';
 import { PlatformError } from '../../core/errors.js';
-import type { ShellLauncher, ShellProvider, ShellTarget } from '../../domain/ports.js';
+import type { ShellTarget } from '../../domain/ports.js';
 import type { Family } from '../../domain/records.js';
 import type { ControlApp, ControlContext } from '../context.js';
 import { IdParams } from '../schemas.js';
@@ -71,8 +71,8 @@ export function registerTerminalRoutes(app: ControlApp, ctx: ControlContext, fam
       const cannotStart = (err: Error) => socket.close(1011, `cannot start a shell: ${err.message}`.slice(0, 120));
       const kill =
         mode === 'tty'
-          ? startTtySession(socket, shells.launch, target, { cols: query.cols ?? DEFAULT_TTY_SIZE.cols, rows: query.rows ?? DEFAULT_TTY_SIZE.rows }, cannotStart)?.kill
-          : startPipeShell(socket, shells.launch, target, cannotStart);
+          ? startTtySession(socket, target.launcher, target, { cols: query.cols ?? DEFAULT_TTY_SIZE.cols, rows: query.rows ?? DEFAULT_TTY_SIZE.rows }, cannotStart)?.kill
+          : startPipeShell(socket, target, cannotStart);
       if (!kill) return;
       socket.on('close', () => {
         kill();
@@ -87,8 +87,8 @@ export function registerTerminalRoutes(app: ControlApp, ctx: ControlContext, fam
 }
 
 /** The shell on pipes, without a terminal; returns what kills its process group. */
-function startPipeShell(socket: WebSocket, launcher: ShellLauncher, target: ShellTarget, cannotStart: (err: Error) => void): () => void {
-  const shell = launcher.pipe(target);
+function startPipeShell(socket: WebSocket, target: ShellTarget, cannotStart: (err: Error) => void): () => void {
+  const shell = target.launcher.pipe(target);
   shell.onOutput((chunk) => {
     if (socket.readyState === socket.OPEN) socket.send(chunk.toString('utf8'));
   });
