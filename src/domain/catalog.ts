@@ -1,12 +1,17 @@
 // Owns the catalog of clusters and their hardware profiles (GPUs per instance, instance
-// count, whether the orchestration operator is enabled): the embedded default (docs/operations.md),
-// parsing of a `--catalog FILE` replacement, and lookups. Pure: no I/O.
+// count, optionally CPUs and memory per instance, whether the orchestration operator is
+// enabled): the embedded default (docs/operations.md), parsing of a `--catalog FILE`
+// replacement, and lookups. Pure: no I/O.
 
 export interface HardwareProfile {
   id: number;
   name: string;
   gpus_per_instance: number;
   instances: number;
+  /** vCPUs of one instance; absent: the runtime sizes containers per GPU. */
+  cpus?: number;
+  /** Memory of one instance in GiB; absent: the runtime sizes containers per GPU. */
+  memory_gib?: number;
 }
 
 export interface Cluster {
@@ -49,8 +54,8 @@ export function describeCluster(cluster: Cluster): string {
 
 /**
  * Reads a catalog file's parsed JSON: `{"clusters": [{id, name, orchestration_enabled,
- * hardware: [{id, name, gpus_per_instance, instances}]}]}`. Throws one Error that lists every
- * problem with its JSON path.
+ * hardware: [{id, name, gpus_per_instance, instances, cpus?, memory_gib?}]}]}`. Throws one
+ * Error that lists every problem with its JSON path.
  */
 export function parseCatalog(json: unknown): Catalog {
   const problems: string[] = [];
@@ -106,13 +111,20 @@ function readHardware(v: unknown, at: string, problems: string[]): HardwareProfi
     problems.push(`${at} must be an object`);
     return null;
   }
-  unknownKeys(v, ['id', 'name', 'gpus_per_instance', 'instances'], at, problems);
+  unknownKeys(v, ['id', 'name', 'gpus_per_instance', 'instances', 'cpus', 'memory_gib'], at, problems);
   const id = positiveInt(v.id, `${at}.id`, problems);
   const name = nonEmptyString(v.name, `${at}.name`, problems);
   const gpus = nonNegativeInt(v.gpus_per_instance, `${at}.gpus_per_instance`, problems);
   const instances = nonNegativeInt(v.instances, `${at}.instances`, problems);
-  if (id === null || name === null || gpus === null || instances === null) return null;
-  return { id, name, gpus_per_instance: gpus, instances };
+  const cpus = optionalPositive(v, 'cpus', at, problems);
+  const memory = optionalPositive(v, 'memory_gib', at, problems);
+  if (id === null || name === null || gpus === null || instances === null || cpus === null || memory === null) return null;
+  return { id, name, gpus_per_instance: gpus, instances, ...sizeFields(cpus, memory) };
+}
+
+// Absent fields stay absent (not undefined) so a parsed file equals its JSON.
+function sizeFields(cpus: number | undefined, memory: number | undefined): Pick<HardwareProfile, 'cpus' | 'memory_gib'> {
+  return { ...(cpus !== undefined && { cpus }), ...(memory !== undefined && { memory_gib: memory }) };
 }
 
 function unknownKeys(v: Obj, known: string[], at: string, problems: string[]): void {
@@ -139,6 +151,15 @@ function positiveInt(v: unknown, at: string, problems: string[]): number | null 
 function nonNegativeInt(v: unknown, at: string, problems: string[]): number | null {
   if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return v;
   problems.push(`${at} must be an integer of at least 0`);
+  return null;
+}
+
+/** undefined when the key is absent, null when it is there but not a positive number. */
+function optionalPositive(v: Obj, key: string, at: string, problems: string[]): number | undefined | null {
+  if (!Object.hasOwn(v, key)) return undefined;
+  const value = v[key];
+  if (typeof value === 'number' && Number.isFinite(value) && value > 0) return value;
+  problems.push(`${at}.${key} must be a number greater than 0`);
   return null;
 }
 

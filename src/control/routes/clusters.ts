@@ -26,6 +26,8 @@ export function registerClusterRoutes(app: ControlApp, ctx: ControlContext): voi
         gpus_per_instance: h.gpus_per_instance,
         instances: h.instances,
         instances_free: h.instances - (usage.get(cluster.id)?.get(h.id) ?? 0),
+        ...(h.cpus !== undefined && { cpus: h.cpus }),
+        ...(h.memory_gib !== undefined && { memory_gib: h.memory_gib }),
       })),
     };
   };
