@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Owns the `infergate` command line: runs the programs (serve, engine, frontend) with their
+// Owns the `infergate` command line: runs the programs (serve, engine, frontend, image) with their
 // own flag parsing (and a gateway worker when serve forks one), hands every other command to
 // the control API's client (src/client/), and turns start-up failures into one clear line on
 // stderr and exit code 1.
@@ -19,6 +19,7 @@ run the service:
   serve     run the control API, gateway and metrics (the embedded default)
   engine    run the reference engine, a SIMULATED inference server (one per replica)
   frontend  run the orchestrated runtime's Frontend (aggregated or disaggregated workers)
+  image     build the reference engine's container image (infergate image build)
   version   print the version
 
 manage deployments through the control API (docs/cli.md):
@@ -30,6 +31,7 @@ manage deployments through the control API (docs/cli.md):
   tokens, certs, service-accounts, clusters, presets, completion
 
 infergate serve --help, infergate engine --help and infergate frontend --help list every flag and its environment override;
+infergate image --help lists what it builds;
 infergate <client command> --help shows its options and an example.`;
 
 
@@ -85,6 +87,8 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./engine.js')).runEngine(rest);
     case 'frontend':
       return (await import('./frontend.js')).runFrontend(rest);
+    case 'image':
+      return (await import('./image.js')).runImage(rest);
     case 'version':
     case '--version':
       process.stdout.write(packageVersion() + '\n');
