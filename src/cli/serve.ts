@@ -15,13 +15,12 @@ import { Gauge, type Registry } from 'prom-client';
 import { ConfigError, type Config } from '../config/config.js';
 import { DEFAULT_CATALOG, parseCatalog, type Catalog } from '../domain/catalog.js';
 import type { HostCommandPolicy } from '../domain/host-commands.js';
-import { gpusPerReplica } from '../domain/quota.js';
+import { gpusPerReplica, hardwareOfReplica } from '../domain/quota.js';
 import { UsageLedger } from '../store/usage-ledger.js';
 import { StoreMonitor } from '../store/store-monitor.js';
 import { buildControlApp, type ControlApp } from '../control/app.js';
 import { defaultConsoleDir } from '../control/console-assets.js';
 import { fileLogSource } from '../runtime/log-source.js';
-import { localShells } from '../runtime/shell-launcher.js';
 import type { ShellProvider } from '../domain/ports.js';
 import { Credentials } from '../control/credentials.js';
 import { ActivityRecorder } from '../autoscaler/activity.js';
@@ -32,8 +31,9 @@ import { LocalLeftovers } from '../controller/leftovers.js';
 import { DEFAULT_IMAGE_MAP, parseImageMap, type ImageMap } from '../domain/image-map.js';
 import type { Gateway } from '../gateway/gateway.js';
 import { replicaTargetGroups, SERVICE_DISCOVERY_PATH } from '../metrics/service-discovery.js';
-import { LocalRuntime, runtimeDirs } from '../runtime/local-runtime.js';
-import type { SandboxHost } from '../runtime/sandbox.js';
+import { runtimeDirs } from '../runtime/local-runtime.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { chooseRuntime } from './runtime-choice.js';
 import { detectSandbox } from '../runtime/sandbox-probe.js';
 import { selfCommand } from './self-command.js';
 import { clusterExposition } from '../metrics/cluster.js';
@@ -91,7 +91,6 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     // The control API opens terminals in the controller's replicas; the controller starts later.
     const shells: LateShells = {
       controller: null,
-      launch: localShells,
       shellRefusal: () => shells.controller?.shellRefusal() ?? null,
       shellTarget: (id, replica) => shells.controller?.shellTarget(id, replica) ?? null,
     };
@@ -102,11 +101,15 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     // the store), and so does its activity history.
     const activity = config.role !== 'gateway' ? new ActivityRecorder(systemClock) : null;
     if (sandbox !== null) lines.push(sandbox.description);
+    // Chosen before the control API starts: whether images run in containers decides its rule for host commands.
+    const chosen = config.role !== 'gateway' ? await chooseRuntime(config, shared.images, sandbox?.host ?? null, logger.child({ component: 'runtime' })) : null;
+    if (chosen !== null) lines.push(chosen.line);
     if (config.role !== 'gateway') {
       const hostCommands: HostCommandPolicy = {
         sandboxed: sandbox?.sandboxed ?? false,
         allowUnsandboxed: config.allowUnsandboxedHostCommands,
         allowMembers: config.allowMemberHostCommands,
+        containers: chosen?.kind === 'docker',
       };
       lines.push(...(await startControl(shared, shells, hostCommands, activity)));
     }
@@ -128,7 +131,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       lines.push(...started.lines);
     }
     // The controller and its runtime live with the control role: one per store.
-    if (config.role !== 'gateway') shells.controller = await startController(shared, gateway, sandbox?.host ?? null, activity);
+    if (chosen !== null) shells.controller = await startController(shared, gateway, chosen.runtime, activity);
 
     const exposition = workers === null ? registry : clusterExposition(registry, workers);
     const metrics = createMetricsServer(exposition, { [SERVICE_DISCOVERY_PATH]: () => replicaTargetGroups(store) });
@@ -216,18 +219,9 @@ interface LocalGateway {
   publisher: string;
 }
 
-async function startController(shared: Shared, local: LocalGateway | null, sandbox: SandboxHost | null, activity: ActivityRecorder | null): Promise<Controller> {
-  const { config, store, logger, closers, registry, usage, images, catalog } = shared;
+async function startController(shared: Shared, local: LocalGateway | null, runtime: Runtime, activity: ActivityRecorder | null): Promise<Controller> {
+  const { config, store, logger, closers, registry, usage, catalog } = shared;
   const sealer = sealerOf(shared);
-  const runtimeLogger = logger.child({ component: 'runtime' });
-  const runtime = new LocalRuntime({
-    dataDir: config.dataDir,
-    selfCommand: selfCommand(),
-    images,
-    logger: runtimeLogger,
-    sandbox,
-    allowUnsandboxedHostCommands: config.allowUnsandboxedHostCommands,
-  });
   const { logsDir, cacheDir } = runtimeDirs(config.dataDir);
   const workersDir = path.join(config.dataDir, 'orchestrated');
   // The autoscaler sums what the gateway in this process measures (read directly) and what
@@ -270,6 +264,7 @@ async function startController(shared: Shared, local: LocalGateway | null, sandb
     ...(config.redisUrl !== null ? { drainSettleMs: 2 * 1000 + 500 } : {}),
     usage,
     gpusPerReplica: (d, component) => gpusPerReplica(catalog, d, component),
+    hardwareOf: (d, component) => hardwareOfReplica(catalog, d, component) ?? null,
     workersDir,
     unseal: (sealed) => sealer.unseal(sealed),
     leftovers: new LocalLeftovers({ store, dirs: [logsDir, workersDir, cacheDir], usage }),

@@ -18,7 +18,10 @@ describe('serve config', () => {
       dataDir: '/srv/app/data',
       certsDir: '/srv/app/certs',
       redisUrl: null,
-      runtime: 'local',
+      runtime: 'auto',
+      gpus: null,
+      gpuRequest: 'nvidia',
+      engineImage: null,
       gpuQuota: 32,
       adminKey: null,
     });

@@ -6,6 +6,7 @@ import { readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Flags, helpText, wholeNumber, type FlagSpec, type Program } from '../flags/flags.js';
+import { parseGpuList } from '../runtime/docker/gpu-allocator.js';
 
 export type Role = 'all' | 'control' | 'gateway';
 
@@ -32,7 +33,14 @@ export interface Config {
   certsDir: string;
   redisUrl: string | null;
   redisPrefix: string;
-  runtime: 'local';
+  /** Replica runtime: local processes, Docker containers, or auto (docker when a daemon answers). */
+  runtime: RuntimeChoice;
+  /** `--gpus`: this host's GPUs for the Docker runtime; null: discovered with nvidia-smi. */
+  gpus: string[] | null;
+  /** How a container asks for its GPUs: nvidia device requests or CDI device names. */
+  gpuRequest: 'nvidia' | 'cdi';
+  /** The reference engine image the Docker runtime runs for known engine images on a host without GPUs; null: infergate/engine:<version>. */
+  engineImage: string | null;
   catalogFile: string | null;
   imageMapFile: string | null;
   gpuQuota: number;
@@ -79,6 +87,7 @@ export interface Config {
 }
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
+export type RuntimeChoice = 'local' | 'docker' | 'auto';
 
 /** Per listener: 0 turns a cap off. Timeouts in ms. */
 export interface ConnectionLimitsConfig {
@@ -117,7 +126,10 @@ export const SERVE_OPTIONS: FlagSpec[] = [
   { flag: 'certs-dir', env: 'INFERGATE_CERTS_DIR', default: './certs', help: 'certificate authority and issued certificates' },
   { flag: 'redis', env: 'INFERGATE_REDIS_URL', default: '', help: 'use the Redis store at this URL instead of the file store' },
   { flag: 'redis-prefix', env: 'INFERGATE_REDIS_PREFIX', default: 'infergate', help: 'key prefix in Redis, so installations can share one server' },
-  { flag: 'runtime', env: 'INFERGATE_RUNTIME', default: 'local', help: 'replica runtime (local processes)' },
+  { flag: 'runtime', env: 'INFERGATE_RUNTIME', default: 'auto', help: 'replica runtime: local (processes, in the bubblewrap sandbox), docker (containers on Docker Engine, DOCKER_HOST or /var/run/docker.sock) or auto (docker when a daemon answers, else local)' },
+  { flag: 'gpus', env: 'INFERGATE_GPUS', default: '', help: 'docker runtime: comma-separated GPU indexes or UUIDs replicas may use (default: what nvidia-smi lists; none: known engine images are simulated)' },
+  { flag: 'gpu-request', env: 'INFERGATE_GPU_REQUEST', default: 'nvidia', help: 'docker runtime: how containers get their GPUs: nvidia (device requests, NVIDIA Container Toolkit) or cdi (CDI device names)' },
+  { flag: 'engine-image', env: 'INFERGATE_ENGINE_IMAGE', default: '', help: 'docker runtime: the reference engine image (default infergate/engine:<version>, built on first use or by `infergate image build`)' },
   { flag: 'catalog', env: 'INFERGATE_CATALOG', default: '', help: 'JSON file replacing the embedded cluster/hardware catalog' },
   { flag: 'image-map', env: 'INFERGATE_IMAGE_MAP', default: '', help: 'JSON file extending the image → engine map' },
   { flag: 'gpu-quota', env: 'INFERGATE_GPU_QUOTA', default: '32', help: 'account GPU quota' },
@@ -168,7 +180,14 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
   const orNull = (v: string): string | null => (v === '' ? null : v);
 
   const role = f.oneOf('role', ['all', 'control', 'gateway'] as const);
-  const runtime = f.oneOf('runtime', ['local'] as const);
+  const runtime = f.oneOf('runtime', ['local', 'docker', 'auto'] as const);
+  const gpusFlag = pick('gpus');
+  let gpus: string[] | null = null;
+  try {
+    gpus = gpusFlag === '' ? null : parseGpuList(gpusFlag);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
 
   const domain = pick('domain').toLowerCase();
   if (!DOMAIN_RE.test(domain)) throw new ConfigError(`--domain "${domain}" is not a valid DNS name`);
@@ -238,6 +257,9 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     redisUrl,
     redisPrefix,
     runtime,
+    gpus,
+    gpuRequest: f.oneOf('gpu-request', ['nvidia', 'cdi'] as const),
+    engineImage: orNull(pick('engine-image')),
     catalogFile: resolve(orNull(pick('catalog'))),
     imageMapFile: resolve(orNull(pick('image-map'))),
     gpuQuota,

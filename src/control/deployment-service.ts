@@ -250,6 +250,7 @@ export class DeploymentService {
       certificateIds: new Set(certificates.filter((c) => c.value.revoked_at === null).map((c) => c.value.id)),
       takenNames: new Set(others.map((d) => d.name)),
       images: this.deps.images,
+      imagesRunThemselves: this.deps.hostCommands.containers === true,
       others,
     };
   }

@@ -14,6 +14,11 @@ export interface HostCommandPolicy {
   allowUnsandboxed: boolean;
   /** `--allow-member-host-commands`: members may deploy host commands too. */
   allowMembers: boolean;
+  /**
+   * The runtime runs the user's image in a container (the Docker runtime): its command runs
+   * there, not on this host, so nothing here is a host command and no role rule applies.
+   */
+  containers?: boolean;
 }
 
 /** The embedded default is the strictest: admins only, and only inside a sandbox. */
@@ -33,6 +38,7 @@ export interface HostCommandRefusal {
 
 /** Why `role` may not deploy a host command here, or null when it may. */
 export function hostCommandRefusal(policy: HostCommandPolicy, role: ServiceAccountRole): HostCommandRefusal | null {
+  if (policy.containers === true) return null;
   if (!policy.sandboxed && !policy.allowUnsandboxed) {
     return {
       reason: 'no_sandbox',

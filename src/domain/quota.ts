@@ -162,11 +162,15 @@ export function clusterUsage(catalog: Catalog, deployments: readonly Placement[]
 
 /** GPUs of one replica's hardware instance of a component, from the catalog (1 when it is not there). */
 export function gpusPerReplica(catalog: Catalog, d: Pick<DeploymentRecord, 'cluster_id' | 'spec'>, component: string): number {
+  return hardwareOfReplica(catalog, d, component)?.gpus_per_instance ?? 1;
+}
+
+/** The hardware instance one replica of `component` runs on (its pool's, for disaggregated workers). */
+export function hardwareOfReplica(catalog: Catalog, d: Pick<DeploymentRecord, 'cluster_id' | 'spec'>, component: string): HardwareProfile | undefined {
   const cluster = findCluster(catalog, d.cluster_id);
   const pools = d.spec.family === 'orchestrated' ? d.spec.worker_pools : null;
   const poolName = poolOf(component);
   const pool = poolName === null ? undefined : pools?.[poolName];
   const hardwareId = pool?.hardware_instance_id ?? d.spec.hardware_instance_id;
-  const hardware = cluster && hardwareId !== null ? findHardware(cluster, hardwareId) : undefined;
-  return hardware?.gpus_per_instance ?? 1;
+  return cluster && hardwareId !== null ? findHardware(cluster, hardwareId) : undefined;
 }

@@ -7,18 +7,44 @@ import net from 'node:net';
 export type Probe = { kind: 'http'; path: string } | { kind: 'tcp' };
 
 export function probeOnce(probe: Probe, host: string, port: number, timeoutMs: number): Promise<boolean> {
-  return probe.kind === 'http' ? httpProbe(host, port, probe.path, timeoutMs) : tcpProbe(host, port, timeoutMs);
+  return probeAnswer(probe, host, port, timeoutMs).then((a) => a.ok);
 }
 
-function httpProbe(host: string, port: number, path: string, timeoutMs: number): Promise<boolean> {
+/** A probe's verdict and, when it failed, what the server answered, in words for a status reason. */
+export interface ProbeAnswer {
+  ok: boolean;
+  answer: string;
+}
+
+export function probeAnswer(probe: Probe, host: string, port: number, timeoutMs: number): Promise<ProbeAnswer> {
+  return probe.kind === 'http'
+    ? httpProbe(host, port, probe.path, timeoutMs)
+    : tcpProbe(host, port, timeoutMs).then((ok) => ({ ok, answer: ok ? 'accepts connections' : 'TCP connect refused' }));
+}
+
+/** The start of a failed answer's body is kept: an engine says there why it is not ready. */
+const ANSWER_BYTES = 300;
+
+function httpProbe(host: string, port: number, path: string, timeoutMs: number): Promise<ProbeAnswer> {
   return new Promise((resolve) => {
     const req = http.get({ host, port, path, timeout: timeoutMs, agent: false, headers: { 'user-agent': 'infergate-probe' } }, (res) => {
-      res.resume();
       const code = res.statusCode ?? 0;
-      resolve(code >= 200 && code < 400);
+      if (code >= 200 && code < 400) {
+        res.resume();
+        resolve({ ok: true, answer: `GET ${path} answered ${code}` });
+        return;
+      }
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (body.length < ANSWER_BYTES) body += chunk;
+      });
+      const done = () => resolve({ ok: false, answer: `GET ${path} answered ${code}${body.trim() === '' ? '' : `: ${body.trim().slice(0, ANSWER_BYTES)}`}` });
+      res.on('end', done);
+      res.on('error', done);
     });
     req.on('timeout', () => req.destroy(new Error('probe timed out')));
-    req.on('error', () => resolve(false));
+    req.on('error', (err) => resolve({ ok: false, answer: `GET ${path} failed: ${err.message}` }));
   });
 }
 

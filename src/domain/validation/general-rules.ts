@@ -49,9 +49,9 @@ function checkPreset(req: Req): string | null {
   return id;
 }
 
-/** An image the runtime does not know runs `command` on the host, so it needs one. */
+/** On the local runtime an image it does not know runs `command` on the host, so it needs one; a container runs the image's entrypoint. */
 function checkRunnable(req: Req, ctx: ValidationContext, image: string | undefined, tag: string, command: string[]): void {
-  if (image === undefined || command.length > 0 || req.isBad('command')) return;
+  if (image === undefined || command.length > 0 || req.isBad('command') || ctx.imagesRunThemselves === true) return;
   if (resolveImage(ctx.images, image, tag).kind === 'host') {
     req.add(
       'command',

@@ -26,6 +26,8 @@ export interface ValidationContext {
   takenNames: ReadonlySet<string>;
   /** What the runtime runs for each image: an unknown image needs a command. */
   images: ImageMap;
+  /** The runtime runs the image itself (containers): an empty command means the image's own entrypoint. */
+  imagesRunThemselves?: boolean;
 }
 
 export interface DeploymentDraft {

@@ -1,0 +1,62 @@
+// Owns which replica runtime `serve` uses (`--runtime local|docker|auto`) and its making:
+// auto takes Docker when a daemon answers (DOCKER_HOST, else /var/run/docker.sock), else the
+// local runtime, and the start-up line says which and why. The Docker runtime gets its
+// network, the daemon's CPU count for limits, this host's GPUs (`--gpus`, else nvidia-smi)
+// and the reference engine image's name; the local runtime stays inside it for what does not
+// run in containers.
+
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import { ConfigError, type Config } from '../config/config.js';
+import type { ImageMap } from '../domain/image-map.js';
+import { dockerAnswers, dockerClient, dockerEndpoint } from '../runtime/docker/client.js';
+import { DockerRuntime, dockerScope, ensureNetwork } from '../runtime/docker/docker-runtime.js';
+import { engineImageRef } from '../runtime/docker/engine-image.js';
+import { discoverGpus, GpuAllocator } from '../runtime/docker/gpu-allocator.js';
+import { LocalRuntime } from '../runtime/local-runtime.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { SandboxHost } from '../runtime/sandbox.js';
+import { selfCommand } from './self-command.js';
+import { packageVersion } from './version.js';
+
+export interface ChosenRuntime {
+  runtime: Runtime;
+  kind: 'local' | 'docker';
+  /** The start-up line: which runtime, and why. */
+  line: string;
+}
+
+/** The checkout or installed package (dist/cli/ → its root): what the engine image is built from. */
+function appDir(): string {
+  return fileURLToPath(new URL('../../', import.meta.url));
+}
+
+export async function chooseRuntime(config: Config, images: ImageMap, sandbox: SandboxHost | null, logger: Logger): Promise<ChosenRuntime> {
+  const local = new LocalRuntime({ dataDir: config.dataDir, selfCommand: selfCommand(), images, logger, sandbox, allowUnsandboxedHostCommands: config.allowUnsandboxedHostCommands });
+  if (config.runtime === 'local') return { runtime: local, kind: 'local', line: `infergate: runtime local (--runtime local): ${local.description}` };
+  const docker = dockerClient();
+  const answer = await dockerAnswers(docker);
+  if (!answer.ok) {
+    if (config.runtime === 'docker') throw new ConfigError(`--runtime docker: ${answer.reason}`);
+    return { runtime: local, kind: 'local', line: `infergate: runtime local (auto: ${answer.reason}): ${local.description}` };
+  }
+  const scope = dockerScope(config.dataDir, config.redisUrl);
+  await ensureNetwork(docker, scope);
+  const info = (await docker.info()) as { NCPU?: number };
+  const found = config.gpus !== null ? { ids: config.gpus, source: '--gpus' } : await discoverGpus();
+  const runtime = new DockerRuntime({
+    docker,
+    dataDir: config.dataDir,
+    scope,
+    images,
+    logger,
+    gpus: new GpuAllocator(found.ids),
+    gpuMode: config.gpuRequest,
+    engineImage: config.engineImage ?? engineImageRef(packageVersion()),
+    appDir: appDir(),
+    local,
+    hostCpus: info.NCPU ?? 1,
+  });
+  const why = config.runtime === 'auto' ? `auto: Docker Engine ${answer.version} answers at ${dockerEndpoint(docker)}` : `--runtime docker, Docker Engine ${answer.version}`;
+  return { runtime, kind: 'docker', line: `infergate: runtime docker (${why}): ${runtime.description}; GPUs from ${found.source}` };
+}

@@ -1,0 +1,357 @@
+// Owns one replica of the Docker runtime: its container's whole life — the image made present
+// (pulled with the deployment's credentials, its progress and failures as the replica's
+// detail), GPUs taken from the host's allocator, the container created and started, its
+// output followed from the Engine API into the replica's log, readiness probed, a crash
+// restarted with exponential backoff, and a stop with SIGTERM, the grace, then SIGKILL — or
+// the same supervision taken over for a container an earlier run of the service left running.
+
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import type Dockerode from 'dockerode';
+import type { Logger } from 'pino';
+import { logFilePath, ReplicaLogWriter } from '../log-files.js';
+import type { LocalReplicaTiming } from '../local-replica.js';
+import { probeAnswer, type Probe } from '../readiness.js';
+import type { ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, ReplicaShell } from '../runtime.js';
+import { containerName, publishedPort, type ContainerInputs, type ContainerPlan, planContainer } from './container-spec.js';
+import { dockerShells } from './exec-shell.js';
+import { PullError, type ImagePuller } from './image-puller.js';
+
+export interface DockerReplicaDeps {
+  docker: Dockerode;
+  puller: ImagePuller;
+  replicasDir: string;
+  logsDir: string;
+  cacheDir: string;
+  /** Everything planContainer needs but the replica's own paths and GPUs. */
+  container: Omit<ContainerInputs, 'configHostPath' | 'cacheHostPath' | 'gpuHostConfig'>;
+  /** GPUs for a replica that runs a real engine: ids, or a reason it has to wait. */
+  gpus: { acquire(owner: string, count: number): string[] | null; release(owner: string): void; hostConfig(ids: string[]): Record<string, unknown>; free(): number; total(): number };
+  /** Makes the reference engine image present (built here once per host). */
+  engineImage(onNote: (line: string) => void): Promise<void>;
+  timing: LocalReplicaTiming;
+  logger: Logger;
+}
+
+type Container = Dockerode.Container;
+
+/** Failed probes of a starting container (about 5 s at the default interval) before the detail quotes its answer: a model still loading is not news. */
+const NOT_READY_SAYS_WHY_AFTER = 20;
+
+export class DockerReplica implements ReplicaHandle {
+  private phase: ReplicaPhase = 'starting';
+  private restarts = 0;
+  private crashesInARow = 0;
+  private failedProbes = 0;
+  /** Failed probes since the container started: past a few, what the server answers becomes the detail. */
+  private startingProbes = 0;
+  private stopping = false;
+  private timer: NodeJS.Timeout | null = null;
+  private container: Container | null = null;
+  private pid: number | null = null;
+  private port: number | null = null;
+  private metricsPort: number | null = null;
+  /** The container's own address on its bridge network: probes see the server itself there, not Docker's port proxy. */
+  private containerIp: string | null = null;
+  private detail: string | null = null;
+  /** Ends the log follow of the current container start. */
+  private unfollow: (() => void) | null = null;
+  private readonly listeners: Array<(o: ReplicaObservation) => void> = [];
+  private readonly log: ReplicaLogWriter | null;
+  private readonly root: string;
+  private readonly probe: Probe;
+  private plan: ContainerPlan | null = null;
+
+  constructor(
+    private readonly req: ReplicaRequest,
+    private readonly deps: DockerReplicaDeps,
+    adopted: { container: Container } | null = null,
+  ) {
+    this.root = path.join(deps.replicasDir, req.name);
+    this.probe = req.protocol === 'grpc' ? { kind: 'tcp' } : { kind: 'http', path: req.healthPath };
+    this.log = req.logging
+      ? new ReplicaLogWriter(logFilePath(deps.logsDir, { deploymentId: req.deploymentId, revision: req.revision, component: req.component, replica: req.name }))
+      : null;
+    if (adopted !== null) void this.takeOver(adopted.container);
+    else void this.launch();
+  }
+
+  get name(): string {
+    return this.req.name;
+  }
+
+  observe(): ReplicaObservation {
+    return {
+      phase: this.phase,
+      address: this.port === null ? null : `127.0.0.1:${this.port}`,
+      metricsTarget:
+        this.port === null ? null : { address: `127.0.0.1:${this.metricsPort ?? this.port}`, path: this.req.metricsPath ?? '/metrics' },
+      pid: this.pid,
+      restarts: this.restarts,
+      detail: this.phase === 'ready' ? null : this.detail,
+    };
+  }
+
+  onChange(listener: (o: ReplicaObservation) => void): void {
+    this.listeners.push(listener);
+  }
+
+  shellContext(): ReplicaShell | null {
+    if (this.stopping || this.container === null || this.pid === null) return null;
+    // The exec inherits the container's environment, user and working directory.
+    return { argv: ['/bin/sh'], cwd: '', env: {}, launcher: dockerShells(this.deps.docker, this.container.id) };
+  }
+
+  async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
+    this.clearTimer();
+    const container = this.container;
+    if (container !== null) {
+      this.note(`stopping: SIGTERM, then SIGKILL after ${graceMs} ms`);
+      // The daemon sends the image's stop signal (SIGTERM by default), waits t seconds, then SIGKILL.
+      await container.stop({ t: Math.max(1, Math.ceil(graceMs / 1000)) }).catch(() => {});
+      await container.remove({ force: true, v: true }).catch((err: Error) => this.deps.logger.warn({ err, replica: this.req.name }, 'removing a container failed'));
+    }
+    this.unfollow?.();
+    this.deps.gpus.release(this.req.name);
+    this.container = null;
+    this.pid = null;
+    this.setPhase('stopped');
+    await this.log?.close();
+    rmSync(this.root, { recursive: true, force: true });
+  }
+
+  private note(line: string): void {
+    this.log?.line('runtime', line);
+  }
+
+  private emit(): void {
+    const o = this.observe();
+    for (const listener of this.listeners) listener(o);
+  }
+
+  private setPhase(phase: ReplicaPhase): void {
+    if (this.phase === phase) return;
+    this.phase = phase;
+    this.emit();
+  }
+
+  private setDetail(detail: string | null): void {
+    if (this.detail === detail) return;
+    this.detail = detail;
+    this.emit();
+  }
+
+  private clearTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private later(ms: number, step: () => Promise<void>): void {
+    this.clearTimer();
+    if (!this.stopping) this.timer = setTimeout(() => void step(), ms);
+  }
+
+  /** Files the container mounts from this host: its config file and its deployment's model cache. */
+  private prepareHostPaths(): { configHostPath: string | null; cacheHostPath: string | null } {
+    rmSync(this.root, { recursive: true, force: true });
+    mkdirSync(this.root, { recursive: true, mode: 0o700 });
+    let configHostPath: string | null = null;
+    if (this.req.configFile !== null) {
+      mkdirSync(path.join(this.root, 'config'), { recursive: true });
+      configHostPath = path.join(this.root, 'config', this.req.configFile.filename);
+      // Readable by the image's user, whoever it is; only this container mounts it, and the
+      // data directory around it is the service's own.
+      writeFileSync(configHostPath, this.req.configFile.content, { mode: 0o644 });
+    }
+    let cacheHostPath: string | null = null;
+    if (this.req.modelCaching) {
+      cacheHostPath = path.join(this.deps.cacheDir, String(this.req.deploymentId));
+      mkdirSync(cacheHostPath, { recursive: true, mode: 0o777 });
+    }
+    return { configHostPath, cacheHostPath };
+  }
+
+  /** Image, GPUs, container: each step either moves on or says what it waits for and tries again later. */
+  private async launch(): Promise<void> {
+    if (this.stopping) return;
+    try {
+      if (this.container === null) {
+        const created = await this.create();
+        if (created === null || this.stopping) return;
+        this.container = created;
+      }
+      await this.startContainer(this.container);
+    } catch (err) {
+      if (this.stopping) return;
+      // Removed behind the runtime's back: made anew at the next try.
+      if ((err as { statusCode?: number }).statusCode === 404) this.container = null;
+      this.note(`cannot start the container: ${(err as Error).message}`);
+      this.crashed(`cannot start the container: ${firstLine((err as Error).message)}`);
+    }
+  }
+
+  /** The container, created; null when the image or GPUs are not there yet (a retry is scheduled). */
+  private async create(): Promise<Container | null> {
+    const paths = this.prepareHostPaths();
+    const plan = planContainer(this.req, { ...this.deps.container, ...paths, gpuHostConfig: {} });
+    // A host without GPUs runs every container without one (and says so); a GPU host never
+    // runs a GPU replica on fewer GPUs than its hardware instance has.
+    const needsGpus = !plan.simulated && this.req.gpus > 0 && this.deps.gpus.total() > 0;
+    if (!plan.simulated && this.req.gpus > 0 && !needsGpus) plan.notes.push('infergate runtime: this host has no GPUs: the container runs without one');
+    const gpuIds = needsGpus ? this.deps.gpus.acquire(this.req.name, this.req.gpus) : [];
+    if (needsGpus && gpuIds === null) {
+      const waiting = `waiting for ${this.req.gpus} GPU${this.req.gpus === 1 ? '' : 's'}: ${this.deps.gpus.free()} free on this host`;
+      this.setDetail(waiting);
+      this.later(5000, () => this.launch());
+      return null;
+    }
+    const withGpus = needsGpus ? planContainer(this.req, { ...this.deps.container, ...paths, gpuHostConfig: this.deps.gpus.hostConfig(gpuIds ?? []) }) : plan;
+    this.plan = withGpus;
+    if (!(await this.imagePresent(withGpus))) return null;
+    for (const line of withGpus.notes) this.note(line);
+    if (gpuIds !== null && gpuIds.length > 0 && needsGpus) this.note(`GPUs ${gpuIds.join(', ')}`);
+    const name = containerName(this.deps.container.scope, this.req.name);
+    // A container of this name left by a crash between create and record is not ours to keep.
+    await this.deps.docker.getContainer(name).remove({ force: true }).catch(() => {});
+    return this.deps.docker.createContainer({ name, ...withGpus.body });
+  }
+
+  /** Whether the plan's image is on this host; when not, the reason is the detail and a retry is scheduled. */
+  private async imagePresent(plan: ContainerPlan): Promise<boolean> {
+    try {
+      if (plan.simulated) {
+        this.setDetail(`preparing the reference engine image ${plan.image}`);
+        await this.deps.engineImage((line) => this.note(line));
+      } else {
+        this.setDetail(`pulling ${plan.image}`);
+        await this.deps.puller.ensure(plan.image, this.req.registryAuth, (pct) => this.setDetail(`pulling ${plan.image}: ${pct}%`));
+      }
+      return true;
+    } catch (err) {
+      if (this.stopping) return false;
+      const retryAt = err instanceof PullError ? err.retryAt : Date.now() + this.deps.timing.backoffMaxMs;
+      const waitMs = Math.max(1000, retryAt - Date.now());
+      const reason = err instanceof PullError ? err.failure.reason : `the image cannot be prepared: ${firstLine((err as Error).message)}`;
+      this.note(`${reason}; trying again in ${Math.round(waitMs / 1000)} s`);
+      this.deps.logger.warn({ replica: this.req.name, image: plan.image, kind: err instanceof PullError ? err.failure.kind : 'other', reason }, 'image pull failed');
+      this.setDetail(`${reason}; retrying in ${Math.round(waitMs / 1000)} s`);
+      this.later(waitMs, () => this.launch());
+      return false;
+    }
+  }
+
+  private async startContainer(container: Container): Promise<void> {
+    const startedAt = Math.floor(Date.now() / 1000);
+    await container.start();
+    if (this.stopping) return;
+    await this.attach(container, startedAt);
+    this.note(`started container ${container.id.slice(0, 12)} (pid ${this.pid}) on 127.0.0.1:${this.port}`);
+    this.deps.logger.info({ replica: this.req.name, container: container.id.slice(0, 12), port: this.port }, 'replica container started');
+  }
+
+  /** Reads what the started container got (pid, published ports, address), follows its output and its exit, and probes it. */
+  private async attach(container: Container, since: number): Promise<void> {
+    const info = await container.inspect();
+    const ports = info.NetworkSettings.Ports as Record<string, Array<{ HostIp: string; HostPort: string }> | null>;
+    const serve = `${this.req.containerPort}/tcp`;
+    const metrics = this.req.metricsPort !== null && this.req.metricsPort !== this.req.containerPort ? `${this.req.metricsPort}/tcp` : null;
+    this.port = publishedPort(ports, serve);
+    this.metricsPort = metrics === null ? null : publishedPort(ports, metrics);
+    this.pid = info.State.Pid > 0 ? info.State.Pid : null;
+    const networks = Object.values(info.NetworkSettings.Networks ?? {});
+    this.containerIp = networks.find((n) => n.IPAddress)?.IPAddress ?? null;
+    this.setDetail(null);
+    this.failedProbes = 0;
+    this.startingProbes = 0;
+    this.emit();
+    await this.follow(container, since);
+    void container.wait().then(
+      (result: { StatusCode?: number }) => this.exited(container, `container exited with code ${result.StatusCode ?? '?'}`),
+      (err: Error) => this.exited(container, `lost the container: ${firstLine(err.message)}`),
+    );
+    this.schedule();
+  }
+
+  private async follow(container: Container, since: number): Promise<void> {
+    this.unfollow?.();
+    if (this.log === null) return;
+    const log = this.log;
+    const stream = (await container.logs({ follow: true, stdout: true, stderr: true, since })) as NodeJS.ReadableStream & { destroy?: () => void };
+    const out = new PassThrough();
+    const err = new PassThrough();
+    out.on('data', (chunk: Buffer) => log.chunk('stdout', chunk));
+    err.on('data', (chunk: Buffer) => log.chunk('stderr', chunk));
+    this.deps.docker.modem.demuxStream(stream, out, err);
+    stream.on('error', () => {});
+    this.unfollow = () => stream.destroy?.();
+  }
+
+  private exited(container: Container, description: string): void {
+    if (this.stopping || this.container !== container) return;
+    this.note(description);
+    this.port = null;
+    this.pid = null;
+    this.crashed(description);
+  }
+
+  private crashed(why: string): void {
+    this.clearTimer();
+    this.restarts++;
+    this.crashesInARow++;
+    const { backoffInitialMs, backoffMaxMs } = this.deps.timing;
+    const delay = Math.min(backoffMaxMs, backoffInitialMs * 2 ** (this.crashesInARow - 1));
+    this.note(`restarting in ${delay} ms (restart ${this.restarts})`);
+    this.deps.logger.warn({ replica: this.req.name, restarts: this.restarts, delayMs: delay }, 'replica container exited; restarting');
+    this.detail = `${why}; restarting in ${Math.round(delay / 1000)} s (restart ${this.restarts})`;
+    this.phase = 'starting';
+    this.emit();
+    this.later(delay, () => this.launch());
+  }
+
+  private schedule(): void {
+    const { timing } = this.deps;
+    this.later(this.phase === 'ready' ? timing.readyProbeMs : timing.startingProbeMs, () => this.probeOnce());
+  }
+
+  /** One readiness probe and its consequence; then the next is scheduled. */
+  private async probeOnce(): Promise<void> {
+    const { timing } = this.deps;
+    const container = this.container;
+    if (container === null || this.port === null || this.stopping) return;
+    // A TCP probe through Docker's port proxy would pass before the server listens: the container's own address is probed.
+    const [host, port] = this.containerIp !== null ? [this.containerIp, this.req.containerPort] : ['127.0.0.1', this.port];
+    const { ok, answer } = await probeAnswer(this.probe, host, port, timing.probeTimeoutMs).catch((err: Error) => ({ ok: false, answer: err.message }));
+    if (this.container !== container || this.stopping || this.port === null) return;
+    if (!ok && this.phase !== 'ready' && ++this.startingProbes >= NOT_READY_SAYS_WHY_AFTER) this.setDetail(`running, not ready: ${answer}`);
+    if (ok) {
+      this.failedProbes = 0;
+      if (this.phase !== 'ready') {
+        this.crashesInARow = 0;
+        this.note('readiness probe passed: ready');
+        this.setPhase('ready');
+      }
+    } else if (this.phase === 'ready' && ++this.failedProbes >= timing.failuresToUnready) {
+      this.note(`readiness probe failed ${this.failedProbes} times: not ready`);
+      this.detail = `readiness probe failing (${this.probe.kind === 'http' ? `GET ${this.probe.path}` : 'TCP connect'})`;
+      this.setPhase('starting');
+    }
+    this.schedule();
+  }
+
+  /** Supervises a container an earlier run started: its GPUs are claimed by the runtime, its output followed from now. */
+  private async takeOver(container: Container): Promise<void> {
+    this.container = container;
+    try {
+      this.note(`taken back by a new run of the service: container ${container.id.slice(0, 12)}`);
+      await this.attach(container, Math.floor(Date.now() / 1000));
+    } catch (err) {
+      this.crashed(`cannot take back the container: ${firstLine((err as Error).message)}`);
+    }
+  }
+}
+
+function firstLine(s: string): string {
+  return (s.split('\n')[0] ?? '').slice(0, 300);
+}
