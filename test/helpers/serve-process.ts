@@ -42,7 +42,9 @@ export function spawnCli(args: string[], env: Record<string, string>, wrapper: s
   const command = [...wrapper, process.execPath, '--import', 'tsx', MAIN, ...args];
   return spawn(command[0] as string, command.slice(1), {
     cwd: ROOT,
-    env: { ...process.env, ...env, INFERGATE_LOG_LEVEL: 'warn' },
+    // The local runtime unless a test asks for another: with a Docker daemon on the machine,
+    // `auto` would put every suite's replicas in containers.
+    env: { ...process.env, INFERGATE_RUNTIME: 'local', ...env, INFERGATE_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
