@@ -2,19 +2,21 @@
 // mistakes it refuses), the fields a re-apply would PATCH (write-only secrets never, secret
 // variables only when not set yet), the environment `describe` prints, when a
 // deployment counts as ready, the exit status in a terminal's close reason, and which API and
-// key a command uses (flags, then environment, then the saved context).
+// key a command uses (flags, then environment, then the saved context). Also `describe` and
+// `ls` against a stand-in API (fetch replaced): the status reason under the status, and
+// shortened in the REASON column.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { Command } from 'commander';
 import { classifyPatch } from '../domain/patch-effect.js';
 import { describeChanges, patchFor, readDesired } from './apply.js';
 import { buildProgram } from './commands.js';
 import { commandPath, EXAMPLES } from './help.js';
 import { resolveConnection, writeContexts } from './contexts.js';
-import { environmentLines, type Deployment } from './deployments.js';
+import { environmentLines, shortReason, type Deployment } from './deployments.js';
 import { UsageError } from './errors.js';
 import { exitStatusOf, isReady } from './watch.js';
 
@@ -142,5 +144,88 @@ describe('help', () => {
     walk(program);
     expect(paths.filter((p) => !EXAMPLES[p])).toEqual([]);
     expect(Object.keys(EXAMPLES).filter((p) => !paths.includes(p))).toEqual([]);
+  });
+});
+
+describe('the status reason', () => {
+  const PULLING = 'pulling 127.0.0.1:5000/team/engine:v1: 45%';
+  const CREDENTIALS = 'the registry 127.0.0.1:5000 refused the credentials for 127.0.0.1:5000/team/engine: check registry_username and registry_password; retrying in 10 s';
+  const deployment = (id: number, name: string, over: Partial<Deployment>): Deployment => ({
+    id,
+    family: 'general',
+    name,
+    status: 'ready',
+    status_reason: null,
+    paused: false,
+    endpoint_url: `${name}.endpoints.localhost:8443`,
+    revision: 1,
+    serving_revision: 1,
+    rollout: null,
+    components: { Replica: { ready: 1, desired: 1 } },
+    revisions: [{ revision: 1, status: 'serving', reason: 'create', created_at: '2026-01-05T10:00:00.000Z', failure_reason: null }],
+    env: {},
+    secret_env: [],
+    ...over,
+  });
+  const chat = deployment(3, 'chat', { status: 'pending', status_reason: PULLING, serving_revision: null, components: { Replica: { ready: 0, desired: 1 } } });
+  const embed = deployment(4, 'embed', {});
+  const vendor = deployment(5, 'vendor', { status: 'pending', status_reason: CREDENTIALS, serving_revision: null, components: { Replica: { ready: 0, desired: 1 } } });
+  const answers: Record<string, unknown> = {
+    '/deployments/general': { items: [vendor, embed, chat] },
+    '/deployments/orchestrated': { items: [] },
+    '/deployments/general/3/replicas': { items: [{ id: 7, name: 'chat-r1-7', component: 'Replica', state: 'starting', restarts: 0, revision: 1 }] },
+    '/deployments/general/4/replicas': { items: [{ id: 8, name: 'embed-r1-8', component: 'Replica', state: 'ready', restarts: 0, revision: 1 }] },
+  };
+
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+
+  /** Runs `infergate ARGS` against the stand-in API and returns what it printed. */
+  async function run(args: string[]): Promise<string> {
+    vi.stubGlobal('fetch', (url: string) => {
+      const body = answers[new URL(url).pathname];
+      return Promise.resolve(new Response(JSON.stringify(body ?? { error: { code: 'not_found', message: 'no route' } }), { status: body ? 200 : 404, headers: { 'content-type': 'application/json' } }));
+    });
+    let printed = '';
+    const env = { INFERGATE_CONFIG: path.join(os.tmpdir(), `infergate-absent-${process.pid}`, 'config.json') };
+    const program = buildProgram({ env, out: { write: (t) => void (printed += t), isTTY: false, color: false }, readStdin: () => '', setExitCode: () => undefined });
+    await program.parseAsync(['--api', 'http://api.test', '--key', 'key-0123456789', ...args], { from: 'user' });
+    return printed;
+  }
+
+  it('describe prints it right under the status, and nothing when there is none', async () => {
+    const text = await run(['describe', 'chat']);
+    expect(text.split('\n').slice(0, 4)).toEqual([
+      'Name:        chat (general, id 3)',
+      'Status:      pending',
+      `Reason:      ${PULLING}`,
+      'Revision:    1',
+    ]);
+    expect(await run(['describe', 'embed'])).not.toContain('Reason:');
+  });
+
+  it('is part of the object in -o json and yaml', async () => {
+    expect(JSON.parse(await run(['describe', 'chat', '-o', 'json']))).toMatchObject({ status: 'pending', status_reason: PULLING });
+    expect(await run(['get', 'embed', '-o', 'yaml'])).toContain('status_reason: null\n');
+  });
+
+  it('ls shows it shortened in the last column, keeping its start and its end', async () => {
+    const lines = (await run(['ls'])).trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^NAME\s+FAMILY\s+STATUS\s+COMPONENTS\s+REVISION\s+ENDPOINT\s+REASON$/);
+    expect(lines[1]).toMatch(new RegExp(`^chat\\s+general\\s+pending\\s+Replica 0/1\\s+1\\s+https://chat\\.endpoints\\.localhost:8443\\s+${PULLING.replace(/\./g, '\\.')}$`));
+    expect(lines[2]).toMatch(/^embed\s+general\s+ready\s+Replica 1\/1\s+1\s+https:\/\/embed\.endpoints\.localhost:8443$/);
+    expect(lines[3]).toContain(`https://vendor.endpoints.localhost:8443   ${shortReason(CREDENTIALS)}`);
+  });
+
+  it('shortReason keeps short reasons whole and cuts long ones in the middle, between words, to 60 characters at most', () => {
+    expect(shortReason(null)).toBe('');
+    expect(shortReason(PULLING)).toBe(PULLING);
+    expect(shortReason(CREDENTIALS)).toBe('the registry 127.0.0.1:5000 refused … retrying in 10 s');
+    const notFound = 'tag v9 of 127.0.0.1:5000/team/engine not found in 127.0.0.1:5000; retrying in 5 s';
+    expect(shortReason(notFound)).toBe('tag v9 of 127.0.0.1:5000/team/engine … retrying in 5 s');
+    const unbroken = `pulling ${'x'.repeat(100)}: 45%`;
+    expect(shortReason(unbroken).length).toBeLessThanOrEqual(60);
+    expect(shortReason(unbroken)).toMatch(/^pulling x+ … x+: 45%$/);
   });
 });

@@ -12,7 +12,7 @@ import { integer, makeKit, type ClientIo } from './command-kit.js';
 import { completionScript } from './completion.js';
 import { configPath, readContexts, resolveConnection, writeContexts } from './contexts.js';
 import { addCredentialCommands } from './credential-commands.js';
-import { componentsSummary, environmentLines, getDeployment, listDeployments, routeOf, type Deployment } from './deployments.js';
+import { componentsSummary, environmentLines, getDeployment, listDeployments, routeOf, shortReason, type Deployment } from './deployments.js';
 import { UsageError } from './errors.js';
 import { addExamples } from './help.js';
 import { print, statusWord, type Column, type Out } from './output.js';
@@ -29,6 +29,8 @@ const deploymentColumns = (out: Out): Column<Deployment>[] => [
   { header: 'COMPONENTS', value: (d) => componentsSummary(d) },
   { header: 'REVISION', value: (d) => (d.serving_revision !== null && d.serving_revision !== d.revision ? `${d.revision} (serving ${d.serving_revision})` : String(d.revision)) },
   { header: 'ENDPOINT', value: (d) => `https://${d.endpoint_url}` },
+  // Last, so the columns before it stay one word each for awk; `describe` has it in full.
+  { header: 'REASON', value: (d) => shortReason(d.status_reason) },
 ];
 
 export function buildProgram(io: ClientIo): Command {
@@ -350,6 +352,7 @@ function describeText(d: Deployment, replicas: { name: string; component: string
   const lines = [
     `Name:        ${d.name} (${d.family}, id ${d.id})`,
     `Status:      ${statusWord(d.status, out)}${d.paused ? ' (paused)' : ''}`,
+    ...(d.status_reason ? [`Reason:      ${d.status_reason}`] : []),
     `Revision:    ${d.revision}${d.serving_revision !== null && d.serving_revision !== d.revision ? ` (serving ${d.serving_revision})` : ''}${d.rollout ? `; rollout ${d.rollout.state}${d.rollout.reason ? `: ${d.rollout.reason}` : ''}` : ''}`,
     `Components:  ${componentsSummary(d)}`,
     `Endpoint:    https://${d.endpoint_url}`,

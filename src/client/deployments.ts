@@ -13,6 +13,8 @@ export interface Deployment {
   family: Family;
   name: string;
   status: string;
+  /** Why it is not ready, or not all its replicas are, in words ("pulling <image>: 45%"); null when there is nothing to say. */
+  status_reason: string | null;
   paused: boolean;
   endpoint_url: string;
   revision: number;
@@ -48,6 +50,24 @@ export const routeOf = (d: Pick<Deployment, 'family' | 'id'>): string => `/deplo
 export function componentsSummary(d: Pick<Deployment, 'components'>): string {
   const parts = Object.entries(d.components).map(([name, c]) => `${name} ${c.ready}/${c.desired}`);
   return parts.length > 0 ? parts.join(', ') : '-';
+}
+
+/**
+ * The status reason cut to fit a table cell (`max` characters at most): the middle gives way,
+ * between words, so the start (what is happening) and the end (a percentage, "retrying in
+ * 5 s") both stay readable; `describe` has it whole.
+ */
+export function shortReason(reason: string | null | undefined, max = 60): string {
+  const text = (reason ?? '').replace(/\s+/g, ' ').trim();
+  if (text.length <= max) return text;
+  const tailLength = Math.floor((max - 3) / 3);
+  const headLength = max - 3 - tailLength;
+  let head = text.slice(0, headLength);
+  if (text[headLength] !== ' ' && head.lastIndexOf(' ') > headLength / 2) head = head.slice(0, head.lastIndexOf(' '));
+  let tail = text.slice(text.length - tailLength);
+  const space = tail.indexOf(' ');
+  if (text[text.length - tailLength - 1] !== ' ' && space !== -1 && space < tailLength / 2) tail = tail.slice(space + 1);
+  return `${head.trimEnd()} … ${tail.trimStart()}`;
 }
 
 /** The environment for `describe`: plain variables with their values, secret ones by name only. */

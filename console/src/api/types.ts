@@ -37,6 +37,8 @@ export interface Deployment {
   name: string;
   cluster_id: number;
   status: Status;
+  /** Why it is not ready, or not all its replicas are, in words ("pulling <image>: 45%"); null when there is nothing to say. */
+  status_reason: string | null;
   paused: boolean;
   endpoint_url: string;
   revision: number;

@@ -1,12 +1,12 @@
-// Owns the deployment detail: status and what a wait is waiting for first, then the tabs
-// (Overview, Logs, Terminal, Usage, Activity, Settings), each its own hash route. The
-// deployment refreshes by itself every two seconds.
+// Owns the deployment detail: status, what a wait is waiting for and why (the controller's
+// status reason) first, then the tabs (Overview, Logs, Terminal, Usage, Activity, Settings),
+// each its own hash route. The deployment refreshes by itself every two seconds.
 
 import { lazy, Suspense } from 'react';
 import type { Deployment, Family } from '../api/types';
 import { usePoll } from '../hooks';
 import type { Account } from '../session';
-import { StatusBadge } from '../components/status';
+import { StatusBadge, StatusReason } from '../components/status';
 import { Tabs } from '../components/tabs';
 import { progressLine } from '../components/deployment-bits';
 import { OverviewTab } from '../tabs/overview';
@@ -57,6 +57,7 @@ export function DeploymentDetailPage({ family, id, tab, account }: { family: Fam
           </span>
         )}
       </div>
+      <StatusReason reason={d.status_reason} className="lead" />
       {d.rollout?.state === 'failed' && (
         <div className="form-error" role="alert">
           Revision {d.rollout.revision} failed{d.rollout.reason ? `: ${d.rollout.reason}` : ''}

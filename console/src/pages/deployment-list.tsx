@@ -1,11 +1,12 @@
-// Owns the deployments list, both families: status first (word and colour), endpoint URL with
-// copy, components ready/desired, current and serving revision. It refreshes by itself every
-// two seconds, keeping rows in place; an empty list teaches how to start.
+// Owns the deployments list, both families: status first (word and colour, and under it why it
+// is not ready when the controller says), endpoint URL with copy, components ready/desired,
+// current and serving revision. It refreshes by itself every two seconds, keeping rows in
+// place; an empty list teaches how to start.
 
 import { useEffect, useState } from 'react';
 import { api, ApiError } from '../api/client';
 import type { Deployment, Items } from '../api/types';
-import { StatusBadge } from '../components/status';
+import { StatusBadge, StatusReason } from '../components/status';
 import { Components, Endpoint, Revisions } from '../components/deployment-bits';
 
 const REFRESH_MS = 2000;
@@ -84,6 +85,7 @@ export function DeploymentListPage() {
                   <td>{d.family === 'general' ? 'General' : `Orchestrated${d.serving_mode === 'disaggregated' ? ' (disaggregated)' : ''}`}</td>
                   <td>
                     <StatusBadge status={d.status} />
+                    <StatusReason reason={d.status_reason} className="in-cell" />
                   </td>
                   <td>
                     <Endpoint d={d} />
