@@ -16,7 +16,7 @@ function entries(cmd: Command, prefix: string[] = []): Entry[] {
   return [here, ...subs.flatMap((c) => entries(c, [...prefix, c.name()]))];
 }
 
-const RUN_COMMANDS = ['serve', 'engine', 'frontend', 'version'];
+const RUN_COMMANDS = ['serve', 'engine', 'frontend', 'image', 'version'];
 
 export function completionScript(program: Command, shell: 'bash' | 'zsh'): string {
   const all = entries(program);

@@ -89,6 +89,17 @@ describe('serve config', () => {
     expect(() => parse(['--controller-lease-ttl', '1'])).toThrow(ConfigError);
   });
 
+  it('picks the runtime (auto by default, env or flag), this host\'s GPUs and how containers ask for them, with one-line errors', () => {
+    expect(parse(['--runtime', 'docker']).runtime).toBe('docker');
+    expect(parse([], { INFERGATE_RUNTIME: 'local' }).runtime).toBe('local');
+    expect(() => parse(['--runtime', 'kubernetes'])).toThrow(/--runtime must be one of local, docker or auto|--runtime/);
+    expect(parse(['--gpus', '0, 1,2']).gpus).toEqual(['0', '1', '2']);
+    expect(() => parse(['--gpus', '0,0'])).toThrow(/--gpus/);
+    expect(parse(['--gpu-request', 'cdi']).gpuRequest).toBe('cdi');
+    expect(() => parse(['--gpu-request', 'amd'])).toThrow(/--gpu-request/);
+    expect(parse(['--engine-image', 'registry.example.com/infergate/engine:1']).engineImage).toBe('registry.example.com/infergate/engine:1');
+  });
+
   it('runs one gateway worker per core with Redis, one with the file store, and refuses workers that could not share state', () => {
     const cores = Math.min(os.availableParallelism(), 64);
     expect(parse([]).gatewayWorkers).toBe(1);

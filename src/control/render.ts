@@ -146,12 +146,13 @@ export interface ReplicaView {
   component: string;
   state: string;
   restarts: number;
+  detail: string | null;
   updated_at: string;
 }
 
 /** What an operator needs to tell replicas apart; addresses and pids stay inside. */
 export function renderReplica(r: ReplicaRecord): ReplicaView {
-  return { id: r.id, name: r.name, revision: r.revision, component: r.component, state: r.state, restarts: r.restarts, updated_at: r.updated_at };
+  return { id: r.id, name: r.name, revision: r.revision, component: r.component, state: r.state, restarts: r.restarts, detail: r.detail ?? null, updated_at: r.updated_at };
 }
 
 export function revisionSummary(r: RevisionRecord): RevisionSummaryView {

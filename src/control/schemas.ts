@@ -275,5 +275,6 @@ export const ReplicaResponse = Type.Object({
   component: Type.String(),
   state: Type.String({ enum: ['starting', 'ready', 'draining', 'stopped', 'failed'] }),
   restarts: Type.Integer(),
+  detail: Type.Union([Type.String(), Type.Null()], { description: 'why it is not ready, as its runtime says (pulling its image, a crash and its restart); null when ready' }),
   updated_at: Type.String(),
 });

@@ -309,6 +309,14 @@ describe('validateCreate: one case per rule', () => {
   });
 });
 
+describe('validateCreate: images that run themselves', () => {
+  it('accepts an unknown image with no command where the runtime runs images as containers (the image\'s entrypoint)', () => {
+    const body = general({ image: 'my/own-engine', command: [] });
+    expect(problemsOf(validateCreate('general', body, { ...ctx, imagesRunThemselves: true }))).toEqual([]);
+    expect(problemsOf(validateCreate('general', body, ctx)).map((p) => p.field)).toEqual(['command']);
+  });
+});
+
 describe('validateCreate: valid requests and defaults', () => {
   it("lets an image that runs its own command set code-loading variables: they act on that command alone, in its sandbox", () => {
     const draft = ok(validateCreate('general', general({ image: 'me/own-server', command: ['/srv/serve'], env: { LD_PRELOAD: '/x.so', NODE_OPTIONS: '--max-old-space-size=64' } }), ctx));

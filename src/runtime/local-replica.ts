@@ -13,12 +13,12 @@ import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ImageMap } from '../domain/image-map.js';
 import { freePort } from './free-port.js';
-import { logFilePath, ReplicaLogWriter } from './log-files.js';
 import { planLaunch, type LaunchPlan } from './launch-plan.js';
 import { beyondLoopback, formatAddress, listeningAddresses } from './listening-sockets.js';
 import { processesInSession, sandboxProcesses, signalGroup, signalPid } from './process-tree.js';
 import { probeOnce } from './readiness.js';
-import type { ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, ReplicaShell } from './runtime.js';
+import { ReplicaBase, replicaLog, restartDelay } from './replica-base.js';
+import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell } from './runtime.js';
 import { localShells } from './shell-launcher.js';
 import { envScript } from './env-script.js';
 import { FIXED_ENV, SANDBOX_FD, sandboxArgv, shellArgv, type SandboxedReplica, type SandboxHost } from './sandbox.js';
@@ -67,9 +67,8 @@ export interface LocalReplicaDeps {
   logger: Logger;
 }
 
-export class LocalReplica implements ReplicaHandle {
+export class LocalReplica extends ReplicaBase implements ReplicaHandle {
   private child: ChildProcess | null = null;
-  private phase: ReplicaPhase = 'starting';
   private restarts = 0;
   private crashesInARow = 0;
   private failedProbes = 0;
@@ -79,24 +78,17 @@ export class LocalReplica implements ReplicaHandle {
   private port: number | null = null;
   private metricsPort: number | null = null;
   private stopping = false;
-  private timer: NodeJS.Timeout | null = null;
-  private readonly listeners: Array<(o: ReplicaObservation) => void> = [];
   private readonly exitWaiters: Array<() => void> = [];
-  private readonly log: ReplicaLogWriter | null;
   private readonly root: string;
   private plan: LaunchPlan | null = null;
   private cacheDir: string | null = null;
-  /** Why it is not ready, for the deployment's status reason. */
-  private detail: string | null = null;
 
   constructor(
     private readonly req: ReplicaRequest,
     private readonly deps: LocalReplicaDeps,
   ) {
+    super(replicaLog(deps.logsDir, req));
     this.root = path.join(deps.replicasDir, req.name);
-    this.log = req.logging
-      ? new ReplicaLogWriter(logFilePath(deps.logsDir, { deploymentId: req.deploymentId, revision: req.revision, component: req.component, replica: req.name }))
-      : null;
     void this.launch();
   }
 
@@ -115,10 +107,6 @@ export class LocalReplica implements ReplicaHandle {
       restarts: this.restarts,
       detail: this.phase === 'ready' ? null : this.detail,
     };
-  }
-
-  onChange(listener: (o: ReplicaObservation) => void): void {
-    this.listeners.push(listener);
   }
 
   shellContext(): ReplicaShell | null {
@@ -167,26 +155,6 @@ export class LocalReplica implements ReplicaHandle {
     this.setPhase('stopped');
     await this.log?.close();
     rmSync(this.root, { recursive: true, force: true });
-  }
-
-  private note(line: string): void {
-    this.log?.line('runtime', line);
-  }
-
-  private emit(): void {
-    const o = this.observe();
-    for (const listener of this.listeners) listener(o);
-  }
-
-  private setPhase(phase: ReplicaPhase): void {
-    if (this.phase === phase) return;
-    this.phase = phase;
-    this.emit();
-  }
-
-  private clearTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
   }
 
   private async prepare(): Promise<LaunchPlan> {
@@ -350,7 +318,7 @@ export class LocalReplica implements ReplicaHandle {
     this.clearTimer();
     this.restarts++;
     this.crashesInARow++;
-    const delay = Math.min(this.deps.timing.backoffMaxMs, this.deps.timing.backoffInitialMs * 2 ** (this.crashesInARow - 1));
+    const delay = restartDelay(this.deps.timing, this.crashesInARow);
     this.note(`restarting in ${delay} ms (restart ${this.restarts})`);
     this.detail = `${this.detail ?? 'it could not start'}; restarting in ${Math.round(delay / 1000)} s (restart ${this.restarts})`;
     this.deps.logger.warn({ replica: this.req.name, restarts: this.restarts, delayMs: delay }, 'replica exited; restarting');

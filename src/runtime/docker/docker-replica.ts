@@ -10,10 +10,10 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
-import { logFilePath, ReplicaLogWriter } from '../log-files.js';
 import type { LocalReplicaTiming } from '../local-replica.js';
 import { probeAnswer, type Probe } from '../readiness.js';
-import type { ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, ReplicaShell } from '../runtime.js';
+import { ReplicaBase, replicaLog, restartDelay } from '../replica-base.js';
+import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell } from '../runtime.js';
 import { containerName, publishedPort, type ContainerInputs, type ContainerPlan, planContainer } from './container-spec.js';
 import { dockerShells } from './exec-shell.js';
 import { PullError, type ImagePuller } from './image-puller.js';
@@ -39,26 +39,21 @@ type Container = Dockerode.Container;
 /** Failed probes of a starting container (about 5 s at the default interval) before the detail quotes its answer: a model still loading is not news. */
 const NOT_READY_SAYS_WHY_AFTER = 20;
 
-export class DockerReplica implements ReplicaHandle {
-  private phase: ReplicaPhase = 'starting';
+export class DockerReplica extends ReplicaBase implements ReplicaHandle {
   private restarts = 0;
   private crashesInARow = 0;
   private failedProbes = 0;
   /** Failed probes since the container started: past a few, what the server answers becomes the detail. */
   private startingProbes = 0;
   private stopping = false;
-  private timer: NodeJS.Timeout | null = null;
   private container: Container | null = null;
   private pid: number | null = null;
   private port: number | null = null;
   private metricsPort: number | null = null;
   /** The container's own address on its bridge network: probes see the server itself there, not Docker's port proxy. */
   private containerIp: string | null = null;
-  private detail: string | null = null;
   /** Ends the log follow of the current container start. */
   private unfollow: (() => void) | null = null;
-  private readonly listeners: Array<(o: ReplicaObservation) => void> = [];
-  private readonly log: ReplicaLogWriter | null;
   private readonly root: string;
   private readonly probe: Probe;
   private plan: ContainerPlan | null = null;
@@ -68,11 +63,9 @@ export class DockerReplica implements ReplicaHandle {
     private readonly deps: DockerReplicaDeps,
     adopted: { container: Container } | null = null,
   ) {
+    super(replicaLog(deps.logsDir, req));
     this.root = path.join(deps.replicasDir, req.name);
     this.probe = req.protocol === 'grpc' ? { kind: 'tcp' } : { kind: 'http', path: req.healthPath };
-    this.log = req.logging
-      ? new ReplicaLogWriter(logFilePath(deps.logsDir, { deploymentId: req.deploymentId, revision: req.revision, component: req.component, replica: req.name }))
-      : null;
     if (adopted !== null) void this.takeOver(adopted.container);
     else void this.launch();
   }
@@ -91,10 +84,6 @@ export class DockerReplica implements ReplicaHandle {
       restarts: this.restarts,
       detail: this.phase === 'ready' ? null : this.detail,
     };
-  }
-
-  onChange(listener: (o: ReplicaObservation) => void): void {
-    this.listeners.push(listener);
   }
 
   shellContext(): ReplicaShell | null {
@@ -120,32 +109,6 @@ export class DockerReplica implements ReplicaHandle {
     this.setPhase('stopped');
     await this.log?.close();
     rmSync(this.root, { recursive: true, force: true });
-  }
-
-  private note(line: string): void {
-    this.log?.line('runtime', line);
-  }
-
-  private emit(): void {
-    const o = this.observe();
-    for (const listener of this.listeners) listener(o);
-  }
-
-  private setPhase(phase: ReplicaPhase): void {
-    if (this.phase === phase) return;
-    this.phase = phase;
-    this.emit();
-  }
-
-  private setDetail(detail: string | null): void {
-    if (this.detail === detail) return;
-    this.detail = detail;
-    this.emit();
-  }
-
-  private clearTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
   }
 
   private later(ms: number, step: () => Promise<void>): void {
@@ -300,8 +263,7 @@ export class DockerReplica implements ReplicaHandle {
     this.clearTimer();
     this.restarts++;
     this.crashesInARow++;
-    const { backoffInitialMs, backoffMaxMs } = this.deps.timing;
-    const delay = Math.min(backoffMaxMs, backoffInitialMs * 2 ** (this.crashesInARow - 1));
+    const delay = restartDelay(this.deps.timing, this.crashesInARow);
     this.note(`restarting in ${delay} ms (restart ${this.restarts})`);
     this.deps.logger.warn({ replica: this.req.name, restarts: this.restarts, delayMs: delay }, 'replica container exited; restarting');
     this.detail = `${why}; restarting in ${Math.round(delay / 1000)} s (restart ${this.restarts})`;

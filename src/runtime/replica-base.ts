@@ -1,0 +1,60 @@
+// Owns what every runtime's replica handle shares: its phase and detail, the listeners that hear
+// each change of its observation, its runtime lines in the replica's log, its one pending timer,
+// and the restart backoff (doubling per crash in a row, up to a maximum). The local process and
+// the container replica build their supervision on it.
+
+import { logFilePath, ReplicaLogWriter } from './log-files.js';
+import type { ReplicaObservation, ReplicaPhase, ReplicaRequest } from './runtime.js';
+
+/** The replica's log under `logsDir`, when its deployment has logging on. */
+export function replicaLog(logsDir: string, req: ReplicaRequest): ReplicaLogWriter | null {
+  return req.logging
+    ? new ReplicaLogWriter(logFilePath(logsDir, { deploymentId: req.deploymentId, revision: req.revision, component: req.component, replica: req.name }))
+    : null;
+}
+
+export function restartDelay(timing: { backoffInitialMs: number; backoffMaxMs: number }, crashesInARow: number): number {
+  return Math.min(timing.backoffMaxMs, timing.backoffInitialMs * 2 ** (crashesInARow - 1));
+}
+
+export abstract class ReplicaBase {
+  protected phase: ReplicaPhase = 'starting';
+  /** Why it is not ready, for the deployment's status reason. */
+  protected detail: string | null = null;
+  protected timer: NodeJS.Timeout | null = null;
+  private readonly listeners: Array<(o: ReplicaObservation) => void> = [];
+
+  constructor(protected readonly log: ReplicaLogWriter | null) {}
+
+  abstract observe(): ReplicaObservation;
+
+  onChange(listener: (o: ReplicaObservation) => void): void {
+    this.listeners.push(listener);
+  }
+
+  protected note(line: string): void {
+    this.log?.line('runtime', line);
+  }
+
+  protected emit(): void {
+    const o = this.observe();
+    for (const listener of this.listeners) listener(o);
+  }
+
+  protected setPhase(phase: ReplicaPhase): void {
+    if (this.phase === phase) return;
+    this.phase = phase;
+    this.emit();
+  }
+
+  protected setDetail(detail: string | null): void {
+    if (this.detail === detail) return;
+    this.detail = detail;
+    this.emit();
+  }
+
+  protected clearTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
