@@ -231,8 +231,8 @@ describe.skipIf(!available)('the Docker runtime', () => {
     expect((await cli(['exec', 'entry', '--', 'sh', '-c', 'exit 7'])).code).toBe(7);
   }, 90_000);
 
-  it('a command overrides the entrypoint', async () => {
-    const id = await create(general('override', { image: engineImage.split(':')[0], tag: engineImage.split(':')[1], command: [...ENGINE_ENTRY, '--model', 'override/model', ...FAST] }));
+  it('a command overrides the entrypoint, and the model cache is writable by the image\'s user', async () => {
+    const id = await create(general('override', { image: engineImage.split(':')[0], tag: engineImage.split(':')[1], command: [...ENGINE_ENTRY, '--model', 'override/model', ...FAST], enable_model_caching: true }));
     await platform.waitFor(id, ready(1), 60_000, 'override ready');
     const models = await gateway()(`${platform.endpoint('override')}/v1/models`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(await models.text()).toMatch(/"id":"override\/model"/);

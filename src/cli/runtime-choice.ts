@@ -40,7 +40,7 @@ export async function chooseRuntime(config: Config, images: ImageMap, sandbox: S
     if (config.runtime === 'docker') throw new ConfigError(`--runtime docker: ${answer.reason}`);
     return { runtime: local, kind: 'local', line: `infergate: runtime local (auto: ${answer.reason}): ${local.description}` };
   }
-  const scope = dockerScope(config.dataDir, config.redisUrl);
+  const scope = dockerScope(config.dataDir, config.redisUrl, config.redisPrefix);
   await ensureNetwork(docker, scope);
   const info = (await docker.info()) as { NCPU?: number };
   const found = config.gpus !== null ? { ids: config.gpus, source: '--gpus' } : await discoverGpus();

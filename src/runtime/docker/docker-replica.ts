@@ -5,7 +5,7 @@
 // restarted with exponential backoff, and a stop with SIGTERM, the grace, then SIGKILL — or
 // the same supervision taken over for a container an earlier run of the service left running.
 
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import type Dockerode from 'dockerode';
@@ -61,9 +61,12 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
   constructor(
     private readonly req: ReplicaRequest,
     private readonly deps: DockerReplicaDeps,
-    adopted: { container: Container } | null = null,
+    /** A container an earlier run left, and whether it answered its readiness probe when taken back. */
+    adopted: { container: Container; ready: boolean } | null = null,
   ) {
     super(replicaLog(deps.logsDir, req));
+    // Taken back ready, it stays in routing without a gap while its supervision resumes.
+    if (adopted?.ready === true) this.phase = 'ready';
     this.root = path.join(deps.replicasDir, req.name);
     this.probe = req.protocol === 'grpc' ? { kind: 'tcp' } : { kind: 'http', path: req.healthPath };
     if (adopted !== null) void this.takeOver(adopted.container);
@@ -131,7 +134,10 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     let cacheHostPath: string | null = null;
     if (this.req.modelCaching) {
       cacheHostPath = path.join(this.deps.cacheDir, String(this.req.deploymentId));
-      mkdirSync(cacheHostPath, { recursive: true, mode: 0o777 });
+      mkdirSync(cacheHostPath, { recursive: true });
+      // Writable by the image's user, whoever it is (mkdir's mode is cut by the umask); the data
+      // directory around it keeps other host users out.
+      chmodSync(cacheHostPath, 0o777);
     }
     return { configHostPath, cacheHostPath };
   }

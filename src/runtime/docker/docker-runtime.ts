@@ -16,6 +16,7 @@ import { COMPONENT } from '../../domain/components.js';
 import type { ImageMap } from '../../domain/image-map.js';
 import { runtimeDirs } from '../local-runtime.js';
 import { DEFAULT_TIMING, type LocalReplicaTiming } from '../local-replica.js';
+import { probeOnce, type Probe } from '../readiness.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaRequest, Runtime } from '../runtime.js';
 import { containerLimits } from './container-limits.js';
 import { LABEL } from './container-spec.js';
@@ -45,9 +46,9 @@ export interface DockerRuntimeOptions {
   pullBackoff?: PullBackoff;
 }
 
-/** The scope of a service: its store (the Redis URL, else the data directory), hashed. */
-export function dockerScope(dataDir: string, redisUrl: string | null): string {
-  let where = redisUrl ?? dataDir;
+/** The scope of a service: its store (the Redis URL and key prefix, else the data directory), hashed. */
+export function dockerScope(dataDir: string, redisUrl: string | null, redisPrefix = ''): string {
+  let where = redisUrl === null ? dataDir : `${redisUrl}\n${redisPrefix}`;
   if (redisUrl === null) {
     try {
       where = realpathSync(dataDir);
@@ -143,7 +144,11 @@ export class DockerRuntime implements Runtime {
     const held = (info.HostConfig.DeviceRequests ?? []).flatMap((r) => r.DeviceIDs ?? []).map((id) => id.replace(/^nvidia\.com\/gpu=/, ''));
     const conflicts = this.opts.gpus.claim(leftover.name, held);
     if (conflicts.length > 0) this.opts.logger.warn({ replica: leftover.name, gpus: conflicts }, 'a container taken back holds GPUs another replica holds');
-    return new DockerReplica(request, this.depsFor(request), { container });
+    // Probed before it is handed back: a ready replica keeps serving through the restart.
+    const ip = Object.values(info.NetworkSettings.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress;
+    const probe: Probe = request.protocol === 'grpc' ? { kind: 'tcp' } : { kind: 'http', path: request.healthPath };
+    const ready = ip !== undefined && (await probeOnce(probe, ip, request.containerPort, this.deps.timing.probeTimeoutMs).catch(() => false));
+    return new DockerReplica(request, this.depsFor(request), { container, ready });
   }
 
   async reap(leftover: LeftoverReplica): Promise<boolean> {
