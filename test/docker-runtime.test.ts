@@ -26,6 +26,8 @@ const docker: Dockerode = dockerClient();
 const TEAM = { username: 'team', password: 'team-registry-secret' };
 const VENDOR_KEY = 'nvapi-vendor-key-0123456789';
 const VENDOR = { username: '$oauthtoken', password: VENDOR_KEY };
+/** Kept in the vault: a deployment names them by id. */
+const VAULTED = { username: 'robot', password: 'robot-registry-secret' };
 const TOKEN = 'tok-containers-0123456789';
 /** The engine image's entrypoint, spelled out: a command replaces the entrypoint. */
 const ENGINE_ENTRY = ['/usr/local/bin/node', '/opt/infergate/dist/cli/main.js', 'engine'];
@@ -126,7 +128,7 @@ describe.skipIf(!available)('the Docker runtime', () => {
   beforeAll(async () => {
     root = await mkdtemp(path.join(os.tmpdir(), 'infergate-docker-'));
     engineImage = await ensureEngineImage();
-    registry = await startRegistry({ users: { [TEAM.username]: TEAM.password, [VENDOR.username]: VENDOR.password } });
+    registry = await startRegistry({ users: { [TEAM.username]: TEAM.password, [VENDOR.username]: VENDOR.password, [VAULTED.username]: VAULTED.password } });
     // Root inside: the image's user is kept, so this image's containers run as uid 0.
     await buildDerived(`infergate-test/engine-root:${process.pid}`, `FROM ${engineImage}\nUSER 0:0\n`);
     // A vendor-packaged container: its own entrypoint serves one model and needs REGISTRY_API_KEY.
@@ -198,6 +200,19 @@ describe.skipIf(!available)('the Docker runtime', () => {
     expect(res.status).toBe(200);
     const refused = await gateway()(`${platform.endpoint('private-tls')}/v1/models`);
     expect(refused.status).toBe(401);
+  }, 90_000);
+
+  it('pulls with registry credentials kept in the vault, named by the deployment', async () => {
+    const stored = await platform.call('POST', '/vault/registry-credentials', { name: 'robot', ...VAULTED });
+    expect(stored.status).toBe(201);
+    const id = await create(general('from-vault', { image: `${registry.host}/team/engine`, tag: 'v1', command: [...ENGINE_ENTRY, ...FAST], registry_credential_id: stored.body.id }));
+    await platform.waitFor(id, ready(1), 60_000, 'from-vault ready');
+    expect((await chat('from-vault')).status).toBe(200);
+    // The same image with vault credentials the registry refuses: the pull is checked per credentials.
+    const wrong = await platform.call('POST', '/vault/registry-credentials', { name: 'robot-wrong', username: VAULTED.username, password: 'not-it' });
+    const refused = await create(general('from-vault-wrong', { image: `${registry.host}/team/engine`, tag: 'v1', command: [], registry_credential_id: wrong.body.id }));
+    await expect.poll(async () => ((await platform.deployment(refused)) as Deployment).status_reason ?? '', { timeout: 30_000 }).toMatch(/refused the credentials/);
+    for (const d of [id, refused]) expect((await platform.call('DELETE', `/deployments/general/${d}`)).status).toBe(202);
   }, 90_000);
 
   it('wrong credentials and an unknown tag become status reasons, retried with a growing backoff instead of a loop', async () => {

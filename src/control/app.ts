@@ -36,6 +36,7 @@ import { registerHealthRoutes } from './routes/health.js';
 import { registerPresetRoutes } from './routes/presets.js';
 import { registerServiceAccountRoutes } from './routes/service-accounts.js';
 import { registerTokenRoutes } from './routes/tokens.js';
+import { registerRegistryCredentialRoutes } from './routes/registry-credentials.js';
 import { registerWhoamiRoutes } from './routes/whoami.js';
 import { BODY_LIMIT, EMBEDDED_HOST_COMMANDS, type ControlApp, type ControlContext, type ControlDeps } from './context.js';
 
@@ -169,6 +170,7 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   registerHealthRoutes(app, ctx);
   registerDeploymentRoutes(app, ctx);
   registerTokenRoutes(app, ctx);
+  registerRegistryCredentialRoutes(app, ctx);
   registerCertificateRoutes(app, ctx);
   registerServiceAccountRoutes(app, ctx);
   registerClusterRoutes(app, ctx);

@@ -234,11 +234,12 @@ export class DeploymentService {
   /** What validation needs to know about everything else in the store. */
   async context(excludeId?: number): Promise<ValidationContext & { others: DeploymentRecord[] }> {
     const { store, catalog } = this.deps;
-    const [deployments, tokens, certificates, accounts] = await Promise.all([
+    const [deployments, tokens, certificates, accounts, registryCredentials] = await Promise.all([
       store.list('deployment'),
       store.list('token'),
       store.list('certificate'),
       store.list('service_account'),
+      store.list('registry_credential'),
     ]);
     const others = deployments.map((d) => d.value).filter((d) => d.id !== excludeId);
     return {
@@ -248,6 +249,7 @@ export class DeploymentService {
       tokenIds: new Set(tokens.map((t) => t.value.id)),
       platformKeyHashes: new Set(accounts.map((a) => a.value.key_hash)),
       certificateIds: new Set(certificates.filter((c) => c.value.revoked_at === null).map((c) => c.value.id)),
+      registryCredentialIds: new Set(registryCredentials.map((c) => c.value.id)),
       takenNames: new Set(others.map((d) => d.name)),
       images: this.deps.images,
       imagesRunThemselves: this.deps.hostCommands.containers === true,

@@ -98,6 +98,7 @@ export const GeneralRequest = Type.Object(
     health_check_path: Nullable(Type.String()),
     registry_username: Nullable(Type.String()),
     registry_password: Nullable(Type.String({ description: 'stored encrypted, never returned' })),
+    registry_credential_id: Nullable(Type.Integer({ description: 'registry credentials from the vault (POST /vault/registry-credentials), instead of registry_username and registry_password' })),
     session_affinity: Nullable(Type.Boolean()),
     command: Nullable(Type.Array(Type.String())),
     metrics_port: Nullable(Type.Integer()),
@@ -192,6 +193,23 @@ export const RevisionResponse = Type.Object(
 const CredentialName = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
 
 export const TokenCreateRequest = Type.Object({ name: CredentialName }, { additionalProperties: false });
+
+export const RegistryCredentialCreateRequest = Type.Object(
+  {
+    name: CredentialName,
+    username: Type.String({ minLength: 1, maxLength: 256, description: 'the registry user, e.g. $oauthtoken for a vendor registry' }),
+    password: Type.String({ minLength: 1, maxLength: 8192, description: 'the registry password or API key: stored encrypted, never returned' }),
+  },
+  { additionalProperties: false },
+);
+export const RegistryCredentialResponse = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  username: Type.String(),
+  hint: Type.String({ description: 'the last four characters of the password' }),
+  created_at: Type.String(),
+  deployments: Type.Array(Type.Integer(), { description: 'deployments whose current spec pulls with these credentials' }),
+});
 export const TokenResponse = Type.Object({
   id: Type.Integer(),
   name: Type.String(),

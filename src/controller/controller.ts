@@ -245,7 +245,7 @@ export class Controller {
     const plan = this.componentPlans(d).find((p) => p.component === r.component);
     const part = plan?.request(spec, r.revision, r.name) ?? null;
     if (plan === undefined || part === null) return null;
-    const handle = await this.opts.runtime.adopt({ name: r.name, pid: r.pid }, this.completeRequest(d, plan, spec, part));
+    const handle = await this.opts.runtime.adopt({ name: r.name, pid: r.pid }, await this.completeRequest(d, plan, spec, part));
     if (handle === null) return null;
     this.own(d, plan, r.revision, r.id, handle);
     this.opts.logger.info({ deployment: d.name, replica: r.name }, 'took back a replica left running by an earlier run');
@@ -364,12 +364,29 @@ export class Controller {
     await this.writeWorkersFile(d, workersFile);
   }
 
-  /** The registry credentials of a general spec, unsealed; never logged. */
-  private registryAuth(d: DeploymentRecord, spec: DeploymentSpec): ReplicaRequest['registryAuth'] {
-    if (spec.family !== 'general' || spec.registry_username === null || spec.secrets.registry_password === undefined) return null;
+  /**
+   * The registry credentials of a general spec, unsealed — its own, or the vault's it names —
+   * never logged. Ones that cannot be read leave the pull without credentials, which the
+   * registry then refuses in words the deployment's status shows.
+   */
+  private async registryAuth(d: DeploymentRecord, spec: DeploymentSpec): Promise<ReplicaRequest['registryAuth']> {
+    if (spec.family !== 'general') return null;
+    let username: string | null = spec.registry_username;
+    let sealed = spec.secrets.registry_password;
+    const fromVault = spec.registry_credential_id ?? null;
+    if (fromVault !== null) {
+      const found = (await this.store.get('registry_credential', fromVault))?.value;
+      if (found === undefined) {
+        this.opts.logger.error({ deployment: d.name, registry_credential: fromVault }, 'the registry credential this deployment names is not in the vault; the image is pulled without credentials');
+        return null;
+      }
+      username = found.username;
+      sealed = found.sealed_password;
+    }
+    if (username === null || sealed === undefined) return null;
     try {
       if (!this.opts.unseal) throw new Error('no unsealer');
-      return { username: spec.registry_username, password: this.opts.unseal(spec.secrets.registry_password) };
+      return { username, password: this.opts.unseal(sealed) };
     } catch {
       this.opts.logger.error({ deployment: d.name }, 'the registry password cannot be unsealed (was the secret key changed?); the image is pulled without credentials');
       return null;
@@ -377,9 +394,9 @@ export class Controller {
   }
 
   /** The spec's part of a replica request joined to the host's: its hardware, GPUs and registry credentials. */
-  private completeRequest(d: DeploymentRecord, plan: ComponentPlan, spec: DeploymentSpec, part: ReplicaSpec): ReplicaRequest {
+  private async completeRequest(d: DeploymentRecord, plan: ComponentPlan, spec: DeploymentSpec, part: ReplicaSpec): Promise<ReplicaRequest> {
     const hardware = plan.gpus > 0 ? (this.opts.hardwareOf?.(d, plan.component) ?? null) : null;
-    return { ...part, gpus: plan.gpus, hardware, registryAuth: this.registryAuth(d, spec) };
+    return { ...part, gpus: plan.gpus, hardware, registryAuth: await this.registryAuth(d, spec) };
   }
 
   /** The model-hub token, unsealed for the workers' credential file; never logged. */
@@ -530,7 +547,7 @@ export class Controller {
       await store.delete('replica', record.value.id);
       return;
     }
-    const handle = runtime.start(this.completeRequest(d, plan, spec, part));
+    const handle = runtime.start(await this.completeRequest(d, plan, spec, part));
     this.own(d, plan, revision, record.value.id, handle);
     this.opts.logger.info({ deployment: d.name, replica: handle.name, component: plan.component, revision }, 'replica starting');
   }

@@ -48,6 +48,11 @@ export interface GeneralSpec {
   protocol: Protocol;
   health_check_path: string;
   registry_username: string | null;
+  /**
+   * Registry credentials from the vault (`/vault/registry-credentials`), instead of
+   * registry_username and registry_password; absent in older records: none.
+   */
+  registry_credential_id?: number | null;
   enable_logging: boolean;
   enable_model_caching: boolean;
   session_affinity: boolean;
@@ -274,9 +279,24 @@ export interface UsageRecord {
 }
 
 /** Every kind the store holds, by name. */
+/**
+ * Credentials for a private image registry, kept in the vault so deployments can name them
+ * (registry_credential_id) instead of repeating them: the password sealed, never returned.
+ */
+export interface RegistryCredentialRecord {
+  id: number;
+  name: string;
+  username: string;
+  sealed_password: string;
+  /** Last four characters of the password, so an operator can tell credentials apart. */
+  hint: string;
+  created_at: string;
+}
+
 export interface RecordMap {
   deployment: DeploymentRecord;
   token: TokenRecord;
+  registry_credential: RegistryCredentialRecord;
   service_account: ServiceAccountRecord;
   certificate: CertificateRecord;
   replica: ReplicaRecord;
@@ -284,4 +304,4 @@ export interface RecordMap {
 }
 
 export type Kind = keyof RecordMap;
-export const KINDS: readonly Kind[] = ['deployment', 'token', 'service_account', 'certificate', 'replica', 'usage'];
+export const KINDS: readonly Kind[] = ['deployment', 'token', 'registry_credential', 'service_account', 'certificate', 'replica', 'usage'];

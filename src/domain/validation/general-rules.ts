@@ -85,6 +85,18 @@ function checkHealthPath(req: Req): string {
 
 const nonEmpty = (s: string | undefined): string | null => (s === undefined || s === '' ? null : s);
 
+/** registry_credential_id: credentials from the vault, instead of a username and password given here. */
+function checkRegistryCredential(req: Req, ctx: ValidationContext, opts: Options): number | null {
+  const id = req.int('registry_credential_id') ?? null;
+  if (id === null || req.isBad('registry_credential_id')) return null;
+  if (!(ctx.registryCredentialIds ?? new Set()).has(id)) {
+    req.add('registry_credential_id', `registry_credential_id ${id} is not in the vault (GET /vault/registry-credentials lists them)`);
+  } else if (nonEmpty(req.str('registry_username')) !== null || secretWillBeSet(req, 'registry_password', opts)) {
+    req.add('registry_credential_id', 'give registry_credential_id, or registry_username and registry_password, not both (set the other pair to null to switch)');
+  }
+  return id;
+}
+
 function checkRegistry(req: Req, opts: Options): string | null {
   const username = nonEmpty(req.str('registry_username'));
   const passwordSet = secretWillBeSet(req, 'registry_password', opts);
@@ -147,6 +159,7 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
   const routingPolicy = checkRoutingPolicy(req, protocol);
   const healthPath = checkHealthPath(req);
   const registryUsername = checkRegistry(req, opts);
+  const registryCredential = checkRegistryCredential(req, ctx, opts);
   const metrics = checkMetrics(req);
   const configFile = checkConfigFile(req);
   const scaling = checkScaling(req);
@@ -169,6 +182,7 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
     protocol: need(protocol),
     health_check_path: healthPath,
     registry_username: registryUsername,
+    registry_credential_id: registryCredential,
     enable_logging: req.bool('enable_logging') ?? true,
     enable_model_caching: req.bool('enable_model_caching') ?? false,
     session_affinity: req.bool('session_affinity') ?? false,

@@ -22,6 +22,8 @@ export interface ValidationContext {
   tokenIds: ReadonlySet<number>;
   /** Existing, unrevoked client certificates. */
   certificateIds: ReadonlySet<number>;
+  /** Registry credentials in the vault (bound by id with registry_credential_id); absent: none. */
+  registryCredentialIds?: ReadonlySet<number>;
   /** Names of the other live deployments (both families). */
   takenNames: ReadonlySet<string>;
   /** What the runtime runs for each image: an unknown image needs a command. */
