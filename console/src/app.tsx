@@ -11,6 +11,7 @@ import { CreateChooserPage } from './pages/create-chooser';
 import { CreateGeneralPage } from './pages/create-general';
 import { CreateOrchestratedPage } from './pages/create-orchestrated';
 import { VaultPage } from './pages/vault';
+import { RegistryCredentialsPage } from './pages/registry-credentials';
 import { CertificatesPage } from './pages/certificates';
 import { ServiceAccountsPage } from './pages/service-accounts';
 import { ClustersPage } from './pages/clusters';
@@ -23,6 +24,7 @@ function useAccount() {
 const NAV: Array<{ path: string; label: string; admin?: boolean }> = [
   { path: '/deployments', label: 'Deployments' },
   { path: '/vault', label: 'Vault tokens' },
+  { path: '/registry-credentials', label: 'Registry credentials' },
   { path: '/certificates', label: 'Certificates' },
   { path: '/service-accounts', label: 'Service accounts', admin: true },
   { path: '/clusters', label: 'Clusters' },
@@ -53,6 +55,7 @@ export function App() {
       if (family === 'general' || family === 'orchestrated') return <DeploymentDetailPage family={family} id={Number(m.id)} tab={m.tab ?? 'overview'} account={account} />;
     }
     if (path === '/vault') return <VaultPage />;
+    if (path === '/registry-credentials') return <RegistryCredentialsPage />;
     if (path === '/certificates') return <CertificatesPage />;
     if (path === '/service-accounts') return account.role === 'admin' ? <ServiceAccountsPage /> : <NotAllowed />;
     if (path === '/clusters') return <ClustersPage />;

@@ -4,8 +4,11 @@
 // with only the fields that differ — saying beforehand whether that scales in place, takes
 // effect at once or makes a revision (the same forecast as the console's) — and what matches
 // is left alone. Only the fields the file names are compared: a field left out keeps its
-// value. Secrets (tokens, passwords) cannot be read back, so they are sent on create only;
-// secret environment variables are sent when the deployment does not have them yet.
+// value. Secrets (tokens, passwords) cannot be read back: a registry password or model-hub
+// token, like a secret environment variable, is sent when the deployment does not have one
+// yet, an endpoint token on create only. Registry credentials are the vault's
+// (registry_credential_id) or the deployment's own pair, never both: a file that switches to
+// one side clears the other unless it names it.
 
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
@@ -17,6 +20,12 @@ import { UsageError } from './errors.js';
 
 /** Write-only fields: the API never returns them, so they cannot be compared. */
 const WRITE_ONLY = new Set(['endpoint_bearer_token', 'registry_password', 'model_hub_token']);
+
+/** Write-only fields whose presence the API does show, and where: these can be compared as set or not. */
+const SHOWN_AS_SET: Record<string, string> = { registry_password: 'has_registry_password', model_hub_token: 'has_model_hub_token' };
+
+/** Whether the deployment holds a write-only secret, where the API says so. */
+const holds = (current: Deployment, key: string): boolean | undefined => (SHOWN_AS_SET[key] ? current[SHOWN_AS_SET[key]] === true : undefined);
 
 export interface Desired {
   family: Family;
@@ -81,22 +90,45 @@ function splitEnvironment(body: Body): { env: unknown; secret: Record<string, un
 }
 
 /**
- * The fields of the file that differ from the deployment as the API shows it. Secret variables
- * cannot be read back: one the deployment does not have is set, one it has is left alone
- * (change it with the API), null removes one it has.
+ * The fields of the file that differ from the deployment as the API shows it. Secret variables,
+ * the registry password and the model-hub token cannot be read back: one the deployment does
+ * not have is set, one it has is left alone (change it with the API), null removes one it has.
+ * An endpoint token is never sent (bind a vault token by endpoint_token_id instead).
  */
 export function patchFor(desired: Desired, current: Deployment): Body {
   const patch: Body = {};
   const { env, secret } = splitEnvironment(desired.body);
   for (const [key, raw] of Object.entries(desired.body)) {
-    if (key === 'name' || key === 'secret_env' || WRITE_ONLY.has(key)) continue;
+    if (key === 'name' || key === 'secret_env') continue;
+    if (WRITE_ONLY.has(key)) {
+      // Like a secret variable: set when the deployment has none, removed by null when it has one.
+      const held = holds(current, key);
+      if (held !== undefined && (raw === null ? held : !held)) patch[key] = raw;
+      continue;
+    }
     const value = key === 'env' ? env : raw;
     if (!sameValue(current[key] ?? null, value ?? null)) patch[key] = value;
   }
   const set = new Set(current.secret_env ?? []);
   const changes = Object.entries(secret).filter(([name, value]) => (value === null ? set.has(name) : !set.has(name)));
   if (changes.length > 0) patch.secret_env = Object.fromEntries(changes);
+  switchRegistry(desired.body, current, patch);
   return patch;
+}
+
+/**
+ * The API takes the vault's registry credentials (registry_credential_id) or the deployment's
+ * own (registry_username and registry_password), not both. A file that moves to one side
+ * clears what the deployment has of the other, unless the file names it (then the API says
+ * which field is wrong).
+ */
+function switchRegistry(body: Body, current: Deployment, patch: Body): void {
+  if (typeof patch.registry_credential_id === 'number') {
+    if (!('registry_username' in body) && (current.registry_username ?? null) !== null) patch.registry_username = null;
+    if (!('registry_password' in body) && holds(current, 'registry_password') === true) patch.registry_password = null;
+  }
+  const ownSent = ['registry_username', 'registry_password'].some((k) => typeof patch[k] === 'string' && patch[k] !== '');
+  if (ownSent && !('registry_credential_id' in body) && (current.registry_credential_id ?? null) !== null) patch.registry_credential_id = null;
 }
 
 export async function planApply(api: ApiClient, desired: readonly Desired[]): Promise<Step[]> {
@@ -123,6 +155,7 @@ export function describeStep(step: Step): string {
 export function describeChanges(step: Step): string[] {
   if (step.kind !== 'patch') return [];
   return Object.entries(step.plan.patch).map(([key, value]) => {
+    if (WRITE_ONLY.has(key)) return `  ${key}: ${holds(step.current, key) ? 'set' : 'not set'} → ${value === null ? 'removed' : 'set'} (value not shown)`;
     if (key !== 'secret_env' || !isRecord(value)) return `  ${key}: ${JSON.stringify(step.current[key] ?? null)} → ${JSON.stringify(value)}`;
     const names = (removed: boolean) => Object.keys(value).filter((n) => (value[n] === null) === removed);
     const parts = [names(false).length > 0 ? `set ${names(false).join(', ')}` : '', names(true).length > 0 ? `remove ${names(true).join(', ')}` : ''];

@@ -2,22 +2,25 @@
 // mistakes it refuses), the fields a re-apply would PATCH (write-only secrets never, secret
 // variables only when not set yet), the environment `describe` prints, when a
 // deployment counts as ready, the exit status in a terminal's close reason, and which API and
-// key a command uses (flags, then environment, then the saved context). Also `describe` and
-// `ls` against a stand-in API (fetch replaced): the status reason under the status, and
-// shortened in the REASON column.
+// key a command uses (flags, then environment, then the saved context). Also commands against
+// a stand-in API (fetch replaced): `describe` and `ls` with the status reason under the status
+// and shortened in the REASON column; `registry-credentials` (the password read from standard
+// input or a file, never an argument, never printed), `describe`'s Registry line, and `apply`
+// passing registry_credential_id through and switching a deployment between the vault's
+// credentials and its own.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import type { Command } from 'commander';
+import { CommanderError, type Command } from 'commander';
 import { classifyPatch } from '../domain/patch-effect.js';
 import { describeChanges, patchFor, readDesired } from './apply.js';
 import { buildProgram } from './commands.js';
 import { commandPath, EXAMPLES } from './help.js';
 import { resolveConnection, writeContexts } from './contexts.js';
 import { environmentLines, shortReason, type Deployment } from './deployments.js';
-import { UsageError } from './errors.js';
+import { ApiRefusal, UsageError } from './errors.js';
 import { exitStatusOf, isReady } from './watch.js';
 
 const fromText = (text: string) => readDesired('deploy.yaml', () => text);
@@ -147,26 +150,61 @@ describe('help', () => {
   });
 });
 
+/** A general deployment as the API renders it, ready and serving revision 1. */
+const deployment = (id: number, name: string, over: Partial<Deployment>): Deployment => ({
+  id,
+  family: 'general',
+  name,
+  status: 'ready',
+  status_reason: null,
+  paused: false,
+  endpoint_url: `${name}.endpoints.localhost:8443`,
+  revision: 1,
+  serving_revision: 1,
+  rollout: null,
+  components: { Replica: { ready: 1, desired: 1 } },
+  revisions: [{ revision: 1, status: 'serving', reason: 'create', created_at: '2026-01-05T10:00:00.000Z', failure_reason: null }],
+  env: {},
+  secret_env: [],
+  ...over,
+});
+
+interface Sent {
+  method: string;
+  path: string;
+  body: unknown;
+}
+
+/** The stand-in API: a status and body for a request, or undefined for a 404. */
+type Answer = (sent: Sent) => [number, unknown] | undefined;
+
+/** An Answer that serves GETs from a table of paths. */
+const getsFrom =
+  (table: Record<string, unknown>): Answer =>
+  ({ method, path: route }) =>
+    method === 'GET' && table[route] !== undefined ? [200, table[route]] : undefined;
+
+/** Runs `infergate ARGS` against the stand-in API, with `stdin` on standard input; what it printed and every request it sent (also into `sent`). */
+async function runAgainst(answer: Answer, args: string[], stdin = '', sent: Sent[] = []): Promise<{ printed: string; sent: Sent[] }> {
+  vi.stubGlobal('fetch', (url: string, init?: RequestInit) => {
+    const request = { method: init?.method ?? 'GET', path: new URL(url).pathname, body: typeof init?.body === 'string' ? (JSON.parse(init.body) as unknown) : undefined };
+    sent.push(request);
+    const [status, body] = answer(request) ?? [404, { error: { code: 'not_found', message: 'no route' } }];
+    return Promise.resolve(status === 204 ? new Response(null, { status }) : new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } }));
+  });
+  let printed = '';
+  const env = { INFERGATE_CONFIG: path.join(os.tmpdir(), `infergate-absent-${process.pid}`, 'config.json') };
+  const program = buildProgram({ env, out: { write: (t) => void (printed += t), isTTY: false, color: false }, readStdin: () => stdin, setExitCode: () => undefined });
+  // Commander's own refusals are asserted through the error it throws, not its stderr.
+  const quiet = (c: Command): void => void c.configureOutput({ writeErr: () => undefined }).commands.forEach(quiet);
+  quiet(program);
+  await program.parseAsync(['--api', 'http://api.test', '--key', 'key-0123456789', ...args], { from: 'user' });
+  return { printed, sent };
+}
+
 describe('the status reason', () => {
   const PULLING = 'pulling 127.0.0.1:5000/team/engine:v1: 45%';
   const CREDENTIALS = 'the registry 127.0.0.1:5000 refused the credentials for 127.0.0.1:5000/team/engine: check registry_username and registry_password; retrying in 10 s';
-  const deployment = (id: number, name: string, over: Partial<Deployment>): Deployment => ({
-    id,
-    family: 'general',
-    name,
-    status: 'ready',
-    status_reason: null,
-    paused: false,
-    endpoint_url: `${name}.endpoints.localhost:8443`,
-    revision: 1,
-    serving_revision: 1,
-    rollout: null,
-    components: { Replica: { ready: 1, desired: 1 } },
-    revisions: [{ revision: 1, status: 'serving', reason: 'create', created_at: '2026-01-05T10:00:00.000Z', failure_reason: null }],
-    env: {},
-    secret_env: [],
-    ...over,
-  });
   const chat = deployment(3, 'chat', { status: 'pending', status_reason: PULLING, serving_revision: null, components: { Replica: { ready: 0, desired: 1 } } });
   const embed = deployment(4, 'embed', {});
   const vendor = deployment(5, 'vendor', { status: 'pending', status_reason: CREDENTIALS, serving_revision: null, components: { Replica: { ready: 0, desired: 1 } } });
@@ -181,18 +219,7 @@ describe('the status reason', () => {
     vi.unstubAllGlobals();
   });
 
-  /** Runs `infergate ARGS` against the stand-in API and returns what it printed. */
-  async function run(args: string[]): Promise<string> {
-    vi.stubGlobal('fetch', (url: string) => {
-      const body = answers[new URL(url).pathname];
-      return Promise.resolve(new Response(JSON.stringify(body ?? { error: { code: 'not_found', message: 'no route' } }), { status: body ? 200 : 404, headers: { 'content-type': 'application/json' } }));
-    });
-    let printed = '';
-    const env = { INFERGATE_CONFIG: path.join(os.tmpdir(), `infergate-absent-${process.pid}`, 'config.json') };
-    const program = buildProgram({ env, out: { write: (t) => void (printed += t), isTTY: false, color: false }, readStdin: () => '', setExitCode: () => undefined });
-    await program.parseAsync(['--api', 'http://api.test', '--key', 'key-0123456789', ...args], { from: 'user' });
-    return printed;
-  }
+  const run = async (args: string[]): Promise<string> => (await runAgainst(getsFrom(answers), args)).printed;
 
   it('describe prints it right under the status, and nothing when there is none', async () => {
     const text = await run(['describe', 'chat']);
@@ -227,5 +254,165 @@ describe('the status reason', () => {
     const unbroken = `pulling ${'x'.repeat(100)}: 45%`;
     expect(shortReason(unbroken).length).toBeLessThanOrEqual(60);
     expect(shortReason(unbroken)).toMatch(/^pulling x+ … x+: 45%$/);
+  });
+});
+
+describe('registry credentials', () => {
+  const PASSWORD = 'registry pass-0123456789';
+  const team = { id: 2, name: 'team-registry', username: 'team', hint: '…6789', created_at: '2026-01-05T10:00:00.000Z', deployments: [3] };
+  const numbered = { id: 5, name: '7', username: 'ci', hint: '…abcd', created_at: '2026-01-06T10:00:00.000Z', deployments: [] };
+  const api: Answer = ({ method, path: route, body }) => {
+    if (route === '/vault/registry-credentials' && method === 'GET') return [200, { items: [team, numbered] }];
+    if (route === '/vault/registry-credentials' && method === 'POST') {
+      const b = body as { name: string; username: string; password: string };
+      return [201, { id: 9, name: b.name, username: b.username, hint: `…${b.password.slice(-4)}`, created_at: '2026-01-07T10:00:00.000Z', deployments: [] }];
+    }
+    if (route === '/vault/registry-credentials/2' && method === 'GET') return [200, team];
+    if (route === '/vault/registry-credentials/2' && method === 'DELETE') {
+      return [409, { error: { code: 'conflict', message: 'registry credential team-registry is used by chat: point them at other credentials first (PATCH registry_credential_id)' } }];
+    }
+    if (route === '/vault/registry-credentials/5' && method === 'DELETE') return [204, null];
+    return undefined;
+  };
+  const run = (args: string[], stdin = '', sent: Sent[] = []) => runAgainst(api, ['registry-credentials', ...args], stdin, sent);
+  let dir: string | undefined;
+
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('create reads the password from standard input (its line ending dropped, spaces kept) and never prints it', async () => {
+    const { printed, sent } = await run(['create', 'ngc', '--username', '$oauthtoken', '--password-stdin'], `${PASSWORD}\n`);
+    expect(sent).toEqual([{ method: 'POST', path: '/vault/registry-credentials', body: { name: 'ngc', username: '$oauthtoken', password: PASSWORD } }]);
+    expect(printed).toBe('registry credential ngc (id 9) for user $oauthtoken, password …6789; deployments use it with registry_credential_id: 9\n');
+    expect(JSON.parse((await run(['create', 'ngc', '--username', 'u', '--password-stdin', '-o', 'json'], PASSWORD)).printed)).toMatchObject({ id: 9, hint: '…6789' });
+    expect((await run(['create', 'ngc', '--username', 'u', '--password-stdin', '-o', 'name'], PASSWORD)).printed).toBe('ngc\n');
+  });
+
+  it('create reads the password from --password-file', async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-regcred-'));
+    const file = path.join(dir, 'password.txt');
+    await writeFile(file, `${PASSWORD}\r\n`);
+    const { sent } = await run(['create', 'team', '--username', 'team', '--password-file', file]);
+    expect(sent[0]?.body).toEqual({ name: 'team', username: 'team', password: PASSWORD });
+    await expect(run(['create', 'team', '--username', 'team', '--password-file', path.join(dir, 'absent.txt')])).rejects.toThrow(/cannot read --password-file .*absent\.txt/);
+  });
+
+  const refusals: [string, string[], string, RegExp][] = [
+    ['no password option', ['--username', 'u'], PASSWORD, /no password: pipe it in with --password-stdin or name a file with --password-file FILE/],
+    ['an empty standard input', ['--username', 'u', '--password-stdin'], '\n', /no password on standard input/],
+    ['several lines', ['--username', 'u', '--password-stdin'], 'one\ntwo\n', /more than one line/],
+    ['both sources', ['--username', 'u', '--password-stdin', '--password-file', 'p.txt'], PASSWORD, /not both/],
+  ];
+  for (const [name, args, stdin, message] of refusals) {
+    it(`create refuses ${name}, sending nothing`, async () => {
+      const sent: Sent[] = [];
+      const attempt = run(['create', 'x', ...args], stdin, sent);
+      await expect(attempt).rejects.toThrow(UsageError);
+      await expect(attempt).rejects.toThrow(message);
+      expect(sent).toEqual([]);
+    });
+  }
+
+  it('create takes no password on the command line, and needs --username', async () => {
+    const plain = run(['create', 'x', '--username', 'u', '--password', PASSWORD]);
+    await expect(plain).rejects.toThrow(CommanderError);
+    await expect(run(['create', 'x', '--username', 'u', '--password', PASSWORD])).rejects.toThrow(/unknown option '--password'/);
+    await expect(run(['create', 'x', '--password-stdin'], PASSWORD)).rejects.toThrow(/--username/);
+  });
+
+  it('ls shows who pulls with each, never a password; -o yaml and name for scripts', async () => {
+    const lines = (await run(['ls'])).printed.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+USERNAME\s+HINT\s+DEPLOYMENTS\s+CREATED$/);
+    expect(lines[1]).toMatch(/^2\s+team-registry\s+team\s+…6789\s+3\s+2026-01-05T10:00:00\.000Z$/);
+    expect(lines[2]).toMatch(/^5\s+7\s+ci\s+…abcd\s+-\s+/);
+    expect((await run(['ls', '-o', 'yaml'])).printed).toContain('- id: 2\n  name: team-registry\n  username: team\n');
+    expect((await run(['ls', '-o', 'name'])).printed).toBe('team-registry\n7\n');
+  });
+
+  it('get finds one by id or by name (an id first; a name of digits when no id matches)', async () => {
+    expect(JSON.parse((await run(['get', 'team-registry', '-o', 'json'])).printed)).toEqual(team);
+    expect(JSON.parse((await run(['get', '2', '-o', 'json'])).printed)).toEqual(team);
+    expect(JSON.parse((await run(['get', '7', '-o', 'json'])).printed)).toEqual(numbered);
+    expect(JSON.parse((await run(['get', '5', '-o', 'json'])).printed)).toEqual(numbered);
+    await expect(run(['get', 'nope'])).rejects.toThrow(/no registry credential with the id or name nope \(infergate registry-credentials ls lists them\)/);
+  });
+
+  it('rm deletes by name or id, and passes on the refusal while a deployment pulls with it', async () => {
+    const { printed, sent } = await run(['rm', '7']);
+    expect(sent.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /vault/registry-credentials', 'DELETE /vault/registry-credentials/5']);
+    expect(printed).toBe('registry credential 7 (id 5) deleted\n');
+    const refused = run(['rm', 'team-registry']);
+    await expect(refused).rejects.toBeInstanceOf(ApiRefusal);
+    await expect(run(['rm', 'team-registry'])).rejects.toThrow(/used by chat: point them at other credentials first/);
+  });
+
+  it('completion knows the commands and their options', async () => {
+    const { printed } = await runAgainst(api, ['completion', 'bash']);
+    expect(printed).toMatch(/^ {4}"registry-credentials"\) words="create ls get rm /m);
+    expect(printed).toMatch(/^ {4}"registry-credentials create"\) words="--username --password-stdin --password-file /m);
+  });
+});
+
+describe('registry credentials of a deployment', () => {
+  const fromVault = deployment(3, 'chat', { registry_credential_id: 2, registry_username: null, has_registry_password: false });
+  const gone = deployment(4, 'gone', { registry_credential_id: 8, registry_username: null, has_registry_password: false });
+  const own = deployment(5, 'own', { registry_credential_id: null, registry_username: 'team', has_registry_password: true });
+  const open = deployment(6, 'open', { registry_credential_id: null, registry_username: null, has_registry_password: false });
+  const table: Record<string, unknown> = {
+    '/deployments/general': { items: [fromVault, gone, own, open] },
+    '/deployments/orchestrated': { items: [] },
+    '/vault/registry-credentials/2': { id: 2, name: 'team-registry', username: 'team', hint: '…6789', created_at: '2026-01-05T10:00:00.000Z', deployments: [3] },
+  };
+  for (const id of [3, 4, 5, 6]) table[`/deployments/general/${id}/replicas`] = { items: [] };
+  const describeLines = async (name: string) => (await runAgainst(getsFrom(table), ['describe', name])).printed.split('\n');
+
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+
+  it('describe names the vault credential it pulls with, or its own user, under Components', async () => {
+    expect((await describeLines('chat')).slice(2, 5)).toEqual(['Revision:    1', 'Components:  Replica 1/1', 'Registry:    credential team-registry (vault)']);
+    expect(await describeLines('gone')).toContain('Registry:    credential id 8 (vault)');
+    expect(await describeLines('own')).toContain('Registry:    user team (set on the deployment)');
+    expect((await describeLines('open')).some((l) => l.startsWith('Registry:'))).toBe(false);
+    expect(JSON.parse((await runAgainst(getsFrom(table), ['describe', 'chat', '-o', 'json'])).printed)).toMatchObject({ registry_credential_id: 2 });
+  });
+
+  it('apply -f passes registry_credential_id through on create', async () => {
+    const file = 'family: general\nname: fresh\nimage: team/engine\ncontainer_port: 8000\nregistry_credential_id: 2\n';
+    const created = (sent: Sent): [number, unknown] | undefined =>
+      sent.method === 'POST' ? [201, deployment(7, 'fresh', { registry_credential_id: 2 })] : getsFrom(table)(sent);
+    const { printed, sent } = await runAgainst(created, ['apply', '-f', '-'], file);
+    expect(sent.at(-1)).toEqual({ method: 'POST', path: '/deployments/general', body: { name: 'fresh', image: 'team/engine', container_port: 8000, registry_credential_id: 2 } });
+    expect(printed).toBe('general/fresh created (revision 1)\n');
+  });
+
+  const file = (body: Record<string, unknown>) => ({ family: 'general' as const, name: 'x', body: { name: 'x', ...body } });
+
+  it('apply compares it like any field, and moving to the vault clears the deployment\'s own username and password', () => {
+    expect(patchFor(file({ registry_credential_id: 2 }), fromVault)).toEqual({});
+    expect(patchFor(file({ registry_credential_id: 2 }), open)).toEqual({ registry_credential_id: 2 });
+    expect(patchFor(file({ registry_credential_id: 2 }), own)).toEqual({ registry_credential_id: 2, registry_username: null, registry_password: null });
+    expect(patchFor(file({ registry_credential_id: 2, registry_username: null, registry_password: null }), own)).toEqual({ registry_credential_id: 2, registry_username: null, registry_password: null });
+  });
+
+  it('moving back to its own username and password sends the password (it has none) and clears the vault credential', () => {
+    expect(patchFor(file({ registry_username: 'team', registry_password: 'pw' }), fromVault)).toEqual({ registry_username: 'team', registry_password: 'pw', registry_credential_id: null });
+    // Named explicitly, the file decides: giving both is the API's to refuse.
+    expect(patchFor(file({ registry_credential_id: 2, registry_password: 'pw' }), open)).toEqual({ registry_credential_id: 2, registry_password: 'pw' });
+  });
+
+  it('diff says a write-only secret is set or removed, never its value', () => {
+    const patch = patchFor(file({ registry_credential_id: 2 }), own);
+    const lines = describeChanges({ kind: 'patch', desired: file({ registry_credential_id: 2 }), current: own, plan: classifyPatch(patch, 1) });
+    expect(lines).toEqual(['  registry_credential_id: null → 2', '  registry_username: "team" → null', '  registry_password: set → removed (value not shown)']);
+    const back = patchFor(file({ registry_username: 'team', registry_password: 'never-printed' }), fromVault);
+    const text = describeChanges({ kind: 'patch', desired: file({}), current: fromVault, plan: classifyPatch(back, 1) }).join('\n');
+    expect(text).toContain('registry_password: not set → set (value not shown)');
+    expect(text).not.toContain('never-printed');
   });
 });

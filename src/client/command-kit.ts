@@ -2,6 +2,7 @@
 // (--api, --key, --context, -o), and the helpers an action uses to reach the API and print
 // in the chosen format.
 
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { ApiClient } from './api.js';
 import { resolveConnection, type ConnectionFlags } from './contexts.js';
@@ -57,3 +58,12 @@ export function integer(name: string) {
   };
 }
 
+
+/** A file an option names (a key, a password), read whole; a file that cannot be read is a usage error naming the option. */
+export function readOptionFile(option: string, file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read ${option} ${file}: ${(err as Error).message}`);
+  }
+}

@@ -4,16 +4,15 @@
 // connection, calls the API through ApiClient and prints through output.ts; failures are
 // ClientErrors with their exit codes (errors.ts).
 
-import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { ApiClient, type Json } from './api.js';
 import { describeChanges, describeStep, performStep, planApply, readDesired } from './apply.js';
-import { integer, makeKit, type ClientIo } from './command-kit.js';
+import { integer, makeKit, readOptionFile, type ClientIo } from './command-kit.js';
 import { completionScript } from './completion.js';
 import { configPath, readContexts, resolveConnection, writeContexts } from './contexts.js';
-import { addCredentialCommands } from './credential-commands.js';
-import { componentsSummary, environmentLines, getDeployment, listDeployments, routeOf, shortReason, type Deployment } from './deployments.js';
-import { UsageError } from './errors.js';
+import { addCredentialCommands, REGISTRY_CREDENTIALS } from './credential-commands.js';
+import { componentsSummary, environmentLines, getDeployment, listDeployments, registryLine, routeOf, shortReason, type Deployment } from './deployments.js';
+import { ApiRefusal, UsageError } from './errors.js';
 import { addExamples } from './help.js';
 import { print, statusWord, type Column, type Out } from './output.js';
 import { exec, printLogs, waitFor } from './watch.js';
@@ -60,7 +59,7 @@ export function buildProgram(io: ClientIo): Command {
       const flags = globals(cmd);
       if (!flags.api) throw new UsageError('login needs --api URL (the control API, e.g. http://127.0.0.1:8080)');
       const contextName = flags.context ?? 'default';
-      const raw = opts.keyFile ? readKeyFile(opts.keyFile) : flags.key ?? io.readStdin();
+      const raw = opts.keyFile ? readOptionFile('--key-file', opts.keyFile) : flags.key ?? io.readStdin();
       const key = raw.split('\n')[0]?.trim() ?? '';
       if (key === '') throw new UsageError('no key given: pass --key-file FILE or the key on standard input');
       const apiUrl = flags.api.replace(/\/+$/, '');
@@ -147,7 +146,9 @@ export function buildProgram(io: ClientIo): Command {
       const client = api(cmd);
       const d = await getDeployment(client, name);
       const replicas = (await client.get<{ items: { name: string; component: string; state: string; restarts: number; revision: number }[] }>(`${routeOf(d)}/replicas`)).items;
-      printJson(cmd, { ...d, replicas }, () => out.write(describeText(d, replicas, out)));
+      const f = format(cmd);
+      const registry = f === 'json' || f === 'yaml' ? null : registryLine(d, await credentialName(client, d.registry_credential_id ?? null));
+      printJson(cmd, { ...d, replicas }, () => out.write(describeText(d, replicas, registry, out)));
     });
 
   program
@@ -340,21 +341,25 @@ export function buildProgram(io: ClientIo): Command {
   return program;
 }
 
-function readKeyFile(file: string): string {
+/** The name of a vault registry credential, or null when there is none or it cannot be read (describe then shows its id). */
+async function credentialName(client: ApiClient, id: number | null): Promise<string | null> {
+  if (id === null) return null;
   try {
-    return readFileSync(file, 'utf8');
+    return (await client.get<{ name: string }>(`${REGISTRY_CREDENTIALS}/${id}`)).name;
   } catch (err) {
-    throw new UsageError(`cannot read --key-file ${file}: ${(err as Error).message}`);
+    if (err instanceof ApiRefusal) return null;
+    throw err;
   }
 }
 
-function describeText(d: Deployment, replicas: { name: string; component: string; state: string; restarts: number; revision: number }[], out: Out): string {
+function describeText(d: Deployment, replicas: { name: string; component: string; state: string; restarts: number; revision: number }[], registry: string | null, out: Out): string {
   const lines = [
     `Name:        ${d.name} (${d.family}, id ${d.id})`,
     `Status:      ${statusWord(d.status, out)}${d.paused ? ' (paused)' : ''}`,
     ...(d.status_reason ? [`Reason:      ${d.status_reason}`] : []),
     `Revision:    ${d.revision}${d.serving_revision !== null && d.serving_revision !== d.revision ? ` (serving ${d.serving_revision})` : ''}${d.rollout ? `; rollout ${d.rollout.state}${d.rollout.reason ? `: ${d.rollout.reason}` : ''}` : ''}`,
     `Components:  ${componentsSummary(d)}`,
+    ...(registry ? [`Registry:    ${registry}`] : []),
     `Endpoint:    https://${d.endpoint_url}`,
     '',
     'Call it:',

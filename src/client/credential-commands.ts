@@ -1,11 +1,47 @@
-// Owns the client's commands for the resources around deployments: endpoint tokens in the
-// vault, client certificates, and service accounts. A value shown once by the API (a token, a
-// key) is printed once, with a line saying so.
+// Owns the client's commands for the resources around deployments: endpoint tokens and
+// registry credentials in the vault, client certificates, and service accounts. A value shown
+// once by the API (a token, a key) is printed once, with a line saying so. A secret the client
+// sends (a registry password) is read from standard input or a file, never from the command
+// line, where `ps` and the shell's history would show it.
 
 import { Option, type Command } from 'commander';
-import type { Json } from './api.js';
-import { integer, type Kit } from './command-kit.js';
-import { print } from './output.js';
+import type { ApiClient, Json } from './api.js';
+import { integer, readOptionFile, type Kit } from './command-kit.js';
+import { ApiRefusal, UsageError } from './errors.js';
+import { print, type Column } from './output.js';
+
+/** A registry credential as the API renders it: never the password, only its last characters (hint); deployments: those pulling with it. */
+export type RegistryCredential = { id: number; name: string; username: string; hint: string; created_at: string; deployments: number[] };
+
+export const REGISTRY_CREDENTIALS = '/vault/registry-credentials';
+
+const registryColumns: Column<RegistryCredential>[] = [
+  { header: 'ID', value: (c) => String(c.id) },
+  { header: 'NAME', value: (c) => c.name },
+  { header: 'USERNAME', value: (c) => c.username },
+  { header: 'HINT', value: (c) => c.hint },
+  { header: 'DEPLOYMENTS', value: (c) => c.deployments.join(', ') || '-' },
+  { header: 'CREATED', value: (c) => c.created_at },
+];
+
+/** A registry credential by id or name: digits are an id first, then a name (names may be digits too). */
+export async function findRegistryCredential(client: ApiClient, ref: string): Promise<RegistryCredential> {
+  const items = (await client.get<{ items: RegistryCredential[] }>(REGISTRY_CREDENTIALS)).items;
+  const found = (/^\d+$/.test(ref) ? items.find((c) => c.id === Number(ref)) : undefined) ?? items.find((c) => c.name === ref);
+  if (!found) throw new ApiRefusal(404, 'not_found', `no registry credential with the id or name ${ref} (infergate registry-credentials ls lists them)`, null);
+  return found;
+}
+
+/**
+ * The password as `docker login --password-stdin` reads it: the text's line ending dropped,
+ * anything else kept (spaces may be part of it); empty or several lines is refused.
+ */
+export function passwordFrom(text: string, where: string): string {
+  const password = text.replace(/\r?\n$/, '');
+  if (password === '') throw new UsageError(`no password on ${where}`);
+  if (/[\r\n]/.test(password)) throw new UsageError(`the password on ${where} is more than one line`);
+  return password;
+}
 
 export function addCredentialCommands(program: Command, kit: Kit): void {
   const { out, api, format } = kit;
@@ -38,6 +74,47 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
     .action(async (id: string, _opts, cmd: Command) => {
       await api(cmd).call('DELETE', `/vault/tokens/${integer('id')(id)}`);
       out.write(`token ${id} deleted\n`);
+    });
+
+  const registry = program.command('registry-credentials').description('image registry usernames and passwords kept in the vault, for deployments to pull with (registry_credential_id)');
+  registry
+    .command('create <name>')
+    .description('keep a registry username and password in the vault; the password is read from standard input or a file, never the command line')
+    .requiredOption('--username <user>', 'the registry user')
+    .option('--password-stdin', 'read the password from standard input (as docker login does)')
+    .option('--password-file <file>', 'read the password from a file')
+    .action(async (name: string, opts: { username: string; passwordStdin?: boolean; passwordFile?: string }, cmd: Command) => {
+      if (opts.passwordStdin && opts.passwordFile !== undefined) throw new UsageError('give --password-stdin or --password-file, not both');
+      let password: string;
+      if (opts.passwordFile !== undefined) password = passwordFrom(readOptionFile('--password-file', opts.passwordFile), opts.passwordFile);
+      else if (opts.passwordStdin) password = passwordFrom(kit.io.readStdin(), 'standard input');
+      else throw new UsageError('no password: pipe it in with --password-stdin or name a file with --password-file FILE (never on the command line, where ps shows it)');
+      const c = await api(cmd).call<RegistryCredential>('POST', REGISTRY_CREDENTIALS, { name, username: opts.username, password });
+      const f = format(cmd);
+      if (f !== 'table') return print(c, f, out, registryColumns, (x) => x.name);
+      out.write(`registry credential ${c.name} (id ${c.id}) for user ${c.username}, password ${c.hint}; deployments use it with registry_credential_id: ${c.id}\n`);
+    });
+  registry
+    .command('ls')
+    .description('registry credentials and the deployments that pull with them')
+    .action(async (_opts, cmd: Command) => {
+      const items = (await api(cmd).get<{ items: RegistryCredential[] }>(REGISTRY_CREDENTIALS)).items;
+      print(items, format(cmd), out, registryColumns, (c) => c.name);
+    });
+  registry
+    .command('get <id-or-name>')
+    .description('one registry credential (never its password)')
+    .action(async (ref: string, _opts, cmd: Command) => {
+      print(await findRegistryCredential(api(cmd), ref), format(cmd), out, registryColumns, (c) => c.name);
+    });
+  registry
+    .command('rm <id-or-name>')
+    .description('delete a registry credential; refused while a deployment pulls with it')
+    .action(async (ref: string, _opts, cmd: Command) => {
+      const client = api(cmd);
+      const c = await findRegistryCredential(client, ref);
+      await client.call('DELETE', `${REGISTRY_CREDENTIALS}/${c.id}`);
+      out.write(`registry credential ${c.name} (id ${c.id}) deleted\n`);
     });
 
   const certs = program.command('certs').description('client certificates for mTLS endpoints');

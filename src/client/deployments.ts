@@ -26,6 +26,10 @@ export interface Deployment {
   env?: Record<string, string>;
   /** Names of the secret environment variables that are set; their values are never returned. */
   secret_env?: string[];
+  /** General: the vault's registry credentials it pulls with, or null. */
+  registry_credential_id?: number | null;
+  /** General: its own registry user (the password is never returned), or null. */
+  registry_username?: string | null;
   [field: string]: unknown;
 }
 
@@ -76,4 +80,15 @@ export function environmentLines(d: Pick<Deployment, 'env' | 'secret_env'>): str
   const secret = (d.secret_env ?? []).map((name) => ({ name, line: `  ${name} (secret, set)` }));
   const lines = [...plain, ...secret].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map((e) => e.line);
   return lines.length > 0 ? lines : ['  none'];
+}
+
+/**
+ * How a general deployment authenticates to its image registry, for `describe`: credentials
+ * from the vault (named when `credentialName` is known), its own username, or none (null).
+ */
+export function registryLine(d: Pick<Deployment, 'registry_credential_id' | 'registry_username'>, credentialName: string | null): string | null {
+  const id = d.registry_credential_id ?? null;
+  if (id !== null) return `credential ${credentialName ?? `id ${id}`} (vault)`;
+  if (d.registry_username) return `user ${d.registry_username} (set on the deployment)`;
+  return null;
 }

@@ -4,7 +4,10 @@
 // certificate and key, and revoked; the Clusters page shows the GPU quota in use and free
 // instances; a revision deployed with logging off says it has no logs; the Terminal tab says
 // why it is closed while a deployment is paused; a disaggregated deployment's settings are
-// read-only and say editing is API-only; the detail's tabs follow the arrow keys.
+// read-only and say editing is API-only; the detail's tabs follow the arrow keys; registry
+// credentials are kept in the vault (the password typed once, shown by its last four
+// characters), chosen by a general deployment's create form, switched to a username and
+// password and back in Settings, and refused deletion in the API's words while in use.
 
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -122,6 +125,74 @@ describe.runIf(run)('console resource pages in Chromium', { timeout: 90_000 }, (
     expect(await page.evaluate('document.activeElement.textContent')).toBe('Logs');
     await page.keyboard.press('ArrowLeft');
     await page.waitForURL(new RegExp(`orchestrated/${d.body.id}/overview$`));
+    expect(seen.dialogs).toEqual([]);
+    expect(seen.errors).toEqual([]);
+  });
+
+  it('Registry credentials: kept in the vault, chosen by a deployment, switched in Settings, deletion refused while in use', async () => {
+    const password = 'registry-console-password-4c7e';
+    await at('/registry-credentials');
+    await page.getByLabel('Credential name').fill('team-registry');
+    await page.getByLabel('Registry username').fill('team');
+    expect(await page.getByLabel('Registry password').getAttribute('type')).toBe('password');
+    await page.getByLabel('Registry password').fill(password);
+    await page.getByRole('button', { name: 'Create registry credential' }).click();
+    const row = page.locator('tr[data-registry-credential="team-registry"]');
+    await expect.poll(() => row.textContent()).toMatch(/team-registry\s*team\s*…4c7e\s*none/);
+    expect(await page.getByLabel('Registry password').inputValue()).toBe('');
+    expect(await page.content()).not.toContain(password);
+    const credential = (await platform.call('GET', '/vault/registry-credentials')).body.items[0];
+
+    // The create form offers it in place of a username and password.
+    await at('/deployments/new/general');
+    await page.getByLabel('Endpoint Name', { exact: true }).fill('pulls-vault');
+    await page.getByLabel('Image', { exact: true }).fill('infergate/reference-engine');
+    await page.getByLabel('Container Port').fill('8000');
+    await page.getByLabel('Registry credentials').selectOption({ label: 'team-registry (team, …4c7e)' });
+    expect(await page.getByLabel('Image Registry Username').count()).toBe(0);
+    await expect.poll(() => page.locator('[data-field="registry_credential_id"] .hint').textContent()).toContain('Pulls as team with the password ending 4c7e');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    await page.waitForURL(/#\/deployments\/general\/\d+/);
+    const id = Number(/general\/(\d+)/.exec(page.url())?.[1]);
+    await page.getByRole('button', { name: 'Done' }).click();
+    const read = async () => (await platform.call('GET', `/deployments/general/${id}`)).body;
+    expect(await read()).toMatchObject({ registry_credential_id: credential.id, registry_username: null, has_registry_password: false });
+
+    // In use: the dialog names the deployment, and the API's refusal is shown in its words.
+    await at('/registry-credentials');
+    await page.getByRole('button', { name: 'Delete registry credential team-registry' }).click();
+    const dialog = page.getByRole('dialog');
+    await expect.poll(() => dialog.textContent()).toContain('pulls-vault pull with it');
+    await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
+    await expect.poll(() => page.getByRole('alert').first().textContent()).toMatch(/registry credential team-registry is used by pulls-vault/);
+    await expect.poll(() => row.count()).toBe(1);
+
+    // Settings: over to a username and password of its own, then back to the vault's.
+    const save = async (revision: number) => {
+      await expect.poll(() => page.getByRole('status').textContent()).toMatch(new RegExp(`Creates revision ${revision} .*registry_credential_id`));
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByText(new RegExp(`Saved: revision ${revision}`)).waitFor();
+    };
+    await at(`/deployments/general/${id}/settings`);
+    await expect.poll(() => page.getByLabel('Registry credentials').inputValue()).toBe(`vault:${credential.id}`);
+    await page.getByLabel('Registry credentials').selectOption({ label: 'Enter a username and password' });
+    await page.getByLabel('Image Registry Username').fill('team');
+    await page.getByLabel('Image Registry Password').fill('own-password-0000');
+    await save(2);
+    expect(await read()).toMatchObject({ registry_credential_id: null, registry_username: 'team', has_registry_password: true });
+    await page.getByLabel('Registry credentials').selectOption({ label: 'team-registry (team, …4c7e)' });
+    await save(3);
+    expect(await read()).toMatchObject({ registry_credential_id: credential.id, registry_username: null, has_registry_password: false });
+
+    // Once no deployment pulls with it, it goes.
+    expect((await platform.call('DELETE', `/deployments/general/${id}`)).status).toBe(202);
+    await expect.poll(async () => (await platform.call('GET', `/vault/registry-credentials/${credential.id}`)).body.deployments, { timeout: 30_000 }).toEqual([]);
+    await at('/registry-credentials');
+    await page.getByRole('button', { name: 'Delete registry credential team-registry' }).click();
+    await expect.poll(() => page.getByRole('dialog').textContent()).toContain('No deployment pulls with it');
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete', exact: true }).click();
+    await expect.poll(() => row.count()).toBe(0);
     expect(seen.dialogs).toEqual([]);
     expect(seen.errors).toEqual([]);
   });

@@ -74,6 +74,14 @@ describe('console form rules', () => {
     expect(checkGeneral({ ...minimal, config_file: { filename: 'a.yaml', mount_path: '', content: 'x' } }, { mode: 'create', tokenBound: true })).toHaveProperty('config_file.mount_path');
   });
 
+  it('takes registry credentials from the vault or a username and password, not both, as the API does', () => {
+    expect(checkGeneral({ ...minimal, registry_credential_id: 2 }, { mode: 'create', tokenBound: true })).toEqual({});
+    const both = checkGeneral({ ...minimal, registry_credential_id: 2, registry_username: 'me', registry_password: 'pw' }, { mode: 'create', tokenBound: true });
+    expect(both).toEqual({ registry_credential_id: expect.stringMatching(/not both/) });
+    // Editing: a stored password the body keeps counts as given.
+    expect(checkGeneral({ ...minimal, registry_credential_id: 2 }, { mode: 'edit', tokenBound: true, registryPasswordStored: true })).toHaveProperty('registry_credential_id');
+  });
+
   it('treats a stored registry password as set when editing', () => {
     const body = { ...minimal, registry_username: 'me' };
     expect(checkGeneral(body, { mode: 'edit', tokenBound: true, registryPasswordStored: true })).toEqual({});

@@ -71,6 +71,8 @@ export interface Deployment {
   health_check_path?: string;
   registry_username?: string | null;
   has_registry_password?: boolean;
+  /** Registry credentials from the vault it pulls with, instead of registry_username and its password. */
+  registry_credential_id?: number | null;
   session_affinity?: boolean;
   routing_policy?: 'affinity' | 'prefix_aware';
   command?: string[];
@@ -138,6 +140,17 @@ export interface VaultToken {
   created_at: string;
   deployments: number[];
   token?: string;
+}
+
+/** A registry username and password kept in the vault; the password is never returned, only its last characters (hint). */
+export interface RegistryCredential {
+  id: number;
+  name: string;
+  username: string;
+  hint: string;
+  created_at: string;
+  /** Deployments whose current spec pulls with it. */
+  deployments: number[];
 }
 
 export interface Certificate {

@@ -1,15 +1,16 @@
 // Owns the general-inference spec controls, shared by the create form and Settings: the preset
 // picker (fills the container fields and adds the secret variables its engine needs, never the
-// command), the container (image, tag, port, protocol, health check, registry credentials,
-// command) and the runtime options (logging, model caching, session affinity, metrics target,
-// environment with secret variables, config file, annotations).
+// command), the container (image, tag, port, protocol, health check, registry credentials —
+// from the vault, or a username and password typed here —, command) and the runtime options
+// (logging, model caching, session affinity, metrics target, environment with secret
+// variables, config file, annotations).
 
-import type { Preset } from '../api/types';
+import type { Preset, RegistryCredential } from '../api/types';
 import { EnvEditor } from '../components/env-editor';
 import { CheckField, KeyValueEditor, type Problems } from '../components/form';
-import { Select, TextArea, TextInput } from './inputs';
+import { Select, TextArea, TextInput, type Option } from './inputs';
 import { argsToLines } from './rules';
-import { withPresetSecrets, type GeneralValues } from './values';
+import { vaultIdOf, withPresetSecrets, type GeneralValues, type RegistrySource } from './values';
 
 /** What selecting a preset writes into the form: everything the recipe fills except the command. */
 export function presetPatch(p: Preset): Partial<GeneralValues> {
@@ -72,18 +73,73 @@ export function PresetPicker({
   );
 }
 
-export function ContainerFields({
-  values,
-  set,
-  problems,
-  passwordStored,
-}: {
+interface ContainerProps {
   values: GeneralValues;
   set: (patch: Partial<GeneralValues>) => void;
   problems: Problems;
   /** Settings: the deployment holds a registry password (never shown). */
   passwordStored: boolean;
-}) {
+  /** The vault's registry credentials; null while loading. */
+  credentials: readonly RegistryCredential[] | null;
+}
+
+function sourceHint(source: RegistrySource, chosen: RegistryCredential | undefined): string {
+  if (source === 'own') return 'Only for a private registry. Credentials kept in the vault (the Registry credentials page) can be chosen here instead of typed.';
+  if (!chosen) return `Registry credential ${vaultIdOf(source) ?? ''} of the vault.`;
+  return `Pulls as ${chosen.username} with the password ending ${chosen.hint.replace(/^…/, '')}, kept in the vault as "${chosen.name}"; nothing is typed here.`;
+}
+
+/** Registry credentials: chosen from the vault (registry_credential_id), or a username and password typed here. */
+function RegistryFields({ values, set, problems, passwordStored, credentials }: ContainerProps) {
+  const source = values.registry_source;
+  const chosenId = vaultIdOf(source);
+  const chosen = credentials?.find((c) => c.id === chosenId);
+  const vaultOptions: Option[] = (credentials ?? []).map((c) => ({ value: `vault:${c.id}`, label: `${c.name} (${c.username}, ${c.hint})` }));
+  // A credential chosen before the list has loaded still reads as chosen.
+  if (chosenId !== null && !chosen) vaultOptions.push({ value: source, label: `registry credential ${chosenId}` });
+  return (
+    <>
+      <Select
+        label="Registry credentials"
+        field="registry_credential_id"
+        problems={problems}
+        value={source}
+        onChange={(v) => set({ registry_source: v as RegistrySource })}
+        options={[{ value: 'own', label: 'Enter a username and password' }]}
+        groups={[{ label: 'From the vault', options: vaultOptions }]}
+        hint={sourceHint(source, chosen)}
+      />
+      {source === 'own' && (
+        <>
+          <TextInput
+            label="Image Registry Username"
+            field="registry_username"
+            problems={problems}
+            value={values.registry_username}
+            onChange={(registry_username) => set({ registry_username })}
+            hint="Only for a private registry; set together with the password."
+          />
+          <TextInput
+            label="Image Registry Password"
+            field="registry_password"
+            kind="password"
+            problems={problems}
+            value={values.registry_password}
+            onChange={(registry_password) => set({ registry_password })}
+            hint={
+              passwordStored
+                ? 'A password is stored (never shown). Leave empty to keep it; type a new one to replace it; clear the username to remove both.'
+                : 'Only for a private registry; set together with the username. Stored sealed and never shown again.'
+            }
+          />
+        </>
+      )}
+    </>
+  );
+}
+
+export function ContainerFields(props: ContainerProps) {
+  const { values, set, problems } = props;
   return (
     <>
       <div className="grid2">
@@ -125,27 +181,7 @@ export function ContainerFields({
           onChange={(health_check_path) => set({ health_check_path })}
           hint={values.protocol === 'grpc' ? 'Ignored for gRPC: readiness is a TCP connect to the port.' : 'Starts with /; a 2xx answer means ready. Ignored for gRPC (TCP probe).'}
         />
-        <TextInput
-          label="Image Registry Username"
-          field="registry_username"
-          problems={problems}
-          value={values.registry_username}
-          onChange={(registry_username) => set({ registry_username })}
-          hint="Only for a private registry; set together with the password."
-        />
-        <TextInput
-          label="Image Registry Password"
-          field="registry_password"
-          kind="password"
-          problems={problems}
-          value={values.registry_password}
-          onChange={(registry_password) => set({ registry_password })}
-          hint={
-            passwordStored
-              ? 'A password is stored (never shown). Leave empty to keep it; type a new one to replace it; clear the username to remove both.'
-              : 'Only for a private registry; set together with the username. Stored sealed and never shown again.'
-          }
-        />
+        <RegistryFields {...props} />
       </div>
       <TextArea
         label="Add command"

@@ -49,6 +49,8 @@ export interface GeneralBody extends CommonBody {
   health_check_path?: string;
   registry_username?: string | null;
   registry_password?: string | null;
+  /** Registry credentials from the vault, instead of registry_username and registry_password. */
+  registry_credential_id?: number | null;
   session_affinity?: boolean;
   routing_policy?: 'affinity' | 'prefix_aware';
   command?: string[];
@@ -282,6 +284,9 @@ function checkRegistry(body: GeneralBody, opts: CheckOptions, out: Problems): vo
   const both = 'set both for a private registry, or neither';
   if (username !== '' && !passwordSet) out.registry_password = `registry_password is required with registry_username: ${both}`;
   if (username === '' && passwordSet) out.registry_username = `registry_username is required with registry_password: ${both}`;
+  if (typeof body.registry_credential_id === 'number' && (username !== '' || passwordSet)) {
+    out.registry_credential_id = 'give registry_credential_id, or registry_username and registry_password, not both (set the other pair to null to switch)';
+  }
 }
 
 function checkMetrics(body: GeneralBody, out: Problems): void {

@@ -6,7 +6,7 @@
 
 import { useEffect, useState, type FormEvent } from 'react';
 import { api } from '../api/client';
-import type { Cluster, Deployment, Items, VaultToken } from '../api/types';
+import type { Cluster, Deployment, Items, RegistryCredential, VaultToken } from '../api/types';
 import { ConfirmDialog } from '../components/confirm';
 import { SecretOnce } from '../components/copy';
 import { FormError, type Problems } from '../components/form';
@@ -39,7 +39,7 @@ import {
 
 const PLACED = [
   'name', 'cluster_id', 'serving_mode', 'hardware_instance_id', 'preset', 'image', 'tag', 'container_port', 'protocol',
-  'health_check_path', 'registry_username', 'registry_password', 'enable_logging', 'enable_model_caching', 'session_affinity', 'routing_policy',
+  'health_check_path', 'registry_username', 'registry_password', 'registry_credential_id', 'enable_logging', 'enable_model_caching', 'session_affinity', 'routing_policy',
   'command', 'metrics_port', 'metrics_path', 'env', 'secret_env', 'config_file', 'annotations', 'min_replicas', 'max_replicas',
   'max_concurrency', 'concurrency', 'cooldown_period', 'model', 'served_model_name', 'model_hub_token', 'extra_args',
   'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint', 'max_request_body_bytes', 'rate_limit',
@@ -65,6 +65,7 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
   const general = d.family === 'general';
   const clusters = usePoll<Items<Cluster>>('/clusters', 0);
   const vault = usePoll<Items<VaultToken>>('/vault/tokens', 0);
+  const registry = usePoll<Items<RegistryCredential>>(general ? '/vault/registry-credentials' : null, 0);
   // The deployment the values were filled from: refilled when it changes under a form with no edits.
   const [baseline, setBaseline] = useState<Stored>(d);
   const [gv, setGv] = useState<GeneralValues>(() => generalFrom(d));
@@ -91,10 +92,14 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
   const limitsBuilt = limitsBody(limits);
   const plan = authPlan(auth, vault.data?.items ?? [], d);
   const typed: GeneralBody & OrchestratedBody = { ...spec.body, ...plan.body, ...limitsBuilt.body };
-  // Clearing the username with no new password removes the stored password too ("both or neither").
-  if (general && d.has_registry_password && gv.registry_username.trim() === '' && gv.registry_password === '') typed.registry_password = null;
+  // The stored password goes when the username is cleared with no new password ("both or
+  // neither"), or when the vault's credentials are chosen instead (never both).
+  const ownPairGone = gv.registry_source !== 'own' || (gv.registry_username.trim() === '' && gv.registry_password === '');
+  if (general && d.has_registry_password && ownPairGone) typed.registry_password = null;
   const next = typed as Body;
-  const patch = diffBodies(storedBody(d), next);
+  // Stored secrets are not in the deployment's answer, so no diff sees one removed: say it outright.
+  const removals: Body = Object.fromEntries((['registry_password', 'model_hub_token'] as const).filter((k) => typed[k] === null).map((k) => [k, null]));
+  const patch = { ...diffBodies(storedBody(d), next), ...removals };
   // A token to be created on confirm is a credential change already; its value joins the PATCH then.
   const patchPlan: PatchPlan = { ...classifyPatch(plan.createOnSubmit ? { ...patch, endpoint_bearer_token: '' } : patch, d.revision), patch };
 
@@ -110,7 +115,7 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
   const p = fp.shown;
 
   // Refill from the deployment when it changed (a rollback, another client) and nothing is edited here.
-  const dirty = Object.keys(diffBodies(storedBody(baseline), next)).length > 0 || auth.choice !== authFrom(baseline).choice;
+  const dirty = Object.keys({ ...diffBodies(storedBody(baseline), next), ...removals }).length > 0 || auth.choice !== authFrom(baseline).choice;
   useEffect(() => {
     if (!dirty && (d.revision !== baseline.revision || d.updated_at !== baseline.updated_at)) fill(d);
     // Only a change of the deployment itself refills; edits here never do.
@@ -179,7 +184,7 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
         <>
           <div className="panel">
             <h3>Container</h3>
-            <ContainerFields values={gv} set={setG} problems={p} passwordStored={d.has_registry_password === true} />
+            <ContainerFields values={gv} set={setG} problems={p} passwordStored={d.has_registry_password === true} credentials={registry.data?.items ?? null} />
           </div>
           <div className="panel">
             <h3>Hardware</h3>

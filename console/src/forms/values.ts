@@ -48,6 +48,8 @@ export interface GeneralValues extends CommonValues {
   tag: string;
   container_port: string;
   health_check_path: string;
+  /** Where the registry credentials come from: the two fields below, or the vault's by id. */
+  registry_source: RegistrySource;
   registry_username: string;
   /** Empty: none (create) or keep the stored one (Settings). */
   registry_password: string;
@@ -70,6 +72,13 @@ export interface OrchestratedValues extends CommonValues {
   /** One argument per line. */
   extra_args: string;
 }
+
+/**
+ * How the image registry is authenticated to. `own`: the registry_username and
+ * registry_password fields (both empty: a public image); `vault:<id>`: registry credentials
+ * kept in the vault, bound by their id (registry_credential_id).
+ */
+export type RegistrySource = 'own' | `vault:${number}`;
 
 export interface LimitsValues {
   max_request_body_bytes: string;
@@ -125,6 +134,7 @@ export function emptyGeneral(): GeneralValues {
     tag: 'latest',
     container_port: '',
     health_check_path: '/',
+    registry_source: 'own',
     registry_username: '',
     registry_password: '',
     session_affinity: false,
@@ -189,6 +199,7 @@ export function generalFrom(d: Deployment): GeneralValues {
     tag: d.tag ?? 'latest',
     container_port: text(d.container_port),
     health_check_path: d.health_check_path ?? '/',
+    registry_source: d.registry_credential_id != null ? `vault:${d.registry_credential_id}` : 'own',
     registry_username: d.registry_username ?? '',
     registry_password: '',
     session_affinity: d.session_affinity ?? false,
@@ -293,6 +304,9 @@ function commonBody(v: CommonValues, family: 'general' | 'orchestrated', r: Read
   return body;
 }
 
+/** The vault id of a `vault:<id>` choice, or null. */
+export const vaultIdOf = (choice: string): number | null => (choice.startsWith('vault:') ? Number(choice.slice('vault:'.length)) : null);
+
 export function generalBody(v: GeneralValues): Built<GeneralBody> {
   const r = new Reader();
   const { target, ...common } = commonBody(v, 'general', r);
@@ -304,10 +318,15 @@ export function generalBody(v: GeneralValues): Built<GeneralBody> {
   if (image) body.image = image;
   const port = r.whole('container_port', v.container_port);
   if (port !== null) body.container_port = port;
-  const username = nonEmpty(v.registry_username);
-  if (username) body.registry_username = username;
-  // Passwords are taken as typed: spaces may be part of them.
-  if (v.registry_password !== '') body.registry_password = v.registry_password;
+  const vaultCredential = vaultIdOf(v.registry_source);
+  if (vaultCredential !== null) body.registry_credential_id = vaultCredential;
+  else {
+    // The fields stay filled while the vault's are chosen (switching back keeps them) but are not sent.
+    const username = nonEmpty(v.registry_username);
+    if (username) body.registry_username = username;
+    // Passwords are taken as typed: spaces may be part of them.
+    if (v.registry_password !== '') body.registry_password = v.registry_password;
+  }
   body.session_affinity = v.session_affinity;
   body.routing_policy = v.routing_policy;
   body.command = linesToArgs(v.command);

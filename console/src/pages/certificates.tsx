@@ -7,6 +7,7 @@ import type { Certificate, Items } from '../api/types';
 import { usePoll } from '../hooks';
 import { ConfirmDialog } from '../components/confirm';
 import { Field, type Problems } from '../components/form';
+import { ResourceTable } from '../components/resource-table';
 import { DeploymentLinks, useDeploymentNames } from './vault';
 
 export function CertificatesPage() {
@@ -72,50 +73,33 @@ export function CertificatesPage() {
           {error}
         </div>
       )}
-      <table aria-label="Certificates">
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Accepted by</th>
-            <th scope="col">Fingerprint (SHA-256)</th>
-            <th scope="col">Expires</th>
-            <th scope="col">State</th>
-            <th scope="col">
-              <span className="subtle">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {(certs.data?.items ?? []).map((c) => (
-            <tr key={c.id} data-certificate={c.name}>
-              <td>{c.name}</td>
-              <td>
-                <DeploymentLinks ids={c.deployments} byId={byId} />
-              </td>
-              <td>
-                <code title={c.fingerprint_sha256}>{c.fingerprint_sha256.slice(0, 16)}…</code>
-              </td>
-              <td>{new Date(c.not_after).toLocaleDateString()}</td>
-              <td>{c.revoked ? <span className="status status-failed">Revoked</span> : <span className="status status-ready">Valid</span>}</td>
-              <td>
-                {!c.revoked && (
-                  <>
-                    <button type="button" className="button small" aria-label={`Download ${c.name}.pem`} onClick={() => void download(c.pem_path, `${c.name}.pem`).catch((e: Error) => setError(e.message))}>
-                      Download .pem
-                    </button>{' '}
-                    <button type="button" className="button small" aria-label={`Revoke ${c.name}`} onClick={() => {
-                        reloadNames();
-                        void api.get<Certificate>(`/certificates/${c.id}`).then(setToRevoke, (e: Error) => setError(e.message));
-                      }}>
-                      Revoke
-                    </button>
-                  </>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ResourceTable
+        label="Certificates"
+        rowKey="certificate"
+        items={certs.data?.items ?? []}
+        columns={[
+          { header: 'Name', cell: (c) => c.name },
+          { header: 'Accepted by', cell: (c) => <DeploymentLinks ids={c.deployments} byId={byId} /> },
+          { header: 'Fingerprint (SHA-256)', cell: (c) => <code title={c.fingerprint_sha256}>{c.fingerprint_sha256.slice(0, 16)}…</code> },
+          { header: 'Expires', cell: (c) => new Date(c.not_after).toLocaleDateString() },
+          { header: 'State', cell: (c) => (c.revoked ? <span className="status status-failed">Revoked</span> : <span className="status status-ready">Valid</span>) },
+        ]}
+        actions={(c) =>
+          !c.revoked && (
+            <>
+              <button type="button" className="button small" aria-label={`Download ${c.name}.pem`} onClick={() => void download(c.pem_path, `${c.name}.pem`).catch((e: Error) => setError(e.message))}>
+                Download .pem
+              </button>{' '}
+              <button type="button" className="button small" aria-label={`Revoke ${c.name}`} onClick={() => {
+                  reloadNames();
+                  void api.get<Certificate>(`/certificates/${c.id}`).then(setToRevoke, (e: Error) => setError(e.message));
+                }}>
+                Revoke
+              </button>
+            </>
+          )
+        }
+      />
       <ConfirmDialog open={toRevoke !== null} title={`Revoke ${toRevoke?.name ?? ''}?`} confirmLabel="Revoke" danger onConfirm={() => void revoke()} onCancel={() => setToRevoke(null)}>
         <p>
           Revocation is final. {toRevoke && toRevoke.deployments.length > 0 ? <>Clients of <DeploymentLinks ids={toRevoke.deployments} byId={byId} /> using it get 401 within a second.</> : 'No deployment accepts it now.'}

@@ -4,7 +4,7 @@
 // the new deployment's page. A refusal is shown next to the field it names and keeps every value.
 
 import { useEffect, useState, type FormEvent } from 'react';
-import type { Cluster, Items, Preset, VaultToken } from '../api/types';
+import type { Cluster, Items, Preset, RegistryCredential, VaultToken } from '../api/types';
 import { FormError } from '../components/form';
 import { usePoll } from '../hooks';
 import { EndpointProtection } from '../forms/endpoint-protection';
@@ -20,7 +20,7 @@ import { authPlan, emptyAuth, emptyGeneral, generalBody, type AuthValues, type G
 /** Fields with a control on this page; a refusal naming any other goes to the form-level error. */
 const PLACED = [
   'name', 'cluster_id', 'hardware_instance_id', 'preset', 'image', 'tag', 'container_port', 'protocol', 'health_check_path',
-  'registry_username', 'registry_password', 'enable_logging', 'enable_model_caching', 'session_affinity', 'routing_policy', 'command',
+  'registry_username', 'registry_password', 'registry_credential_id', 'enable_logging', 'enable_model_caching', 'session_affinity', 'routing_policy', 'command',
   'metrics_port', 'metrics_path', 'env', 'secret_env', 'config_file', 'annotations', 'min_replicas', 'max_replicas', 'max_concurrency',
   'cooldown_period', 'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint',
 ];
@@ -29,6 +29,7 @@ export function CreateGeneralPage() {
   const clusters = usePoll<Items<Cluster>>('/clusters', 0);
   const presets = usePoll<Items<Preset>>('/presets', 0);
   const vault = usePoll<Items<VaultToken>>('/vault/tokens', 0);
+  const registry = usePoll<Items<RegistryCredential>>('/vault/registry-credentials', 0);
   const [name, setName] = useState('');
   const [values, setValues] = useState<GeneralValues>(emptyGeneral);
   const [auth, setAuth] = useState<AuthValues>(() => emptyAuth('new'));
@@ -90,7 +91,7 @@ export function CreateGeneralPage() {
         </div>
         <div className="panel">
           <h2>Container</h2>
-          <ContainerFields values={values} set={set} problems={p} passwordStored={false} />
+          <ContainerFields values={values} set={set} problems={p} passwordStored={false} credentials={registry.data?.items ?? null} />
         </div>
         <div className="panel">
           <h2>Hardware</h2>

@@ -8,6 +8,7 @@ import { usePoll } from '../hooks';
 import { SecretOnce } from '../components/copy';
 import { ConfirmDialog } from '../components/confirm';
 import { Field, type Problems } from '../components/form';
+import { ResourceTable } from '../components/resource-table';
 
 export function ServiceAccountsPage() {
   const accounts = usePoll<Items<ServiceAccount>>('/service-accounts', 10_000);
@@ -74,36 +75,22 @@ export function ServiceAccountsPage() {
           {error}
         </div>
       )}
-      <table aria-label="Service accounts">
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Role</th>
-            <th scope="col">Key ends with</th>
-            <th scope="col">Created</th>
-            <th scope="col">
-              <span className="subtle">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {(accounts.data?.items ?? []).map((a) => (
-            <tr key={a.id}>
-              <td>{a.name}</td>
-              <td>{a.role}</td>
-              <td>
-                <code>{a.hint}</code>
-              </td>
-              <td>{new Date(a.created_at).toLocaleString()}</td>
-              <td>
-                <button type="button" className="button small" aria-label={`Delete account ${a.name}`} onClick={() => setToDelete(a)}>
-                  Delete
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ResourceTable
+        label="Service accounts"
+        rowKey="account"
+        items={accounts.data?.items ?? []}
+        columns={[
+          { header: 'Name', cell: (a) => a.name },
+          { header: 'Role', cell: (a) => a.role },
+          { header: 'Key ends with', cell: (a) => <code>{a.hint}</code> },
+          { header: 'Created', cell: (a) => new Date(a.created_at).toLocaleString() },
+        ]}
+        actions={(a) => (
+          <button type="button" className="button small" aria-label={`Delete account ${a.name}`} onClick={() => setToDelete(a)}>
+            Delete
+          </button>
+        )}
+      />
       <ConfirmDialog open={toDelete !== null} title={`Delete ${toDelete?.name ?? ''}?`} confirmLabel="Delete" danger onConfirm={() => void remove()} onCancel={() => setToDelete(null)}>
         <p>Its key stops working at once, in this console and for every script that uses it.</p>
       </ConfirmDialog>

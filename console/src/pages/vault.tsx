@@ -7,7 +7,8 @@ import type { Deployment, Items, VaultToken } from '../api/types';
 import { usePoll } from '../hooks';
 import { SecretOnce } from '../components/copy';
 import { ConfirmDialog } from '../components/confirm';
-import { Field, type Problems } from '../components/form';
+import { Field, FormError, type Problems } from '../components/form';
+import { ResourceTable } from '../components/resource-table';
 
 /** Deployments by id, to name the ones a credential protects; `reload` before a warning names them. */
 export function useDeploymentNames(): { byId: Map<number, Deployment>; reload: () => void } {
@@ -34,14 +35,47 @@ export function DeploymentLinks({ ids, byId }: { ids: number[]; byId: Map<number
   );
 }
 
+const messageOf = (err: unknown): string => (err instanceof ApiError ? err.message : String(err));
+
+/**
+ * Deleting an item of the vault (`route`/<id>) after a confirmation. `ask` reads the item afresh,
+ * so the dialog names the deployments using it right now, not as of the last refresh; the
+ * API's refusal (a 409 while deployments depend on it) lands in `error`, in its own words.
+ */
+export function useVaultDelete<T extends { id: number }>(route: string, reloadList: () => void, reloadNames: () => void) {
+  const [toDelete, setToDelete] = useState<T | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const ask = async (item: T) => {
+    setError(null);
+    try {
+      reloadNames();
+      setToDelete(await api.get<T>(`${route}/${item.id}`));
+    } catch (err) {
+      setError(messageOf(err));
+      reloadList();
+    }
+  };
+  const remove = async () => {
+    if (!toDelete) return;
+    try {
+      await api.del(`${route}/${toDelete.id}`);
+      reloadList();
+    } catch (err) {
+      setError(messageOf(err));
+    }
+    setToDelete(null);
+  };
+  return { toDelete, error, ask, remove, cancel: () => setToDelete(null) };
+}
+
 export function VaultPage() {
   const tokens = usePoll<Items<VaultToken>>('/vault/tokens', 5000);
   const { byId, reload: reloadNames } = useDeploymentNames();
   const [name, setName] = useState('');
   const [problems, setProblems] = useState<Problems>({});
   const [created, setCreated] = useState<VaultToken | null>(null);
-  const [toDelete, setToDelete] = useState<VaultToken | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const deletion = useVaultDelete<VaultToken>('/vault/tokens', tokens.reload, reloadNames);
+  const toDelete = deletion.toDelete;
 
   const create = async (e: FormEvent) => {
     e.preventDefault();
@@ -53,29 +87,6 @@ export function VaultPage() {
       tokens.reload();
     } catch (err) {
       if (err instanceof ApiError) setProblems({ name: err.message });
-    }
-  };
-
-  // The warning names the endpoints bound right now, not as of the last refresh.
-  const askDelete = async (t: VaultToken) => {
-    try {
-      reloadNames();
-      setToDelete(await api.get<VaultToken>(`/vault/tokens/${t.id}`));
-    } catch (err) {
-      setError(err instanceof ApiError ? err.message : String(err));
-      tokens.reload();
-    }
-  };
-
-  const remove = async () => {
-    if (!toDelete) return;
-    try {
-      await api.del(`/vault/tokens/${toDelete.id}`);
-      setToDelete(null);
-      tokens.reload();
-    } catch (err) {
-      setError(err instanceof ApiError ? err.message : String(err));
-      setToDelete(null);
     }
   };
 
@@ -92,44 +103,24 @@ export function VaultPage() {
           Create token
         </button>
       </form>
-      {error && (
-        <div className="form-error" role="alert">
-          {error}
-        </div>
-      )}
-      <table aria-label="Vault tokens">
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Ends with</th>
-            <th scope="col">Protects</th>
-            <th scope="col">Created</th>
-            <th scope="col">
-              <span className="subtle">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {(tokens.data?.items ?? []).map((t) => (
-            <tr key={t.id} data-token={t.name}>
-              <td>{t.name}</td>
-              <td>
-                <code>{t.hint}</code>
-              </td>
-              <td>
-                <DeploymentLinks ids={t.deployments} byId={byId} />
-              </td>
-              <td>{new Date(t.created_at).toLocaleString()}</td>
-              <td>
-                <button type="button" className="button small" onClick={() => void askDelete(t)} aria-label={`Delete token ${t.name}`}>
-                  Delete
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      <ConfirmDialog open={toDelete !== null} title={`Delete token ${toDelete?.name ?? ''}?`} confirmLabel="Delete" danger onConfirm={() => void remove()} onCancel={() => setToDelete(null)}>
+      <FormError message={deletion.error} />
+      <ResourceTable
+        label="Vault tokens"
+        rowKey="token"
+        items={tokens.data?.items ?? []}
+        columns={[
+          { header: 'Name', cell: (t) => t.name },
+          { header: 'Ends with', cell: (t) => <code>{t.hint}</code> },
+          { header: 'Protects', cell: (t) => <DeploymentLinks ids={t.deployments} byId={byId} /> },
+          { header: 'Created', cell: (t) => new Date(t.created_at).toLocaleString() },
+        ]}
+        actions={(t) => (
+          <button type="button" className="button small" onClick={() => void deletion.ask(t)} aria-label={`Delete token ${t.name}`}>
+            Delete
+          </button>
+        )}
+      />
+      <ConfirmDialog open={toDelete !== null} title={`Delete token ${toDelete?.name ?? ''}?`} confirmLabel="Delete" danger onConfirm={() => void deletion.remove()} onCancel={deletion.cancel}>
         {toDelete && toDelete.deployments.length > 0 ? (
           <p>
             It still protects <DeploymentLinks ids={toDelete.deployments} byId={byId} />. Clients using it get 401 at once; endpoints with no other credential accept no one until you bind a new one.
