@@ -13,7 +13,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type Dockerode from 'dockerode';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { dockerClient } from '../src/runtime/docker/client.js';
 import { LABEL } from '../src/runtime/docker/container-spec.js';
 import { dockerGate, ensureEngineImage, pushImage, removeContainersWithLabel, removeImage, startRegistry, type Registry } from './helpers/docker.js';
@@ -90,10 +90,14 @@ async function containersOf(deploymentId: number): Promise<Dockerode.ContainerIn
   return docker.listContainers({ all: true, filters: { label: [`${LABEL.scope}=${scope}`, `${LABEL.deploymentId}=${deploymentId}`] } });
 }
 
-/** One connection pool for the file: a pool per request would run into the gateway's per-client connection cap. */
-let pooled: { ca: string; fetch: typeof globalThis.fetch } | undefined;
+/**
+ * One connection pool per serve process: a pool per request would run into the gateway's
+ * per-client connection cap, and one kept across a restart would send on the killed
+ * gateway's connections.
+ */
+let pooled: { platform: Platform; fetch: typeof globalThis.fetch } | undefined;
 function gateway(): typeof globalThis.fetch {
-  if (pooled?.ca !== platform.ca) pooled = { ca: platform.ca, fetch: gatewayFetch({ ca: platform.ca }) };
+  if (pooled?.platform !== platform) pooled = { platform, fetch: gatewayFetch({ ca: platform.ca }) };
   return pooled.fetch;
 }
 
@@ -143,8 +147,12 @@ describe.skipIf(!available)('the Docker runtime', () => {
     expect(scope).not.toBe('');
   }, 240_000);
 
+  // What the service said, when a test failed: its log is the only account of a container's life.
+  afterEach((ctx) => {
+    if (ctx.task.result?.state === 'fail') process.stderr.write(`--- infergate serve output ---\n${platform?.serve.output() ?? ''}\n`);
+  });
+
   afterAll(async () => {
-    if (process.env.DEBUG_DOCKER_TEST) process.stderr.write(platform?.serve.output() ?? '');
     platform?.serve.kill('SIGKILL');
     await platform?.serve.exited;
     if (scope) await removeContainersWithLabel(docker, LABEL.scope, scope);

@@ -53,6 +53,8 @@ describe('RoutingTable', () => {
     await store.create('replica', replica(d.value.id, 'Replica', 'ready', 4002));
     await store.create('replica', replica(d.value.id, 'Replica', 'starting', 4003));
     await store.create('replica', replica(d.value.id, 'Replica', 'ready', 4001));
+    // Ready without an address (a runtime that said ready before it knew its port): never routed.
+    await store.create('replica', (id) => ({ ...replica(d.value.id, 'Replica', 'ready', 4004)(id), address: '' }));
     table = new RoutingTable(store, 'endpoints.test');
     await table.start();
 

@@ -134,7 +134,8 @@ export class RoutingTable {
       const component = routedComponent(d);
       const ready = replicas
         .map((r) => r.value)
-        .filter((r) => r.deployment_id === d.id && r.component === component && r.state === 'ready')
+        // A record without an address cannot be forwarded to, whatever its state says.
+        .filter((r) => r.deployment_id === d.id && r.component === component && r.state === 'ready' && r.address !== '')
         .sort((a, b) => a.id - b.id)
         .map((r) => ({ id: r.id, address: r.address }));
       const previous = this.table.get(host);

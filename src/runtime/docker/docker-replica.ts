@@ -61,12 +61,16 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
   constructor(
     private readonly req: ReplicaRequest,
     private readonly deps: DockerReplicaDeps,
-    /** A container an earlier run left, and whether it answered its readiness probe when taken back. */
-    adopted: { container: Container; ready: boolean } | null = null,
+    /** A container an earlier run left, what it was inspected as, and whether it answered its readiness probe when taken back. */
+    adopted: { container: Container; info: Dockerode.ContainerInspectInfo; ready: boolean } | null = null,
   ) {
     super(replicaLog(deps.logsDir, req));
-    // Taken back ready, it stays in routing without a gap while its supervision resumes.
-    if (adopted?.ready === true) this.phase = 'ready';
+    if (adopted !== null) {
+      this.container = adopted.container;
+      this.readInspect(adopted.info);
+      // Taken back ready, at the address it had, it stays in routing without a gap while its supervision resumes.
+      if (adopted.ready && this.port !== null) this.phase = 'ready';
+    }
     this.root = path.join(deps.replicasDir, req.name);
     this.probe = req.protocol === 'grpc' ? { kind: 'tcp' } : { kind: 'http', path: req.healthPath };
     if (adopted !== null) void this.takeOver(adopted.container);
@@ -222,15 +226,7 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
 
   /** Reads what the started container got (pid, published ports, address), follows its output and its exit, and probes it. */
   private async attach(container: Container, since: number): Promise<void> {
-    const info = await container.inspect();
-    const ports = info.NetworkSettings.Ports as Record<string, Array<{ HostIp: string; HostPort: string }> | null>;
-    const serve = `${this.req.containerPort}/tcp`;
-    const metrics = this.req.metricsPort !== null && this.req.metricsPort !== this.req.containerPort ? `${this.req.metricsPort}/tcp` : null;
-    this.port = publishedPort(ports, serve);
-    this.metricsPort = metrics === null ? null : publishedPort(ports, metrics);
-    this.pid = info.State.Pid > 0 ? info.State.Pid : null;
-    const networks = Object.values(info.NetworkSettings.Networks ?? {});
-    this.containerIp = networks.find((n) => n.IPAddress)?.IPAddress ?? null;
+    this.readInspect(await container.inspect());
     this.setDetail(null);
     this.failedProbes = 0;
     this.startingProbes = 0;
@@ -241,6 +237,16 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
       (err: Error) => this.exited(container, `lost the container: ${firstLine(err.message)}`),
     );
     this.schedule();
+  }
+
+  /** The started container's pid, published ports and bridge address. */
+  private readInspect(info: Dockerode.ContainerInspectInfo): void {
+    const ports = info.NetworkSettings.Ports as Record<string, Array<{ HostIp: string; HostPort: string }> | null>;
+    const metrics = this.req.metricsPort !== null && this.req.metricsPort !== this.req.containerPort ? `${this.req.metricsPort}/tcp` : null;
+    this.port = publishedPort(ports, `${this.req.containerPort}/tcp`);
+    this.metricsPort = metrics === null ? null : publishedPort(ports, metrics);
+    this.pid = info.State.Pid > 0 ? info.State.Pid : null;
+    this.containerIp = Object.values(info.NetworkSettings.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress ?? null;
   }
 
   private async follow(container: Container, since: number): Promise<void> {
@@ -310,7 +316,6 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
 
   /** Supervises a container an earlier run started: its GPUs are claimed by the runtime, its output followed from now. */
   private async takeOver(container: Container): Promise<void> {
-    this.container = container;
     try {
       this.note(`taken back by a new run of the service: container ${container.id.slice(0, 12)}`);
       await this.attach(container, Math.floor(Date.now() / 1000));

@@ -148,7 +148,7 @@ export class DockerRuntime implements Runtime {
     const ip = Object.values(info.NetworkSettings.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress;
     const probe: Probe = request.protocol === 'grpc' ? { kind: 'tcp' } : { kind: 'http', path: request.healthPath };
     const ready = ip !== undefined && (await probeOnce(probe, ip, request.containerPort, this.deps.timing.probeTimeoutMs).catch(() => false));
-    return new DockerReplica(request, this.depsFor(request), { container, ready });
+    return new DockerReplica(request, this.depsFor(request), { container, info, ready });
   }
 
   async reap(leftover: LeftoverReplica): Promise<boolean> {
