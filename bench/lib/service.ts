@@ -34,6 +34,7 @@ export async function startService(name: string, args: string[], logLevel = 'war
       INFERGATE_METRICS_PORT: String(ports.metrics),
       INFERGATE_ADMIN_KEY: ADMIN,
       INFERGATE_LOG_LEVEL: logLevel,
+      INFERGATE_RUNTIME: process.env.INFERGATE_RUNTIME ?? 'local',
     },
     ready: /state in /,
     timeoutMs: 20_000,

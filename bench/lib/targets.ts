@@ -144,7 +144,7 @@ export async function startGateway(root: string, dir: string, replicas: number):
   const prefix = `bench-${process.pid}-${Date.now()}`;
   const [gatewayPort, apiPort, m1, m2] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   const common = ['--redis', redisUrl, '--redis-prefix', prefix, '--certs-dir', path.join(dir, 'certs'), '--domain', DOMAIN, '--log-level', 'warn'];
-  const env = { INFERGATE_ADMIN_KEY: ADMIN_KEY };
+  const env = { INFERGATE_ADMIN_KEY: ADMIN_KEY, INFERGATE_RUNTIME: 'local' };
   // The upstream is this checkout's own program, run as a host command. It runs unsandboxed so
   // the figures are the same with or without bubblewrap and wherever the checkout lives (the
   // sandbox's user may not be able to read a private one); the network path, which is what is
