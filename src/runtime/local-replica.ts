@@ -70,8 +70,6 @@ export interface LocalReplicaDeps {
 export class LocalReplica extends ReplicaBase implements ReplicaHandle {
   private child: ChildProcess | null = null;
   private restarts = 0;
-  private crashesInARow = 0;
-  private failedProbes = 0;
   private readyProbes = 0;
   /** Addresses beyond loopback already reported, so each is said once per process. */
   private readonly exposed = new Set<string>();
@@ -341,19 +339,8 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
     // A probe that throws (it should only answer false) counts as a failed one, so probing goes on.
     const ok = await probeOnce(plan.probe, '127.0.0.1', this.port, timing.probeTimeoutMs).catch(() => false);
     if (this.child !== child || this.stopping) return;
-    if (ok) {
-      this.failedProbes = 0;
-      if (this.phase !== 'ready') {
-        this.crashesInARow = 0;
-        this.note('readiness probe passed: ready');
-        this.setPhase('ready');
-        this.readyProbes = 0;
-      }
-      if (this.readyProbes++ % timing.listenCheckEvery === 0) this.checkListening(child);
-    } else if (this.phase === 'ready' && ++this.failedProbes >= timing.failuresToUnready) {
-      this.note(`readiness probe failed ${this.failedProbes} times: not ready`);
-      this.setPhase('starting');
-    }
+    if (this.probeVerdict(ok, timing.failuresToUnready)) this.readyProbes = 0;
+    if (ok && this.readyProbes++ % timing.listenCheckEvery === 0) this.checkListening(child);
     this.scheduleProbe(plan);
   }
 }

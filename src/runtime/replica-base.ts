@@ -22,6 +22,9 @@ export abstract class ReplicaBase {
   /** Why it is not ready, for the deployment's status reason. */
   protected detail: string | null = null;
   protected timer: NodeJS.Timeout | null = null;
+  /** Failed probes in a row while ready, and crashes in a row since it was last ready (the backoff's exponent). */
+  protected failedProbes = 0;
+  protected crashesInARow = 0;
   private readonly listeners: Array<(o: ReplicaObservation) => void> = [];
 
   constructor(protected readonly log: ReplicaLogWriter | null) {}
@@ -51,6 +54,27 @@ export abstract class ReplicaBase {
     if (this.detail === detail) return;
     this.detail = detail;
     this.emit();
+  }
+
+  /**
+   * A readiness probe's verdict applied: ready at the first pass (the crash backoff starts
+   * over), out of routing after `failuresToUnready` failures in a row. True when it just
+   * became ready.
+   */
+  protected probeVerdict(ok: boolean, failuresToUnready: number): boolean {
+    if (ok) {
+      this.failedProbes = 0;
+      if (this.phase === 'ready') return false;
+      this.crashesInARow = 0;
+      this.note('readiness probe passed: ready');
+      this.setPhase('ready');
+      return true;
+    }
+    if (this.phase === 'ready' && ++this.failedProbes >= failuresToUnready) {
+      this.note(`readiness probe failed ${this.failedProbes} times: not ready`);
+      this.setPhase('starting');
+    }
+    return false;
   }
 
   protected clearTimer(): void {

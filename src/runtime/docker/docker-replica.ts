@@ -41,8 +41,6 @@ const NOT_READY_SAYS_WHY_AFTER = 20;
 
 export class DockerReplica extends ReplicaBase implements ReplicaHandle {
   private restarts = 0;
-  private crashesInARow = 0;
-  private failedProbes = 0;
   /** Failed probes since the container started: past a few, what the server answers becomes the detail. */
   private startingProbes = 0;
   private stopping = false;
@@ -299,18 +297,9 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     const { ok, answer } = await probeAnswer(this.probe, host, port, timing.probeTimeoutMs).catch((err: Error) => ({ ok: false, answer: err.message }));
     if (this.container !== container || this.stopping || this.port === null) return;
     if (!ok && this.phase !== 'ready' && ++this.startingProbes >= NOT_READY_SAYS_WHY_AFTER) this.setDetail(`running, not ready: ${answer}`);
-    if (ok) {
-      this.failedProbes = 0;
-      if (this.phase !== 'ready') {
-        this.crashesInARow = 0;
-        this.note('readiness probe passed: ready');
-        this.setPhase('ready');
-      }
-    } else if (this.phase === 'ready' && ++this.failedProbes >= timing.failuresToUnready) {
-      this.note(`readiness probe failed ${this.failedProbes} times: not ready`);
-      this.detail = `readiness probe failing (${this.probe.kind === 'http' ? `GET ${this.probe.path}` : 'TCP connect'})`;
-      this.setPhase('starting');
-    }
+    const wasReady = this.phase === 'ready';
+    this.probeVerdict(ok, timing.failuresToUnready);
+    if (wasReady && this.phase !== 'ready') this.setDetail(`readiness probe failing: ${answer}`);
     this.schedule();
   }
 
