@@ -2,29 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_IMAGE_MAP } from '../domain/image-map.js';
 import { pickInherited, planLaunch, type PlanInputs } from './launch-plan.js';
 import type { ReplicaRequest } from './runtime.js';
+import { replicaRequest } from '../../test/helpers/replica-request.js';
 
-const request = (o: Partial<ReplicaRequest> = {}): ReplicaRequest => ({
-  name: 'web-r1-3',
-  deploymentId: 1,
-  revision: 1,
-  component: 'Replica',
-  image: 'infergate/reference-engine',
-  tag: 'openai',
-  command: ['--startup-ms', '100'],
-  env: { MY_VAR: 'x' },
-  configFile: null,
-  containerPort: 8000,
-  protocol: 'http',
-  healthPath: '/health',
-  metricsPort: null,
-  metricsPath: null,
-  logging: true,
-  modelCaching: false,
-  gpus: 1,
-  hardware: null,
-  registryAuth: null,
-  ...o,
-});
+const request = (o: Partial<ReplicaRequest> = {}): ReplicaRequest =>
+  replicaRequest({ command: ['--startup-ms', '100'], env: { MY_VAR: 'x' }, ...o });
 
 const inputs = (o: Partial<PlanInputs> = {}): PlanInputs => ({
   port: 41000,

@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_IMAGE_MAP } from '../domain/image-map.js';
 import { LocalRuntime } from './local-runtime.js';
 import type { ReplicaRequest } from './runtime.js';
+import { replicaRequest } from '../../test/helpers/replica-request.js';
 
 let dataDir: string;
 const children: ChildProcess[] = [];
@@ -26,27 +27,13 @@ function runtime(allowUnsandboxedHostCommands: boolean): LocalRuntime {
 }
 
 function hostCommand(name: string): ReplicaRequest {
-  return {
+  return replicaRequest({
     name,
-    deploymentId: 1,
-    revision: 1,
-    component: 'Replica',
     image: 'example.com/custom-engine',
     tag: '1',
     command: ['/bin/sh', '-c', 'touch "$INFERGATE_REPLICA_ROOT/ran"; exec sleep 30'],
-    env: {},
-    configFile: null,
-    containerPort: 8000,
-    protocol: 'http',
     healthPath: '/',
-    metricsPort: null,
-    metricsPath: null,
-    logging: true,
-    modelCaching: false,
-    gpus: 1,
-    hardware: null,
-    registryAuth: null,
-  };
+  });
 }
 
 const logOf = (name: string) => readFileSync(path.join(dataDir, 'logs', '1', '1', 'Replica', `${name}.log`), 'utf8');

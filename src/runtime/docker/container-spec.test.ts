@@ -1,30 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_IMAGE_MAP } from '../../domain/image-map.js';
 import type { ReplicaRequest } from '../runtime.js';
+import { replicaRequest } from '../../../test/helpers/replica-request.js';
 import { containerName, planContainer, publishedPort, registryOf, type ContainerInputs } from './container-spec.js';
 
-const request = (o: Partial<ReplicaRequest> = {}): ReplicaRequest => ({
-  name: 'chat-r2-7',
-  deploymentId: 3,
-  revision: 2,
-  component: 'Replica',
-  image: '127.0.0.1:5000/team/engine',
-  tag: 'v1',
-  command: [],
-  env: { MODE: 'fast' },
-  configFile: null,
-  containerPort: 8000,
-  protocol: 'http',
-  healthPath: '/health',
-  metricsPort: null,
-  metricsPath: null,
-  logging: true,
-  modelCaching: false,
-  gpus: 1,
-  hardware: null,
-  registryAuth: null,
-  ...o,
-});
+const request = (o: Partial<ReplicaRequest> = {}): ReplicaRequest =>
+  replicaRequest({ name: 'chat-r2-7', deploymentId: 3, revision: 2, image: '127.0.0.1:5000/team/engine', tag: 'v1', env: { MODE: 'fast' }, ...o });
 
 const inputs = (o: Partial<ContainerInputs> = {}): ContainerInputs => ({
   scope: 'abc123',
