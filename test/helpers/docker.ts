@@ -20,6 +20,7 @@ import { packageVersion } from '../../src/cli/version.js';
 import { dockerAnswers, dockerClient } from '../../src/runtime/docker/client.js';
 import { buildEngineImage, ENGINE_CONTENT_LABEL, engineContentDigest, engineImageRef } from '../../src/runtime/docker/engine-image.js';
 import { freePort } from './ports.js';
+import { stopChild } from './child-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const REGISTRY_BINARY = process.env.DOCKER_REGISTRY_PATH ?? '/usr/bin/docker-registry';
@@ -237,15 +238,6 @@ async function waitForRegistry(child: ChildProcess, host: string): Promise<void>
     },
     `registry on ${host} answering 401 on /v2/`,
   );
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  process.kill(child.pid, 'SIGTERM');
-  const timer = setTimeout(() => child.pid !== undefined && child.exitCode === null && process.kill(child.pid, 'SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 // ---- images and containers through the Engine API ---------------------------------------------

@@ -5,6 +5,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { stopChild } from './child-process.js';
 
 const READY_TIMEOUT_MS = 10_000;
 
@@ -74,15 +75,6 @@ function pingOnce(port: number): Promise<boolean> {
       if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
     });
   });
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  process.kill(child.pid, 'SIGTERM');
-  const timer = setTimeout(() => child.pid !== undefined && child.exitCode === null && process.kill(child.pid, 'SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 function sleep(ms: number): Promise<void> {
