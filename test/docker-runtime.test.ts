@@ -18,6 +18,7 @@ import { dockerClient } from '../src/runtime/docker/client.js';
 import { LABEL } from '../src/runtime/docker/container-spec.js';
 import { dockerGate, ensureEngineImage, pushImage, removeContainersWithLabel, removeImage, startRegistry, type Registry } from './helpers/docker.js';
 import { PLATFORM_ADMIN_KEY, platformDirs, startPlatform, type Platform, type PlatformDirs } from './helpers/platform.js';
+import { freePort } from './helpers/ports.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
 const available = await dockerGate();
@@ -223,20 +224,25 @@ describe.skipIf(!available)('the Docker runtime', () => {
     for (const d of [id, refused]) expect((await platform.call('DELETE', `/deployments/general/${d}`)).status).toBe(202);
   }, 90_000);
 
-  it('wrong credentials and an unknown tag become status reasons, retried with a growing backoff instead of a loop', async () => {
+  it('wrong credentials, an unknown tag, an unknown image and an unreachable registry become status reasons, retried with a growing backoff instead of a loop', async () => {
     const wrong = await create(general('wrong-creds', { image: `${registry.host}/team/engine`, tag: 'v1', command: [], registry_username: TEAM.username, registry_password: 'not-the-password' }));
     const missing = await create(general('missing-tag', { image: `${registry.host}/team/engine`, tag: 'v9', command: [], registry_username: TEAM.username, registry_password: TEAM.password }));
+    const unknownImage = await create(general('missing-image', { image: `${registry.host}/team/no-such-engine`, tag: 'v1', command: [], registry_username: TEAM.username, registry_password: TEAM.password }));
+    const closed = await freePort();
+    const unreachable = await create(general('no-registry', { image: `127.0.0.1:${closed}/team/engine`, tag: 'v1', command: [], registry_username: TEAM.username, registry_password: TEAM.password }));
     const reasonOf = async (id: number) => ((await platform.deployment(id)) as Deployment).status_reason ?? '';
     await expect.poll(() => reasonOf(wrong), { timeout: 30_000 }).toMatch(/refused the credentials for .*team\/engine: check registry_username and registry_password; retrying in 5 s/);
-    await expect.poll(() => reasonOf(missing), { timeout: 30_000 }).toMatch(/tag v9 of .*team\/engine not found in 127\.0\.0\.1:\d+; retrying in 5 s/);
+    await expect.poll(() => reasonOf(missing), { timeout: 30_000 }).toMatch(/tag v9 of .*team\/engine not found in 127\.0\.0\.1:\d+ \(no such tag, or no such image\); retrying in \d+ s/);
     // The second try comes after the first backoff and doubles it: no loop of pulls.
     await expect.poll(() => reasonOf(wrong), { timeout: 30_000 }).toMatch(/retrying in 10 s/);
-    for (const id of [wrong, missing]) {
+    await expect.poll(() => reasonOf(unknownImage), { timeout: 30_000 }).toMatch(/tag v1 of .*team\/no-such-engine not found in 127\.0\.0\.1:\d+ \(no such tag, or no such image\)/);
+    await expect.poll(() => reasonOf(unreachable), { timeout: 30_000 }).toMatch(new RegExp(`the registry 127\\.0\\.0\\.1:${closed} is unreachable`));
+    for (const id of [wrong, missing, unknownImage, unreachable]) {
       const d = (await platform.deployment(id)) as Deployment;
       expect(d.status).toBe('pending');
       expect(await containersOf(id)).toEqual([]);
     }
-    for (const id of [wrong, missing]) expect((await platform.call('DELETE', `/deployments/general/${id}`)).status).toBe(202);
+    for (const id of [wrong, missing, unknownImage, unreachable]) expect((await platform.call('DELETE', `/deployments/general/${id}`)).status).toBe(202);
   }, 90_000);
 
   it("an empty command runs the image's entrypoint, the environment reaches the container, and exec passes the exit status", async () => {

@@ -72,7 +72,8 @@ export function classifyPullError(ref: string, message: string): PullFailure {
     return { kind: 'unreachable_registry', reason: `the registry ${registry} is unreachable: ${firstLine(message)}` };
   }
   if (/manifest for .* not found|manifest unknown|not found: manifest/.test(m)) {
-    return { kind: 'unknown_tag', reason: `tag ${tag} of ${repo} not found in ${registry}` };
+    // Registries answer "manifest unknown" for a repository they do not have, too.
+    return { kind: 'unknown_tag', reason: `tag ${tag} of ${repo} not found in ${registry} (no such tag, or no such image)` };
   }
   if (/repository does not exist|name unknown|not found|pull access denied/.test(m)) {
     return { kind: 'unknown_image', reason: `image ${repo} not found in ${registry} (or these credentials may not read it)` };
