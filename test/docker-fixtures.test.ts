@@ -8,7 +8,7 @@ import { PassThrough } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dockerClient } from '../src/runtime/docker/client.js';
-import { dockerGate, ensureEngineImage, pullImage, pushImage, removeContainersWithLabel, removeImage, startRegistry, waitUntil, type Registry } from './helpers/docker.js';
+import { dockerGate, ensureEngineImage, pullImage, pushImage, removeContainersWithLabel, removeImage, startRegistry, type Registry } from './helpers/docker.js';
 
 const LABEL = 'io.infergate.test';
 const RUN = `docker-fixtures-${process.pid}-${randomBytes(4).toString('hex')}`;
@@ -40,19 +40,16 @@ describe.skipIf(!(await dockerGate()))('docker fixtures', () => {
       HostConfig: { PortBindings: { '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] } },
     });
     await container.start();
-    const port = await waitUntil(() => publishedPort(container, '8000/tcp'), 'a host port published for 8000/tcp');
-    const models = await waitUntil(
-      // Each attempt is bounded: until the engine listens, the published port accepts and then
-      // drops the connection, and Node 20's fetch (undici 6) waits forever on such a socket.
-      () =>
-        fetch(`http://127.0.0.1:${port}/v1/models`, { signal: AbortSignal.timeout(2_000) }).then(
-          (r) => (r.ok ? (r.json() as Promise<{ data: Array<{ id: string }> }>) : undefined),
-          () => undefined,
-        ),
-      `GET /v1/models on 127.0.0.1:${port}`,
-      30_000,
-    );
-    expect(models.data.map((m) => m.id)).toEqual(['x']);
+    let port: number | undefined;
+    await expect.poll(async () => (port = await publishedPort(container, '8000/tcp')), { message: 'a host port published for 8000/tcp' }).toBeTruthy();
+    // Each attempt is bounded: until the engine listens, the published port accepts and then
+    // drops the connection, and Node 20's fetch (undici 6) waits forever on such a socket.
+    const modelIds = () =>
+      fetch(`http://127.0.0.1:${port}/v1/models`, { signal: AbortSignal.timeout(2_000) }).then(
+        async (r) => (r.ok ? ((await r.json()) as { data: Array<{ id: string }> }).data.map((m) => m.id) : []),
+        () => [],
+      );
+    await expect.poll(modelIds, { timeout: 30_000, message: `GET /v1/models on 127.0.0.1:${port}` }).toEqual(['x']);
 
     const id = await execOutput(docker, container, ['id']);
     expect(id.stdout).toMatch(/^uid=65534\b/);
@@ -99,9 +96,16 @@ async function execOutput(docker: Dockerode, container: Dockerode.Container, cmd
     stream.once('close', () => resolve());
     stream.once('error', reject);
   });
-  const { ExitCode } = await waitUntil(async () => {
-    const info = await exec.inspect();
-    return info.Running ? undefined : info;
-  }, `exec ${cmd.join(' ')} finishing`);
-  return { stdout: out.join(''), stderr: err.join(''), exitCode: ExitCode };
+  let exitCode: number | null = null;
+  await expect
+    .poll(
+      async () => {
+        const info = await exec.inspect();
+        exitCode = info.ExitCode;
+        return info.Running;
+      },
+      { message: `exec ${cmd.join(' ')} finishing` },
+    )
+    .toBe(false);
+  return { stdout: out.join(''), stderr: err.join(''), exitCode };
 }

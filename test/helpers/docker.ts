@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import bcrypt from 'bcryptjs';
 import type Dockerode from 'dockerode';
+import { vi } from 'vitest';
 import { stringify } from 'yaml';
 import { packageVersion } from '../../src/cli/version.js';
 import { dockerAnswers, dockerClient } from '../../src/runtime/docker/client.js';
@@ -36,19 +37,6 @@ export function dockerGate(): Promise<boolean> {
     return false;
   });
   return gate;
-}
-
-// ---- polling ----------------------------------------------------------------------------------
-
-/** Resolves with check()'s first truthy value; throws naming `what` once `ms` have passed. */
-export async function waitUntil<T>(check: () => Promise<T | undefined | null | false>, what: string, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 // ---- the engine image -------------------------------------------------------------------------
@@ -131,18 +119,22 @@ function lockPathFor(ref: string): string {
  */
 async function withLock<T>(lockPath: string, fn: () => Promise<T>, waitMs = 10 * 60_000): Promise<T> {
   await mkdir(path.dirname(lockPath), { recursive: true });
-  const deadline = Date.now() + waitMs;
-  for (;;) {
+  const taken = async (): Promise<boolean> => {
     try {
       await writeFile(lockPath, String(process.pid), { flag: 'wx' });
-      break;
+      return true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      await breakStaleLock(lockPath);
+      return false;
     }
-    await breakStaleLock(lockPath);
-    if (Date.now() > deadline) throw new Error(`${lockPath} still held after ${waitMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  };
+  await vi.waitFor(
+    async () => {
+      if (!(await taken())) throw new Error(`${lockPath} still held after ${waitMs} ms`);
+    },
+    { timeout: waitMs, interval: 200 },
+  );
   try {
     return await fn();
   } finally {
@@ -230,13 +222,13 @@ async function waitForRegistry(child: ChildProcess, host: string): Promise<void>
   let ended: string | undefined;
   child.once('error', (err) => (ended = `cannot start ${REGISTRY_BINARY}: ${err.message}`));
   child.once('exit', (code, signal) => (ended = `${REGISTRY_BINARY} exited (${signal ?? code}) before answering: ${stderr.trim()}`));
-  await waitUntil(
+  await vi.waitFor(
     async () => {
       if (ended !== undefined) throw new Error(ended);
       const status = await fetch(`http://${host}/v2/`).then((r) => r.status, () => 0);
-      return status === 401;
+      if (status !== 401) throw new Error(`registry on ${host} not answering 401 on /v2/ (${status})`);
     },
-    `registry on ${host} answering 401 on /v2/`,
+    { timeout: 15_000, interval: 100 },
   );
 }
 
