@@ -31,6 +31,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import type { LoadResult } from './lib/load.js';
 import type Dockerode from 'dockerode';
 import { dockerAnswers, dockerClient } from '../src/runtime/docker/client.js';
 import { LABEL } from '../src/runtime/docker/container-spec.js';
@@ -330,17 +331,10 @@ interface CpuGroups {
 }
 type CpuName = keyof CpuGroups;
 
-interface LoadRun {
-  target: string;
+interface LoadRun extends Omit<LoadResult, 'cpuUsPerRequest'> {
   round: number;
   /** The offered rate of an open-loop run; null: closed loop. */
   rate: number | null;
-  requests: number;
-  rps: number;
-  p50ms: number;
-  p99ms: number;
-  non2xx: number;
-  errors: number;
   /** µs of CPU per request by process group over the measured run. */
   cpuUs: Record<CpuName, number>;
   /** Cores the bench process (the load generator) kept busy, and every other program on the machine. */

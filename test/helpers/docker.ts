@@ -15,7 +15,6 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import bcrypt from 'bcryptjs';
 import type Dockerode from 'dockerode';
-import { vi } from 'vitest';
 import { stringify } from 'yaml';
 import { packageVersion } from '../../src/cli/version.js';
 import { dockerAnswers, dockerClient } from '../../src/runtime/docker/client.js';
@@ -129,6 +128,8 @@ async function withLock<T>(lockPath: string, fn: () => Promise<T>, waitMs = 10 *
       return false;
     }
   };
+  // Loaded here, not with the module: the benchmarks use this module's registry helpers outside vitest.
+  const { vi } = await import('vitest');
   await vi.waitFor(
     async () => {
       if (!(await taken())) throw new Error(`${lockPath} still held after ${waitMs} ms`);
@@ -207,29 +208,35 @@ export async function startRegistry(opts: { users: Record<string, string> }): Pr
 function registryConfig(dir: string, host: string, htpasswd: string): string {
   return stringify({
     version: 0.1,
-    log: { level: 'warn', accesslog: { disabled: true } },
+    // info: its "listening on" line is what startRegistry waits for.
+    log: { level: 'info', accesslog: { disabled: true } },
     storage: { filesystem: { rootdirectory: path.join(dir, 'data') }, delete: { enabled: true } },
     http: { addr: host, secret: randomBytes(16).toString('hex') },
     auth: { htpasswd: { realm: 'infergate-test', path: htpasswd } },
   });
 }
 
-/** Until GET /v2/ answers 401 (up, and asking for credentials); rejects if the process ends. */
+/**
+ * Until the registry says it listens on `host` (its own log line, at info level), then checks
+ * that GET /v2/ asks for credentials; rejects if the process ends first or takes over 15 s.
+ */
 async function waitForRegistry(child: ChildProcess, host: string): Promise<void> {
   let stderr = '';
-  // Drained always: a registry blocked on a full stderr pipe stops answering.
-  child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-8192)));
-  let ended: string | undefined;
-  child.once('error', (err) => (ended = `cannot start ${REGISTRY_BINARY}: ${err.message}`));
-  child.once('exit', (code, signal) => (ended = `${REGISTRY_BINARY} exited (${signal ?? code}) before answering: ${stderr.trim()}`));
-  await vi.waitFor(
-    async () => {
-      if (ended !== undefined) throw new Error(ended);
-      const status = await fetch(`http://${host}/v2/`).then((r) => r.status, () => 0);
-      if (status !== 401) throw new Error(`registry on ${host} not answering 401 on /v2/ (${status})`);
-    },
-    { timeout: 15_000, interval: 100 },
-  );
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${REGISTRY_BINARY} did not say it listens on ${host} within 15 s: ${stderr.trim()}`)), 15_000);
+    // Drained always: a registry blocked on a full stderr pipe stops answering.
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-8192);
+      if (stderr.includes(`listening on ${host}`)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('error', (err) => reject(new Error(`cannot start ${REGISTRY_BINARY}: ${err.message}`)));
+    child.once('exit', (code, signal) => reject(new Error(`${REGISTRY_BINARY} exited (${signal ?? code}) before listening: ${stderr.trim()}`)));
+  });
+  const status = await fetch(`http://${host}/v2/`).then((r) => r.status);
+  if (status !== 401) throw new Error(`registry on ${host} answers ${status} on /v2/, not 401: its htpasswd auth is not on`);
 }
 
 // ---- images and containers through the Engine API ---------------------------------------------
