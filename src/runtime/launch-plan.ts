@@ -13,7 +13,7 @@
 import { envNameRefusal } from '../domain/env-names.js';
 import { resolveImage, type EngineFlavor, type ImageMap } from '../domain/image-map.js';
 import { modelFromVendorImage, translateEngineCommand } from './engine-args.js';
-import type { Probe } from './readiness.js';
+import { readinessProbe, type Probe } from './readiness.js';
 import type { ReplicaRequest } from './runtime.js';
 
 export interface LaunchPlan {
@@ -89,7 +89,7 @@ export function planLaunch(req: ReplicaRequest, inputs: PlanInputs): LaunchPlan 
   if (inputs.metricsPort !== null) env.METRICS_PORT = String(inputs.metricsPort);
   if (inputs.configPath !== null) env.INFERGATE_CONFIG_FILE = inputs.configPath;
   if (inputs.cacheDir !== null) env.INFERGATE_MODEL_CACHE_DIR = inputs.cacheDir;
-  const probe: Probe = req.protocol === 'grpc' ? { kind: 'tcp' } : { kind: 'http', path: req.healthPath };
+  const probe = readinessProbe(req);
   if (launch.kind === 'host') {
     notes.push(
       `infergate runtime: image ${req.image}:${req.tag} is not one the runtime simulates; running the command on this host with PORT=${inputs.port} HOST=${REPLICA_HOST} (listen on that address: replicas share the host's network)`,

@@ -6,6 +6,11 @@ import net from 'node:net';
 
 export type Probe = { kind: 'http'; path: string } | { kind: 'tcp' };
 
+/** A replica's probe: an HTTP GET of its health path, or a TCP connect for gRPC (where the path is ignored). */
+export function readinessProbe(req: { protocol: 'http' | 'grpc'; healthPath: string }): Probe {
+  return req.protocol === 'grpc' ? { kind: 'tcp' } : { kind: 'http', path: req.healthPath };
+}
+
 export function probeOnce(probe: Probe, host: string, port: number, timeoutMs: number): Promise<boolean> {
   return probeAnswer(probe, host, port, timeoutMs).then((a) => a.ok);
 }

@@ -74,10 +74,16 @@ export function containerName(scope: string, replica: string): string {
   return `infergate-${scope}-${replica}`;
 }
 
+/** Whether the reference engine image stands in for the request's image: always for the reference engine, for other known engines on a host without GPUs. */
+export function runsSimulated(req: Pick<ReplicaRequest, 'image' | 'tag'>, inputs: Pick<ContainerInputs, 'images' | 'simulateEngines'>): boolean {
+  const launch = resolveImage(inputs.images, req.image, req.tag);
+  return launch.kind === 'engine' && (launch.native || inputs.simulateEngines);
+}
+
 export function planContainer(req: ReplicaRequest, inputs: ContainerInputs): ContainerPlan {
   const notes: string[] = [];
   const launch = resolveImage(inputs.images, req.image, req.tag);
-  const simulated = launch.kind === 'engine' && (launch.native || inputs.simulateEngines);
+  const simulated = runsSimulated(req, inputs);
   const serve = `${req.containerPort}/tcp`;
   const separateMetrics = req.metricsPort !== null && req.metricsPort !== req.containerPort;
   const metrics = separateMetrics ? `${req.metricsPort}/tcp` : null;

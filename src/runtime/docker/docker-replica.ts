@@ -11,10 +11,10 @@ import { PassThrough } from 'node:stream';
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import type { LocalReplicaTiming } from '../local-replica.js';
-import { probeAnswer, type Probe } from '../readiness.js';
+import { probeAnswer, probeOnce, readinessProbe, type Probe } from '../readiness.js';
 import { ReplicaBase, replicaLog, restartDelay } from '../replica-base.js';
 import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell } from '../runtime.js';
-import { containerName, publishedPort, type ContainerInputs, type ContainerPlan, planContainer } from './container-spec.js';
+import { containerName, publishedPort, runsSimulated, type ContainerInputs, type ContainerPlan, planContainer } from './container-spec.js';
 import { dockerShells } from './exec-shell.js';
 import { PullError, type ImagePuller } from './image-puller.js';
 
@@ -27,7 +27,7 @@ export interface DockerReplicaDeps {
   /** Everything planContainer needs but the replica's own paths and GPUs. */
   container: Omit<ContainerInputs, 'configHostPath' | 'cacheHostPath' | 'gpuHostConfig'>;
   /** GPUs for a replica that runs a real engine: ids, or a reason it has to wait. */
-  gpus: { acquire(owner: string, count: number): string[] | null; release(owner: string): void; hostConfig(ids: string[]): Record<string, unknown>; free(): number; total(): number };
+  gpus: { acquire(owner: string, count: number): string[] | null; claim(owner: string, ids: readonly string[]): string[]; release(owner: string): void; hostConfig(ids: string[]): Record<string, unknown>; free(): number; total(): number };
   /** Makes the reference engine image present (built here once per host). */
   engineImage(onNote: (line: string) => void): Promise<void>;
   timing: LocalReplicaTiming;
@@ -54,7 +54,6 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
   private unfollow: (() => void) | null = null;
   private readonly root: string;
   private readonly probe: Probe;
-  private plan: ContainerPlan | null = null;
 
   constructor(
     private readonly req: ReplicaRequest,
@@ -70,9 +69,23 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
       if (adopted.ready && this.port !== null) this.phase = 'ready';
     }
     this.root = path.join(deps.replicasDir, req.name);
-    this.probe = req.protocol === 'grpc' ? { kind: 'tcp' } : { kind: 'http', path: req.healthPath };
+    this.probe = readinessProbe(req);
     if (adopted !== null) void this.takeOver(adopted.container);
     else void this.launch();
+  }
+
+  /**
+   * The supervision of a container an earlier run left running, probed before it is handed
+   * back: a ready one keeps serving through the restart of the control process.
+   */
+  static async takeBack(req: ReplicaRequest, deps: DockerReplicaDeps, container: Container): Promise<DockerReplica> {
+    const info = await container.inspect();
+    const held = (info.HostConfig.DeviceRequests ?? []).flatMap((r) => r.DeviceIDs ?? []).map((id) => id.replace(/^nvidia\.com\/gpu=/, ''));
+    const conflicts = deps.gpus.claim(req.name, held);
+    if (conflicts.length > 0) deps.logger.warn({ replica: req.name, gpus: conflicts }, 'a container taken back holds GPUs another replica holds');
+    const ip = bridgeAddress(info);
+    const ready = ip !== null && (await probeOnce(readinessProbe(req), ip, req.containerPort, deps.timing.probeTimeoutMs).catch(() => false));
+    return new DockerReplica(req, deps, { container, info, ready });
   }
 
   get name(): string {
@@ -165,28 +178,24 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
 
   /** The container, created; null when the image or GPUs are not there yet (a retry is scheduled). */
   private async create(): Promise<Container | null> {
-    const paths = this.prepareHostPaths();
-    const plan = planContainer(this.req, { ...this.deps.container, ...paths, gpuHostConfig: {} });
     // A host without GPUs runs every container without one (and says so); a GPU host never
     // runs a GPU replica on fewer GPUs than its hardware instance has.
-    const needsGpus = !plan.simulated && this.req.gpus > 0 && this.deps.gpus.total() > 0;
-    if (!plan.simulated && this.req.gpus > 0 && !needsGpus) plan.notes.push('infergate runtime: this host has no GPUs: the container runs without one');
-    const gpuIds = needsGpus ? this.deps.gpus.acquire(this.req.name, this.req.gpus) : [];
-    if (needsGpus && gpuIds === null) {
-      const waiting = `waiting for ${this.req.gpus} GPU${this.req.gpus === 1 ? '' : 's'}: ${this.deps.gpus.free()} free on this host`;
-      this.setDetail(waiting);
+    const wantsGpus = !runsSimulated(this.req, this.deps.container) && this.req.gpus > 0;
+    const gpuIds = wantsGpus && this.deps.gpus.total() > 0 ? this.deps.gpus.acquire(this.req.name, this.req.gpus) : [];
+    if (gpuIds === null) {
+      this.setDetail(`waiting for ${this.req.gpus} GPU${this.req.gpus === 1 ? '' : 's'}: ${this.deps.gpus.free()} free on this host`);
       this.later(5000, () => this.launch());
       return null;
     }
-    const withGpus = needsGpus ? planContainer(this.req, { ...this.deps.container, ...paths, gpuHostConfig: this.deps.gpus.hostConfig(gpuIds ?? []) }) : plan;
-    this.plan = withGpus;
-    if (!(await this.imagePresent(withGpus))) return null;
-    for (const line of withGpus.notes) this.note(line);
-    if (gpuIds !== null && gpuIds.length > 0 && needsGpus) this.note(`GPUs ${gpuIds.join(', ')}`);
+    const plan = planContainer(this.req, { ...this.deps.container, ...this.prepareHostPaths(), gpuHostConfig: this.deps.gpus.hostConfig(gpuIds) });
+    if (gpuIds.length > 0) plan.notes.push(`infergate runtime: GPUs ${gpuIds.join(', ')}`);
+    else if (wantsGpus) plan.notes.push('infergate runtime: this host has no GPUs: the container runs without one');
+    if (!(await this.imagePresent(plan))) return null;
+    for (const line of plan.notes) this.note(line);
     const name = containerName(this.deps.container.scope, this.req.name);
     // A container of this name left by a crash between create and record is not ours to keep.
     await this.deps.docker.getContainer(name).remove({ force: true }).catch(() => {});
-    return this.deps.docker.createContainer({ name, ...withGpus.body });
+    return this.deps.docker.createContainer({ name, ...plan.body });
   }
 
   /** Whether the plan's image is on this host; when not, the reason is the detail and a retry is scheduled. */
@@ -244,7 +253,7 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     this.port = publishedPort(ports, `${this.req.containerPort}/tcp`);
     this.metricsPort = metrics === null ? null : publishedPort(ports, metrics);
     this.pid = info.State.Pid > 0 ? info.State.Pid : null;
-    this.containerIp = Object.values(info.NetworkSettings.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress ?? null;
+    this.containerIp = bridgeAddress(info);
   }
 
   private async follow(container: Container, since: number): Promise<void> {
@@ -316,4 +325,9 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
 
 function firstLine(s: string): string {
   return (s.split('\n')[0] ?? '').slice(0, 300);
+}
+
+/** The container's address on its bridge network, where the host reaches its server without Docker's port proxy. */
+function bridgeAddress(info: Dockerode.ContainerInspectInfo): string | null {
+  return Object.values(info.NetworkSettings.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress ?? null;
 }

@@ -16,7 +16,6 @@ import { COMPONENT } from '../../domain/components.js';
 import type { ImageMap } from '../../domain/image-map.js';
 import { runtimeDirs } from '../local-runtime.js';
 import { DEFAULT_TIMING, type LocalReplicaTiming } from '../local-replica.js';
-import { probeOnce, type Probe } from '../readiness.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaRequest, Runtime } from '../runtime.js';
 import { containerLimits } from './container-limits.js';
 import { LABEL } from './container-spec.js';
@@ -111,6 +110,7 @@ export class DockerRuntime implements Runtime {
       },
       gpus: {
         acquire: (owner, count) => gpus.acquire(owner, count),
+        claim: (owner, ids) => gpus.claim(owner, ids),
         release: (owner) => gpus.release(owner),
         free: () => gpus.free,
         total: () => gpus.total,
@@ -139,16 +139,7 @@ export class DockerRuntime implements Runtime {
     }
     const [found] = await this.containersOf(leftover.name);
     if (found === undefined || found.State !== 'running') return null;
-    const container = this.opts.docker.getContainer(found.Id);
-    const info = await container.inspect();
-    const held = (info.HostConfig.DeviceRequests ?? []).flatMap((r) => r.DeviceIDs ?? []).map((id) => id.replace(/^nvidia\.com\/gpu=/, ''));
-    const conflicts = this.opts.gpus.claim(leftover.name, held);
-    if (conflicts.length > 0) this.opts.logger.warn({ replica: leftover.name, gpus: conflicts }, 'a container taken back holds GPUs another replica holds');
-    // Probed before it is handed back: a ready replica keeps serving through the restart.
-    const ip = Object.values(info.NetworkSettings.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress;
-    const probe: Probe = request.protocol === 'grpc' ? { kind: 'tcp' } : { kind: 'http', path: request.healthPath };
-    const ready = ip !== undefined && (await probeOnce(probe, ip, request.containerPort, this.deps.timing.probeTimeoutMs).catch(() => false));
-    return new DockerReplica(request, this.depsFor(request), { container, info, ready });
+    return DockerReplica.takeBack(request, this.depsFor(request), this.opts.docker.getContainer(found.Id));
   }
 
   async reap(leftover: LeftoverReplica): Promise<boolean> {
