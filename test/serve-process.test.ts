@@ -147,6 +147,77 @@ describe('infergate serve', () => {
     }
   });
 
+  it('names every busy port at once and writes nothing, so the next start creates the admin and shows its key', async () => {
+    const blockers = [net.createServer(), net.createServer()];
+    const apiPort = await freePort();
+    const metricsPort = await freePort();
+    await new Promise<void>((resolve) => blockers[0]!.listen(apiPort, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => blockers[1]!.listen(metricsPort, '127.0.0.1', resolve));
+    const env = { INFERGATE_API_PORT: String(apiPort), INFERGATE_METRICS_PORT: String(metricsPort) };
+    const dataDir = path.join(root, 'first-start', 'data');
+    try {
+      const p = await start('first-start', { expectStart: false, env });
+      expect((await p.exited).code).toBe(1);
+      const out = p.output();
+      expect(out).toMatch(new RegExp(`port ${apiPort} .* already in use.*--api-port`));
+      expect(out).toMatch(new RegExp(`port ${metricsPort} .* already in use.*--metrics-port`));
+      // Nothing was written: no state with an admin account whose key nobody saw.
+      await expect(stat(path.join(dataDir, 'state.json'))).rejects.toThrow();
+      await expect(stat(path.join(dataDir, 'admin.key'))).rejects.toThrow();
+    } finally {
+      await Promise.all(blockers.map((b) => new Promise<void>((resolve) => b.close(() => resolve()))));
+    }
+    const p = await start('first-start', { env });
+    const shown = /shown once: (\S+)/.exec(p.output())?.[1];
+    expect(shown, p.output()).toBeDefined();
+    expect((await readFile(path.join(dataDir, 'admin.key'), 'utf8')).trim()).toBe(shown);
+    expect((await call(p, shown!, 'GET', '/whoami')).status).toBe(200);
+    p.kill('SIGTERM');
+    expect((await p.exited).code).toBe(0);
+  });
+
+  it('says how to recover when admin.key is gone, and `infergate admin reset-key` makes a key that signs in', async () => {
+    const dataDir = path.join(root, 'lost-key', 'data');
+    const first = await start('lost-key');
+    const oldKey = (await readFile(path.join(dataDir, 'admin.key'), 'utf8')).trim();
+    first.kill('SIGTERM');
+    await first.exited;
+    await rm(path.join(dataDir, 'admin.key'));
+
+    const second = await start('lost-key');
+    expect(second.output()).toMatch(/an admin account exists but .*admin\.key does not.*infergate admin reset-key --data-dir /);
+    expect(second.output()).not.toContain('shown once');
+    second.kill('SIGTERM');
+    await second.exited;
+
+    const reset = await runToExit(['admin', 'reset-key', '--data-dir', dataDir], {});
+    expect(reset.code, reset.out).toBe(0);
+    const newKey = /shown once: (\S+)/.exec(reset.out)?.[1];
+    expect(newKey).toBeDefined();
+    expect((await stat(path.join(dataDir, 'admin.key'))).mode & 0o777).toBe(0o600);
+    expect((await readFile(path.join(dataDir, 'admin.key'), 'utf8')).trim()).toBe(newKey);
+
+    const third = await start('lost-key');
+    expect(third.output()).toMatch(/admin key: in .*admin\.key$/m);
+    expect((await call(third, newKey!, 'GET', '/whoami')).status).toBe(200);
+    expect((await call(third, oldKey, 'GET', '/whoami')).status).toBe(401);
+    third.kill('SIGTERM');
+    await third.exited;
+  });
+
+  it('creates the admin account from an admin.key left by a start that stopped before creating it', async () => {
+    const dataDir = path.join(root, 'half-start', 'data');
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(dataDir, { recursive: true });
+    const key = 'igk_left-by-an-interrupted-first-start';
+    await writeFile(path.join(dataDir, 'admin.key'), key + '\n', { mode: 0o600 });
+    const p = await start('half-start');
+    expect(p.output()).toMatch(/admin account was created from it/);
+    expect((await call(p, key, 'GET', '/whoami')).status).toBe(200);
+    p.kill('SIGTERM');
+    await p.exited;
+  });
+
   it('exits 1 with one line naming --gateway-port when 443 may not be bound (EACCES)', async () => {
     // Root keeps its file access but loses the right to bind ports below 1024 (setpriv,
     // util-linux); an unprivileged user gets EACCES without help.

@@ -2,7 +2,7 @@
 // (secret.key) and the admin key shown on first start (admin.key). Both are 0600.
 
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 export class KeyFileError extends Error {
@@ -38,9 +38,31 @@ export function adminKeyPath(dataDir: string): string {
   return path.join(dataDir, 'admin.key');
 }
 
+/**
+ * Writes the admin key file whole or not at all (a temporary file renamed over it), 0600
+ * from its creation.
+ */
 export async function writeAdminKey(dataDir: string, key: string): Promise<string> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const file = adminKeyPath(dataDir);
-  await writeFile(file, key + '\n', { mode: 0o600 });
+  const tmp = `${file}.${process.pid}.tmp`;
+  try {
+    await writeFile(tmp, key + '\n', { mode: 0o600, flag: 'w' });
+    await rename(tmp, file);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
   return file;
+}
+
+/** The key in the data directory's admin.key, or null when there is no such file. */
+export async function readAdminKey(dataDir: string): Promise<string | null> {
+  try {
+    const key = (await readFile(adminKeyPath(dataDir), 'utf8')).trim();
+    return key === '' ? null : key;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
 }

@@ -1,7 +1,9 @@
 // Owns binding a listener with an error a person can act on: an occupied port or a
 // privileged port without the right to bind it ends start-up with one line naming the flag.
+// Before anything is written, every port of a start is tried at once (checkPorts), so a
+// first start never half-happens and all busy ports are named together.
 
-import type { Server } from 'node:net';
+import { createServer, type Server } from 'node:net';
 
 export class ListenError extends Error {
   override name = 'ListenError';
@@ -23,6 +25,44 @@ export async function listen(server: Server, host: string, port: number, flag: s
   });
   const address = server.address();
   return typeof address === 'object' && address ? address.port : port;
+}
+
+/** A port a process is about to bind: its address, the flag that sets it, what it serves. */
+export interface PlannedListener {
+  host: string;
+  port: number;
+  flag: string;
+  what: string;
+}
+
+/**
+ * Binds and releases each planned port (0 means any, always free) and throws one ListenError
+ * naming every port that cannot be bound, one per line. A port can still be taken between
+ * this check and the real bind; the later bind reports that, and start-up writes nothing
+ * before its listeners are up.
+ */
+export async function checkPorts(planned: readonly PlannedListener[]): Promise<void> {
+  const problems: string[] = [];
+  const seen = new Map<number, PlannedListener>();
+  for (const p of planned) {
+    if (p.port === 0) continue;
+    const twice = seen.get(p.port);
+    if (twice !== undefined) {
+      problems.push(`${p.what}: port ${p.port} is also the ${twice.what}'s (--${twice.flag}); choose another with --${p.flag}`);
+      continue;
+    }
+    seen.set(p.port, p);
+    const probe = createServer();
+    try {
+      await listen(probe, p.host, p.port, p.flag, p.what);
+    } catch (err) {
+      problems.push((err as Error).message);
+      continue;
+    }
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+  }
+  if (problems.length === 1) throw new ListenError(problems[0]!);
+  if (problems.length > 1) throw new ListenError(`${problems.length} ports cannot be bound:\n  ${problems.join('\n  ')}`);
 }
 
 function explain(err: NodeJS.ErrnoException, host: string, port: number, flag: string, what: string): Error {

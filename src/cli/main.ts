@@ -20,6 +20,7 @@ run the service:
   engine    run the reference engine, a SIMULATED inference server (one per replica)
   frontend  run the orchestrated runtime's Frontend (aggregated or disaggregated workers)
   image     build the reference engine's container image (infergate image build)
+  admin     operator commands on the store (infergate admin reset-key: a new admin key when it was lost)
   version   print the version
 
 manage deployments through the control API (docs/cli.md):
@@ -89,6 +90,8 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./frontend.js')).runFrontend(rest);
     case 'image':
       return (await import('./image.js')).runImage(rest);
+    case 'admin':
+      return (await import('./admin-command.js')).runAdmin(rest);
     case 'version':
     case '--version':
       process.stdout.write(packageVersion() + '\n');

@@ -22,7 +22,6 @@ import { buildControlApp, type ControlApp } from '../control/app.js';
 import { defaultConsoleDir } from '../control/console-assets.js';
 import { fileLogSource } from '../runtime/log-source.js';
 import type { ShellProvider } from '../domain/ports.js';
-import { Credentials } from '../control/credentials.js';
 import { ActivityRecorder } from '../autoscaler/activity.js';
 import { Autoscaler } from '../autoscaler/autoscaler.js';
 import { StoreLoad } from '../autoscaler/store-load.js';
@@ -46,17 +45,30 @@ import { loadOrCreateCa, type CertificateAuthority } from '../pki/ca.js';
 import { FileStore } from '../store/file-store.js';
 import { RedisStore } from '../store/redis-store.js';
 import type { Store } from '../store/store.js';
-import { adminKeyPath, loadSealingKey, writeAdminKey } from './key-files.js';
+import { loadSealingKey } from './key-files.js';
+import { ensureAdminKey } from './admin-key.js';
 import { gatewayBanner, gatewayCertificate, startGateway } from './gateway-role.js';
 import { GatewayWorkers } from './gateway-workers.js';
-import { listen } from './listen.js';
+import { checkPorts, listen, type PlannedListener } from './listen.js';
 
 export interface RunningService {
   metricsPort: number;
   stop(): Promise<void>;
 }
 
+/** The ports this process binds, by role. */
+function plannedListeners(config: Config): PlannedListener[] {
+  return [
+    ...(config.role !== 'gateway' ? [{ host: config.apiHost, port: config.apiPort, flag: 'api-port', what: 'control API' }] : []),
+    ...(config.role !== 'control' ? [{ host: config.gatewayHost, port: config.gatewayPort, flag: 'gateway-port', what: 'gateway' }] : []),
+    { host: config.metricsHost, port: config.metricsPort, flag: 'metrics-port', what: 'metrics' },
+  ];
+}
+
 export async function serve(config: Config, out: (line: string) => void): Promise<RunningService> {
+  // Every port first: a start that cannot listen must not have written anything (an admin
+  // account whose key was never shown locks everyone out).
+  await checkPorts(plannedListeners(config));
   const logger = pino({ level: config.logLevel, base: { service: 'infergate' } });
   const store: Store = config.redisUrl ? new RedisStore({ url: config.redisUrl, prefix: config.redisPrefix }) : new FileStore({ dir: config.dataDir });
   await store.open();
@@ -179,7 +191,6 @@ type LateShells = ShellProvider & { controller: Controller | null };
 async function startControl(shared: Shared, shells: ShellProvider, hostCommands: HostCommandPolicy, activity: ActivityRecorder | null): Promise<string[]> {
   const { config, store, logger, closers, registry, images, catalog, ca } = shared;
   const { logsDir } = runtimeDirs(config.dataDir);
-  const admin = await new Credentials(store, systemClock).ensureAdmin(config.adminKey);
   const app = await buildControlApp({
     store,
     catalog,
@@ -205,12 +216,14 @@ async function startControl(shared: Shared, shells: ShellProvider, hostCommands:
   closers.push(() => app.close());
   const apiPort = await listen(app.server as Server, config.apiHost, config.apiPort, 'api-port', 'control API');
   await app.ready();
+  // Once the API listens: a start that fails before this point has made no account.
+  const adminLine = await ensureAdminKey(store, { dataDir: config.dataDir, redisUrl: config.redisUrl, fixedKey: config.adminKey, fixedKeyFile: config.adminKeyFile });
   const scheme = config.apiTlsCert ? 'https' : 'http';
   const apiUrl = `${scheme}://${hostForUrl(config.apiHost)}:${apiPort}`;
   const consoleLine = existsSync(path.join(defaultConsoleDir(), 'index.html'))
     ? `infergate: web console at ${apiUrl}/ (sign in with a service-account key)`
     : 'infergate: the web console is not built (npm run build); the API works without it';
-  return [`infergate: control API listening on ${apiUrl}`, consoleLine, await describeAdminKey(config, admin.generatedKey)];
+  return [`infergate: control API listening on ${apiUrl}`, consoleLine, adminLine];
 }
 
 /** The gateway of this process, and its name among the publishers of load to the store. */
@@ -307,18 +320,6 @@ async function loadCatalog(file: string | null): Promise<Catalog> {
 async function readApiTls(config: Config): Promise<{ cert: Buffer; key: Buffer } | null> {
   if (!config.apiTlsCert || !config.apiTlsKey) return null;
   return { cert: await readFile(config.apiTlsCert), key: await readFile(config.apiTlsKey) };
-}
-
-async function describeAdminKey(config: Config, generated: string | null): Promise<string> {
-  if (config.adminKeyFile !== null) return `infergate: admin key: from ${config.adminKeyFile}`;
-  if (config.adminKey !== null) {
-    return 'infergate: admin key: the value of INFERGATE_ADMIN_KEY (it stays readable in /proc/<pid>/environ to root and this user; --admin-key-file is preferred)';
-  }
-  if (generated !== null) {
-    const file = await writeAdminKey(config.dataDir, generated);
-    return `infergate: admin key created and written to ${file} (mode 0600); shown once: ${generated}`;
-  }
-  return `infergate: admin key: in ${adminKeyPath(config.dataDir)} (written on first start)`;
 }
 
 function hostForUrl(host: string): string {

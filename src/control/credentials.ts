@@ -76,21 +76,28 @@ export class Credentials {
   }
 
   /**
-   * The admin account on first start. With INFERGATE_ADMIN_KEY the admin's key is set to it
-   * (created or rotated); without it, a key is generated only when no account exists yet.
+   * The admin account on start with a key given by the operator (--admin-key-file or
+   * INFERGATE_ADMIN_KEY): the admin's key is set to it, created or rotated.
    */
-  async ensureAdmin(fixedKey: string | null): Promise<{ generatedKey: string | null }> {
-    const accounts = await this.listServiceAccounts();
-    if (fixedKey !== null) {
-      if (await this.authenticate(fixedKey)) return { generatedKey: null };
-      const existing = accounts.find((a) => a.name === ADMIN_ACCOUNT);
-      if (existing) await this.store.delete('service_account', existing.id);
-      await this.createServiceAccount(ADMIN_ACCOUNT, 'admin', fixedKey);
-      return { generatedKey: null };
-    }
-    if (accounts.length > 0) return { generatedKey: null };
-    const { key } = await this.createServiceAccount(ADMIN_ACCOUNT, 'admin');
-    return { generatedKey: key };
+  async ensureAdmin(fixedKey: string): Promise<void> {
+    if (await this.authenticate(fixedKey)) return;
+    await this.setAdminKey(fixedKey);
+  }
+
+  /** True once any service account exists (the first start has happened). */
+  async hasServiceAccounts(): Promise<boolean> {
+    return (await this.listServiceAccounts()).length > 0;
+  }
+
+  /**
+   * Makes `key` the key of the account named admin (role admin), replacing that account when
+   * it exists: a key's hash is a unique index, so the account is deleted and made again.
+   * Returns the new account.
+   */
+  async setAdminKey(key: string = generateCredential(SERVICE_KEY_PREFIX)): Promise<{ account: ServiceAccountRecord; key: string }> {
+    const existing = (await this.listServiceAccounts()).find((a) => a.name === ADMIN_ACCOUNT);
+    if (existing) await this.store.delete('service_account', existing.id);
+    return this.createServiceAccount(ADMIN_ACCOUNT, 'admin', key);
   }
 
   async createToken(name: string): Promise<{ token: TokenRecord; value: string }> {
