@@ -12,6 +12,12 @@
 // small sized ones whole, so a retry can send them again; large or unsized ones as a gate
 // that streams them, retried only before being read. A gate cut for a stalled or oversized
 // body ends the attempt with 408 or 413 when no response has started.
+//
+// Usage: a streamed completion request held whole is sent asking for its usage
+// (completion-request.ts: the body spliced, Content-Length set to match, Accept-Encoding
+// dropped so the stream comes back as text the gateway can read), and its response goes
+// through a usage tap that reads — and for such a stream removes — the usage event
+// (usage-tap.ts); the tap's estimate stands in when no usage comes.
 
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
@@ -22,6 +28,7 @@ import type { DownstreamRequest } from './downstream.js';
 import type { ForwardReport } from './request-context.js';
 import type { Route } from './routing-table.js';
 import type { UpstreamPools } from './upstream-pools.js';
+import { completionExchange, type CompletionExchange } from './completion-request.js';
 import { BodyError, BodyGate, type Body } from './request-body.js';
 import { usageTapFor, type UsageTap } from './usage-tap.js';
 
@@ -94,15 +101,17 @@ export function upstreamRequestHeaders(req: DownstreamRequest, host: string): st
  * hands the raw list to the handler's controller (names in the replica's own case); the
  * parsed object is the fallback.
  */
-function downstreamHeaders(raw: unknown, parsed: IncomingHttpHeaders): { headers: string[]; contentType: string | undefined; sized: boolean } {
+function downstreamHeaders(raw: unknown, parsed: IncomingHttpHeaders): { headers: string[]; contentType: string | undefined; sized: boolean; encoded: boolean } {
   const headers: string[] = [];
   let contentType: string | undefined;
   let sized = false;
+  let encoded = false;
   const add = (name: string, value: string): void => {
     const lower = name.toLowerCase();
     if (HOP_BY_HOP.has(lower)) return;
     if (lower === 'content-type') contentType = value;
     else if (lower === 'content-length') sized = true;
+    else if (lower === 'content-encoding' && value.trim().toLowerCase() !== 'identity') encoded = true;
     headers.push(name, value);
   };
   if (Array.isArray(raw)) {
@@ -113,7 +122,21 @@ function downstreamHeaders(raw: unknown, parsed: IncomingHttpHeaders): { headers
       else if (value !== undefined) add(name, value);
     }
   }
-  return { headers, contentType, sized };
+  return { headers, contentType, sized, encoded };
+}
+
+/**
+ * The headers for a body the gateway rewrote: its own Content-Length, and no Accept-Encoding —
+ * a compressed stream could not have its usage event removed.
+ */
+function rewrittenBodyHeaders(headers: string[], length: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const lower = headers[i]!.toLowerCase();
+    if (lower === 'accept-encoding') continue;
+    out.push(headers[i]!, lower === 'content-length' ? String(length) : headers[i + 1]!);
+  }
+  return out;
 }
 
 /** The gate's own error when an attempt failed because the client's body was cut. */
@@ -132,8 +155,14 @@ export class HttpForwarder {
   forward(ctx: ForwardReport, target: HttpTarget): void {
     const live = target.candidates.filter((c) => !this.isEjected(c.id));
     const order = live.length > 0 ? live : target.candidates; // all ejected: try them anyway
-    const headers = upstreamRequestHeaders(ctx.req, target.route.host);
-    new Attempt(this.pools, ctx, target, order, headers).send(0);
+    const exchange = completionExchange(ctx.req.method, target.path, target.body);
+    let headers = upstreamRequestHeaders(ctx.req, target.route.host);
+    let sent = target;
+    if (exchange?.injected && Buffer.isBuffer(exchange.body)) {
+      headers = rewrittenBodyHeaders(headers, exchange.body.length);
+      sent = { ...target, body: exchange.body };
+    }
+    new Attempt(this.pools, ctx, sent, order, headers, exchange).send(0);
   }
 }
 
@@ -156,6 +185,7 @@ class Attempt implements Dispatcher.DispatchHandler {
     private readonly target: HttpTarget,
     private readonly order: readonly ReplicaRef[],
     private readonly headers: string[],
+    private readonly exchange: CompletionExchange | null,
   ) {
     this.body = target.body;
     ctx.res.on('close', () => {
@@ -190,8 +220,9 @@ class Attempt implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return; // 1xx (e.g. 100-continue): the final response follows
     this.ctx.responded(this.replica!);
     this.status = statusCode;
-    const { headers, contentType, sized } = downstreamHeaders(controller.rawHeaders, parsed);
-    this.tap = usageTapFor(contentType);
+    const { headers, contentType, sized, encoded } = downstreamHeaders(controller.rawHeaders, parsed);
+    const exchange = this.exchange;
+    this.tap = usageTapFor({ status: statusCode, contentType, sized, encoded }, exchange && { injected: exchange.injected, estimation: exchange });
     const res = this.ctx.res as http.ServerResponse;
     res.writeHead(statusCode, headers);
     // Node holds headers until the first body write; a stream's first token may be seconds
@@ -207,18 +238,22 @@ class Attempt implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    // What the client gets of the chunk: all of it, or without the usage it did not ask for.
+    const out = this.tap === null ? chunk : this.tap.push(chunk);
+    if (out.length === 0) return;
     if (!this.bodyStarted) this.ctx.firstChunk();
     this.bodyStarted = true;
     const res = this.ctx.res as http.ServerResponse;
-    const ok = res.write(chunk);
-    this.tap?.push(chunk);
-    if (ok) return;
+    if (res.write(out)) return;
     controller.pause();
     res.once('drain', () => controller.resume());
   }
 
   onResponseEnd(): void {
-    this.ctx.res.end();
+    const last = this.tap?.end() ?? null;
+    if (last !== null && !this.bodyStarted) this.ctx.firstChunk();
+    if (last === null) this.ctx.res.end();
+    else this.ctx.res.end(last);
     this.finish(this.status);
   }
 

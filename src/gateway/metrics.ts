@@ -77,7 +77,7 @@ export class GatewayMetrics {
     });
     this.tokensTotal = new Counter({
       name: 'infergate_tokens_total',
-      help: 'Tokens read from `usage` in responses: prompt, completion, and cached (prompt tokens the replica served from its prefix cache)',
+      help: 'Tokens from `usage` in responses (streams included), estimated where a completion reported none: prompt, completion, and cached (prompt tokens the replica served from its prefix cache)',
       labelNames: ['deployment', 'kind'],
       registers,
     });

@@ -1,9 +1,11 @@
 // Owns the per-credential rate limits of a deployment (its `rate_limit`): a token bucket of
 // requests per second (a burst of one second's worth) and one of prompt + completion tokens
 // per minute. A request is admitted while both buckets have something left; its tokens are
-// only known once the response's `usage` went by, so they are taken afterwards and may drive
-// the bucket below zero — the next requests wait until it has refilled, which is what the
-// 429's Retry-After says. Envoy AI Gateway's token limits work the same way.
+// only known once the response has ended — its `usage`, which the gateway asks every stream
+// for (completion-request.ts), or the gateway's estimate where none came (usage-tap.ts) — so
+// they are taken afterwards (RequestContext.finish) and may drive the bucket below zero: the
+// next requests wait until it has refilled, which is what the 429's Retry-After says. Envoy AI
+// Gateway's token limits work the same way.
 //
 // Buckets are per gateway process and per credential (a bearer token's hash or a client
 // certificate's fingerprint): a deployment's limit applies to each of its clients, not to all

@@ -141,6 +141,11 @@ export class BodyGate extends Transform {
     this.first = then;
   }
 
+  /** Body bytes received so far (a streamed completion's prompt estimate, usage-tap.ts). */
+  get bytesReceived(): number {
+    return this.received;
+  }
+
   /** Ends the wait for body bytes (a bidirectional gRPC stream may rightly go quiet). */
   stopIdleTimer(): void {
     clearTimeout(this.timer);

@@ -170,7 +170,8 @@ export class RequestContext implements ForwardReport {
     if (this.attempts > 0) this.meters.duration((performance.now() - this.startedAt) / 1000);
     if (tokens) this.meters.tokens(tokens.prompt, tokens.completion, tokens.cached);
     const blocks = this.placement?.request.blocks;
-    if (tokens && blocks) this.placement!.policy.promptTokens(blocks.length, tokens.prompt);
+    // An estimate says nothing of the replica's tokenizer: only reported usage calibrates the policy.
+    if (tokens && blocks && !tokens.estimated) this.placement!.policy.promptTokens(blocks.length, tokens.prompt);
     const route = this.route;
     if (route && outcome.bodyRefused) metrics.bodyRefused(route.name, outcome.bodyRefused);
     if (route && this.who) {

@@ -150,7 +150,9 @@ export function createFrontend(options: FrontendOptions, log: Logger): Frontend 
       return sendOpenAIError(res, 404, `The model \`${requested}\` does not exist.`, { param: 'model', code: 'model_not_found' });
     }
     trace.stream = body.stream === true;
-    // Workers serve the model id; the alias is the Frontend's.
+    // Workers serve the model id; the alias is the Frontend's. Every other field goes on as
+    // sent — stream_options too: the gateway asks streams for their usage event with it, and
+    // reads (and removes) that event from the answer relayed back.
     const forward = { ...body, model: options.model };
 
     if (options.mode === 'aggregated') {
