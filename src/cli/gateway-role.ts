@@ -7,12 +7,13 @@ import os from 'node:os';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ConfigError, type Config } from '../config/config.js';
-import { endpointUrl } from '../control/render.js';
+import { endpointPathUrl, endpointUrl } from '../control/render.js';
+import { pathAddressHost } from '../domain/endpoint-address.js';
 import { DEFAULT_AUTH_FAILURE_BUDGET } from '../gateway/auth-failure-budget.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { LoadPublisher } from '../gateway/load-publisher.js';
 import type { CertificateAuthority } from '../pki/ca.js';
-import { loadOrIssueGatewayCertificate, readOperatorCertificate } from '../pki/server-certs.js';
+import { coversPathHost, loadOrIssueGatewayCertificate, readOperatorCertificate } from '../pki/server-certs.js';
 import type { Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { listen } from './listen.js';
@@ -50,7 +51,8 @@ export interface GatewayCertificate {
 
 /**
  * The operator's certificate for `*.<domain>`, checked before use, else the platform CA's
- * (issued on first start and kept in the certs directory, so every worker reads the same one).
+ * (issued on first start and kept in the certs directory, so every worker reads the same one;
+ * it covers the path address's names too: localhost, 127.0.0.1, ::1).
  */
 export async function gatewayCertificate(config: Config, ca: CertificateAuthority): Promise<GatewayCertificate> {
   if (config.tlsCert && config.tlsKey) {
@@ -66,6 +68,10 @@ export async function gatewayCertificate(config: Config, ca: CertificateAuthorit
 export async function startGateway(ctx: GatewayRoleContext): Promise<StartedGateway> {
   const { config, store, logger, closers, registry, usage, ca } = ctx;
   const certificate = await gatewayCertificate(config, ca);
+  const pathHost = pathAddressHost(config.domain);
+  if (certificate.operator && !coversPathHost(certificate.certPem, pathHost)) {
+    logger.warn({ tlsCert: config.tlsCert, host: pathHost }, `--tls-cert does not cover ${pathHost}: clients of the path address https://${pathHost}/endpoints/<name>/ will refuse the certificate; the host address works`);
+  }
   const gateway = createGateway({
     store,
     domain: config.domain,
@@ -108,13 +114,25 @@ export async function startGateway(ctx: GatewayRoleContext): Promise<StartedGate
   return { gateway, publisher, port, lines: gatewayBanner(config, port, certificate.operator) };
 }
 
-/** The banner's gateway lines; `workers` says how many processes share the port. */
+/**
+ * The banner's gateway lines; `workers` says how many processes share the port. It names both
+ * addresses and when to use the path one: `<name>.<domain>` needs wildcard DNS, which
+ * getaddrinfo (so Python's and Node's SDKs) lacks for `*.localhost`.
+ */
 export function gatewayBanner(config: Config, port: number, operatorCertificate: boolean, workers = 1): string[] {
-  const example = endpointUrl('<name>', { domain: config.domain, port });
+  const at = { domain: config.domain, port };
+  const byHost = `https://${endpointUrl('<name>', at)}/`;
+  const byPath = `${endpointPathUrl('<name>', at)!}/`;
+  const host = pathAddressHost(config.domain);
   const certificate = operatorCertificate ? `certificate from ${config.tlsCert}` : `platform CA in ${config.certsDir}/ca.crt`;
   const processes = workers > 1 ? ` by ${workers} worker processes` : '';
+  const why =
+    host === 'localhost'
+      ? `for SDKs and hosts without *.localhost DNS, ${byPath}`
+      : `with one DNS record for ${host} rather than a wildcard, ${byPath}`;
+  const caveat = operatorCertificate ? ` (where ${config.tlsCert} covers ${host})` : '';
   return [
     `infergate: gateway (TLS, h2 and http/1.1) listening on ${config.gatewayHost}:${port}${processes}; ${certificate}`,
-    `infergate: endpoint domain ${config.domain}; endpoints are https://${example}`,
+    `infergate: endpoint domain ${config.domain}; endpoints at ${byHost} and, ${why}${caveat} (HTTP; gRPC by host only)`,
   ];
 }

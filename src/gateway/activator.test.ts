@@ -8,6 +8,7 @@ const route = (o: Partial<Route> = {}): Route => ({
   deploymentId: 7,
   name: 'zero',
   host: 'zero.test',
+  protocol: 'http',
   tokenHash: null,
   clientCertFingerprint: null,
   affinity: false,

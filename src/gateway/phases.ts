@@ -1,12 +1,15 @@
 // Owns the decisions a client request passes through in the gateway before forwarding, each
 // a small function with one job (docs/request-lifecycle.md lists them):
 //   headers (count, no second Host or Authorization) → target (absolute form only for its
-//   own host) → route (Host → deployment) → authenticate (client certificate or Bearer) →
-//   rate limit → admit (paused / ready). A phase either lets the request continue or ends
+//   own host) → route (Host → deployment, or on a path host `/endpoints/<name>/` →
+//   deployment) → authenticate (client certificate or Bearer) → rate limit → admit
+//   (paused / ready). A phase either lets the request continue or ends
 //   it with a rejection.
 
 import { constantTimeEqualHex, sha256Hex } from '../core/secrets.js';
-import type { AuthFailureReason } from './metrics.js';
+import { ENDPOINTS_PATH_PREFIX, endpointHost } from '../domain/endpoint-address.js';
+import type { AuthFailureReason, Protocol } from './metrics.js';
+import { hostName, isPathHost, parsePathAddress } from './path-address.js';
 import type { RateDecision } from './rate-limiter.js';
 import type { Route, RoutingTable } from './routing-table.js';
 
@@ -24,11 +27,44 @@ export type PhaseResult<T> = { ok: true; value: T } | { ok: false; rejection: Re
 const reject = (status: number, code: string, message: string, headers?: Record<string, string>, authFailure?: AuthFailureReason) =>
   ({ ok: false, rejection: { status, code, message, headers, authFailure } }) as const;
 
-/** Unknown hosts get 404: no endpoint exists outside the routing table (no public endpoint). */
-export function routePhase(table: RoutingTable, host: string | undefined): PhaseResult<Route> {
-  const route = table.lookup(host);
-  if (!route) return reject(404, 'not_found', `no endpoint is served at ${host ?? '(no Host header)'}`);
-  return { ok: true, value: route };
+/** The deployment a request goes to, and the path its replica is sent. */
+export interface Routed {
+  route: Route;
+  path: string;
+}
+
+/**
+ * A deployment's own host routes by Host, the path untouched (`a.<domain>/endpoints/b/` is
+ * a's). Only a request to localhost, an IP literal or the bare domain may name its deployment
+ * in the path, `/endpoints/<name>/…`, which is then stripped (path-address.ts); gRPC is routed
+ * by host only. Anything else is 404: no endpoint exists outside the routing table.
+ */
+export function routePhase(
+  table: Pick<RoutingTable, 'lookup' | 'lookupName' | 'domain'>,
+  host: string | undefined,
+  target: string,
+  protocol: Protocol,
+): PhaseResult<Routed> {
+  const byHost = table.lookup(host);
+  if (byHost) return { ok: true, value: { route: byHost, path: target } };
+  if (host === undefined || !isPathHost(host, table.domain)) {
+    return reject(404, 'not_found', `no endpoint is served at ${host ?? '(no Host header)'}`);
+  }
+  const here = hostName(host);
+  if (protocol === 'grpc') {
+    return reject(404, 'not_found', `gRPC endpoints are addressed by host only: call ${endpointHost('<name>', table.domain)}, not ${here}`);
+  }
+  const address = parsePathAddress(target);
+  if (address === null) {
+    return reject(404, 'not_found', `no endpoint is served at ${here} outside ${ENDPOINTS_PATH_PREFIX}/: call https://${here}${ENDPOINTS_PATH_PREFIX}/<name>/… (or https://${endpointHost('<name>', table.domain)}/…)`);
+  }
+  if (!address.ok) return reject(400, 'invalid_request', address.message);
+  const route = table.lookupName(address.name);
+  if (!route) return reject(404, 'not_found', `no endpoint is named ${address.name} (${ENDPOINTS_PATH_PREFIX}/${address.name}/)`);
+  if (route.protocol === 'grpc') {
+    return reject(404, 'not_found', `deployment ${route.name} serves gRPC, which is addressed by host only: ${route.host}`);
+  }
+  return { ok: true, value: { route, path: address.path } };
 }
 
 /**

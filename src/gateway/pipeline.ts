@@ -1,6 +1,7 @@
 // Owns the order of a request's phases at the gateway, one method each, every one of them
 // ending the request through its RequestContext (docs/request-lifecycle.md):
-//   route        the header fields, the request target and the Host → deployment;
+//   route        the header fields, the request target and the Host → deployment (or, on
+//                localhost, an IP or the bare domain, /endpoints/<name>/ → deployment, stripped);
 //   authenticate client certificate or Bearer token; repeated failures answered late;
 //   admit        rate limit, paused, the body received, then load on the deployment —
 //                held by the activator while it scales up from zero, or refused if not ready;
@@ -60,10 +61,10 @@ export class RequestPipeline {
     const host = req.headers.host ?? (req.headers[':authority'] as string | undefined);
     const target = targetPhase(req.url, host);
     if (!target.ok) return ctx.refuse(target.rejection);
-    const routed = routePhase(this.deps.table, host);
+    const routed = routePhase(this.deps.table, host, target.value, ctx.protocol);
     if (!routed.ok) return ctx.refuse(routed.rejection);
-    ctx.routed(routed.value);
-    this.authenticate(ctx, routed.value, target.value);
+    ctx.routed(routed.value.route);
+    this.authenticate(ctx, routed.value.route, routed.value.path);
   }
 
   private authenticate(ctx: RequestContext, route: Route, path: string): void {

@@ -36,7 +36,9 @@ export function sendRejection(req: DownstreamRequest, res: DownstreamResponse, p
         ':status': 200,
         'content-type': 'application/grpc',
         'grpc-status': String(GRPC_OF_HTTP[r.status] ?? 2),
-        'grpc-message': encodeURIComponent(r.message),
+        // encodeURI, not encodeURIComponent: grpc-js reads it with decodeURI, which would leave
+        // a `:` or `,` encoded (%3A) in the message the client shows.
+        'grpc-message': encodeURI(r.message),
         ...r.headers,
       },
       { endStream: true },

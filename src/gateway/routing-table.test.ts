@@ -1,7 +1,8 @@
 // Unit tests of the routing table over a real file store: a route per deployment host (any case,
 // with or without a port), only the ready replicas of the routed component, the same replica
-// array kept while the set is unchanged (the balancer's caches depend on it), and a bound token
-// left out when its hash is a service-account key's.
+// array kept while the set is unchanged (the balancer's caches depend on it), a bound token
+// left out when its hash is a service-account key's, and the lookup by exact name (with the
+// deployment's protocol) that path addresses use.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -89,5 +90,24 @@ describe('RoutingTable', () => {
     await table.start();
     expect(table.lookup('leaky.endpoints.test')?.tokenHash).toBeNull();
     expect(table.lookup('orch.endpoints.test')?.component).toBe('Frontend');
+  });
+
+  it('finds a deployment by its exact name for path addresses, with its protocol, and forgets it when deleted', async () => {
+    const base = deploymentRecord(0, 'x');
+    const chat = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'chat') }));
+    await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'rpc'), spec: { ...base.spec, protocol: 'grpc' as const } }));
+    table = new RoutingTable(store, 'endpoints.test');
+    await table.start();
+    expect(table.domain).toBe('endpoints.test');
+    expect(table.lookupName('chat')).toBe(table.lookup('chat.endpoints.test'));
+    expect(table.lookupName('chat')).toMatchObject({ host: 'chat.endpoints.test', protocol: 'http' });
+    expect(table.lookupName('rpc')).toMatchObject({ host: 'rpc.endpoints.test', protocol: 'grpc' });
+    // Names are exact: no case folding, no host, no decoding.
+    for (const other of ['CHAT', 'chat.endpoints.test', '%63hat', 'cha']) expect(table.lookupName(other)).toBeUndefined();
+
+    const rebuilt = nextRebuild(table);
+    await store.delete('deployment', chat.value.id);
+    await rebuilt;
+    expect(table.lookupName('chat')).toBeUndefined();
   });
 });

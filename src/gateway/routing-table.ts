@@ -1,5 +1,5 @@
-// Owns the gateway's routing table: hostname → what the request path needs to know about
-// a deployment (credential hashes, the bound client certificate, paused, status, the ready
+// Owns the gateway's routing table: hostname (and, for path addresses, name) → what the
+// request path needs to know about a deployment (credential hashes, the bound client certificate, paused, status, the ready
 // replicas it routes to, its body and rate limits). It is rebuilt in memory from the store
 // whenever the change feed reports a relevant change, so the request path never touches the
 // store. When the store cannot be read the last table keeps serving: a failed rebuild is
@@ -8,16 +8,20 @@
 // credential never opens an endpoint, whatever a record written before that rule says.
 
 import { routedComponent } from '../domain/components.js';
+import { endpointHost } from '../domain/endpoint-address.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { normalizeFingerprint } from '../pki/client-certs.js';
-import { NO_LIMITS, routingPolicyOf, type DeploymentRecord, type DeploymentStatus, type Kind, type RateLimit } from '../domain/records.js';
+import { NO_LIMITS, routingPolicyOf, type DeploymentRecord, type DeploymentStatus, type Kind, type Protocol, type RateLimit } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import type { ReplicaRef } from '../balancer/selector.js';
 
 export interface Route {
   deploymentId: number;
   name: string;
+  /** `<name>.<domain>`, whichever address the request used: the realm of its 401s too. */
   host: string;
+  /** gRPC deployments are addressed by host only. */
+  protocol: Protocol;
   /** SHA-256 of the bound endpoint token, or null when the deployment uses only mTLS. */
   tokenHash: string | null;
   /** SHA-256 fingerprint (lowercase hex) of the bound, unrevoked client certificate. */
@@ -49,6 +53,8 @@ const RETRY_MS = 1_000;
 
 export class RoutingTable {
   private table = new Map<string, Route>();
+  /** The same routes by deployment name, for path addresses. */
+  private byName = new Map<string, Route>();
   private unwatch: (() => void) | null = null;
   private unresync: (() => void) | null = null;
   private retry: NodeJS.Timeout | null = null;
@@ -59,7 +65,7 @@ export class RoutingTable {
 
   constructor(
     private readonly store: Store,
-    private readonly domain: string,
+    readonly domain: string,
     /** Told of the first failure of a run of failed rebuilds (the next ones are retries). */
     private readonly onError: (err: Error) => void = () => {},
     private readonly onRecovered: () => void = () => {},
@@ -96,6 +102,11 @@ export class RoutingTable {
     return this.table.get(host) ?? this.table.get(host.toLowerCase());
   }
 
+  /** A deployment by its exact name (path addresses; names are lowercase). */
+  lookupName(name: string): Route | undefined {
+    return this.byName.get(name);
+  }
+
   routes(): IterableIterator<Route> {
     return this.table.values();
   }
@@ -130,7 +141,7 @@ export class RoutingTable {
     );
     const next = new Map<string, Route>();
     for (const { value: d } of deployments) {
-      const host = `${d.name}.${this.domain}`;
+      const host = endpointHost(d.name, this.domain);
       const component = routedComponent(d);
       const ready = replicas
         .map((r) => r.value)
@@ -143,6 +154,7 @@ export class RoutingTable {
         deploymentId: d.id,
         name: d.name,
         host,
+        protocol: d.spec.protocol,
         tokenHash: d.auth.token_id === null ? null : (tokenHash.get(d.auth.token_id) ?? null),
         clientCertFingerprint: d.auth.client_certificate_id === null ? null : (liveCertificates.get(d.auth.client_certificate_id) ?? null),
         affinity: d.spec.family === 'general' && d.spec.session_affinity,
@@ -158,6 +170,7 @@ export class RoutingTable {
       });
     }
     this.table = next;
+    this.byName = new Map([...next.values()].map((r) => [r.name, r]));
     if (this.failing) {
       this.failing = false;
       this.onRecovered();

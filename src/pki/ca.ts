@@ -4,6 +4,7 @@
 
 import { generateKeyPair, generateKeyPairSync, randomBytes, sign, X509Certificate } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import forge from 'node-forge';
 
@@ -130,7 +131,7 @@ function createCa(now: Date): CertificateAuthority {
   return { certPem: forge.pki.certificateToPem(cert), keyPem: keys.privateKeyPem };
 }
 
-/** A TLS server certificate for the given DNS names, signed by the platform CA. */
+/** A TLS server certificate for the given DNS names (IP literals become IP SANs), signed by the platform CA. */
 export function issueServerCertificate(
   ca: CertificateAuthority,
   dnsNames: string[],
@@ -152,7 +153,7 @@ export function issueServerCertificate(
     { name: 'basicConstraints', cA: false },
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
     { name: 'extKeyUsage', serverAuth: true },
-    { name: 'subjectAltName', altNames: dnsNames.map((value) => ({ type: 2, value })) },
+    { name: 'subjectAltName', altNames: dnsNames.map((value) => (isIP(value) !== 0 ? { type: 7, ip: value } : { type: 2, value })) },
   ]);
   signCertificate(cert, ca.keyPem);
   return { certPem: forge.pki.certificateToPem(cert), keyPem: keys.privateKeyPem, serial: cert.serialNumber, notAfter: cert.validity.notAfter };
