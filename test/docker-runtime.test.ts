@@ -2,7 +2,7 @@
 // docker-registry on loopback with htpasswd auth: `infergate serve --runtime docker` pulls a
 // private image with the deployment's credentials and runs it as containers that answer
 // through the gateway (Bearer and mTLS); wrong credentials and unknown tags become status
-// reasons without a loop of pulls; the entrypoint, a command override and the environment
+// reasons (and a failing status) without a loop of pulls; the entrypoint, a command override and the environment
 // reach the container; root inside sees none of the service's files; the vendor-packaged flow
 // needs its key twice; `logs -f` and `exec` reach the container; delete leaves no container;
 // kill -9 and a restart take the containers back; a rolling update from v1 to v2 under load
@@ -237,11 +237,12 @@ describe.skipIf(!available)('the Docker runtime', () => {
     await expect.poll(() => reasonOf(wrong), { timeout: 30_000 }).toMatch(/retrying in 10 s/);
     await expect.poll(() => reasonOf(unknownImage), { timeout: 30_000 }).toMatch(/tag v1 of .*team\/no-such-engine not found in 127\.0\.0\.1:\d+ \(no such tag, or no such image\)/);
     await expect.poll(() => reasonOf(unreachable), { timeout: 30_000 }).toMatch(new RegExp(`the registry 127\\.0\\.0\\.1:${closed} is unreachable`));
-    for (const id of [wrong, missing, unknownImage, unreachable]) {
-      const d = (await platform.deployment(id)) as Deployment;
-      expect(d.status).toBe('pending');
-      expect(await containersOf(id)).toEqual([]);
-    }
+    // A pull no retry will mend (refused credentials, no such tag or image) is failing, and
+    // stays so while it is tried again; an unreachable registry may come back: pending.
+    for (const id of [wrong, missing, unknownImage]) expect(((await platform.deployment(id)) as Deployment).status).toBe('failing');
+    expect(((await platform.deployment(unreachable)) as Deployment).status).toBe('pending');
+    expect(await reasonOf(missing)).toMatch(/^replica missing-tag-r1-\d+ cannot pull its image: tag v9 of /);
+    for (const id of [wrong, missing, unknownImage, unreachable]) expect(await containersOf(id)).toEqual([]);
     for (const id of [wrong, missing, unknownImage, unreachable]) expect((await platform.call('DELETE', `/deployments/general/${id}`)).status).toBe(202);
   }, 90_000);
 

@@ -1,7 +1,8 @@
 // The autoscaler's loop against a real file store and a fake load source: it decides per
 // deployment from the gateway's samples, tells the controller when a figure changes, scales
 // orchestrated aggregated Workers too, leaves disaggregated pools and paused deployments alone,
-// and keeps the activity history of what it saw and decided.
+// keeps the activity history of what it saw and decided, and tells each change of a desired
+// count as an event with its figures (and nothing while the figure stays).
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -17,6 +18,7 @@ import { deploymentRecord, replicaRecord } from '../store/store.contract.js';
 import { orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
 import { ActivityRecorder } from './activity.js';
 import { Autoscaler } from './autoscaler.js';
+import type { EventNote } from '../store/event-writer.js';
 import type { ConcurrencySample } from './decide.js';
 
 let dir: string;
@@ -27,6 +29,7 @@ let changes = 0;
 let autoscaler: Autoscaler;
 let registry: Registry;
 let activity: ActivityRecorder;
+let told: Array<{ id: number; note: EventNote }>;
 
 beforeEach(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-autoscaler-'));
@@ -35,7 +38,9 @@ beforeEach(async () => {
   changes = 0;
   registry = new Registry();
   activity = new ActivityRecorder(clock);
+  told = [];
   autoscaler = new Autoscaler({
+    events: (id, note) => told.push({ id, note }),
     activity,
     store,
     load: { samples: (id) => samples.get(id) ?? [], held: () => 0 },
@@ -84,6 +89,14 @@ describe('Autoscaler', () => {
     expect(autoscaler.decision(id)?.reason).toMatch(/panic|scale_up/);
     expect(changes).toBe(before + 1);
     expect(await registry.metrics()).toMatch(/infergate_autoscaler_desired_replicas\{deployment="d1"\} 3/);
+    // One event, for the change only: the first decision kept the count (1 → 1).
+    expect(told).toHaveLength(1);
+    expect(told[0]!.id).toBe(id);
+    expect(told[0]!.note).toMatchObject({ type: 'normal', reason: 'ScaledUp' });
+    expect(told[0]!.note.message).toMatch(/^desired replicas 1 → 3: concurrency 6 over the (2 s panic|10 s stable) window, target 2 per replica/);
+    clock.advance(1000);
+    await tick();
+    expect(told).toHaveLength(1);
   });
 
   it('scales orchestrated aggregated Workers; disaggregated pools and paused deployments are left alone', async () => {

@@ -3,7 +3,8 @@
 // from the gateway and its replicas' readiness from the store, runs decide(), keeps the
 // per-deployment state, and tells the controller when a desired count changed. The
 // controller asks `desired()` for the figure it applies. Metrics: desired replicas, panic
-// mode and decisions by reason; each tick's figures also go to the activity history.
+// mode and decisions by reason; each tick's figures also go to the activity history, and each
+// change of a desired count to the deployment's events (ScaledUp, ScaledDown, ScaledToZero).
 
 import { scaledComponent } from '../domain/components.js';
 import { Counter, Gauge, type Registry } from 'prom-client';
@@ -13,7 +14,9 @@ import { CoalescingRunner } from '../core/coalescing-runner.js';
 import type { DeploymentRecord, ReplicaRecord } from '../domain/records.js';
 import { StoreUnavailableError, type Store } from '../store/store.js';
 import type { ActivityRecorder } from './activity.js';
+import type { EventSink } from '../store/event-writer.js';
 import { decide, initialState, type AutoscaleState, type AutoscaleWindows, type ConcurrencySample, type Decision } from './decide.js';
+import { decisionEvent } from './decision-event.js';
 
 /** What the gateway measures (in this process): the autoscaler's input. */
 export interface LoadSource {
@@ -35,6 +38,8 @@ export interface AutoscalerOptions {
   tickMs?: number;
   /** Where each tick's figures are kept for the console's Activity tab; none: not kept. */
   activity?: ActivityRecorder;
+  /** Where a decision that changes a desired count is told (the controller's events: only its leader's are kept); none: not told. */
+  events?: EventSink;
 }
 
 /** The component whose count the autoscaler moves (domain/components.ts). */
@@ -124,10 +129,13 @@ export class Autoscaler {
       this.decisions.inc({ deployment: d.name, reason: decision.reason });
       if (before !== decision.desired) {
         changed = true;
+        const from = before ?? state.desired;
         logger.info(
-          { deployment: d.name, from: before ?? state.desired, to: decision.desired, reason: decision.reason, stable: round(decision.stableConcurrency), panic: round(decision.panicConcurrency), held },
+          { deployment: d.name, from, to: decision.desired, reason: decision.reason, stable: round(decision.stableConcurrency), panic: round(decision.panicConcurrency), held },
           'autoscaler decision',
         );
+        const note = decisionEvent(from, decision, spec, windows, held, component);
+        if (note !== null) this.opts.events?.(d.id, note);
       }
     }
     for (const id of [...this.states.keys()]) {

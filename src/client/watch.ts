@@ -1,6 +1,7 @@
 // Owns the client's long-running commands: `wait` (poll a deployment until it is ready — its
 // current revision serving — or gone, with a progress line on a terminal and none in
-// scripts), `logs` (the last lines, then with -f every new one as it is written) and `exec`
+// scripts; it gives up at once, exit 1 with the reason, when the deployment is failing or
+// failed), `logs` (the last lines, then with -f every new one as it is written) and `exec`
 // (a shell in a ready replica over the terminal WebSocket: one command on pipes with its exit
 // status passed on, or an interactive pseudo-terminal when stdin is a terminal).
 
@@ -26,9 +27,16 @@ export function isReady(d: Deployment): boolean {
   return Object.values(d.components).every((c) => c.ready >= Math.min(c.desired, 1));
 }
 
-function failureOf(d: Deployment): string | null {
+/**
+ * Why waiting is pointless: the deployment failed, is failing (a replica crash-loops with none
+ * ready), or the current revision's rollout failed. A failing status or a failed rollout left
+ * from before the current revision (the controller has not seen the edit yet) does not count.
+ */
+export function failureOf(d: Deployment): string | null {
+  const current = d.rollout === null || d.rollout.revision === undefined || d.rollout.revision === d.revision;
   if (d.status === 'failed') return `${d.name} failed: ${d.revisions.find((r) => r.revision === d.revision)?.failure_reason ?? 'see infergate describe'}`;
-  if (d.rollout?.state === 'failed') return `revision ${d.revision} of ${d.name} failed: ${d.rollout.reason ?? 'see infergate describe'}`;
+  if (d.status === 'failing' && current) return `${d.name} is failing: ${d.status_reason ?? 'a replica keeps crashing'} (infergate logs ${d.name})`;
+  if (d.rollout?.state === 'failed' && current) return `revision ${d.revision} of ${d.name} failed: ${d.rollout.reason ?? 'see infergate describe'}`;
   return null;
 }
 

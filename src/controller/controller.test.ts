@@ -4,6 +4,10 @@
 // stands by without the lease, is fenced once deposed, and removes what deleted deployments left, on real
 // directories, whatever state they were deleted in; secret environment variables are unsealed into the
 // replica's environment, and one that cannot be is named in the log (never a value) and left out.
+// A replica that keeps crashing makes its deployment failing, with a reason that names it, its
+// restarts, its exit code and its last log line, until it is ready again; replicas, rollouts
+// and handed-in decisions become the deployment's events, and a store that refuses events
+// fails no pass.
 
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -20,19 +24,41 @@ import { deploymentRecord } from '../store/store.contract.js';
 import { modify } from '../store/store.js';
 import { UsageLedger } from '../store/usage-ledger.js';
 import { orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
+import { logFilePath } from '../runtime/log-files.js';
 import { Controller } from './controller.js';
 import { LocalLeftovers } from './leftovers.js';
 
 class FakeReplica implements ReplicaHandle {
   phase: ReplicaPhase = 'starting';
   stopped = false;
+  restarts = 0;
+  lastExit: ReplicaObservation['lastExit'] = null;
+  pull: ReplicaObservation['pull'] = null;
+  detail: string | null = null;
   private readonly listeners: Array<(o: ReplicaObservation) => void> = [];
   constructor(readonly request: ReplicaRequest) {}
   get name() {
     return this.request.name;
   }
   observe(): ReplicaObservation {
-    return { phase: this.phase, address: '127.0.0.1:1', metricsTarget: null, pid: null, restarts: 0, detail: null };
+    return { phase: this.phase, address: '127.0.0.1:1', metricsTarget: null, pid: null, restarts: this.restarts, detail: this.detail, lastExit: this.lastExit, pull: this.pull };
+  }
+  /** Its image pull, as the Docker runtime reports it. */
+  pulling(image: string) {
+    this.pull = { image, state: 'pulling', reason: null, permanent: false };
+    this.detail = `pulling ${image}`;
+    this.set('starting');
+  }
+  pullFailed(reason: string, permanent: boolean) {
+    this.pull = { image: this.pull?.image ?? '?', state: 'failed', reason, permanent };
+    this.detail = `${reason}; retrying in 5 s`;
+    this.set('starting');
+  }
+  /** Exited on its own with `code`; the runtime restarts it. */
+  crash(code: number) {
+    this.restarts++;
+    this.lastExit = { code, signal: null };
+    this.set('starting');
   }
   onChange(listener: (o: ReplicaObservation) => void) {
     this.listeners.push(listener);
@@ -496,5 +522,98 @@ describe('Controller secret environment variables', () => {
     const errors = lines.map((l) => JSON.parse(l) as { level: number; variable?: string; msg: string }).filter((l) => l.level >= 50);
     expect(errors).toEqual([expect.objectContaining({ variable: 'BROKEN', msg: expect.stringContaining('BROKEN cannot be unsealed') })]);
     expect(lines.join('\n')).not.toMatch(/garbled-sealed-value|good-value/);
+  });
+});
+
+describe('Controller: failing, and the deployment\'s events', () => {
+  const events = async (id: number) => (await store.listEvents(id)).map((e) => `${e.reason}${e.count > 1 ? ` x${e.count}` : ''}`);
+
+  it('a replica crashing twice without becoming ready makes the deployment failing, with why; ready again, it is ready', async () => {
+    const logsDir = path.join(dir, 'logs');
+    const id = await deploy(1);
+    await controller({ logsDir }).start();
+    await expect.poll(() => runtime.started.length, { timeout: 5000 }).toBe(1);
+    const r = runtime.started[0]!;
+    const logFile = logFilePath(logsDir, { deploymentId: id, revision: 1, component: 'Replica', replica: r.name });
+    await mkdir(path.dirname(logFile), { recursive: true });
+    const line = (stream: string, text: string) => JSON.stringify({ time: new Date().toISOString(), stream, line: text });
+    await writeFile(logFile, [line('stderr', 'Error: model weights not found at /models/x'), line('runtime', 'process 12 exited with code 3')].join('\n') + '\n');
+
+    r.crash(3);
+    await expect.poll(async () => (await store.listEvents(id)).some((e) => e.reason === 'ReplicaRestarted'), { timeout: 5000 }).toBe(true);
+    expect((await get(id)).status).toBe('pending'); // once is not a loop
+    r.crash(3);
+    await expect.poll(async () => (await get(id)).status, { timeout: 5000 }).toBe('failing');
+    expect((await get(id)).status_reason).toBe(
+      `replica ${r.name} keeps crashing: restarted 2 times without becoming ready, last exited with code 3; last log line: "Error: model weights not found at /models/x"`,
+    );
+    await expect.poll(() => events(id), { timeout: 5000 }).toEqual(['ReplicaStarted', 'RolloutStarted', 'ReplicaRestarted x2', 'ReplicaFailing']);
+    const failing = (await store.listEvents(id)).find((e) => e.reason === 'ReplicaFailing')!;
+    expect(failing).toMatchObject({ type: 'warning', message: (await get(id)).status_reason });
+
+    r.set('ready');
+    await expect.poll(async () => (await get(id)).status, { timeout: 5000 }).toBe('ready');
+    expect((await get(id)).status_reason).toBeNull();
+    await expect.poll(() => events(id), { timeout: 5000 }).toEqual(['ReplicaStarted', 'RolloutStarted', 'ReplicaRestarted x2', 'ReplicaFailing', 'ReplicaReady', 'RolloutCompleted']);
+    // A crash after having been ready starts the count again: one restart is not failing.
+    r.crash(1);
+    await expect.poll(async () => (await get(id)).status, { timeout: 5000 }).toBe('not_ready');
+  });
+
+  it('an image pull that failed for good is failing, also while it is tried again; one that may work next time is pending', async () => {
+    const id = await deploy(1);
+    await controller().start();
+    await expect.poll(() => runtime.started.length, { timeout: 5000 }).toBe(1);
+    const r = runtime.started[0]!;
+    r.pulling('127.0.0.1:5000/team/engine:v9');
+    r.pullFailed('the registry 127.0.0.1:5000 is unreachable: connection refused', false);
+    await expect.poll(async () => (await get(id)).status_reason, { timeout: 5000 }).toContain('unreachable');
+    expect((await get(id)).status).toBe('pending');
+
+    r.pulling('127.0.0.1:5000/team/engine:v9');
+    r.pullFailed('tag v9 of 127.0.0.1:5000/team/engine not found', true);
+    await expect.poll(async () => (await get(id)).status, { timeout: 5000 }).toBe('failing');
+    expect((await get(id)).status_reason).toBe(`replica ${r.name} cannot pull its image: tag v9 of 127.0.0.1:5000/team/engine not found; retrying in 5 s`);
+    r.pulling('127.0.0.1:5000/team/engine:v9'); // the retry
+    await expect.poll(async () => (await get(id)).status_reason, { timeout: 5000 }).toBe(`replica ${r.name} cannot pull its image: tag v9 of 127.0.0.1:5000/team/engine not found`);
+    expect((await get(id)).status).toBe('failing');
+    const told = (await store.listEvents(id)).map((e) => `${e.type} ${e.reason} x${e.count}`);
+    expect(told).toEqual(expect.arrayContaining(['normal ImagePulling x3', 'warning ReplicaFailing x1']));
+    expect(told.filter((t) => t.startsWith('warning PullFailed'))).toEqual(['warning PullFailed x1', 'warning PullFailed x1']); // two reasons: two events
+  });
+
+  it('tells a rolling update: started, each step, completed', async () => {
+    const id = await deploy(2);
+    await controller().start();
+    await expect.poll(() => runtime.started.length, { timeout: 5000 }).toBe(2);
+    for (const r of runtime.started) r.set('ready');
+    await expect.poll(async () => (await get(id)).serving_revision, { timeout: 5000 }).toBe(1);
+    await edit(id, 'v2');
+    await expect.poll(() => runtime.started.length, { timeout: 5000 }).toBe(3);
+    runtime.started[2]!.set('ready');
+    await expect.poll(() => runtime.started.length, { timeout: 5000 }).toBe(4);
+    runtime.started[3]!.set('ready');
+    await expect.poll(async () => (await get(id)).serving_revision, { timeout: 5000 }).toBe(2);
+    await expect.poll(async () => (await store.listEvents(id)).map((e) => e.reason), { timeout: 5000 }).toContain('RolloutCompleted');
+    const told = (await store.listEvents(id)).filter((e) => e.reason.startsWith('Rollout')).map((e) => `${e.reason}: ${e.message}`);
+    expect(told[0]).toBe('RolloutStarted: rolling out revision 1');
+    expect(told).toContain('RolloutStarted: rolling out revision 2, replacing revision 1');
+    expect(told.some((t) => /^RolloutStep: revision 2: 1 of 2 ready, \d replicas? of earlier revisions left$/.test(t))).toBe(true);
+    expect(told.at(-1)).toMatch(/^RolloutCompleted: revision 2 serves in place of revision 1 after \d+ s$/);
+  });
+
+  it('records decisions handed in only while it leads, and a store refusing events fails no pass', async () => {
+    const id = await deploy(1);
+    const c = controller();
+    c.recordEvent(id, { type: 'normal', reason: 'ScaledUp', message: 'before the lease' });
+    await c.start();
+    c.recordEvent(id, { type: 'normal', reason: 'ScaledUp', message: 'desired replicas 1 → 2' });
+    await expect.poll(async () => (await store.listEvents(id)).map((e) => e.message), { timeout: 5000 }).toContain('desired replicas 1 → 2');
+    expect((await store.listEvents(id)).map((e) => e.message)).not.toContain('before the lease');
+
+    store.appendEvent = () => Promise.reject(new Error('disk full'));
+    await expect.poll(() => runtime.started.length, { timeout: 5000 }).toBe(1);
+    runtime.started[0]!.set('ready');
+    await expect.poll(async () => (await get(id)).status, { timeout: 5000 }).toBe('ready');
   });
 });

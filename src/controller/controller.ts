@@ -2,11 +2,13 @@
 // deployment's desired replicas with the ones it runs and acts through the runtime — starts
 // the missing, drains and stops the extra and those of superseded revisions or deleted
 // deployments — and writes observed state (replica records, deployment status, component
-// desired counts, revision status) back to the store. It removes what a deleted deployment
-// left (directories, usage rows) once none of its replicas runs, whatever state it was
-// deleted in. After a restart it reaps what the previous run left and brings every deployment
-// back. It acts only while it holds the store's `controller` lease, so a second control
-// process on a shared store stands by.
+// desired counts, revision status) back to the store, with the deployment's events (replicas
+// started, ready, restarted, pulling; rollout steps; a deployment failing, and the
+// autoscaler's decisions it is handed) written beside it without waiting for them. It
+// removes what a deleted deployment left (directories, usage rows) once none of its replicas
+// runs, whatever state it was deleted in. After a restart it reaps what the previous run left
+// and brings every deployment back. It acts only while it holds the store's `controller`
+// lease, so a second control process on a shared store stands by.
 
 import { COMPONENT, usesGpuInstance } from '../domain/components.js';
 import type { Logger } from 'pino';
@@ -15,15 +17,19 @@ import { CoalescingRunner } from '../core/coalescing-runner.js';
 import path from 'node:path';
 import type { DeploymentRecord, DeploymentSpec, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
 import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell, ReplicaSpec, Runtime } from '../runtime/runtime.js';
+import { lastOutputLine } from '../runtime/last-output.js';
+import { EventWriter, type EventNote } from '../store/event-writer.js';
 import { fencedStore } from '../store/fenced-store.js';
 import { FencedError, modify, NotFoundError, StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
-import { deploymentStatus, desiredReplicas, GENERAL_COMPONENT } from './desired.js';
+import { crashLooping, deploymentStatus, desiredReplicas, failingReason, GENERAL_COMPONENT, type ReplicaHealth } from './desired.js';
 import { ControllerLease, DEFAULT_LEASE_TTL_MS } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
 import { orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
 import { planReplicas, runRevisionOf } from './plan.js';
 import { advanceRollout, type RolloutResult } from './rollout.js';
+import { replicaEvents } from './replica-events.js';
+import { rolloutEvents, type RolloutProgress } from './rollout-events.js';
 import { WorkersFiles } from './workers-file.js';
 
 /** Where an operator's shell runs: what to start in a ready replica (inside its sandbox or container, as its user). */
@@ -81,6 +87,8 @@ export interface ControllerOptions {
   rolloutDeadlineMs?: number;
   /** How long the controller lease lasts without renewal: a standby takes over this long after the leader stops (default 10 s). */
   leaseTtlMs?: number;
+  /** Where replicas' logs are: a crash-looping replica's last line goes into its deployment's status reason. None: no line. */
+  logsDir?: string;
 }
 
 const DEFAULT_ROLLOUT_DEADLINE_MS = 600_000;
@@ -110,6 +118,12 @@ interface Owned {
   writes: Promise<void>;
   /** Its last record write failed (the store unreachable, the fence refused it): written again next pass. */
   unsaved: boolean;
+  /** The observation its events were last told from. */
+  seen: ReplicaObservation;
+  /** Its restart count when it was last ready (or taken on): restarts since then make a crash loop. */
+  restartsAtReady: number;
+  /** How its last image pull ended, kept while a retry runs (a failed pull stays failing while it is tried again). */
+  pullOutcome: ReplicaObservation['pull'];
 }
 
 export class Controller {
@@ -137,10 +151,25 @@ export class Controller {
   private readonly gone = new Set<number>();
   /** When the store is next scanned for leftovers; at once after taking the lease. */
   private nextStoreScan = -Infinity;
+  /** Deployments' events, through the fenced store: a deposed controller's are refused. */
+  private readonly events: EventWriter;
+  /** Per deployment, the counts of its rollout's last step told (while one is in progress). */
+  private readonly rolloutSteps = new Map<number, RolloutProgress>();
 
   constructor(private readonly opts: ControllerOptions) {
     this.lease = new ControllerLease(opts.store, opts.logger, opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS);
     this.store = fencedStore(opts.store, this.lease.fence);
+    this.events = new EventWriter(this.store, opts.clock, opts.logger);
+  }
+
+  /**
+   * Records an event of a deployment (the autoscaler's decisions come through here), while
+   * this controller acts: a standby's autoscaler decides too, but only the leader's decisions
+   * are applied, so only they are told. Never waits, never throws.
+   */
+  recordEvent(deploymentId: number, note: EventNote): void {
+    if (this.stopped || !this.lease.isHeld) return;
+    this.events.record(deploymentId, note);
   }
 
   async start(): Promise<void> {
@@ -198,6 +227,7 @@ export class Controller {
     await this.passes.current();
     for (const o of this.owned.values()) if (!o.retiring) this.retire(o, 'the service is stopping');
     await Promise.all([...this.retirements]);
+    await this.events.flush();
     await this.lease.release();
   }
 
@@ -268,6 +298,7 @@ export class Controller {
       if (!o.retiring && !deployments.has(o.deploymentId)) this.retire(o, 'its deployment was deleted');
     }
     for (const id of [...this.known, ...leftovers]) if (!deployments.has(id)) this.gone.add(id);
+    for (const id of [...this.rolloutSteps.keys()]) if (!deployments.has(id)) this.rolloutSteps.delete(id);
     this.known = new Set(deployments.keys());
     for (const d of deployments.values()) {
       if (this.stopped) return;
@@ -345,7 +376,7 @@ export class Controller {
   private async reconcileGeneral(d: DeploymentRecord): Promise<void> {
     const plans = this.componentPlans(d);
     const desired = plans[0]?.desired ?? 0;
-    await this.reconcileComponents(d, plans, (ready) => deploymentStatus(d, ready.total, desired));
+    await this.reconcileComponents(d, plans, (ready, failing) => deploymentStatus(d, ready.total, desired, failing));
   }
 
   /**
@@ -360,7 +391,7 @@ export class Controller {
     const desired = Object.fromEntries(plans.map((p) => [p.component, p.desired]));
     // The file first: the Frontend should know a worker before the deployment says ready.
     await this.writeWorkersFile(d, workersFile);
-    await this.reconcileComponents(d, plans, (ready) => orchestratedStatus(d, ready.byComponent, desired));
+    await this.reconcileComponents(d, plans, (ready, failing) => orchestratedStatus(d, ready.byComponent, desired, failing));
     await this.writeWorkersFile(d, workersFile);
   }
 
@@ -455,7 +486,8 @@ export class Controller {
   private async reconcileComponents(
     d: DeploymentRecord,
     plans: ComponentPlan[],
-    status: (ready: { total: number; byComponent: Record<string, number> }) => DeploymentRecord['status'],
+    /** `failing`: a replica of the revision being run is crash-looping (desired.ts). */
+    status: (ready: { total: number; byComponent: Record<string, number> }, failing: boolean) => DeploymentRecord['status'],
   ): Promise<void> {
     const { load } = this.opts;
     const runRevision = runRevisionOf(d);
@@ -503,25 +535,59 @@ export class Controller {
     const desired = Object.fromEntries(plans.map((p) => [p.component, p.desired]));
     // What the newest revision's replicas wait on, while any is not ready: the first one that says.
     const waiting = target.map((o) => o.handle.observe()).find((o) => o.phase !== 'ready' && o.detail !== null);
-    await this.writeDeploymentState(d, desired, status({ total: readyReplicas.length, byComponent }), waiting?.detail ?? null, result);
+    // Failing is told from the replicas of the revision being run: a rollout replacing a
+    // crash-looping revision is pending, not failing.
+    const looping = after.filter((o) => o.revision === runRevision).find((o) => crashLooping(this.health(o))) ?? null;
+    const newStatus = status({ total: readyReplicas.length, byComponent }, looping !== null);
+    const reason = newStatus === 'failing' && looping !== null ? failingReason(this.health(looping), await this.lastLine(looping)) : (waiting?.detail ?? null);
+    if (!(await this.writeDeploymentState(d, desired, newStatus, reason, result))) return;
+    if (newStatus === 'failing' && d.status !== 'failing' && reason !== null) this.recordEvent(d.id, { type: 'warning', reason: 'ReplicaFailing', message: reason });
+    const progress: RolloutProgress = { revision: d.revision, targetReady: target.filter(isReady).length, desired: desiredTotal, others: after.length - target.length };
+    for (const note of rolloutEvents(d, result, progress, this.rolloutSteps.get(d.id) ?? null)) this.recordEvent(d.id, note);
+    if (result.rollout?.state === 'in_progress') this.rolloutSteps.set(d.id, progress);
+    else this.rolloutSteps.delete(d.id);
   }
 
-  private async writeDeploymentState(d: DeploymentRecord, desired: Record<string, number>, status: DeploymentRecord['status'], reason: string | null, rollout: RolloutResult): Promise<void> {
+  /** A replica as the failing rule sees it. */
+  private health(o: Owned): ReplicaHealth {
+    const seen = o.handle.observe();
+    return {
+      name: o.handle.name,
+      ready: seen.phase === 'ready',
+      restartsSinceReady: seen.restarts - o.restartsAtReady,
+      lastExit: seen.lastExit ?? null,
+      pull: o.pullOutcome ?? null,
+      detail: seen.detail,
+    };
+  }
+
+  /** What a replica's process last wrote, when its log is kept on this node. */
+  private async lastLine(o: Owned): Promise<string | null> {
+    const { logsDir } = this.opts;
+    if (logsDir === undefined) return null;
+    return lastOutputLine(logsDir, { deploymentId: o.deploymentId, revision: o.revision, component: o.component, replica: o.handle.name });
+  }
+
+  /** Writes the observed fields when they changed; false when the record was gone or edited meanwhile (the next pass writes them). */
+  private async writeDeploymentState(d: DeploymentRecord, desired: Record<string, number>, status: DeploymentRecord['status'], reason: string | null, rollout: RolloutResult): Promise<boolean> {
     // While paused, the figure to come back to is kept (resume restores the counts).
     const desiredReplicas = d.paused ? (d.desired_replicas ?? desired) : desired;
     const statusReason = d.paused ? null : reason;
     const observed = { status, status_reason: statusReason, desired_replicas: desiredReplicas, serving_revision: rollout.serving, rollout: rollout.rollout, revisions: rollout.revisions };
     const before = { status: d.status, status_reason: d.status_reason ?? null, desired_replicas: d.desired_replicas ?? {}, serving_revision: d.serving_revision ?? null, rollout: d.rollout ?? null, revisions: d.revisions };
-    if (JSON.stringify(observed) === JSON.stringify(before)) return;
+    if (JSON.stringify(observed) === JSON.stringify(before)) return true;
+    let written = false;
     try {
       await modify(this.store, 'deployment', d.id, (now) => {
         // Only observed fields change; a concurrent edit of desired state is kept (next pass).
-        if (now.revision !== d.revision || now.paused !== d.paused || now.revisions.length !== d.revisions.length) return undefined;
-        return { ...now, ...observed };
+        written = !(now.revision !== d.revision || now.paused !== d.paused || now.revisions.length !== d.revisions.length);
+        return written ? { ...now, ...observed } : undefined;
       });
-      if (status !== d.status) this.opts.logger.info({ deployment: d.name, from: d.status, to: status }, 'deployment status changed');
+      if (written && status !== d.status) this.opts.logger.info({ deployment: d.name, from: d.status, to: status }, 'deployment status changed');
+      return written;
     } catch (err) {
       if (!(err instanceof NotFoundError)) throw err;
+      return false;
     }
   }
 
@@ -550,10 +616,13 @@ export class Controller {
     const handle = runtime.start(await this.completeRequest(d, plan, spec, part));
     this.own(d, plan, revision, record.value.id, handle);
     this.opts.logger.info({ deployment: d.name, replica: handle.name, component: plan.component, revision }, 'replica starting');
+    const component = plan.component === GENERAL_COMPONENT ? '' : ` (${plan.component})`;
+    this.recordEvent(d.id, { type: 'normal', reason: 'ReplicaStarted', message: `started replica ${handle.name}${component} of revision ${revision}` });
   }
 
   /** Runs `handle` as the replica of record `recordId`: its observations are written to the record from now on. */
   private own(d: DeploymentRecord, plan: ComponentPlan, revision: number, recordId: number, handle: ReplicaHandle): void {
+    const first = handle.observe();
     const owned: Owned = {
       recordId,
       deploymentId: d.id,
@@ -565,10 +634,24 @@ export class Controller {
       accountedAt: this.opts.clock.now(),
       writes: Promise.resolve(),
       unsaved: false,
+      seen: first,
+      restartsAtReady: first.restarts,
+      pullOutcome: first.pull?.state === 'pulling' ? null : (first.pull ?? null),
     };
     this.owned.set(owned.recordId, owned);
-    handle.onChange((o) => this.persist(owned, o));
-    this.persist(owned, handle.observe());
+    handle.onChange((o) => {
+      this.notice(owned, o);
+      this.persist(owned, o);
+    });
+    this.persist(owned, first);
+  }
+
+  /** Tells a replica's events (ready, restarted, its pull) and keeps its count of restarts since ready. */
+  private notice(owned: Owned, o: ReplicaObservation): void {
+    if (o.phase === 'ready') owned.restartsAtReady = o.restarts;
+    if (o.pull && o.pull.state !== 'pulling') owned.pullOutcome = o.pull;
+    if (!owned.retiring) for (const note of replicaEvents(owned.handle.name, owned.seen, o)) this.recordEvent(owned.deploymentId, note);
+    owned.seen = o;
   }
 
   /** Writes what the runtime observed to the replica's record, in order, then re-plans. */

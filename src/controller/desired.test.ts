@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { DeploymentRecord } from '../domain/records.js';
 import { deploymentRecord } from '../store/store.contract.js';
-import { deploymentStatus, desiredReplicas } from './desired.js';
+import { CRASH_LOOP_RESTARTS, crashLooping, deploymentStatus, desiredReplicas, failingReason, type ReplicaHealth } from './desired.js';
+import { orchestratedStatus } from './orchestrated.js';
+import { orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
 
 const general = (scaling: Partial<DeploymentRecord['scaling']>, over: Partial<DeploymentRecord> = {}): DeploymentRecord => {
   const d = deploymentRecord(1, 'web');
@@ -42,5 +44,71 @@ describe('deploymentStatus', () => {
   it('scaled to zero on purpose stays ready', () => {
     expect(deploymentStatus(general({}, { status: 'ready' }), 0, 0)).toBe('ready');
     expect(deploymentStatus(general({}, { status: 'pending' }), 0, 0)).toBe('pending');
+  });
+});
+
+describe('failing', () => {
+  const replica = (over: Partial<ReplicaHealth> = {}): ReplicaHealth => ({ name: 'web-r1-3', ready: false, restartsSinceReady: 0, lastExit: null, pull: null, detail: null, ...over });
+  const pull = (state: 'pulling' | 'pulled' | 'failed', permanent = false) => ({ image: '127.0.0.1:5000/team/engine:v9', state, reason: state === 'failed' ? 'tag v9 of 127.0.0.1:5000/team/engine not found' : null, permanent });
+
+  it.each([
+    ['a replica still loading', replica(), false],
+    ['restarted once', replica({ restartsSinceReady: 1 }), false],
+    [`restarted ${CRASH_LOOP_RESTARTS} times without becoming ready`, replica({ restartsSinceReady: CRASH_LOOP_RESTARTS }), true],
+    ['ready again, whatever it went through', replica({ ready: true, restartsSinceReady: 5 }), false],
+    ['pulling its image', replica({ pull: pull('pulling') }), false],
+    ['a pull that failed and may work next time (registry unreachable)', replica({ pull: pull('failed', false) }), false],
+    ['a pull that failed for good (no such tag)', replica({ pull: pull('failed', true) }), true],
+  ] as const)('crash-looping: %s → %s', (_name, r, expected) => {
+    expect(crashLooping(r)).toBe(expected);
+  });
+
+  it.each([
+    ['no replica ready and one crash-looping', 'pending', false, 0, 1, true, 'failing'],
+    ['a ready replica wins over a crash-looping one', 'failing', false, 1, 1, true, 'ready'],
+    ['failing after having served: still failing', 'ready', false, 0, 1, true, 'failing'],
+    ['paused wins', 'failing', true, 0, 1, true, 'paused'],
+    ['scaled to zero on purpose is not failing', 'ready', false, 0, 0, true, 'ready'],
+    ['no longer crash-looping, never served: pending again', 'failing', false, 0, 1, false, 'pending'],
+  ] as const)('status: %s', (_name, status, paused, ready, desired, failing, expected) => {
+    expect(deploymentStatus(general({}, { status, paused }), ready, desired, failing)).toBe(expected);
+  });
+
+  it('no longer crash-looping after a revision served: not ready', () => {
+    expect(deploymentStatus(general({}, { status: 'failing', serving_revision: 1 }), 0, 1, false)).toBe('not_ready');
+  });
+
+  it('orchestrated: failing while a component crash-loops and the deployment does not serve', () => {
+    const d = { ...general({}, { status: 'pending' }), family: 'orchestrated' as const, spec: orchestratedSpec({ hardware_instance_id: 1 }) };
+    const desired = { Frontend: 1, Worker: 1 };
+    expect(orchestratedStatus(d, { Frontend: 1 }, desired, true)).toBe('failing');
+    expect(orchestratedStatus(d, { Frontend: 1, Worker: 1 }, desired, true)).toBe('ready');
+    expect(orchestratedStatus(d, { Frontend: 1 }, desired, false)).toBe('pending');
+  });
+
+  it.each([
+    [
+      'a crash with its exit code and last log line',
+      replica({ restartsSinceReady: 3, lastExit: { code: 1, signal: null } }),
+      'Error: unknown flag --bogus',
+      'replica web-r1-3 keeps crashing: restarted 3 times without becoming ready, last exited with code 1; last log line: "Error: unknown flag --bogus"',
+    ],
+    ['killed by a signal, logs off', replica({ restartsSinceReady: 2, lastExit: { code: null, signal: 'SIGKILL' } }), null, 'replica web-r1-3 keeps crashing: restarted 2 times without becoming ready, last was killed by SIGKILL'],
+    ['could not start at all', replica({ restartsSinceReady: 2 }), null, 'replica web-r1-3 keeps crashing: restarted 2 times without becoming ready, last could not start'],
+    ['a pull that failed for good', replica({ pull: pull('failed', true) }), null, 'replica web-r1-3 cannot pull its image: tag v9 of 127.0.0.1:5000/team/engine not found'],
+    [
+      'a pull that failed for good, with its retry',
+      replica({ pull: pull('failed', true), detail: 'tag v9 of 127.0.0.1:5000/team/engine not found; retrying in 10 s' }),
+      null,
+      'replica web-r1-3 cannot pull its image: tag v9 of 127.0.0.1:5000/team/engine not found; retrying in 10 s',
+    ],
+    [
+      'a pull that failed for good, retried now',
+      replica({ pull: pull('failed', true), detail: 'pulling 127.0.0.1:5000/team/engine:v9: 0%' }),
+      null,
+      'replica web-r1-3 cannot pull its image: tag v9 of 127.0.0.1:5000/team/engine not found',
+    ],
+  ] as const)('reason: %s', (_name, r, line, expected) => {
+    expect(failingReason(r, line)).toBe(expected);
   });
 });

@@ -1,9 +1,11 @@
 // Owns what the controller works towards for a deployment, as pure functions: how many
-// replicas of each component, the deployment's status from readiness, and each revision's
-// status. No I/O and no clock, so every rule is a table test.
+// replicas of each component, the deployment's status from readiness — `failing` when none is
+// ready and one keeps crashing (the crash-loop rule and its reason in words are here too) —
+// and each revision's status. No I/O and no clock, so every rule is a table test.
 
 import { COMPONENT } from '../domain/components.js';
 import type { DeploymentRecord, DeploymentStatus } from '../domain/records.js';
+import type { ReplicaExit, ReplicaPull } from '../runtime/runtime.js';
 
 /** The one component of a general deployment. */
 export const GENERAL_COMPONENT = COMPONENT.Replica;
@@ -23,13 +25,67 @@ export function desiredReplicas(d: DeploymentRecord, autoscaled?: number, zeroAl
 }
 
 /**
- * Status from readiness: paused wins; any ready replica makes the deployment ready; a
- * deployment scaled to zero on purpose (desired 0) stays ready, since the activator answers
- * for it; having been ready and now having none is not_ready; never ready yet is pending.
+ * Status from readiness: paused wins; any ready replica makes the deployment ready; with none
+ * ready, a crash-looping replica (`failing`, see crashLooping) makes it failing; a deployment
+ * scaled to zero on purpose (desired 0) stays ready, since the activator answers for it;
+ * having been ready (or failing after a revision served) and now having none is not_ready;
+ * never ready yet is pending.
  */
-export function deploymentStatus(d: DeploymentRecord, readyReplicas: number, desired = 1): DeploymentStatus {
+export function deploymentStatus(d: DeploymentRecord, readyReplicas: number, desired = 1, failing = false): DeploymentStatus {
   if (d.paused) return 'paused';
   if (readyReplicas > 0) return 'ready';
-  if (d.status === 'ready' || d.status === 'not_ready') return desired === 0 ? 'ready' : 'not_ready';
+  return withoutReady(d, desired === 0, failing);
+}
+
+/** The status of a deployment that does not serve now; `atZero`: scaled to zero on purpose. */
+export function withoutReady(d: DeploymentRecord, atZero: boolean, failing: boolean): DeploymentStatus {
+  if (failing && !atZero) return 'failing';
+  const served = d.status === 'ready' || d.status === 'not_ready' || (d.status === 'failing' && (d.serving_revision ?? null) !== null);
+  if (served) return atZero ? 'ready' : 'not_ready';
   return d.status === 'failed' ? 'failed' : 'pending';
+}
+
+/** Restarts without becoming ready in between that make a replica crash-looping. */
+export const CRASH_LOOP_RESTARTS = 2;
+
+/** One replica of the revision being run, as the failing rule sees it. */
+export interface ReplicaHealth {
+  name: string;
+  ready: boolean;
+  /** Restarts since it was last ready (since it started, when it never was). */
+  restartsSinceReady: number;
+  lastExit: ReplicaExit | null;
+  /** How its last image pull ended (pulled, or failed), kept while a retry runs; null before any ended. */
+  pull: ReplicaPull | null;
+  /** What the runtime says it waits on now (a failed pull: the failure and its retry). */
+  detail: string | null;
+}
+
+/**
+ * Crash-looping: not ready, and it has restarted CRASH_LOOP_RESTARTS times without becoming
+ * ready in between, or its image pull failed in a way retrying will not mend (no such image
+ * or tag, refused credentials). A replica still loading, or restarted once, is not.
+ */
+export function crashLooping(r: ReplicaHealth): boolean {
+  if (r.ready) return false;
+  return r.restartsSinceReady >= CRASH_LOOP_RESTARTS || (r.pull?.state === 'failed' && r.pull.permanent);
+}
+
+/** How a replica last ended, in words. */
+export function exitText(exit: ReplicaExit | null): string {
+  if (exit?.code !== null && exit?.code !== undefined) return `exited with code ${exit.code}`;
+  if (exit?.signal) return `was killed by ${exit.signal}`;
+  return 'could not start';
+}
+
+/** The status reason of a failing deployment: which replica, how often and how it ended, and what it said last. */
+export function failingReason(r: ReplicaHealth, lastLogLine: string | null): string {
+  if (r.pull?.state === 'failed' && r.pull.permanent) {
+    // The runtime's words carry the retry ("…; retrying in 10 s") while they are the failure's.
+    const why = r.pull.reason !== null && r.detail?.startsWith(r.pull.reason) ? r.detail : (r.pull.reason ?? r.pull.image);
+    return `replica ${r.name} cannot pull its image: ${why}`;
+  }
+  const times = `${r.restartsSinceReady} time${r.restartsSinceReady === 1 ? '' : 's'}`;
+  const said = lastLogLine !== null ? `; last log line: ${JSON.stringify(lastLogLine)}` : '';
+  return `replica ${r.name} keeps crashing: restarted ${times} without becoming ready, last ${exitText(r.lastExit)}${said}`;
 }

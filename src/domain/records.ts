@@ -17,7 +17,11 @@ export const ROUTING_POLICIES: readonly RoutingPolicy[] = ['affinity', 'prefix_a
 export function routingPolicyOf(spec: { routing_policy?: RoutingPolicy }): RoutingPolicy {
   return spec.routing_policy ?? 'affinity';
 }
-export type DeploymentStatus = 'pending' | 'ready' | 'not_ready' | 'paused' | 'failed';
+/**
+ * `failing`: no replica is ready and one of the revision being run keeps crashing (it
+ * restarted without becoming ready) or cannot pull its image; `pending` is still on its way.
+ */
+export type DeploymentStatus = 'pending' | 'ready' | 'not_ready' | 'paused' | 'failed' | 'failing';
 export type RevisionStatus = 'pending' | 'ready' | 'failed' | 'retired';
 
 export interface ConfigFile {
@@ -278,7 +282,6 @@ export interface UsageRecord {
   updated_at: string;
 }
 
-/** Every kind the store holds, by name. */
 /**
  * Credentials for a private image registry, kept in the vault so deployments can name them
  * (registry_credential_id) instead of repeating them: the password sealed, never returned.
@@ -293,6 +296,32 @@ export interface RegistryCredentialRecord {
   created_at: string;
 }
 
+/** Kubernetes' event types: `warning` for what someone may have to act on. */
+export type EventType = 'normal' | 'warning';
+
+/**
+ * What the controller and the autoscaler record of a deployment: one decision or change each
+ * (a scale, a rollout step, a replica restarting, an image pulled). Kept in the store per
+ * deployment, the newest ones only, and deleted with it; identical ones close together are
+ * folded into one with a count, as kubectl shows them.
+ */
+export interface DeploymentEvent {
+  /** When it last happened (ISO 8601). */
+  time: string;
+  /** When it first happened; `time` unless folded. */
+  first_time: string;
+  type: EventType;
+  /** One CamelCase word: ScaledUp, RolloutStarted, ReplicaRestarted, PullFailed, … */
+  reason: string;
+  message: string;
+  /** How many times it happened (folded); 1 at first. */
+  count: number;
+}
+
+/** An event as its writer gives it: the store folds and counts. */
+export type NewDeploymentEvent = Pick<DeploymentEvent, 'time' | 'type' | 'reason' | 'message'>;
+
+/** Every kind the store holds, by name. */
 export interface RecordMap {
   deployment: DeploymentRecord;
   token: TokenRecord;

@@ -18,7 +18,7 @@ import { beyondLoopback, formatAddress, listeningAddresses } from './listening-s
 import { processesInSession, sandboxProcesses, signalGroup, signalPid } from './process-tree.js';
 import { probeOnce } from './readiness.js';
 import { ReplicaBase, replicaLog, restartDelay } from './replica-base.js';
-import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell } from './runtime.js';
+import type { ReplicaExit, ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell } from './runtime.js';
 import { localShells } from './shell-launcher.js';
 import { envScript } from './env-script.js';
 import { FIXED_ENV, SANDBOX_FD, sandboxArgv, shellArgv, type SandboxedReplica, type SandboxHost } from './sandbox.js';
@@ -104,6 +104,7 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
       pid: this.child?.pid ?? null,
       restarts: this.restarts,
       detail: this.phase === 'ready' ? null : this.detail,
+      lastExit: this.lastExit,
     };
   }
 
@@ -209,6 +210,7 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
     } catch (err) {
       this.note(`cannot prepare the replica: ${(err as Error).message}`);
       this.detail = `cannot prepare the replica: ${(err as Error).message}`;
+      this.lastExit = { code: null, signal: null };
       this.crashed();
       return;
     }
@@ -218,6 +220,7 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
     if (plan.argv.length === 0) {
       this.note('cannot start: no command to run');
       this.detail = 'cannot start: no command to run';
+      this.lastExit = { code: null, signal: null };
       this.crashed();
       return;
     }
@@ -239,9 +242,10 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
     child.stdout?.on('data', (chunk: Buffer) => this.log?.chunk('stdout', chunk));
     child.stderr?.on('data', (chunk: Buffer) => this.log?.chunk('stderr', chunk));
     let gone = false;
-    const onGone = (description: string) => {
+    const onGone = (description: string, exit: ReplicaExit) => {
       if (gone) return;
       gone = true;
+      if (!this.stopping) this.lastExit = exit;
       // Whatever the leader left in its group (a shell's children) goes with it.
       if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
       this.child = null;
@@ -250,8 +254,8 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
       for (const resolve of this.exitWaiters.splice(0)) resolve();
       if (!this.stopping) this.crashed();
     };
-    child.once('error', (err) => onGone(`cannot start ${plan.argv[0]}: ${err.message}`));
-    child.once('exit', (code, signal) => onGone(`process ${child.pid} exited ${signal ? `on ${signal}` : `with code ${code}`}`));
+    child.once('error', (err) => onGone(`cannot start ${plan.argv[0]}: ${err.message}`, { code: null, signal: null }));
+    child.once('exit', (code, signal) => onGone(`process ${child.pid} exited ${signal ? `on ${signal}` : `with code ${code}`}`, { code, signal }));
     this.detail = null;
     if (child.pid !== undefined) {
       this.note(`started process ${child.pid}${sandbox !== null ? ' (replica sandbox)' : ''} on port ${this.port}`);

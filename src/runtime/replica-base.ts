@@ -1,10 +1,11 @@
-// Owns what every runtime's replica handle shares: its phase and detail, the listeners that hear
+// Owns what every runtime's replica handle shares: its phase and detail (and how it last
+// exited, and its image pull), the listeners that hear
 // each change of its observation, its runtime lines in the replica's log, its one pending timer,
 // and the restart backoff (doubling per crash in a row, up to a maximum). The local process and
 // the container replica build their supervision on it.
 
 import { logFilePath, ReplicaLogWriter } from './log-files.js';
-import type { ReplicaObservation, ReplicaPhase, ReplicaRequest } from './runtime.js';
+import type { ReplicaExit, ReplicaObservation, ReplicaPhase, ReplicaPull, ReplicaRequest } from './runtime.js';
 
 /** The replica's log under `logsDir`, when its deployment has logging on. */
 export function replicaLog(logsDir: string, req: ReplicaRequest): ReplicaLogWriter | null {
@@ -21,6 +22,9 @@ export abstract class ReplicaBase {
   protected phase: ReplicaPhase = 'starting';
   /** Why it is not ready, for the deployment's status reason. */
   protected detail: string | null = null;
+  /** How it last exited on its own, and its image pull (where the runtime pulls): the controller's events and failing status. */
+  protected lastExit: ReplicaExit | null = null;
+  protected pull: ReplicaPull | null = null;
   protected timer: NodeJS.Timeout | null = null;
   /** Failed probes in a row while ready, and crashes in a row since it was last ready (the backoff's exponent). */
   protected failedProbes = 0;

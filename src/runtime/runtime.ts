@@ -56,6 +56,25 @@ export interface ReplicaObservation {
    * "image not found: …"); null when there is nothing to say.
    */
   detail: string | null;
+  /** How it last exited on its own (a crash: the code, or the signal); null before it ever did. */
+  lastExit?: ReplicaExit | null;
+  /** Its image pull, where the runtime pulls one (Docker): what, and how it stands; null or absent when none. */
+  pull?: ReplicaPull | null;
+}
+
+/** A code, a signal, or neither when the process could not start at all. */
+export interface ReplicaExit {
+  code: number | null;
+  signal: string | null;
+}
+
+export interface ReplicaPull {
+  image: string;
+  state: 'pulling' | 'pulled' | 'failed';
+  /** Why it failed, in words; null unless failed. */
+  reason: string | null;
+  /** Failed in a way retrying will not mend (no such image or tag, refused credentials). */
+  permanent: boolean;
 }
 
 export interface ReplicaHandle {

@@ -1,5 +1,5 @@
 // Owns the fenced view of a store: the same reads, change feed and leases, with every write
-// (create, update, delete — and so `modify`) carrying the holder's fence, so that the store
+// (create, update, delete — and so `modify` — and events) carrying the holder's fence, so that the store
 // refuses it once the lease has passed to another process (FencedError). The controller
 // writes through one; what it must always be able to write (usage, which counts what really
 // ran) goes to the store itself.
@@ -21,6 +21,8 @@ export function fencedStore(store: Store, fence: Fence): Store {
     update: <K extends Kind>(kind: K, id: number, expectedVersion: number, value: RecordMap[K], options?: WriteOptions): Promise<Versioned<RecordMap[K]>> =>
       store.update(kind, id, expectedVersion, value, withFence(options)),
     delete: (kind, id, expectedVersion, options) => store.delete(kind, id, expectedVersion, withFence(options)),
+    appendEvent: (deploymentId, event, options) => store.appendEvent(deploymentId, event, withFence(options)),
+    listEvents: (deploymentId) => store.listEvents(deploymentId),
     watch: (listener) => store.watch(listener),
     onResync: (listener) => store.onResync(listener),
     holdLease: (name, holder, ttlMs) => store.holdLease(name, holder, ttlMs),

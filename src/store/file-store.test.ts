@@ -1,5 +1,6 @@
 // Tests for the file store: the shared Store contract, plus what only a file store has —
-// atomic state file writes, the LOCK file, refusing corrupt state, and rollback on a failed write.
+// atomic state file writes, the LOCK file, refusing corrupt state (events included), older
+// state files without events, and rollback on a failed write.
 
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
@@ -143,6 +144,8 @@ describe('FileStore on disk', () => {
       'an index pointing nowhere',
       '{"format": 1, "next": {"token": 2}, "records": {}, "indexes": {"token-hash": {"h": {"kind": "token", "id": 1}}}}',
     ],
+    ['events of a deployment that does not exist', '{"format": 1, "next": {}, "records": {}, "indexes": {}, "events": {"3": []}}'],
+    ['an event without a count', '{"format": 1, "next": {}, "records": {}, "indexes": {}, "events": {"3": [{"time": "t", "first_time": "t", "type": "normal", "reason": "R", "message": "m"}]}}'],
   ])('refuses a corrupt state file (%s) and leaves it untouched', async (_what, text) => {
     await writeFile(statePath(), text);
     const err = await store.open().catch((e: unknown) => e);
@@ -152,6 +155,13 @@ describe('FileStore on disk', () => {
     );
     expect(await readFile(statePath(), 'utf8')).toBe(text);
     expect(await readdir(dir)).not.toContain('LOCK');
+  });
+
+  it('loads a state file written before events existed: no deployment has any yet', async () => {
+    await writeFile(statePath(), '{"format": 1, "next": {"token": 2}, "records": {"token": {"1": {"version": 1, "unique": [], "value": {"id": 1}}}}, "indexes": {}}');
+    await store.open();
+    expect(await store.listEvents(1)).toEqual([]);
+    expect(await store.list('token')).toHaveLength(1);
   });
 
   it('rejects a write that cannot be made durable and keeps memory as it was', async () => {

@@ -1,10 +1,12 @@
 // Owns the embedded default store: all state in memory, persisted as one JSON file
 // (<dir>/state.json) that is replaced atomically after every change, guarded by a LOCK file
-// so that two processes never write the same data dir.
+// so that two processes never write the same data dir. Deployments' events live in the same
+// file, beside the records (older files without them load as having none).
 
 import { open as openFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { KINDS, type Kind, type RecordMap } from '../domain/records.js';
+import { KINDS, type DeploymentEvent, type Kind, type NewDeploymentEvent, type RecordMap } from '../domain/records.js';
+import { addEvent } from './events.js';
 import {
   ConflictError,
   FencedError,
@@ -39,6 +41,8 @@ interface State {
   next: Map<Kind, number>;
   records: Map<Kind, Map<number, Envelope>>;
   indexes: Map<string, Map<string, IndexRef>>;
+  /** Per deployment id, oldest first; arrays are replaced, never changed in place. */
+  events: Map<number, DeploymentEvent[]>;
 }
 
 interface Plan<T> {
@@ -211,8 +215,24 @@ export class FileStore implements Store {
       const next = cloneState(state);
       next.records.get(kind)?.delete(id);
       for (const u of current.unique) releaseIndex(next, u, { kind, id });
+      if (kind === 'deployment') next.events.delete(id);
       return { next, result: true, event: { kind, id, op: 'delete', version: current.version } };
     });
+  }
+
+  appendEvent(deploymentId: number, event: NewDeploymentEvent, options: WriteOptions = {}): Promise<boolean> {
+    return this.mutate((state): Plan<boolean> => {
+      this.checkFence(options.fence);
+      if (!state.records.get('deployment')?.has(deploymentId)) return { result: false };
+      const next = cloneState(state);
+      next.events.set(deploymentId, addEvent(state.events.get(deploymentId) ?? [], jsonClone(event)));
+      return { next, result: true };
+    });
+  }
+
+  async listEvents(deploymentId: number): Promise<DeploymentEvent[]> {
+    this.assertOpen();
+    return jsonClone(this.state.events.get(deploymentId) ?? []);
   }
 
   watch(listener: ChangeListener): () => void {
@@ -375,6 +395,8 @@ interface StateFile {
   next: Record<string, number>;
   records: Record<string, Record<string, Envelope>>;
   indexes: Record<string, Record<string, IndexRef>>;
+  /** Absent in files written before events existed. */
+  events?: Record<string, DeploymentEvent[]>;
 }
 
 function serializeState(state: State): string {
@@ -385,6 +407,7 @@ function serializeState(state: State): string {
       [...state.records].map(([kind, recs]) => [kind, Object.fromEntries([...recs].map(([id, env]) => [String(id), env]))]),
     ),
     indexes: Object.fromEntries([...state.indexes].map(([index, keys]) => [index, Object.fromEntries(keys)])),
+    events: Object.fromEntries([...state.events].map(([id, events]) => [String(id), events])),
   };
   return JSON.stringify(file, null, 1) + '\n';
 }
@@ -403,6 +426,7 @@ function parseState(text: string): State {
   parseNext(raw.next, state);
   parseRecords(raw.records, state);
   parseIndexes(raw.indexes, state);
+  parseEvents(raw.events, state);
   checkConsistency(state);
   return state;
 }
@@ -452,6 +476,27 @@ function parseIndexes(raw: unknown, state: State): void {
   }
 }
 
+function parseEvents(raw: unknown, state: State): void {
+  if (raw === undefined) return;
+  if (!isObject(raw)) throw new Error('"events" is not an object');
+  for (const [id, events] of Object.entries(raw)) {
+    if (!Array.isArray(events) || !events.every(isEvent)) throw new Error(`"events.${id}" is not a list of events`);
+    state.events.set(parseId(id, 'events'), events);
+  }
+}
+
+function isEvent(value: unknown): value is DeploymentEvent {
+  return (
+    isObject(value) &&
+    typeof value.time === 'string' &&
+    typeof value.first_time === 'string' &&
+    (value.type === 'normal' || value.type === 'warning') &&
+    typeof value.reason === 'string' &&
+    typeof value.message === 'string' &&
+    isPositiveInt(value.count)
+  );
+}
+
 /** Catches hand edits that would break the guarantees: reused ids and dangling unique keys. */
 function checkConsistency(state: State): void {
   for (const [kind, recs] of state.records) {
@@ -469,12 +514,15 @@ function checkConsistency(state: State): void {
       if (!state.records.get(ref.kind)?.has(ref.id)) throw new Error(`index ${index} ${JSON.stringify(key)} points at missing ${ref.kind} ${ref.id}`);
     }
   }
+  for (const id of state.events.keys()) {
+    if (!state.records.get('deployment')?.has(id)) throw new Error(`events of deployment ${id}, which does not exist`);
+  }
 }
 
 // ---- pure state helpers -----------------------------------------------------------------
 
 function emptyState(): State {
-  return { next: new Map(), records: new Map(), indexes: new Map() };
+  return { next: new Map(), records: new Map(), indexes: new Map(), events: new Map() };
 }
 
 function cloneState(state: State): State {
@@ -482,6 +530,7 @@ function cloneState(state: State): State {
     next: new Map(state.next),
     records: new Map([...state.records].map(([kind, recs]) => [kind, new Map(recs)])),
     indexes: new Map([...state.indexes].map(([index, keys]) => [index, new Map(keys)])),
+    events: new Map(state.events),
   };
 }
 

@@ -1,9 +1,12 @@
 // Owns the shared store on Redis, for running several infergate processes on one state.
 // Every write (unique-key claims, compare-and-set, the record itself, the change PUBLISH)
 // is one Lua script, so Redis applies it atomically; the change feed is a pub/sub channel.
+// A deployment's events are a list of JSON strings beside the records, folded and capped by a
+// script that mirrors store/events.ts, and deleted by the script that deletes the deployment.
 
 import { Redis } from 'ioredis';
-import { KINDS, type Kind, type RecordMap } from '../domain/records.js';
+import { KINDS, type DeploymentEvent, type Kind, type NewDeploymentEvent, type RecordMap } from '../domain/records.js';
+import { EVENT_FOLD_WINDOW, EVENTS_PER_DEPLOYMENT } from './events.js';
 import {
   ConflictError,
   FencedError,
@@ -73,8 +76,9 @@ redis.call('PUBLISH', ARGV[4], '{"kind":"' .. ARGV[5] .. '","id":' .. ARGV[1] ..
 return {'ok', v}
 `;
 
-// KEYS[1] record hash, KEYS[2] the fence key; ARGV: id, expected version ('' = any), channel,
-// kind, index key prefix, fence holder.
+// KEYS[1] record hash, KEYS[2] the record's events list (a deployment's: deleted with it),
+// KEYS[3] the fence key; ARGV: id, expected version ('' = any), channel, kind, index key
+// prefix, fence holder.
 // The index hashes are only known from the stored envelope, so they are derived here; that
 // is fine on a standalone Redis (not Cluster).
 const DELETE_LUA = `${FENCE_LUA}
@@ -83,6 +87,7 @@ if not raw then return {'missing'} end
 local env = cjson.decode(raw)
 if ARGV[2] ~= '' and env.v ~= tonumber(ARGV[2]) then return {'stale'} end
 redis.call('HDEL', KEYS[1], ARGV[1])
+if ARGV[4] == 'deployment' then redis.call('DEL', KEYS[2]) end
 local ref = ARGV[4] .. ':' .. ARGV[1]
 for _, u in ipairs(env.u) do
   local idx = ARGV[5] .. u.index
@@ -90,6 +95,32 @@ for _, u in ipairs(env.u) do
 end
 redis.call('PUBLISH', ARGV[3], '{"kind":"' .. ARGV[4] .. '","id":' .. ARGV[1] .. ',"op":"delete","version":' .. env.v .. '}')
 return {'ok', env.v}
+`;
+
+// KEYS[1] the deployment hash, KEYS[2] its events list, KEYS[3] the fence key; ARGV: id, time,
+// type, reason, message, fold window, cap, fence holder. store/events.ts's addEvent: a recent
+// identical event is taken out (its slot marked '', which no JSON event is, then removed) and
+// put back as the newest with its count and time moved on; else a new one is appended.
+const APPEND_EVENT_LUA = `${FENCE_LUA}
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return {'missing'} end
+local n = redis.call('LLEN', KEYS[2])
+local from = n - tonumber(ARGV[6])
+if from < 0 then from = 0 end
+local recent = redis.call('LRANGE', KEYS[2], from, -1)
+for i = #recent, 1, -1 do
+  local e = cjson.decode(recent[i])
+  if e.type == ARGV[3] and e.reason == ARGV[4] and e.message == ARGV[5] then
+    e.time = ARGV[2]
+    e.count = e.count + 1
+    redis.call('LSET', KEYS[2], from + i - 1, '')
+    redis.call('LREM', KEYS[2], 1, '')
+    redis.call('RPUSH', KEYS[2], cjson.encode(e))
+    return {'ok', 1}
+  end
+end
+redis.call('RPUSH', KEYS[2], cjson.encode({time = ARGV[2], first_time = ARGV[2], type = ARGV[3], reason = ARGV[4], message = ARGV[5], count = 1}))
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[7]), -1)
+return {'ok', 1}
 `;
 
 type ScriptReply = [string, number?];
@@ -140,6 +171,7 @@ interface ScriptCommands {
   infergateCreate: ScriptCommand;
   infergateUpdate: ScriptCommand;
   infergateDelete: ScriptCommand;
+  infergateAppendEvent: ScriptCommand;
   infergateLease: ScriptCommand;
   infergateRelease: ScriptCommand;
   infergatePublish: ScriptCommand;
@@ -197,6 +229,7 @@ export class RedisStore implements Store {
     redis.defineCommand('infergateCreate', { lua: CREATE_LUA });
     redis.defineCommand('infergateUpdate', { lua: UPDATE_LUA });
     redis.defineCommand('infergateDelete', { lua: DELETE_LUA });
+    redis.defineCommand('infergateAppendEvent', { lua: APPEND_EVENT_LUA });
     redis.defineCommand('infergateLease', { lua: LEASE_LUA });
     redis.defineCommand('infergateRelease', { lua: RELEASE_LUA });
     redis.defineCommand('infergatePublish', { lua: PUBLISH_LUA });
@@ -333,8 +366,9 @@ export class RedisStore implements Store {
   async delete(kind: Kind, id: number, expectedVersion?: number, options: WriteOptions = {}): Promise<boolean> {
     await this.eventsReady();
     const [status] = await this.scripts().infergateDelete(
-      2,
+      3,
       this.recKey(kind),
+      this.eventsKey(id),
       this.fenceKey(options.fence),
       String(id),
       expectedVersion === undefined ? '' : String(expectedVersion),
@@ -346,6 +380,33 @@ export class RedisStore implements Store {
     if (status === 'fenced' && options.fence) throw new FencedError(options.fence);
     if (status === 'stale') throw new VersionConflictError(kind, id);
     return status === 'ok';
+  }
+
+  async appendEvent(deploymentId: number, event: NewDeploymentEvent, options: WriteOptions = {}): Promise<boolean> {
+    const [status] = await this.scripts().infergateAppendEvent(
+      3,
+      this.recKey('deployment'),
+      this.eventsKey(deploymentId),
+      this.fenceKey(options.fence),
+      String(deploymentId),
+      event.time,
+      event.type,
+      event.reason,
+      event.message,
+      String(EVENT_FOLD_WINDOW),
+      String(EVENTS_PER_DEPLOYMENT),
+      options.fence?.holder ?? '',
+    );
+    if (status === 'fenced' && options.fence) throw new FencedError(options.fence);
+    return status === 'ok';
+  }
+
+  async listEvents(deploymentId: number): Promise<DeploymentEvent[]> {
+    const raw = await this.client().lrange(this.eventsKey(deploymentId), 0, -1);
+    return raw.map((text) => {
+      const e = JSON.parse(text) as DeploymentEvent;
+      return { time: e.time, first_time: e.first_time, type: e.type, reason: e.reason, message: e.message, count: e.count };
+    });
   }
 
   watch(listener: ChangeListener): () => void {
@@ -439,6 +500,11 @@ export class RedisStore implements Store {
 
   private idxKey(index: string): string {
     return `${this.prefix}:idx:${index}`;
+  }
+
+  /** A deployment's events list; the delete script is handed the one of the record's id, and deletes it only for a deployment. */
+  private eventsKey(deploymentId: number): string {
+    return `${this.prefix}:events:${deploymentId}`;
   }
 
   private seqKey(kind: Kind): string {

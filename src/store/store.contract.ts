@@ -1,10 +1,10 @@
 // Owns the behavioural contract every Store implementation must meet (ids, compare-and-set,
 // unique keys, deletes, the change feed, durability across reopen, modify() under
-// contention). Implementation test files call describeStoreContract with a factory.
+// contention, deployments' events: folded, capped, fenced, kept and deleted with the deployment). Implementation test files call describeStoreContract with a factory.
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { generalSpec } from '../../test/helpers/spec-fixtures.js';
-import type { DeploymentRecord, ReplicaRecord, ServiceAccountRecord, TokenRecord } from '../domain/records.js';
+import type { DeploymentRecord, NewDeploymentEvent, ReplicaRecord, ServiceAccountRecord, TokenRecord } from '../domain/records.js';
 import {
   ConflictError,
   FencedError,
@@ -16,6 +16,7 @@ import {
   type Versioned,
 } from './store.js';
 import { fencedStore } from './fenced-store.js';
+import { EVENT_FOLD_WINDOW, EVENTS_PER_DEPLOYMENT } from './events.js';
 
 export interface StoreHarness {
   /** An opened store on fresh, empty state. */
@@ -356,6 +357,91 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await new Promise((r) => setTimeout(r, 250));
         expect(Object.fromEntries(await store.readReports('load'))).toEqual({ 'gw-a': '{"n":2}' });
         expect(await store.readReports('none')).toEqual(new Map());
+      });
+    });
+
+    describe('events', () => {
+      const at = (second: number) => new Date(Date.UTC(2026, 0, 1, 12, 0, second)).toISOString();
+      const event = (second: number, message: string, reason = 'ScaledUp', type: NewDeploymentEvent['type'] = 'normal'): NewDeploymentEvent => ({ time: at(second), type, reason, message });
+      const deployment = async (name: string) => (await store.create('deployment', (id) => deploymentRecord(id, name))).value.id;
+
+      it('are kept per deployment, oldest first, each with a count of one', async () => {
+        const web = await deployment('web');
+        const api = await deployment('api');
+        expect(await store.listEvents(web)).toEqual([]);
+        expect(await store.appendEvent(web, event(1, 'desired replicas 1 → 2'))).toBe(true);
+        expect(await store.appendEvent(api, event(2, 'revision 1 rolling out', 'RolloutStarted'))).toBe(true);
+        expect(await store.appendEvent(web, event(3, 'replica web-r1-4 exited with code 1', 'ReplicaRestarted', 'warning'))).toBe(true);
+        expect(await store.listEvents(web)).toEqual([
+          { time: at(1), first_time: at(1), type: 'normal', reason: 'ScaledUp', message: 'desired replicas 1 → 2', count: 1 },
+          { time: at(3), first_time: at(3), type: 'warning', reason: 'ReplicaRestarted', message: 'replica web-r1-4 exited with code 1', count: 1 },
+        ]);
+        expect((await store.listEvents(api)).map((e) => e.reason)).toEqual(['RolloutStarted']);
+      });
+
+      it('fold a repeat of a recent event into it: counted, moved to the newest, first time kept', async () => {
+        const id = await deployment('web');
+        await store.appendEvent(id, event(1, 'pulling img', 'ImagePulling'));
+        await store.appendEvent(id, event(2, 'cannot pull img', 'PullFailed', 'warning'));
+        await store.appendEvent(id, event(3, 'pulling img', 'ImagePulling'));
+        await store.appendEvent(id, event(4, 'cannot pull img', 'PullFailed', 'warning'));
+        await store.appendEvent(id, event(5, 'cannot pull img', 'PullFailed', 'normal')); // another type: not the same event
+        expect(await store.listEvents(id)).toEqual([
+          { time: at(3), first_time: at(1), type: 'normal', reason: 'ImagePulling', message: 'pulling img', count: 2 },
+          { time: at(4), first_time: at(2), type: 'warning', reason: 'PullFailed', message: 'cannot pull img', count: 2 },
+          { time: at(5), first_time: at(5), type: 'normal', reason: 'PullFailed', message: 'cannot pull img', count: 1 },
+        ]);
+        // Beyond the fold window a repeat is news again.
+        for (let i = 0; i < EVENT_FOLD_WINDOW; i++) await store.appendEvent(id, event(10 + i, `step ${i}`, 'RolloutStep'));
+        await store.appendEvent(id, event(30, 'pulling img', 'ImagePulling'));
+        const events = await store.listEvents(id);
+        expect(events.filter((e) => e.reason === 'ImagePulling').map((e) => e.count)).toEqual([2, 1]);
+      });
+
+      it(`keep the newest ${EVENTS_PER_DEPLOYMENT} and drop the oldest`, async () => {
+        const id = await deployment('web');
+        for (let i = 0; i < EVENTS_PER_DEPLOYMENT + 5; i++) await store.appendEvent(id, event(i % 60, `event ${i}`));
+        const events = await store.listEvents(id);
+        expect(events).toHaveLength(EVENTS_PER_DEPLOYMENT);
+        expect(events[0]!.message).toBe('event 5');
+        expect(events.at(-1)!.message).toBe(`event ${EVENTS_PER_DEPLOYMENT + 4}`);
+      });
+
+      it('go with their deployment: none for a missing one, none written after the delete', async () => {
+        const id = await deployment('web');
+        expect(await store.appendEvent(99, event(1, 'nobody'))).toBe(false);
+        expect(await store.listEvents(99)).toEqual([]);
+        await store.appendEvent(id, event(1, 'desired replicas 1 → 2'));
+        expect(await store.delete('deployment', id)).toBe(true);
+        expect(await store.listEvents(id)).toEqual([]);
+        expect(await store.appendEvent(id, event(2, 'late writer'))).toBe(false);
+        expect(await store.listEvents(id)).toEqual([]);
+        // Deleting another kind with the same id leaves a deployment's events alone.
+        const other = await deployment('api');
+        await store.appendEvent(other, event(3, 'kept'));
+        await store.create('replica', (rid) => replicaRecord(rid));
+        await store.delete('replica', other);
+        expect(await store.listEvents(other)).toHaveLength(1);
+      });
+
+      it('are no change on the feed, are fenced like records, and survive a reopen', async () => {
+        const id = await deployment('web');
+        const changes: ChangeEvent[] = [];
+        const stop = store.watch((e) => changes.push(e));
+        await store.appendEvent(id, event(1, 'unfenced'));
+        const a = fencedStore(store, { lease: 'controller', holder: 'a' });
+        await expect(a.appendEvent(id, event(2, 'nobody holds the lease'))).rejects.toBeInstanceOf(FencedError);
+        expect(await store.holdLease('controller', 'a', 10_000)).toBe(1);
+        expect(await a.appendEvent(id, event(3, 'by the holder'))).toBe(true);
+        await createToken(store, 'marker');
+        await vi.waitFor(() => expect(changes).toHaveLength(1), { timeout: 5_000 });
+        expect(changes[0]).toMatchObject({ kind: 'token' });
+        stop();
+        const before = await store.listEvents(id);
+        expect(before.map((e) => e.message)).toEqual(['unfenced', 'by the holder']);
+        await store.close();
+        const reopened = await harness.reopen();
+        expect(await reopened.listEvents(id)).toEqual(before);
       });
     });
 

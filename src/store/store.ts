@@ -3,7 +3,7 @@
 // keys (deployment names, token hashes, key hashes) are claimed atomically with the record;
 // every committed change is announced on the change feed.
 
-import type { Kind, RecordMap } from '../domain/records.js';
+import type { DeploymentEvent, Kind, NewDeploymentEvent, RecordMap } from '../domain/records.js';
 
 /** A unique key claimed by a record, released when the record is deleted. */
 export interface UniqueKey {
@@ -86,6 +86,17 @@ export interface Store {
    * Returns false when it did not exist.
    */
   delete(kind: Kind, id: number, expectedVersion?: number, options?: WriteOptions): Promise<boolean>;
+
+  /**
+   * Adds an event to deployment `deploymentId`'s events (store/events.ts: folded into a recent
+   * identical one, the newest EVENTS_PER_DEPLOYMENT kept), in the same atomic step as checking
+   * that the deployment exists: false, and nothing written, when it does not — so a writer
+   * late after a delete leaves nothing behind. Events are not records: no version, no change
+   * event. Deleting the deployment record deletes its events.
+   */
+  appendEvent(deploymentId: number, event: NewDeploymentEvent, options?: WriteOptions): Promise<boolean>;
+  /** The deployment's events, oldest first (by last occurrence); empty when it has none. */
+  listEvents(deploymentId: number): Promise<DeploymentEvent[]>;
 
   /** Subscribes to committed changes (this process's and, for shared stores, others'). */
   watch(listener: ChangeListener): () => void;

@@ -1,6 +1,7 @@
 // Owns how a status reads: a word and a colour, never colour alone (ready green, pending and
-// not ready amber, failed red, paused grey), and the reason in words beside it when the
-// controller gives one ("Pulling 127.0.0.1:5000/team/engine:v1: 45%").
+// not ready amber, failed and failing red — a replica crash-looping is not on its way, unlike
+// pending — paused grey), and the reason in words beside it when the controller gives one
+// ("Pulling 127.0.0.1:5000/team/engine:v1: 45%", a crash-looping replica and its last log line).
 
 import type { Status } from '../api/types';
 import { statusReasonText } from './status-reason';
@@ -11,6 +12,7 @@ const WORDS: Record<Status, string> = {
   not_ready: 'Not ready',
   paused: 'Paused',
   failed: 'Failed',
+  failing: 'Failing',
   deleting: 'Deleting',
 };
 

@@ -1,12 +1,24 @@
 // Owns the Activity tab: in-flight and held requests, desired and ready replicas over the
-// last 15 minutes, so a user watches the autoscaler decide. The figures come from where the
-// autoscaler runs, in 5-second steps, refreshed every 5 seconds.
+// last 15 minutes, so a user watches the autoscaler decide — the figures come from where the
+// autoscaler runs, in 5-second steps, refreshed every 5 seconds, the step in progress left out
+// (autoscaler-now.ts) — and under them the deployment's events, newest first: the decisions
+// with their figures, rollout steps, replicas restarting or failing, image pulls.
 
-import type { ActivityAnswer, Deployment } from '../api/types';
+import type { ActivityAnswer, Deployment, DeploymentEvent, Items } from '../api/types';
 import { usePoll } from '../hooks';
 import { Chart } from '../components/chart';
+import { autoscalerNow, scaledWhat, settledPoints } from '../components/autoscaler-now';
 
 export function ActivityTab({ d }: { d: Deployment }) {
+  return (
+    <div>
+      <AutoscalerCharts d={d} />
+      <EventsTable d={d} />
+    </div>
+  );
+}
+
+function AutoscalerCharts({ d }: { d: Deployment }) {
   const activity = usePoll<ActivityAnswer>(`/deployments/${d.family}/${d.id}/activity`, 5000);
   const a = activity.data;
   if (activity.error) {
@@ -24,26 +36,25 @@ export function ActivityTab({ d }: { d: Deployment }) {
       </div>
     );
   }
-  const x = a.points.map((p) => Date.parse(p.t) / 1000);
-  const what = a.component === 'Replica' ? 'replica' : `${a.component} replica`;
-  const last = a.points.at(-1);
+  const points = settledPoints(a);
+  const x = points.map((p) => Date.parse(p.t) / 1000);
+  const what = scaledWhat(a);
+  const now = autoscalerNow(a);
   const end = Math.max(Date.now() / 1000, x.at(-1) ?? 0);
   const span: [number, number] = [end - a.window_seconds, end];
   return (
     <div>
       <p role="status" data-testid="activity-now">
-        {last
-          ? `Now: ${last.in_flight} in flight (peak ${last.in_flight_max}), ${last.held} held; the autoscaler wants ${last.desired ?? '—'} ${what}${last.desired === 1 ? '' : 's'}, ${last.ready} ready.`
-          : 'No activity recorded yet: figures appear within a few seconds.'}
+        {now ? `Now: the autoscaler ${now}.` : points.length > 0 ? 'The autoscaler has not decided yet.' : 'No activity recorded yet: figures appear within a few seconds.'}
       </p>
       <Chart
         title="Requests in flight (last 15 minutes)"
         x={x}
         xRange={span}
         series={[
-          { label: 'In flight (mean)', color: '#3b5bdb', values: a.points.map((p) => p.in_flight) },
-          { label: 'In flight (peak)', color: '#748ffc', values: a.points.map((p) => p.in_flight_max) },
-          { label: 'Held (scale from zero)', color: '#e67700', values: a.points.map((p) => p.held) },
+          { label: 'In flight (mean)', color: '#3b5bdb', values: points.map((p) => p.in_flight) },
+          { label: 'In flight (peak)', color: '#748ffc', values: points.map((p) => p.in_flight_max) },
+          { label: 'Held (scale from zero)', color: '#e67700', values: points.map((p) => p.held) },
         ]}
       />
       <Chart
@@ -51,8 +62,8 @@ export function ActivityTab({ d }: { d: Deployment }) {
         x={x}
         xRange={span}
         series={[
-          { label: 'Desired', color: '#862e9c', stepped: true, values: a.points.map((p) => p.desired) },
-          { label: 'Ready', color: '#2b8a3e', stepped: true, values: a.points.map((p) => p.ready) },
+          { label: 'Desired', color: '#862e9c', stepped: true, values: points.map((p) => p.desired) },
+          { label: 'Ready', color: '#2b8a3e', stepped: true, values: points.map((p) => p.ready) },
         ]}
       />
       <details>
@@ -69,7 +80,7 @@ export function ActivityTab({ d }: { d: Deployment }) {
             </tr>
           </thead>
           <tbody>
-            {[...a.points].reverse().map((p) => (
+            {[...points].reverse().map((p) => (
               <tr key={p.t}>
                 <td>{new Date(p.t).toLocaleTimeString()}</td>
                 <td className="num">{p.in_flight}</td>
@@ -83,5 +94,62 @@ export function ActivityTab({ d }: { d: Deployment }) {
         </table>
       </details>
     </div>
+  );
+}
+
+/** How long ago, kubectl's way: one unit, rounded down (45s, 12m, 3h, 5d). */
+function age(iso: string, now: number): string {
+  const seconds = Math.max(0, Math.floor((now - Date.parse(iso)) / 1000));
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m`;
+  if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h`;
+  return `${Math.floor(seconds / 86_400)}d`;
+}
+
+function EventsTable({ d }: { d: Deployment }) {
+  const events = usePoll<Items<DeploymentEvent>>(`/deployments/${d.family}/${d.id}/events`, 5000);
+  const now = Date.now();
+  const items = [...(events.data?.items ?? [])].reverse();
+  return (
+    <section aria-labelledby="events-heading">
+      <h2 id="events-heading">Events</h2>
+      {events.error ? (
+        <div className="notice" role="note">
+          {events.error.message}
+        </div>
+      ) : !events.data ? (
+        <p className="subtle">Loading…</p>
+      ) : items.length === 0 ? (
+        <p className="subtle">No events yet: scale decisions, rollout steps, replica restarts and image pulls appear here.</p>
+      ) : (
+        <div className="table-wrap">
+          <table aria-label="Events">
+            <thead>
+              <tr>
+                <th scope="col">Type</th>
+                <th scope="col">Reason</th>
+                <th scope="col">Age</th>
+                <th scope="col">Message</th>
+              </tr>
+            </thead>
+            <tbody>
+              {items.map((e) => (
+                <tr key={`${e.first_time}-${e.reason}-${e.message}`} data-type={e.type}>
+                  <td>
+                    <span className={e.type === 'warning' ? 'status status-failing' : 'status status-ready'}>{e.type === 'warning' ? 'Warning' : 'Normal'}</span>
+                  </td>
+                  <td>{e.reason}</td>
+                  <td title={e.count > 1 ? `${e.count} times since ${new Date(e.first_time).toLocaleString()}` : new Date(e.time).toLocaleString()}>
+                    {age(e.time, now)}
+                    {e.count > 1 ? ` (×${e.count} over ${age(e.first_time, now)})` : ''}
+                  </td>
+                  <td>{e.message}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
   );
 }

@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import type { LocalReplicaTiming } from '../local-replica.js';
 import { probeAnswer, probeOnce, readinessProbe, type Probe } from '../readiness.js';
 import { ReplicaBase, replicaLog, restartDelay } from '../replica-base.js';
-import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell } from '../runtime.js';
+import type { ReplicaExit, ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell } from '../runtime.js';
 import { containerName, publishedPort, runsSimulated, type ContainerInputs, type ContainerPlan, planContainer } from './container-spec.js';
 import { dockerShells } from './exec-shell.js';
 import { PullError, type ImagePuller } from './image-puller.js';
@@ -101,6 +101,8 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
       pid: this.pid,
       restarts: this.restarts,
       detail: this.phase === 'ready' ? null : this.detail,
+      lastExit: this.lastExit,
+      pull: this.pull,
     };
   }
 
@@ -172,6 +174,7 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
       // Removed behind the runtime's back: made anew at the next try.
       if ((err as { statusCode?: number }).statusCode === 404) this.container = null;
       this.note(`cannot start the container: ${(err as Error).message}`);
+      this.lastExit = { code: null, signal: null };
       this.crashed(`cannot start the container: ${firstLine((err as Error).message)}`);
     }
   }
@@ -205,8 +208,11 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
         this.setDetail(`preparing the reference engine image ${plan.image}`);
         await this.deps.engineImage((line) => this.note(line));
       } else {
+        this.pull = { image: plan.image, state: 'pulling', reason: null, permanent: false };
         this.setDetail(`pulling ${plan.image}`);
         await this.deps.puller.ensure(plan.image, this.req.registryAuth, (pct) => this.setDetail(`pulling ${plan.image}: ${pct}%`));
+        this.pull = { image: plan.image, state: 'pulled', reason: null, permanent: false };
+        this.emit();
       }
       return true;
     } catch (err) {
@@ -214,6 +220,9 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
       const retryAt = err instanceof PullError ? err.retryAt : Date.now() + this.deps.timing.backoffMaxMs;
       const waitMs = Math.max(1000, retryAt - Date.now());
       const reason = err instanceof PullError ? err.failure.reason : `the image cannot be prepared: ${firstLine((err as Error).message)}`;
+      // Retried with a backoff whatever the kind; these ones only an edit of the deployment (or the registry) mends.
+      const permanent = err instanceof PullError && ['unknown_image', 'unknown_tag', 'refused_credentials'].includes(err.failure.kind);
+      if (!plan.simulated) this.pull = { image: plan.image, state: 'failed', reason, permanent };
       this.note(`${reason}; trying again in ${Math.round(waitMs / 1000)} s`);
       this.deps.logger.warn({ replica: this.req.name, image: plan.image, kind: err instanceof PullError ? err.failure.kind : 'other', reason }, 'image pull failed');
       this.setDetail(`${reason}; retrying in ${Math.round(waitMs / 1000)} s`);
@@ -240,8 +249,8 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     this.emit();
     await this.follow(container, since);
     void container.wait().then(
-      (result: { StatusCode?: number }) => this.exited(container, `container exited with code ${result.StatusCode ?? '?'}`),
-      (err: Error) => this.exited(container, `lost the container: ${firstLine(err.message)}`),
+      (result: { StatusCode?: number }) => this.exited(container, `container exited with code ${result.StatusCode ?? '?'}`, { code: result.StatusCode ?? null, signal: null }),
+      (err: Error) => this.exited(container, `lost the container: ${firstLine(err.message)}`, { code: null, signal: null }),
     );
     this.schedule();
   }
@@ -270,9 +279,10 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     this.unfollow = () => stream.destroy?.();
   }
 
-  private exited(container: Container, description: string): void {
+  private exited(container: Container, description: string, exit: ReplicaExit): void {
     if (this.stopping || this.container !== container) return;
     this.note(description);
+    this.lastExit = exit;
     this.port = null;
     this.pid = null;
     this.crashed(description);
