@@ -10,6 +10,7 @@ import path from 'node:path';
 import { FRONTEND_IMAGE } from '../domain/image-map.js';
 import { routingPolicyOf, type DeploymentRecord, type DeploymentStatus, type OrchestratedSpec } from '../domain/records.js';
 import type { ReplicaSpec } from '../runtime/runtime.js';
+import { withoutReady } from './desired.js';
 
 export const FRONTEND = COMPONENT.Frontend;
 const WORKER_IMAGE = 'infergate/reference-engine';
@@ -29,13 +30,18 @@ export function orchestratedDesired(d: DeploymentRecord, autoscaled?: number): R
   return { [FRONTEND]: off ?? 1, [COMPONENT.Worker]: off ?? workers };
 }
 
-/** Ready only with a ready Frontend and workers to serve behind it. */
-export function orchestratedStatus(d: DeploymentRecord, ready: Record<string, number>, desired: Record<string, number>): DeploymentStatus {
+/**
+ * Ready only with a ready Frontend and workers to serve behind it; otherwise failing while a
+ * replica of any component crash-loops (`failing`), else as a general deployment without a
+ * ready replica.
+ */
+export function orchestratedStatus(d: DeploymentRecord, ready: Record<string, number>, desired: Record<string, number>, failing = false): DeploymentStatus {
   if (d.paused) return 'paused';
   const workers = d.spec.family === 'orchestrated' && d.spec.serving_mode === 'disaggregated' ? (ready.Prefill ?? 0) > 0 && (ready.Decode ?? 0) > 0 : (ready.Worker ?? 0) > 0;
   if ((ready[FRONTEND] ?? 0) > 0 && workers) return 'ready';
-  if (d.status === 'ready' || d.status === 'not_ready') return (desired[FRONTEND] ?? 0) === 0 ? d.status : 'not_ready';
-  return 'pending';
+  if ((desired[FRONTEND] ?? 0) === 0 && (d.status === 'ready' || d.status === 'not_ready')) return d.status;
+  const status = withoutReady(d, false, failing);
+  return status === 'failed' ? 'pending' : status;
 }
 
 /** vLLM worker arguments the simulator takes: some map onto its knobs, some it accepts and ignores. */
@@ -108,7 +114,9 @@ export function orchestratedRequest(
     ...base,
     image: WORKER_IMAGE,
     tag: 'openai',
-    command: ['--model', spec.model, ...role, ...hub, ...workerArgs(spec.extra_args)],
+    // Workers answer with the served name too, so what clients see in a response's `model` is
+    // the name they sent; last, so extra_args cannot make a worker answer under another name.
+    command: ['--model', spec.model, ...role, ...hub, ...workerArgs(spec.extra_args), ...(spec.served_model_name !== null ? ['--served-model-name', spec.served_model_name] : [])],
     env: { ...spec.env, ...secretEnv },
     configFile: hubToken !== null ? { filename: HUB_TOKEN_FILE, mount_path: HUB_TOKEN_DIR, content: hubToken } : null,
     modelCaching: spec.enable_model_caching,

@@ -10,6 +10,7 @@ describe('parseEngineOptions', () => {
       host: '0.0.0.0',
       port: 8000,
       model: 'sim/model',
+      servedModel: 'sim/model',
       startupMs: 2000,
       warmLoadRatio: 0.1,
       ttftMs: 50,
@@ -33,6 +34,11 @@ describe('parseEngineOptions', () => {
       replicaId: 'r',
       cacheDir: '/c',
     });
+  });
+
+  it('--served-model-name is the name answers give; the model stays what is loaded', () => {
+    expect(parseEngineOptions(['--model', 'org/m', '--served-model-name', 'chat model'], {})).toMatchObject({ model: 'org/m', servedModel: 'chat model' });
+    expect(() => parseEngineOptions(['--served-model-name', 'a\nb'], {})).toThrow(/--served-model-name must be at most 256 characters, without control characters/);
   });
 
   it('accepts the v2 flavor, its port taken from PORT like the others', () => {

@@ -11,8 +11,13 @@ export interface EngineOptions {
   flavor: Flavor;
   host: string;
   port: number;
-  /** The served model name (openai, nim, v2); ollama serves whatever is pulled. */
+  /** The model loaded (its cache directory's name); answers name servedModel. Ollama serves whatever is pulled. */
   model: string;
+  /**
+   * The name the engine answers to and reports (openai, nim, v2): `--served-model-name`, else
+   * the model. Requests may name either, as the orchestrated Frontend's clients may.
+   */
+  servedModel: string;
   /** Model load time on a cold start, and its multiplier when the model cache is warm. */
   startupMs: number;
   warmLoadRatio: number;
@@ -75,7 +80,8 @@ export const ENGINE_OPTIONS: FlagSpec[] = [
   { flag: 'flavor', default: 'openai', help: 'openai | ollama | nim | v2 (KServe v2 / Triton gRPC, h2c on --port)' },
   { flag: 'host', default: '0.0.0.0', help: 'listen address' },
   { flag: 'port', env: 'PORT', default: '8000', help: 'listen port (0: any free port)' },
-  { flag: 'model', default: 'sim/model', help: 'served model name (openai, nim, v2)' },
+  { flag: 'model', default: 'sim/model', help: 'the model to load (openai, nim, v2)' },
+  { flag: 'served-model-name', default: '', help: "the name responses and /v1/models give, as vLLM's flag; requests may name it or --model [default: --model]" },
   { flag: 'startup-ms', default: '2000', help: 'simulated model load time on a cold start' },
   { flag: 'warm-load-ratio', default: '0.1', help: 'load (and ollama pull) time multiplier when the model cache is warm, 0..1' },
   { flag: 'ttft-ms', default: '50', help: 'time to first token once a sequence runs' },
@@ -128,6 +134,11 @@ export function parseEngineOptions(argv: string[], env: NodeJS.ProcessEnv, pid =
   if (!MODEL_NAME_RE.test(model)) {
     throw new EngineOptionsError(`--model must start with a letter or digit and use only letters, digits and ._:/@- , not "${model}"`);
   }
+  const served = f.optional('served-model-name');
+  // Not a path: any name a client can send, without control characters.
+  if (served !== null && (served.length > 256 || /[\x00-\x1f\x7f]/.test(served))) {
+    throw new EngineOptionsError('--served-model-name must be at most 256 characters, without control characters');
+  }
   const host = f.required('host');
   const replicaId = pick('replica-id') || `sim-${pid}`;
   const logLevel = f.logLevel();
@@ -140,6 +151,7 @@ export function parseEngineOptions(argv: string[], env: NodeJS.ProcessEnv, pid =
     host,
     port: f.port('port'),
     model,
+    servedModel: served ?? model,
     startupMs: f.integer('startup-ms', 0, 86_400_000),
     warmLoadRatio: f.decimal('warm-load-ratio', 0, 1),
     ttftMs: f.decimal('ttft-ms', 0, 3_600_000),

@@ -78,7 +78,8 @@ export function createEngine(deps: EngineDeps): Engine {
   // Disaggregated serving (--kv-role prefill|decode): the KV transfer connector.
   const kvWorker = options.kv.role !== 'none' ? createKvWorker(options.kv, log) : null;
 
-  const servedModels = (): string[] => (options.flavor === 'ollama' ? pulled.names() : [options.model]);
+  const served = options.servedModel;
+  const servedModels = (): string[] => (options.flavor === 'ollama' ? pulled.names() : [served]);
   // Prefix caching and prefill cost model the OpenAI-compatible API of one served model.
   const prefixCache = options.prefix.enabled && options.flavor !== 'ollama' ? new PrefixCache(options.prefix.blockSize, options.prefix.capacityTokens) : null;
   const prefill = prefixCache !== null || options.prefix.prefillMsPerToken > 0 ? new PrefillModel(prefixCache, options.prefix.prefillMsPerToken) : null;
@@ -93,8 +94,10 @@ export function createEngine(deps: EngineDeps): Engine {
   const resolveServed = (requested: string): ModelResolution => {
     if (status.state === 'loading') return { ok: false, status: 503, message: `model ${options.model} is still loading; retry when the engine is ready`, code: null };
     if (status.state === 'failed') return { ok: false, status: 503, message: `model ${options.model} is not loaded: ${status.why}`, code: null };
-    if (requested !== options.model) return { ok: false, status: 404, message: `The model \`${requested}\` does not exist.`, code: 'model_not_found' };
-    return { ok: true, model: options.model, label: options.model };
+    // The served name or the model itself, as vLLM answers and as the orchestrated Frontend
+    // (which forwards the model id) needs; answers and metrics say the served name.
+    if (requested !== served && requested !== options.model) return { ok: false, status: 404, message: `The model \`${requested}\` does not exist.`, code: 'model_not_found' };
+    return { ok: true, model: served, label: served };
   };
 
   const base = {
@@ -106,7 +109,7 @@ export function createEngine(deps: EngineDeps): Engine {
   const openai: OpenAIContext =
     options.flavor === 'ollama'
       ? { ...base, replicaId: options.replicaId, resolve: (m) => pulled.resolve(m), models: () => pulled.cards() }
-      : { ...base, replicaId: options.replicaId, resolve: resolveServed, models: () => [modelCard(options.model, startedAt)], ...(kvWorker ? { kv: kvWorker.hook } : {}), ...(prefill ? { prefill } : {}) };
+      : { ...base, replicaId: options.replicaId, resolve: resolveServed, models: () => [modelCard(served, startedAt)], ...(kvWorker ? { kv: kvWorker.hook } : {}), ...(prefill ? { prefill } : {}) };
   const ollamaCtx: ollama.OllamaContext = {
     ...base,
     models: pulled,
@@ -151,14 +154,14 @@ export function createEngine(deps: EngineDeps): Engine {
         engine: 'infergate reference engine',
         simulated: true,
         flavor: options.flavor,
-        model: options.model,
+        model: served,
         status: status.state,
       }),
     );
   }
   if (options.flavor === 'nim') {
     on('GET', '/v1/health/live', (_req, res) => nim.handleLive(res));
-    on('GET', '/v1/metadata', (_req, res) => nim.handleMetadata(res, options.model, deps.release));
+    on('GET', '/v1/metadata', (_req, res) => nim.handleMetadata(res, served, deps.release));
     on('GET', '/v1/version', (_req, res) => nim.handleVersion(res, deps.release));
     on('GET', '/v1/metrics', serveMetrics);
   }

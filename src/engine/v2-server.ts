@@ -51,7 +51,10 @@ export function createV2Engine(deps: EngineDeps): Engine {
   const scheduler = new Scheduler(options, {
     onCallbackError: (err) => log.error({ err }, 'a response callback failed; its sequence was aborted'),
   });
-  const metrics = new EngineMetrics({ flavor: options.flavor, models: () => [options.model], counts: () => scheduler.countsByModel() });
+  // Answers and metrics give the served name; a request may name it or the model itself.
+  const served = options.servedModel;
+  const named = (name: string): string => (name === options.model ? served : name);
+  const metrics = new EngineMetrics({ flavor: options.flavor, models: () => [served], counts: () => scheduler.countsByModel() });
   let status: ModelStatus = { state: 'loading' };
   let draining = false;
   const loadAbort = new AbortController();
@@ -97,7 +100,7 @@ export function createV2Engine(deps: EngineDeps): Engine {
 
   /** UNAVAILABLE unless the model is loaded and the engine takes new work; NOT_FOUND for another model. */
   const admit = (req: { model_name: string; model_version: string }): void => {
-    checkModel(options.model, req.model_name, req.model_version);
+    checkModel(served, named(req.model_name), req.model_version);
     if (draining) throw new V2Error(grpc.status.UNAVAILABLE, 'the engine is shutting down');
     if (status.state === 'loading') throw new V2Error(grpc.status.UNAVAILABLE, `model ${options.model} is still loading; retry when the server is ready`);
     if (status.state === 'failed') throw new V2Error(grpc.status.UNAVAILABLE, `model ${options.model} is not loaded: ${status.why}`);
@@ -117,7 +120,7 @@ export function createV2Engine(deps: EngineDeps): Engine {
     return startGeneration(
       { scheduler, metrics },
       {
-        model: options.model,
+        model: served,
         completions: [completion],
         promptTokens: usage.promptTokens,
         onStep(step, deltas) {
@@ -149,7 +152,7 @@ export function createV2Engine(deps: EngineDeps): Engine {
       finish(usage) {
         if (call.cancelled) return;
         access(grpc.status.OK, { completion_tokens: usage.completionTokens });
-        callback(null, inferResponse({ model: options.model, id: input.id, text, raw: input.raw, parameters: responseParams(usage) }));
+        callback(null, inferResponse({ model: served, id: input.id, text, raw: input.raw, parameters: responseParams(usage) }));
       },
     });
     call.on('cancelled', () => {
@@ -187,7 +190,7 @@ export function createV2Engine(deps: EngineDeps): Engine {
         token(text, last, usage) {
           if (cancelled || call.cancelled) return;
           const parameters = responseParams(last ? usage : null, { triton_final_response: boolParam(last) });
-          call.write({ error_message: '', infer_response: inferResponse({ model: options.model, id: input.id, text, raw: input.raw, parameters }) });
+          call.write({ error_message: '', infer_response: inferResponse({ model: served, id: input.id, text, raw: input.raw, parameters }) });
         },
         finish(usage) {
           inflight.delete(generation);
@@ -226,14 +229,14 @@ export function createV2Engine(deps: EngineDeps): Engine {
     ServerReady: ((_call, callback) => callback(null, { ready: serving() })) as grpc.handleUnaryCall<object, { ready: boolean }>,
     ModelReady: ((call, callback) =>
       fail(callback, () => {
-        checkModel(options.model, call.request.name, call.request.version);
+        checkModel(served, named(call.request.name), call.request.version);
         return { ready: status.state === 'ready' };
       })) as grpc.handleUnaryCall<NameVersionRequest, { ready: boolean }>,
     ServerMetadata: ((_call, callback) => callback(null, serverMetadata(deps.release))) as grpc.handleUnaryCall<object, ServerMetadataResponse>,
     ModelMetadata: ((call, callback) =>
       fail(callback, () => {
-        checkModel(options.model, call.request.name, call.request.version);
-        return modelMetadata(options.model);
+        checkModel(served, named(call.request.name), call.request.version);
+        return modelMetadata(served);
       })) as grpc.handleUnaryCall<NameVersionRequest, ModelMetadataResponse>,
     ModelInfer: modelInfer,
     ModelStreamInfer: modelStreamInfer,

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { modelFromVendorImage, translateEngineCommand } from './engine-args.js';
 
 describe('translateEngineCommand', () => {
-  it('vLLM: the served name wins over the positional model; port and host are the runtime\'s', () => {
+  it('vLLM: the positional model is loaded and served as --served-model-name; port and host are the runtime\'s', () => {
     const t = translateEngineCommand(['vllm', 'serve', 'org/m', '--served-model-name', 'chat', '--port', '8000', '--host', '0.0.0.0', '--tensor-parallel-size', '2']);
-    expect(t).toEqual({ args: [], ignored: ['--tensor-parallel-size 2'], model: 'chat' });
+    expect(t).toEqual({ args: ['--served-model-name', 'chat'], ignored: ['--tensor-parallel-size 2'], model: 'org/m' });
   });
 
   it('SGLang and TGI name the model with a flag, = or space separated', () => {

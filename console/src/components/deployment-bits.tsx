@@ -1,5 +1,6 @@
 // Owns the small views of a deployment shared by the list and the detail: components as
-// ready/desired, the endpoint URL with its copy button, the revision pair, the progress line.
+// ready/desired, the endpoint URL with its copy button (and in the detail the path address,
+// which needs no DNS for the endpoint's host), the revision pair, the progress line.
 
 import type { Deployment } from '../api/types';
 import { CopyButton } from './copy';
@@ -22,12 +23,20 @@ export function Components({ d }: { d: Deployment }) {
   );
 }
 
-export function Endpoint({ d }: { d: Deployment }) {
+export function Endpoint({ d, withPath = false }: { d: Deployment; withPath?: boolean }) {
   const url = endpointUrl(d);
+  const path = withPath ? d.endpoint_path_url : null;
   return (
     <span className="endpoint">
       <code>{url}</code>
       <CopyButton value={url} label="Copy URL" />
+      {path ? (
+        <>
+          <span className="subtle"> or, with no DNS for that host, </span>
+          <code>{path}</code>
+          <CopyButton value={path} label="Copy path URL" />
+        </>
+      ) : null}
     </span>
   );
 }

@@ -1,5 +1,6 @@
-// Owns the Overview tab: endpoint and how to call it (curl and the OpenAI SDK, token as a
-// placeholder; the .pem for mTLS), model or image, hardware, scaling configuration, component
+// Owns the Overview tab: endpoint and how to call it (the snippets of domain/call-snippets.ts:
+// curl and the OpenAI SDKs, with the platform CA and the .pem for mTLS to download beside
+// them, the endpoint token filled in while its one-time banner shows it), model or image, hardware, scaling configuration, component
 // health and the replicas (a replica restarting without becoming ready is called out, with
 // the way to its logs), the autoscaler's current desired count, and the revision history with
 // status and failure reason.
@@ -8,31 +9,11 @@ import { useState } from 'react';
 import { download } from '../api/client';
 import type { ActivityAnswer, Cluster, Deployment, Items, Replica } from '../api/types';
 import { usePoll } from '../hooks';
+import { autoscalerNow } from '../components/autoscaler-now';
 import { CopyButton } from '../components/copy';
-import { Endpoint, endpointUrl } from '../components/deployment-bits';
-
-function snippets(d: Deployment): Array<{ title: string; text: string }> {
-  const url = endpointUrl(d);
-  const model = d.family === 'orchestrated' ? (d.served_model_name ?? d.model ?? 'MODEL') : 'MODEL';
-  if (d.protocol === 'grpc') {
-    return [
-      {
-        title: 'grpcurl (v2 inference protocol)',
-        text: `grpcurl -H "authorization: Bearer $ENDPOINT_TOKEN" ${d.endpoint_url.includes(':') ? d.endpoint_url : `${d.endpoint_url}:443`} inference.GRPCInferenceService/ServerReady`,
-      },
-    ];
-  }
-  return [
-    {
-      title: 'curl',
-      text: `curl ${url}/v1/chat/completions \\\n  -H "Authorization: Bearer $ENDPOINT_TOKEN" \\\n  -H "Content-Type: application/json" \\\n  -H "X-Session-Id: my-session" \\\n  -d '{"model": "${model}", "messages": [{"role": "user", "content": "Hello"}], "stream": true}'`,
-    },
-    {
-      title: 'OpenAI SDK (Python)',
-      text: `from openai import OpenAI\n\nclient = OpenAI(base_url="${url}/v1", api_key=ENDPOINT_TOKEN)\nstream = client.chat.completions.create(\n    model="${model}",\n    messages=[{"role": "user", "content": "Hello"}],\n    stream=True,\n)\nfor chunk in stream:\n    print(chunk.choices[0].delta.content or "", end="")`,
-    },
-  ];
-}
+import { Endpoint } from '../components/deployment-bits';
+import { useShownToken } from '../shown-tokens';
+import { CA_FILE, callSnippets, clientPemFile, TOKEN_VARIABLE } from '../../../src/domain/call-snippets';
 
 export function OverviewTab({ d }: { d: Deployment }) {
   const clusters = usePoll<Items<Cluster>>('/clusters', 0);
@@ -40,13 +21,22 @@ export function OverviewTab({ d }: { d: Deployment }) {
   const replicas = usePoll<Items<Replica>>(`/deployments/${d.family}/${d.id}/replicas`, 3000);
   const crashing = (replicas.data?.items ?? []).filter((r) => r.restarts > 0 && r.state !== 'ready');
   const [pemError, setPemError] = useState<string | null>(null);
+  const [caError, setCaError] = useState<string | null>(null);
+  const shownToken = useShownToken(d.family, d.id);
+  const snippets = callSnippets(d, { token: shownToken });
+  const pemFile = clientPemFile(d);
+  const downloadPem = () => {
+    setPemError(null);
+    download(`/certificates/${d.client_certificate_id}/pem`, pemFile, pemFile).catch((e: Error) => setPemError(e.message));
+  };
   const cluster = clusters.data?.items.find((c) => c.id === d.cluster_id);
   const hw = (id: number | null | undefined) => cluster?.hardware.find((h) => h.id === id);
   const hardwareText = (id: number | null | undefined) => {
     const h = hw(id);
     return h ? `${h.name} (${h.gpus_per_instance} GPU${h.gpus_per_instance === 1 ? '' : 's'} per instance)` : `hardware ${id ?? '—'}`;
   };
-  const last = activity.data?.points.at(-1);
+  // The same point as the Activity tab's line and its charts' last point (autoscaler-now.ts).
+  const autoscaler = activity.data ? autoscalerNow(activity.data) : null;
   const disaggregated = d.family === 'orchestrated' && d.serving_mode === 'disaggregated';
 
   return (
@@ -61,7 +51,7 @@ export function OverviewTab({ d }: { d: Deployment }) {
         <dl className="facts">
           <dt>Endpoint</dt>
           <dd>
-            <Endpoint d={d} />
+            <Endpoint d={d} withPath />
           </dd>
           <dt>Protocol</dt>
           <dd>{d.protocol === 'grpc' ? 'gRPC' : 'HTTP'}</dd>
@@ -114,8 +104,8 @@ export function OverviewTab({ d }: { d: Deployment }) {
               </dd>
               <dt>Autoscaler</dt>
               <dd data-testid="autoscaler-desired">
-                {last && last.desired !== null
-                  ? `wants ${last.desired} replica${last.desired === 1 ? '' : 's'}; ${last.ready} ready; ${last.in_flight} in flight`
+                {autoscaler !== null
+                  ? autoscaler
                   : activity.error
                     ? activity.error.message
                     : 'no decision yet'}
@@ -129,14 +119,7 @@ export function OverviewTab({ d }: { d: Deployment }) {
             {d.client_certificate_id !== null ? (
               <>
                 client certificate {d.client_certificate_id}{' '}
-                <button
-                  type="button"
-                  className="button small"
-                  onClick={() => {
-                    setPemError(null);
-                    download(`/certificates/${d.client_certificate_id}/pem`, `${d.name}-client.pem`).catch((e: Error) => setPemError(e.message));
-                  }}
-                >
+                <button type="button" className="button small" onClick={downloadPem}>
                   Download .pem
                 </button>
               </>
@@ -198,15 +181,49 @@ export function OverviewTab({ d }: { d: Deployment }) {
 
       <h2>Call it</h2>
       <p className="subtle">
-        Replace <code>$ENDPOINT_TOKEN</code> with the endpoint's bearer token{d.client_certificate_id !== null ? ', or use the client certificate (curl --cert client.pem)' : ''}. The gateway's CA is <code>certs/ca.crt</code> unless the operator installed a public certificate.
+        {shownToken !== null ? (
+          <>The endpoint token shown at the top is filled in below until you dismiss it. </>
+        ) : d.endpoint_token_id !== null ? (
+          <>
+            Set <code>{TOKEN_VARIABLE}</code> to the endpoint's bearer token (shown once, when it was made).{' '}
+          </>
+        ) : null}
+        The snippets trust the platform CA as <code>{CA_FILE}</code>
+        {d.client_certificate_id !== null ? (
+          <>
+            {' '}and present the client certificate and key as <code>{pemFile}</code>
+          </>
+        ) : null}
+        : save {d.client_certificate_id !== null ? 'them' : 'it'} beside the snippet. With an operator's own certificate on the gateway, leave the CA out.
       </p>
-      {snippets(d).map((s) => (
-        <div key={s.title}>
+      <p>
+        <button
+          type="button"
+          className="button small"
+          onClick={() => {
+            setCaError(null);
+            download('/ca.crt', CA_FILE, CA_FILE).catch((e: Error) => setCaError(e.message));
+          }}
+        >
+          Download {CA_FILE}
+        </button>
+        {d.client_certificate_id !== null ? (
+          <>
+            {' '}
+            <button type="button" className="button small" onClick={downloadPem}>
+              Download {pemFile}
+            </button>
+          </>
+        ) : null}
+        {caError && <span className="field-error"> {caError}</span>}
+      </p>
+      {snippets.map((s) => (
+        <figure key={s.kind} aria-label={s.title} className="snippet">
           <h3>
             {s.title} <CopyButton value={s.text} label="Copy snippet" />
           </h3>
           <pre>{s.text}</pre>
-        </div>
+        </figure>
       ))}
 
       <h2>Revision history</h2>
