@@ -1,5 +1,5 @@
 // The console's resource pages and the detail's edge cases, in Chromium against a real
-// `infergate serve`: a vault token created in the browser is shown once and its delete warns
+// `infergate serve`: empty pages say what goes there and offer the action that starts it; a vault token created in the browser is shown once and its delete warns
 // with the endpoint it protects; a certificate is created, downloaded as a .pem holding its
 // certificate and key, and revoked; the Clusters page shows the GPU quota in use and free
 // instances; a revision deployed with logging off says it has no logs; the Terminal tab says
@@ -43,6 +43,24 @@ describe.runIf(run)('console resource pages in Chromium', { timeout: 90_000 }, (
   });
 
   const at = (hash: string) => page.goto(`${platform.apiUrl}/#${hash}`);
+
+  it('empty pages say what goes there and offer the action that starts it, instead of bare table headers', async () => {
+    const pages: Array<[string, string, RegExp, string, string]> = [
+      ['/vault', 'No vault tokens yet', /protects an endpoint/, 'Create a token', 'Token name'],
+      ['/certificates', 'No client certificates yet', /mTLS/, 'Create a certificate', 'Certificate name'],
+      ['/registry-credentials', 'No registry credentials yet', /Registry credentials/, 'Add registry credentials', 'Credential name'],
+    ];
+    for (const [hash, title, sentence, action, field] of pages) {
+      await at(hash);
+      const empty = page.getByTestId('empty-state');
+      await empty.getByRole('heading', { name: title }).waitFor();
+      expect(await empty.textContent()).toMatch(sentence);
+      expect(await page.locator('main table').count()).toBe(0);
+      // The action takes the keyboard to the form that fills the list.
+      await empty.getByRole('button', { name: action }).click();
+      await expect.poll(() => page.evaluate('document.activeElement.id')).toBe(await page.getByLabel(field).getAttribute('id'));
+    }
+  });
 
   it('Vault tokens: the value is shown once; deleting warns with the endpoint it protects', async () => {
     await at('/vault');

@@ -63,7 +63,7 @@ describe('console form rules', () => {
     expect(problems).toEqual({
       'secret_env.1BAD': checkGeneral({ ...minimal, env: { '1BAD': 'x' } }, { mode: 'create', tokenBound: true })['env.1BAD'],
       'secret_env.EMPTY': 'type the value of the secret variable EMPTY, or remove its row',
-      'secret_env.GREETING': expect.stringContaining('GREETING is both a plain variable (env.GREETING) and a secret one'),
+      'secret_env.GREETING': expect.stringContaining('GREETING is both a plain variable and a secret one'),
     });
     // Making a plain variable secret in one edit: removed from env, given in secret_env.
     expect(checkOrchestrated({ name: 'o', cluster_id: 1, hardware_instance_id: 1, model: 'org/m', private_endpoint: true, env: {}, secret_env: { GREETING: 'hidden' } }, { mode: 'edit', tokenBound: false })).toEqual({});

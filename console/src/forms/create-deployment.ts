@@ -27,7 +27,7 @@ export async function createDeployment<B extends object>(
   try {
     const d = await api.post<Deployment>(`/deployments/${family}`, sent);
     // Its value exists only in the vault's create answer: show it once, beyond this page.
-    if (createTokenNow && created) showSecretBanner(`Endpoint token "${created.name}" for ${d.name}`, created.value);
+    if (createTokenNow && created) showSecretBanner(`Endpoint token "${created.name}" for ${d.name}`, created.value, { family, id: d.id });
     navigate(`/deployments/${family}/${d.id}`);
   } catch (err) {
     throw new RefusedCreate(err, sent);

@@ -10,9 +10,13 @@ import { ConfirmDialog } from '../components/confirm';
 import { FormError, toProblems, type Problems } from '../components/form';
 import { navigate } from '../router';
 import { Select, TextInput } from './inputs';
+import { inLabels, labelledProblems } from './labels';
 import { nameProblem } from './rules';
 
 type Action = 'pause' | 'resume' | 'rollback' | 'clone' | 'delete';
+
+/** The clone's name field is the new deployment's name. */
+const CLONE_LABELS = { name: 'New name' };
 
 const TITLES: Record<Action, string> = {
   pause: 'Pause',
@@ -49,7 +53,7 @@ export function DeploymentActions({ d, onChanged, canClone }: { d: Deployment; o
     setDone(null);
     if (action === 'clone') {
       const problem = nameProblem(cloneName.trim());
-      setCloneProblems(problem ? { name: problem } : {});
+      setCloneProblems(problem ? { name: inLabels(problem, CLONE_LABELS) } : {});
       if (problem) return;
     }
     setPending(action);
@@ -82,9 +86,9 @@ export function DeploymentActions({ d, onChanged, canClone }: { d: Deployment; o
     } catch (err) {
       setPending(null);
       if (action === 'clone' && err instanceof ApiError && err.problems().some((p) => p.field === 'name')) {
-        setCloneProblems(toProblems(err.problems()));
+        setCloneProblems(labelledProblems(toProblems(err.problems()), CLONE_LABELS));
       } else {
-        setError(err instanceof Error ? err.message : String(err));
+        setError(err instanceof ApiError ? inLabels(err.message) : err instanceof Error ? err.message : String(err));
       }
     } finally {
       setBusy(false);

@@ -1,6 +1,7 @@
-// Owns the endpoint protection controls: "Endpoint token" (create a new vault token, paste a
-// value, an existing vault token, keep the bound one, or none) and "Make it a private
-// endpoint?" (a client certificate for mTLS). An existing vault token is bound by its id
+// Owns the endpoint protection controls, under one heading in every form ("Endpoint
+// protection"): "Endpoint token" (create a new vault token, paste a value, an existing vault
+// token, keep the bound one, or none) and "Make it a private endpoint?" (a client certificate
+// for mTLS). An existing vault token is bound by its id
 // (endpoint_token_id), since the vault shows a value only once, when it is created.
 
 import { useState } from 'react';
@@ -9,6 +10,7 @@ import type { Deployment, VaultToken } from '../api/types';
 import { CheckField, type Problems } from '../components/form';
 import { SecretOnce } from '../components/copy';
 import { Select, TextInput, type Option } from './inputs';
+import { labelFor, PROTECTION_LABEL } from './labels';
 import type { AuthValues, CreatedToken, TokenChoice } from './values';
 
 /** Creates a vault token on the spot; its value is in this answer only. */
@@ -37,7 +39,6 @@ function choiceHint(choice: TokenChoice, endpointName: string, vault: readonly V
 }
 
 export function EndpointProtection({
-  legend,
   auth,
   onChange,
   vault,
@@ -46,7 +47,6 @@ export function EndpointProtection({
   problems,
   submitVerb,
 }: {
-  legend: string;
   auth: AuthValues;
   onChange: (patch: Partial<AuthValues>) => void;
   vault: readonly VaultToken[] | null;
@@ -76,10 +76,9 @@ export function EndpointProtection({
   const certificate = current?.client_certificate_id ?? null;
   return (
     <fieldset className="panel">
-      <legend>{legend}</legend>
+      <legend>{PROTECTION_LABEL}</legend>
       <p className="subtle">Public endpoints are not supported: choose an endpoint token, make it a private endpoint, or both (either is then enough).</p>
       <Select
-        label="Endpoint token"
         field="endpoint_bearer_token"
         problems={selectProblems}
         value={auth.choice}
@@ -93,7 +92,7 @@ export function EndpointProtection({
         <SecretOnce title={`Endpoint token "${auth.created.name}"`} value={auth.created.value} onDismiss={() => setCreatedSeen(true)} />
       )}
       <CheckField
-        label="Make it a private endpoint?"
+        label={labelFor('private_endpoint')}
         field="private_endpoint"
         checked={auth.private_endpoint}
         onChange={(private_endpoint) => onChange({ private_endpoint })}

@@ -11,6 +11,7 @@ import { CheckField, KeyValueEditor, type Problems } from '../components/form';
 import { Select, TextArea, TextInput, type Option } from './inputs';
 import { argsToLines } from './rules';
 import { vaultIdOf, withPresetSecrets, type GeneralValues, type RegistrySource } from './values';
+import { labelFor } from './labels';
 
 /** What selecting a preset writes into the form: everything the recipe fills except the command. */
 export function presetPatch(p: Preset): Partial<GeneralValues> {
@@ -40,7 +41,6 @@ export function PresetPicker({
   return (
     <>
       <Select
-        label="Preset"
         field="preset"
         problems={problems}
         value={values.preset}
@@ -100,7 +100,6 @@ function RegistryFields({ values, set, problems, passwordStored, credentials }: 
   return (
     <>
       <Select
-        label="Registry credentials"
         field="registry_credential_id"
         problems={problems}
         value={source}
@@ -112,7 +111,6 @@ function RegistryFields({ values, set, problems, passwordStored, credentials }: 
       {source === 'own' && (
         <>
           <TextInput
-            label="Image Registry Username"
             field="registry_username"
             problems={problems}
             value={values.registry_username}
@@ -120,7 +118,6 @@ function RegistryFields({ values, set, problems, passwordStored, credentials }: 
             hint="Only for a private registry; set together with the password."
           />
           <TextInput
-            label="Image Registry Password"
             field="registry_password"
             kind="password"
             problems={problems}
@@ -144,17 +141,15 @@ export function ContainerFields(props: ContainerProps) {
     <>
       <div className="grid2">
         <TextInput
-          label="Image"
           field="image"
           problems={problems}
           value={values.image}
           onChange={(image) => set({ image })}
-          placeholder="infergate/reference-engine"
+          placeholder="e.g. infergate/reference-engine"
           hint="Without a tag. infergate/reference-engine and the presets' images run on the local runtime's simulated GPU engine."
         />
-        <TextInput label="Container Tag" field="tag" problems={problems} value={values.tag} onChange={(tag) => set({ tag })} hint="Default latest." />
+        <TextInput field="tag" problems={problems} value={values.tag} onChange={(tag) => set({ tag })} hint="Default latest." />
         <TextInput
-          label="Container Port"
           field="container_port"
           kind="number"
           problems={problems}
@@ -163,7 +158,6 @@ export function ContainerFields(props: ContainerProps) {
           hint="The port the container serves on (1 to 65535), e.g. 8000."
         />
         <Select
-          label="Protocol"
           field="protocol"
           problems={problems}
           value={values.protocol}
@@ -174,7 +168,6 @@ export function ContainerFields(props: ContainerProps) {
           ]}
         />
         <TextInput
-          label="Health check path"
           field="health_check_path"
           problems={problems}
           value={values.health_check_path}
@@ -184,7 +177,6 @@ export function ContainerFields(props: ContainerProps) {
         <RegistryFields {...props} />
       </div>
       <TextArea
-        label="Add command"
         field="command"
         problems={problems}
         value={values.command}
@@ -200,9 +192,9 @@ export function RuntimeFields({ values, set, problems }: { values: GeneralValues
   const setFile = (patch: Partial<GeneralValues['config_file']>) => set({ config_file: { ...file, ...patch } });
   return (
     <>
-      <CheckField label="Enable logging" field="enable_logging" checked={values.enable_logging} onChange={(enable_logging) => set({ enable_logging })} problems={problems} hint="When off, the revision has no console logs." />
+      <CheckField label={labelFor('enable_logging')} field="enable_logging" checked={values.enable_logging} onChange={(enable_logging) => set({ enable_logging })} problems={problems} hint="When off, the revision has no console logs." />
       <CheckField
-        label="Enable Model Caching"
+        label={labelFor('enable_model_caching')}
         field="enable_model_caching"
         checked={values.enable_model_caching}
         onChange={(enable_model_caching) => set({ enable_model_caching })}
@@ -210,7 +202,7 @@ export function RuntimeFields({ values, set, problems }: { values: GeneralValues
         hint="Keeps downloaded model files between replica starts."
       />
       <CheckField
-        label="Session affinity"
+        label={labelFor('session_affinity')}
         field="session_affinity"
         checked={values.session_affinity}
         onChange={(session_affinity) => set({ session_affinity })}
@@ -218,7 +210,6 @@ export function RuntimeFields({ values, set, problems }: { values: GeneralValues
         hint="Best-effort sticky routing: requests with the same X-Session-Id header go to the same replica while it is up."
       />
       <Select
-        label="Routing policy"
         field="routing_policy"
         problems={problems}
         value={values.routing_policy}
@@ -231,7 +222,6 @@ export function RuntimeFields({ values, set, problems }: { values: GeneralValues
       />
       <div className="grid2">
         <TextInput
-          label="Metrics port"
           field="metrics_port"
           kind="number"
           problems={problems}
@@ -239,10 +229,10 @@ export function RuntimeFields({ values, set, problems }: { values: GeneralValues
           onChange={(metrics_port) => set({ metrics_port })}
           hint="Set both or neither; defaults: the container port and /metrics."
         />
-        <TextInput label="Metrics path" field="metrics_path" problems={problems} value={values.metrics_path} onChange={(metrics_path) => set({ metrics_path })} placeholder="/metrics" />
+        <TextInput field="metrics_path" problems={problems} value={values.metrics_path} onChange={(metrics_path) => set({ metrics_path })} placeholder="e.g. /metrics" />
       </div>
       <EnvEditor
-        label="Environment variables"
+        label={labelFor('env')}
         rows={values.env}
         stored={values.storedSecrets}
         onChange={set}
@@ -255,17 +245,17 @@ export function RuntimeFields({ values, set, problems }: { values: GeneralValues
         </legend>
         <div className="hint">Optional: one file mounted into the container. Filename and mount path are required once any part is given.</div>
         <div className="grid2">
-          <TextInput label="Filename" field="config_file.filename" problems={problems} value={file.filename} onChange={(filename) => setFile({ filename })} hint="A plain file name, no '/'." />
-          <TextInput label="Mount Path" field="config_file.mount_path" problems={problems} value={file.mount_path} onChange={(mount_path) => setFile({ mount_path })} hint="A directory, absolute (e.g. /etc/engine); the file appears inside it." />
+          <TextInput field="config_file.filename" problems={problems} value={file.filename} onChange={(filename) => setFile({ filename })} hint="A plain file name, no '/'." />
+          <TextInput field="config_file.mount_path" problems={problems} value={file.mount_path} onChange={(mount_path) => setFile({ mount_path })} hint="A directory, absolute (e.g. /etc/engine); the file appears inside it." />
         </div>
-        <TextArea label="File Content" field="config_file.content" problems={problems} value={file.content} onChange={(content) => setFile({ content })} rows={5} />
+        <TextArea field="config_file.content" problems={problems} value={file.content} onChange={(content) => setFile({ content })} rows={5} />
         {problems.config_file && (
           <div className="field-error" role="alert">
             {problems.config_file}
           </div>
         )}
       </fieldset>
-      <KeyValueEditor label="Annotations" field="annotations" pairs={values.annotations} onChange={(annotations) => set({ annotations })} problems={problems} keyLabel="Key" />
+      <KeyValueEditor label={labelFor('annotations')} field="annotations" pairs={values.annotations} onChange={(annotations) => set({ annotations })} problems={problems} keyLabel="Key" />
     </>
   );
 }

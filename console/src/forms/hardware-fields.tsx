@@ -38,7 +38,6 @@ export function HardwareFields({
   /** Settings: the cluster cannot change through PATCH. */
   clusterFixed?: boolean;
 }) {
-  const hardwareLabelText = family === 'general' ? 'Hardware instance' : 'Hardware type';
   if (clusters === null) return <p className="subtle">Loading clusters…</p>;
   const cluster = clusters.find((c) => c.id === clusterId);
   const hardwareHint =
@@ -46,10 +45,9 @@ export function HardwareFields({
   return (
     <>
       {clusterFixed ? (
-        <TextInput label="Cluster" field="cluster_id" problems={problems} value={cluster?.name ?? `cluster ${clusterId ?? '?'}`} hint="Cannot change on an existing deployment: clone it instead." />
+        <TextInput field="cluster_id" problems={problems} value={cluster?.name ?? `cluster ${clusterId ?? '?'}`} hint="Cannot change on an existing deployment: clone it instead." />
       ) : (
         <Select
-          label="Cluster"
           field="cluster_id"
           problems={problems}
           value={clusterId === null ? '' : String(clusterId)}
@@ -69,7 +67,6 @@ export function HardwareFields({
         />
       )}
       <Select
-        label={hardwareLabelText}
         field="hardware_instance_id"
         problems={problems}
         value={hardwareId === null ? '' : String(hardwareId)}

@@ -1,13 +1,16 @@
 // Owns the small input controls the deployment forms repeat: a labelled text, number or
 // password input, a textarea and a select, each inside components/form's Field so the label is
-// the setting's name and a problem shows right under it. Number inputs keep what was typed as
+// the setting's name (forms/labels' one word for the field, unless a control needs its own) and
+// a problem shows right under it. Number inputs keep what was typed as
 // text: the forms parse it when building the request, so a refusal never rewrites a value.
 
 import type { ReactNode } from 'react';
 import { Field, type Problems } from '../components/form';
+import { labelFor } from './labels';
 
 interface Common {
-  label: string;
+  /** Default: the field's label (forms/labels). */
+  label?: string;
   /** The API field this control sets: problems keyed by it show here. */
   field: string;
   problems: Problems;
@@ -28,7 +31,7 @@ export function TextInput({
   readOnly,
 }: Common & { value: string; onChange?: (v: string) => void; kind?: 'text' | 'number' | 'password'; placeholder?: string; readOnly?: boolean }) {
   return (
-    <Field label={label} field={field} problems={problems} hint={hint}>
+    <Field label={label ?? labelFor(field)} field={field} problems={problems} hint={hint}>
       {(a) => (
         <input
           {...a}
@@ -51,7 +54,7 @@ export function TextInput({
 
 export function TextArea({ label, field, problems, hint, value, onChange, rows = 4 }: Common & { value: string; onChange: (v: string) => void; rows?: number }) {
   return (
-    <Field label={label} field={field} problems={problems} hint={hint}>
+    <Field label={label ?? labelFor(field)} field={field} problems={problems} hint={hint}>
       {(a) => <textarea {...a} value={value} rows={rows} onChange={(e) => onChange(e.target.value)} spellCheck={false} autoCapitalize="off" />}
     </Field>
   );
@@ -80,7 +83,7 @@ export function Select({
     </option>
   );
   return (
-    <Field label={label} field={field} problems={problems} hint={hint}>
+    <Field label={label ?? labelFor(field)} field={field} problems={problems} hint={hint}>
       {(a) => (
         <select {...a} value={value} onChange={(e) => onChange(e.target.value)} disabled={disabled}>
           {options.map(render)}

@@ -7,6 +7,7 @@ import { EnvEditor } from '../components/env-editor';
 import { CheckField, KeyValueEditor, type Problems } from '../components/form';
 import { Select, TextArea, TextInput } from './inputs';
 import type { OrchestratedValues } from './values';
+import { labelFor } from './labels';
 
 export function ModelFields({
   values,
@@ -23,16 +24,14 @@ export function ModelFields({
   return (
     <div className="grid2">
       <TextInput
-        label="Model"
         field="model"
         problems={problems}
         value={values.model}
         onChange={(model) => set({ model })}
-        placeholder="meta-llama/Llama-3.1-8B-Instruct"
+        placeholder="e.g. meta-llama/Llama-3.1-8B-Instruct"
         hint="A model-hub identifier: <org>/<model>."
       />
       <TextInput
-        label="Served Model Name"
         field="served_model_name"
         problems={problems}
         value={values.served_model_name}
@@ -40,7 +39,6 @@ export function ModelFields({
         hint="Optional alias clients send as the model name; empty: the model-hub identifier."
       />
       <TextInput
-        label="Model hub token"
         field="model_hub_token"
         kind="password"
         problems={problems}
@@ -49,7 +47,6 @@ export function ModelFields({
         hint={tokenStored ? 'A token is stored (never shown). Leave empty to keep it; type a new one to replace it.' : 'For gated or private models. Stored sealed and never shown again.'}
       />
       <Select
-        label="Protocol"
         field="protocol"
         problems={problems}
         value={values.protocol}
@@ -75,9 +72,9 @@ export function ModelFields({
 export function WorkerFields({ values, set, problems }: { values: OrchestratedValues; set: (patch: Partial<OrchestratedValues>) => void; problems: Problems }) {
   return (
     <>
-      <CheckField label="Enable logging" field="enable_logging" checked={values.enable_logging} onChange={(enable_logging) => set({ enable_logging })} problems={problems} hint="On by default. When off, the revision has no console logs." />
+      <CheckField label={labelFor('enable_logging')} field="enable_logging" checked={values.enable_logging} onChange={(enable_logging) => set({ enable_logging })} problems={problems} hint="On by default. When off, the revision has no console logs." />
       <CheckField
-        label="Enable Model Caching"
+        label={labelFor('enable_model_caching')}
         field="enable_model_caching"
         checked={values.enable_model_caching}
         onChange={(enable_model_caching) => set({ enable_model_caching })}
@@ -85,7 +82,6 @@ export function WorkerFields({ values, set, problems }: { values: OrchestratedVa
         hint="Keeps downloaded model weights between Worker starts."
       />
       <TextArea
-        label="Extra Arguments"
         field="extra_args"
         problems={problems}
         value={values.extra_args}
@@ -97,13 +93,13 @@ export function WorkerFields({ values, set, problems }: { values: OrchestratedVa
         }
       />
       <EnvEditor
-        label="Environment Variables"
+        label={labelFor('env')}
         rows={values.env}
         stored={values.storedSecrets}
         onChange={set}
         problems={problems}
       />
-      <KeyValueEditor label="Annotations" field="annotations" pairs={values.annotations} onChange={(annotations) => set({ annotations })} problems={problems} keyLabel="Key" />
+      <KeyValueEditor label={labelFor('annotations')} field="annotations" pairs={values.annotations} onChange={(annotations) => set({ annotations })} problems={problems} keyLabel="Key" />
     </>
   );
 }

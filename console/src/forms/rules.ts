@@ -186,7 +186,7 @@ export function envProblems(env: Record<string, string> | undefined, secretEnv?:
     if (p) out[field] = p;
     else if (value === '') out[field] = `type the value of the secret variable ${name}, or remove its row`;
     else if (value !== null && Object.hasOwn(env ?? {}, name)) {
-      out[field] = `${name} is both a plain variable (env.${name}) and a secret one; a variable is one or the other: remove it from env to keep it secret, or from secret_env to keep it plain`;
+      out[field] = `${name} is both a plain variable and a secret one; a variable is one or the other: remove its plain row to keep it secret, or its secret one to keep it plain`;
     }
   }
   return out;

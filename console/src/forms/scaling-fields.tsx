@@ -1,10 +1,11 @@
 // Owns the autoscaling controls of both families: replica bounds, the per-replica concurrency
-// target the autoscaler scales on, and the cooldown. The families differ in two places the API
-// also differs: general may scale to zero and calls the target max_concurrency; orchestrated
-// keeps at least one Worker and calls it concurrency.
+// target the autoscaler scales on, and the cooldown, labelled alike for both (forms/labels). The
+// families differ in two places the API also differs: general may scale to zero and calls the
+// target max_concurrency; orchestrated keeps at least one Worker and calls it concurrency.
 
 import type { Problems } from '../components/form';
 import { TextInput } from './inputs';
+import { labelFor } from './labels';
 import type { ScalingValues } from './values';
 
 export function ScalingFields({
@@ -19,10 +20,10 @@ export function ScalingFields({
   problems: Problems;
 }) {
   const general = family === 'general';
+  const min = labelFor('min_replicas');
   return (
     <div className="grid2">
       <TextInput
-        label="Min Replicas"
         field="min_replicas"
         kind="number"
         problems={problems}
@@ -31,25 +32,22 @@ export function ScalingFields({
         hint={general ? '0 allows scale-to-zero: the first request then waits for a replica to start.' : 'At least 1: orchestrated deployments do not scale to zero.'}
       />
       <TextInput
-        label="Max Replicas"
         field="max_replicas"
         kind="number"
         problems={problems}
         value={values.max_replicas}
         onChange={(max_replicas) => onChange({ max_replicas })}
-        hint="Equal to Min Replicas for a fixed size."
+        hint={`Equal to ${min} for a fixed size.`}
       />
       <TextInput
-        label={general ? 'Max Concurrency' : 'Concurrency'}
         field={general ? 'max_concurrency' : 'concurrency'}
         kind="number"
         problems={problems}
         value={values.target}
         onChange={(target) => onChange({ target })}
-        hint="In-flight requests per replica the autoscaler aims for; required when Max Replicas is above Min Replicas."
+        hint={`In-flight requests per ${general ? 'replica' : 'Worker'} the autoscaler aims for; required when ${labelFor('max_replicas')} is above ${min}.`}
       />
       <TextInput
-        label="Cooldown Period (s)"
         field="cooldown_period"
         kind="number"
         problems={problems}

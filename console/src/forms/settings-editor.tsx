@@ -172,11 +172,11 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
       <div className="panel">
         <h3>Identity</h3>
         <div className="grid2">
-          <TextInput label="Endpoint Name" field="name" problems={p} value={d.name} hint="Cannot change on an existing deployment: clone it instead (below)." />
+          <TextInput field="name" problems={p} value={d.name} hint="Cannot change on an existing deployment: clone it instead (below)." />
           {general ? (
-            <TextInput label="Preset" field="preset" problems={p} value={d.preset ?? 'None'} hint="The recipe this deployment was created from; the fields below are what it runs." />
+            <TextInput field="preset" problems={p} value={d.preset ?? 'None'} hint="The recipe this deployment was created from; the fields below are what it runs." />
           ) : (
-            <TextInput label="Serving mode" field="serving_mode" problems={p} value="Aggregated" hint="Cannot change on an existing deployment: clone it instead." />
+            <TextInput field="serving_mode" problems={p} value="Aggregated" hint="Cannot change on an existing deployment: clone it instead." />
           )}
         </div>
       </div>
@@ -212,7 +212,6 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
         </>
       )}
       <EndpointProtection
-        legend={general ? 'Endpoint protection' : 'Private Endpoint'}
         auth={auth}
         onChange={(a) => { setAuth((cur) => ({ ...cur, ...a })); setSaved(null); }}
         vault={vault.data?.items ?? null}
@@ -255,7 +254,6 @@ function LimitsFields({ values, onChange, problems }: { values: LimitsValues; on
       <p className="subtle">Applied by every gateway at once (no revision), to each credential of the endpoint separately; a client over a limit gets 429.</p>
       <div className="grid2">
         <TextInput
-          label="Max request body (bytes)"
           field="max_request_body_bytes"
           kind="number"
           problems={problems}
@@ -264,7 +262,6 @@ function LimitsFields({ values, onChange, problems }: { values: LimitsValues; on
           hint="1024 to 68719476736; empty: the server's default (16 MiB unless configured)."
         />
         <TextInput
-          label="Requests per second"
           field="rate_limit.requests_per_second"
           problems={problems}
           value={values.requests_per_second}
@@ -272,7 +269,6 @@ function LimitsFields({ values, onChange, problems }: { values: LimitsValues; on
           hint="Fractions allowed (0.5 is one request every 2 s); empty: no limit."
         />
         <TextInput
-          label="Tokens per minute"
           field="rate_limit.tokens_per_minute"
           kind="number"
           problems={problems}

@@ -2,12 +2,15 @@
 // has been left (blur) or the form submitted; the server's refusal appears next to the field it
 // names and stays until that field's value changes (so a 409 on the name goes away as soon as
 // the name is edited). Problems naming no field on the page, and refusals with no field at all
-// (403, 422 without a field), go to the form-level error. Nothing here touches the values:
-// a refusal never clears what was typed.
+// (403, 422 without a field), go to the form-level error. Every message is said with the labels
+// the page shows (forms/labels: "Target concurrency per replica must be …", never
+// "max_concurrency must be …"), wherever it came from. Nothing here touches the values: a
+// refusal never clears what was typed.
 
 import { useCallback, useEffect, useMemo, useState, type FocusEvent, type MouseEvent } from 'react';
 import { ApiError } from '../api/client';
 import { toProblems, type Problems } from '../components/form';
+import { inLabels, labelFor } from './labels';
 import { sameValue, type Body } from './spec-diff';
 
 /** The top-level field of a dotted API field (`env.FOO` → `env`, `worker_pools.prefill.replicas` → `worker_pools`). */
@@ -32,7 +35,7 @@ interface Refusal {
 }
 
 export interface FormProblems {
-  /** Problems to show, keyed by API field. */
+  /** Problems to show, keyed by API field, in the page's words. */
   shown: Problems;
   /** The form-level message: a refusal with no field, or problems no control on the page shows. */
   formError: string | null;
@@ -63,12 +66,12 @@ export function useProblems(client: Problems, body: Body, placed: readonly strin
   const shown = useMemo(() => {
     const out: Problems = {};
     for (const [field, message] of Object.entries(client)) {
-      if (submitted || touched.some((t) => related(field, t))) out[field] = message;
+      if (submitted || touched.some((t) => related(field, t))) out[field] = inLabels(message);
     }
     if (refusal) {
       for (const [field, message] of Object.entries(refusal.problems)) {
         const top = topField(field);
-        if (sameValue(body[top], refusal.body[top])) out[field] = message;
+        if (sameValue(body[top], refusal.body[top])) out[field] = inLabels(message);
       }
     }
     return out;
@@ -77,8 +80,9 @@ export function useProblems(client: Problems, body: Body, placed: readonly strin
   const formError = useMemo(() => {
     const elsewhere = Object.entries(shown)
       .filter(([field]) => !placed.includes(topField(field)))
-      .map(([field, message]) => (field === '' ? message : `${field}: ${message}`));
-    const all = [...(refusal?.message ? [refusal.message] : []), ...elsewhere];
+      // A message that starts with its field's label says which field already.
+      .map(([field, message]) => (field === '' || message.startsWith(labelFor(field)) ? message : `${labelFor(field)}: ${message}`));
+    const all = [...(refusal?.message ? [inLabels(refusal.message)] : []), ...elsewhere];
     return all.length > 0 ? all.join(' · ') : null;
   }, [shown, placed, refusal]);
 

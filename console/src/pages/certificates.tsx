@@ -7,8 +7,12 @@ import type { Certificate, Items } from '../api/types';
 import { usePoll } from '../hooks';
 import { ConfirmDialog } from '../components/confirm';
 import { Field, type Problems } from '../components/form';
+import { focusForm } from '../components/empty-state';
 import { ResourceTable } from '../components/resource-table';
+import { inLabels } from '../forms/labels';
 import { DeploymentLinks, useDeploymentNames } from './vault';
+
+const LABELS = { name: 'Certificate name', deployment_id: 'For deployment' };
 
 export function CertificatesPage() {
   const certs = usePoll<Items<Certificate>>('/certificates', 5000);
@@ -27,7 +31,7 @@ export function CertificatesPage() {
       setName('');
       certs.reload();
     } catch (err) {
-      if (err instanceof ApiError) setProblems({ [err.field ?? 'name']: err.message });
+      if (err instanceof ApiError) setProblems({ [err.field ?? 'name']: inLabels(err.message, LABELS) });
     }
   };
 
@@ -46,7 +50,7 @@ export function CertificatesPage() {
     <section>
       <h1>Certificates</h1>
       <p className="subtle">Client certificates authenticate callers of an endpoint by mTLS. Bind one to a deployment with “Make it a private endpoint?” or in its settings.</p>
-      <form className="panel" onSubmit={(e) => void create(e)}>
+      <form className="panel" id="new-certificate" onSubmit={(e) => void create(e)}>
         <div className="grid2">
           <Field label="Certificate name" field="name" problems={problems}>
             {(p) => <input {...p} type="text" value={name} onChange={(e) => setName(e.target.value)} required maxLength={64} />}
@@ -68,15 +72,24 @@ export function CertificatesPage() {
           Create certificate
         </button>
       </form>
-      {error && (
+      {(error ?? certs.error) && (
         <div className="form-error" role="alert">
-          {error}
+          {error ?? certs.error?.message}
         </div>
       )}
       <ResourceTable
         label="Certificates"
         rowKey="certificate"
-        items={certs.data?.items ?? []}
+        items={certs.data?.items ?? null}
+        empty={{
+          title: 'No client certificates yet',
+          children: 'A client certificate lets callers reach an endpoint by mTLS instead of a bearer token. Create one here, or check “Make it a private endpoint?” when you create a deployment.',
+          action: (
+            <button type="button" className="button primary" onClick={() => focusForm('new-certificate')}>
+              Create a certificate
+            </button>
+          ),
+        }}
         columns={[
           { header: 'Name', cell: (c) => c.name },
           { header: 'Accepted by', cell: (c) => <DeploymentLinks ids={c.deployments} byId={byId} /> },

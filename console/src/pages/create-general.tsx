@@ -80,7 +80,6 @@ export function CreateGeneralPage() {
         <div className="panel">
           <h2>Endpoint</h2>
           <TextInput
-            label="Endpoint Name"
             field="name"
             problems={p}
             value={name}
@@ -102,7 +101,6 @@ export function CreateGeneralPage() {
           <ScalingFields family="general" values={values.scaling} onChange={(s) => set({ scaling: { ...values.scaling, ...s } })} problems={p} />
         </div>
         <EndpointProtection
-          legend="Endpoint protection"
           auth={auth}
           onChange={(a) => setAuth((cur) => ({ ...cur, ...a }))}
           vault={vault.data?.items ?? null}

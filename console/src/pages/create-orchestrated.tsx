@@ -81,7 +81,6 @@ export function CreateOrchestratedPage() {
         <div className="panel">
           <h2>Model</h2>
           <TextInput
-            label="Endpoint Name"
             field="name"
             problems={p}
             value={name}
@@ -91,7 +90,6 @@ export function CreateOrchestratedPage() {
           <ModelFields values={values} set={set} problems={p} tokenStored={false} />
         </div>
         <EndpointProtection
-          legend="Private Endpoint"
           auth={auth}
           onChange={(a) => setAuth((cur) => ({ ...cur, ...a }))}
           vault={vault.data?.items ?? null}

@@ -8,6 +8,7 @@ import { api, ApiError } from '../api/client';
 import type { Deployment, Items } from '../api/types';
 import { StatusBadge, StatusReason } from '../components/status';
 import { Components, Endpoint, Revisions } from '../components/deployment-bits';
+import { EmptyState } from '../components/empty-state';
 
 const REFRESH_MS = 2000;
 
@@ -53,15 +54,21 @@ export function DeploymentListPage() {
       )}
       {items === null && !error && <p className="subtle">Loading…</p>}
       {items !== null && items.length === 0 && (
-        <div className="empty">
-          <h2>No deployments yet</h2>
-          <p>Deploy a model-serving endpoint: pick a preset (vLLM, SGLang, TGI, Triton, Ollama…) or a model for the orchestrated runtime.</p>
-          <p>
-            <a className="button primary" href="#/deployments/new/general">
-              Create your first deployment
-            </a>
-          </p>
-        </div>
+        <EmptyState
+          title="No deployments yet"
+          action={
+            <>
+              <a className="button primary" href="#/deployments/new/general">
+                Create your first deployment
+              </a>
+              <a className="button" href="#/deployments/new/orchestrated">
+                Or serve a model (orchestrated)
+              </a>
+            </>
+          }
+        >
+          Create one to get an HTTPS endpoint: start from a preset (vLLM, SGLang, TGI, Triton, Ollama…) with your command, or name a model and let the platform run it.
+        </EmptyState>
       )}
       {items !== null && items.length > 0 && (
         <div className="table-wrap">

@@ -10,11 +10,14 @@ import type { Items, RegistryCredential } from '../api/types';
 import { usePoll } from '../hooks';
 import { ConfirmDialog } from '../components/confirm';
 import { Field, FormError, toProblems, type Problems } from '../components/form';
+import { focusForm } from '../components/empty-state';
 import { ResourceTable } from '../components/resource-table';
+import { labelledProblems } from '../forms/labels';
 import { DeploymentLinks, useDeploymentNames, useVaultDelete } from './vault';
 
 const ROUTE = '/vault/registry-credentials';
 const EMPTY = { name: '', username: '', password: '' };
+const LABELS = { name: 'Credential name', username: 'Registry username', password: 'Registry password' };
 
 export function RegistryCredentialsPage() {
   const credentials = usePoll<Items<RegistryCredential>>(ROUTE, 5000);
@@ -41,7 +44,7 @@ export function RegistryCredentialsPage() {
     } catch (err) {
       // A duplicate name or a field out of bounds goes next to its field; a refusal naming none, above the list.
       const list = err instanceof ApiError ? err.problems() : [];
-      if (list.length > 0) setProblems(toProblems(list));
+      if (list.length > 0) setProblems(labelledProblems(toProblems(list), LABELS));
       else setRefusal(err instanceof Error ? err.message : String(err));
     }
   };
@@ -53,7 +56,7 @@ export function RegistryCredentialsPage() {
         Usernames and passwords of private image registries, kept sealed in the vault. A general deployment chooses them under Container → Registry credentials instead of
         repeating them; the password is never shown again.
       </p>
-      <form className="panel" onSubmit={(e) => void create(e)}>
+      <form className="panel" id="new-registry-credential" onSubmit={(e) => void create(e)}>
         <div className="grid2">
           <Field label="Credential name" field="name" problems={problems} hint="Letters, digits, dot, underscore, hyphen; at most 64 characters.">
             {(p) => <input {...p} type="text" value={draft.name} onChange={(e) => set({ name: e.target.value })} required maxLength={64} />}
@@ -78,7 +81,16 @@ export function RegistryCredentialsPage() {
       <ResourceTable
         label="Registry credentials"
         rowKey="registry-credential"
-        items={credentials.data?.items ?? []}
+        items={credentials.data?.items ?? null}
+        empty={{
+          title: 'No registry credentials yet',
+          children: 'Keep a private registry’s username and password here once; general deployments then choose them under Container → Registry credentials instead of typing them.',
+          action: (
+            <button type="button" className="button primary" onClick={() => focusForm('new-registry-credential')}>
+              Add registry credentials
+            </button>
+          ),
+        }}
         columns={[
           { header: 'Name', cell: (c) => c.name },
           { header: 'Username', cell: (c) => <code>{c.username}</code> },

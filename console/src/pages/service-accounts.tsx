@@ -8,7 +8,9 @@ import { usePoll } from '../hooks';
 import { SecretOnce } from '../components/copy';
 import { ConfirmDialog } from '../components/confirm';
 import { Field, type Problems } from '../components/form';
+import { focusForm } from '../components/empty-state';
 import { ResourceTable } from '../components/resource-table';
+import { inLabels } from '../forms/labels';
 
 export function ServiceAccountsPage() {
   const accounts = usePoll<Items<ServiceAccount>>('/service-accounts', 10_000);
@@ -27,7 +29,7 @@ export function ServiceAccountsPage() {
       setName('');
       accounts.reload();
     } catch (err) {
-      if (err instanceof ApiError) setProblems({ [err.field ?? 'name']: err.message });
+      if (err instanceof ApiError) setProblems({ [err.field ?? 'name']: inLabels(err.message, { name: 'Account name', role: 'Role' }) });
     }
   };
 
@@ -52,7 +54,7 @@ export function ServiceAccountsPage() {
         </div>
       )}
       {created?.key && <SecretOnce title={`Key of ${created.name}`} value={created.key} onDismiss={() => setCreated(null)} />}
-      <form className="panel" onSubmit={(e) => void create(e)}>
+      <form className="panel" id="new-account" onSubmit={(e) => void create(e)}>
         <div className="grid2">
           <Field label="Account name" field="name" problems={problems}>
             {(p) => <input {...p} type="text" value={name} onChange={(e) => setName(e.target.value)} required maxLength={64} />}
@@ -78,7 +80,16 @@ export function ServiceAccountsPage() {
       <ResourceTable
         label="Service accounts"
         rowKey="account"
-        items={accounts.data?.items ?? []}
+        items={accounts.data?.items ?? null}
+        empty={{
+          title: 'No service accounts',
+          children: 'A service account signs in to this console and the API with its key. Create one per person or script, with the role it needs.',
+          action: (
+            <button type="button" className="button primary" onClick={() => focusForm('new-account')}>
+              Create an account
+            </button>
+          ),
+        }}
         columns={[
           { header: 'Name', cell: (a) => a.name },
           { header: 'Role', cell: (a) => a.role },

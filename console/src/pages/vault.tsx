@@ -8,7 +8,9 @@ import { usePoll } from '../hooks';
 import { SecretOnce } from '../components/copy';
 import { ConfirmDialog } from '../components/confirm';
 import { Field, FormError, type Problems } from '../components/form';
+import { focusForm } from '../components/empty-state';
 import { ResourceTable } from '../components/resource-table';
+import { inLabels } from '../forms/labels';
 
 /** Deployments by id, to name the ones a credential protects; `reload` before a warning names them. */
 export function useDeploymentNames(): { byId: Map<number, Deployment>; reload: () => void } {
@@ -86,7 +88,7 @@ export function VaultPage() {
       setName('');
       tokens.reload();
     } catch (err) {
-      if (err instanceof ApiError) setProblems({ name: err.message });
+      if (err instanceof ApiError) setProblems({ name: inLabels(err.message, { name: 'Token name' }) });
     }
   };
 
@@ -95,7 +97,7 @@ export function VaultPage() {
       <h1>Vault tokens</h1>
       <p className="subtle">Bearer tokens that protect deployed endpoints. They never sign in to this console or the API.</p>
       {created?.token && <SecretOnce title={`Token ${created.name}`} value={created.token} onDismiss={() => setCreated(null)} />}
-      <form className="panel" onSubmit={(e) => void create(e)}>
+      <form className="panel" id="new-token" onSubmit={(e) => void create(e)}>
         <Field label="Token name" field="name" problems={problems} hint="Letters, digits, dot, underscore, hyphen; at most 64 characters.">
           {(p) => <input {...p} type="text" value={name} onChange={(e) => setName(e.target.value)} required maxLength={64} />}
         </Field>
@@ -103,11 +105,25 @@ export function VaultPage() {
           Create token
         </button>
       </form>
-      <FormError message={deletion.error} />
+      <FormError message={deletion.error ?? tokens.error?.message ?? null} />
       <ResourceTable
         label="Vault tokens"
         rowKey="token"
-        items={tokens.data?.items ?? []}
+        items={tokens.data?.items ?? null}
+        empty={{
+          title: 'No vault tokens yet',
+          children: 'A vault token protects an endpoint: its clients send it as a bearer token. Create one here, or let a create form make one for a new deployment.',
+          action: (
+            <>
+              <button type="button" className="button primary" onClick={() => focusForm('new-token')}>
+                Create a token
+              </button>
+              <a className="button" href="#/deployments/new">
+                Create a deployment
+              </a>
+            </>
+          ),
+        }}
         columns={[
           { header: 'Name', cell: (t) => t.name },
           { header: 'Ends with', cell: (t) => <code>{t.hint}</code> },

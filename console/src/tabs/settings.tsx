@@ -10,6 +10,7 @@ import { usePoll } from '../hooks';
 import type { Account } from '../session';
 import { DeploymentActions } from '../forms/deployment-actions';
 import { hardwareLabel } from '../forms/hardware-fields';
+import { labelFor, PROTECTION_LABEL } from '../forms/labels';
 import { SettingsEditor } from '../forms/settings-editor';
 
 export function SettingsTab(props: { deployment: Deployment; account: Account; onChanged: () => void }) {
@@ -45,33 +46,33 @@ function DisaggregatedSettings({ d }: { d: Deployment }) {
         <code>POST /deployments/orchestrated/{d.id}/clone</code>. Pause, Resume, Roll back and Delete work here.
       </p>
       <dl className="facts">
-        <dt>Endpoint Name</dt>
+        <dt>{labelFor('name')}</dt>
         <dd>{d.name}</dd>
-        <dt>Model</dt>
+        <dt>{labelFor('model')}</dt>
         <dd>{d.model}</dd>
-        <dt>Served Model Name</dt>
+        <dt>{labelFor('served_model_name')}</dt>
         <dd>{d.served_model_name ?? 'the model-hub identifier'}</dd>
-        <dt>Serving mode</dt>
+        <dt>{labelFor('serving_mode')}</dt>
         <dd>Disaggregated</dd>
-        <dt>Cluster</dt>
+        <dt>{labelFor('cluster_id')}</dt>
         <dd>{cluster?.name ?? `cluster ${d.cluster_id}`}</dd>
         <dt>Prefill pool</dt>
         <dd>{pool(d.worker_pools?.prefill)}</dd>
         <dt>Decode pool</dt>
         <dd>{pool(d.worker_pools?.decode)}</dd>
-        <dt>Protocol</dt>
+        <dt>{labelFor('protocol')}</dt>
         <dd>{d.protocol === 'grpc' ? 'gRPC' : 'HTTP'}</dd>
-        <dt>Enable logging</dt>
+        <dt>{labelFor('enable_logging')}</dt>
         <dd>{d.enable_logging ? 'on' : 'off'}</dd>
-        <dt>Enable Model Caching</dt>
+        <dt>{labelFor('enable_model_caching')}</dt>
         <dd>{d.enable_model_caching ? 'on' : 'off'}</dd>
-        <dt>Extra Arguments</dt>
+        <dt>{labelFor('extra_args')}</dt>
         <dd>{d.extra_args && d.extra_args.length > 0 ? <code>{d.extra_args.join(' ')}</code> : 'none'}</dd>
-        <dt>Environment Variables</dt>
+        <dt>{labelFor('env')}</dt>
         <dd>{envSummary(d.env, d.secret_env)}</dd>
-        <dt>Annotations</dt>
+        <dt>{labelFor('annotations')}</dt>
         <dd>{Object.entries(d.annotations ?? {}).map(([k, v]) => `${k}=${v}`).join(', ') || 'none'}</dd>
-        <dt>Endpoint protection</dt>
+        <dt>{PROTECTION_LABEL}</dt>
         <dd>
           {[d.endpoint_token_id !== null ? `vault token ${d.endpoint_token_id}` : '', d.client_certificate_id !== null ? `client certificate ${d.client_certificate_id}` : '']
             .filter(Boolean)

@@ -5,6 +5,7 @@ import { useMemo, useState } from 'react';
 import type { Deployment, UsageAnswer } from '../api/types';
 import { usePoll } from '../hooks';
 import { Chart } from '../components/chart';
+import { EmptyState } from '../components/empty-state';
 
 const RANGES: Array<{ label: string; hours: number }> = [
   { label: 'Last 24 hours', hours: 24 },
@@ -55,7 +56,16 @@ export function UsageTab({ d }: { d: Deployment }) {
             {u.totals.rate_limited > 0 && <Total label="Rate limited" value={u.totals.rate_limited} />}
           </div>
           {u.hours.length === 0 ? (
-            <p className="subtle">No usage in this range.</p>
+            <EmptyState
+              title="No requests in this range"
+              action={
+                <a className="button" href={`#/deployments/${d.family}/${d.id}`}>
+                  How to call it (Overview)
+                </a>
+              }
+            >
+              Usage counts the requests the endpoint serves. Call it with the ready-to-run curl or OpenAI SDK snippet on the Overview tab, and its figures appear here.
+            </EmptyState>
           ) : (
             <>
               <Chart xRange={span} title="Requests and errors per hour" x={x} series={[{ label: 'Requests', color: '#3b5bdb', bars: true, values: col((h) => h.requests) }, { label: 'Errors', color: '#d9480f', bars: true, values: col((h) => h.errors) }]} />
