@@ -63,6 +63,13 @@ module.exports = {
       from: { path: '^src/client/', pathNot: '\\.test\\.ts$' },
       to: { path: '^src/', pathNot: '^src/(client|domain)/' },
     },
+    {
+      name: 'cli-entry-loads-programs-lazily',
+      severity: 'error',
+      comment: "Every `infergate` command starts in src/cli/main.ts: it imports the programs (serve, engine, frontend, image, admin), the client and the service's error classes with import() when a command needs them, so `infergate ls` never loads fastify, the store or node-forge. Statically it imports only the version and the gateway worker's environment name.",
+      from: { path: '^src/cli/main\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/cli/(version|gateway-worker-protocol)\\.ts$', dependencyTypesNot: ['dynamic-import', 'type-only'] },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

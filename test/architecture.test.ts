@@ -61,6 +61,9 @@ describe('architecture boundaries', () => {
       'src/core/k.ts': 'export const k = 1;\n',
       'src/orchestrated/uses-balancer.ts': "import { b } from '../balancer/b.js';\nexport const u = b;\n",
       'src/client/reads-store.ts': "import { s } from '../store/store.js';\nexport const r = s;\n",
+      'src/cli/main.ts': "import { s } from '../store/store.js';\nimport { v } from './version.js';\nexport const m = async () => [s, v, await import('./serve.js')];\n",
+      'src/cli/version.ts': 'export const v = 1;\n',
+      'src/cli/serve.ts': 'export const serve = 1;\n',
     };
     for (const [file, text] of Object.entries(files)) {
       await mkdir(path.dirname(path.join(scratch, file)), { recursive: true });
@@ -81,8 +84,11 @@ describe('architecture boundaries', () => {
         'balancer-stands-alone: src/balancer/b.ts → src/gateway/g.ts',
         'pure-layers-no-io: src/flags/f.ts → src/store/store.ts',
         'client-over-http-only: src/client/reads-store.ts → src/store/store.ts',
+        'cli-entry-loads-programs-lazily: src/cli/main.ts → src/store/store.ts',
       ]),
     );
+    // The entry may import the version statically, and a program with import().
+    expect(found.some((v) => v.includes('src/cli/main.ts → src/cli/'))).toBe(false);
     // The shared protocol code and the flag parser are allowed to both programs.
     expect(found.some((v) => v.includes('src/orchestrated/o.ts → src/protocol/p.ts'))).toBe(false);
     expect(found.some((v) => v.includes('src/engine/cli.ts → src/flags/f.ts'))).toBe(false);

@@ -4,14 +4,13 @@
 // the control API's client (src/client/), and turns start-up failures into one clear line on
 // stderr and exit code 1.
 
+// Only what every command needs is imported here. The programs (serve, engine, …) and the
+// error classes of the service are loaded with import() when used: a client command such as
+// `infergate ls` then never loads fastify, the store, node-forge or dockerode, and starts in
+// a fraction of the time (docs/cli.md has the figures; test/cli-install.test.ts keeps it so).
 import cluster from 'node:cluster';
 import { packageVersion } from './version.js';
 import { WORKER_ENV } from './gateway-worker-protocol.js';
-import { ConfigError, parseServeConfig, serveHelp } from '../config/config.js';
-import { StoreError } from '../store/store.js';
-import { PkiError } from '../pki/ca.js';
-import { KeyFileError } from './key-files.js';
-import { ListenError } from './listen.js';
 
 const USAGE = `usage: infergate <command> [options]
 
@@ -41,20 +40,25 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-/** Failures a person can fix get one line; anything else is a bug and keeps its stack. */
-function isExpected(err: unknown): err is Error {
-  return (
-    err instanceof ConfigError ||
-    err instanceof StoreError ||
-    err instanceof ListenError ||
-    err instanceof KeyFileError ||
-    err instanceof PkiError ||
-    (err instanceof Error && 'code' in err && typeof (err as NodeJS.ErrnoException).syscall === 'string') ||
-    err instanceof SyntaxError
-  );
+/**
+ * Failures a person can fix get one line; anything else is a bug and keeps its stack. The
+ * service's error classes are loaded only once something has failed.
+ */
+async function isExpected(err: unknown): Promise<boolean> {
+  if (!(err instanceof Error)) return false;
+  if (err instanceof SyntaxError || ('code' in err && typeof (err as NodeJS.ErrnoException).syscall === 'string')) return true;
+  const [{ ConfigError }, { StoreError }, { PkiError }, { KeyFileError }, { ListenError }] = await Promise.all([
+    import('../config/config.js'),
+    import('../store/store.js'),
+    import('../pki/ca.js'),
+    import('./key-files.js'),
+    import('./listen.js'),
+  ]);
+  return [ConfigError, StoreError, PkiError, KeyFileError, ListenError].some((kind) => err instanceof kind);
 }
 
 async function runServe(args: string[]): Promise<void> {
+  const { parseServeConfig, serveHelp } = await import('../config/config.js');
   if (args.includes('--help') || args.includes('-h')) {
     process.stdout.write(serveHelp() + '\n');
     return;
@@ -109,8 +113,8 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-main(process.argv.slice(2)).catch((err: unknown) => {
-  if (isExpected(err)) fail(err.message);
+main(process.argv.slice(2)).catch(async (err: unknown) => {
+  if (await isExpected(err).catch(() => false)) fail((err as Error).message);
   process.stderr.write(`infergate: unexpected error\n${(err as Error)?.stack ?? String(err)}\n`);
   process.exit(1);
 });

@@ -1,24 +1,31 @@
 // Owns the client's conversation with the control API: JSON requests with the service-account
-// key as a Bearer token, the API's error body turned into an ApiRefusal (exit 1) and a failed
-// connection into Unreachable (exit 3); plus the two long-lived calls — a Server-Sent Events
-// stream (logs -f) and the terminal's WebSocket (exec).
+// key as a Bearer token (sent with node:http, see http-request.ts), the API's error body turned
+// into an ApiRefusal (exit 1) and a failed connection into Unreachable (exit 3); plus the two
+// long-lived calls — a Server-Sent Events stream (logs -f) and the terminal's WebSocket (exec).
 
-import WebSocket from 'ws';
+import { createRequire } from 'node:module';
+import type WebSocket from 'ws';
 import { ApiRefusal, Unreachable } from './errors.js';
 import type { Connection } from './contexts.js';
+import { nodeRequest, type Answer, type Requester } from './http-request.js';
 
 /** Requests that get no answer within this are given up (streams excepted). */
 const REQUEST_TIMEOUT_MS = 30_000;
 
+// ws is required when a WebSocket is opened (exec), not with this module: every other command
+// starts without loading it.
+const require = createRequire(import.meta.url);
+
 export type Json = Record<string, unknown>;
 
-function unreachable(api: string, err: unknown): Unreachable {
-  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-  const why = cause?.code ?? cause?.message ?? (err as Error).message;
+function unreachable(api: string, err: unknown, timeoutMs?: number): Unreachable {
+  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const timedOut = (e.name === 'AbortError' || e.name === 'TimeoutError') && timeoutMs !== undefined;
+  const why = timedOut ? `no answer within ${timeoutMs / 1000} s` : (e.cause?.code ?? e.code ?? e.cause?.message ?? e.message);
   return new Unreachable(`cannot reach the control API at ${api} (${why})`);
 }
 
-async function refusal(res: Response): Promise<ApiRefusal> {
+async function refusal(res: Answer): Promise<ApiRefusal> {
   const text = await res.text();
   try {
     const body = JSON.parse(text) as { error?: { code?: string; message?: string; field?: string } };
@@ -29,8 +36,38 @@ async function refusal(res: Response): Promise<ApiRefusal> {
   return new ApiRefusal(res.status, 'error', `the control API answered ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`, null);
 }
 
+export interface ApiClientOptions {
+  /** How long a request may go unanswered (default 30 s); shell completion asks with a short one. */
+  timeoutMs?: number;
+  /** How a request is sent (default node:http/https); the client's unit tests pass a stand-in API. */
+  request?: Requester;
+}
+
 export class ApiClient {
-  constructor(readonly connection: Connection) {}
+  private readonly timeoutMs: number;
+  private readonly request: Requester;
+
+  constructor(
+    readonly connection: Connection,
+    options: ApiClientOptions = {},
+  ) {
+    this.timeoutMs = options.timeoutMs ?? REQUEST_TIMEOUT_MS;
+    this.request = options.request ?? nodeRequest;
+  }
+
+  /** One request, its answer read whole; no answer is Unreachable. */
+  private async send(method: string, route: string, body?: unknown): Promise<Answer> {
+    try {
+      return await this.request(this.url(route), {
+        method,
+        headers: this.headers(body !== undefined),
+        body: body !== undefined ? JSON.stringify(body) : undefined,
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (err) {
+      throw unreachable(this.connection.api, err, this.timeoutMs);
+    }
+  }
 
   private url(route: string): string {
     return this.connection.api + route;
@@ -41,17 +78,7 @@ export class ApiClient {
   }
 
   async call<T = Json>(method: string, route: string, body?: unknown): Promise<T> {
-    let res: Response;
-    try {
-      res = await fetch(this.url(route), {
-        method,
-        headers: this.headers(body !== undefined),
-        body: body !== undefined ? JSON.stringify(body) : undefined,
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
-    } catch (err) {
-      throw unreachable(this.connection.api, err);
-    }
+    const res = await this.send(method, route, body);
     if (!res.ok) throw await refusal(res);
     if (res.status === 204) return undefined as T;
     return (await res.json()) as T;
@@ -63,12 +90,7 @@ export class ApiClient {
 
   /** A GET whose answer is text (a .pem). */
   async text(route: string): Promise<string> {
-    let res: Response;
-    try {
-      res = await fetch(this.url(route), { headers: this.headers(false), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-    } catch (err) {
-      throw unreachable(this.connection.api, err);
-    }
+    const res = await this.send('GET', route);
     if (!res.ok) throw await refusal(res);
     return res.text();
   }
@@ -109,6 +131,7 @@ export class ApiClient {
   /** Opens a WebSocket on a route of the API (ws:// or wss:// as the API is http or https). */
   websocket(route: string, protocols: string[] = []): WebSocket {
     const url = this.url(route).replace(/^http/, 'ws');
-    return new WebSocket(url, protocols, { headers: this.headers(false) });
+    const Socket = require('ws') as typeof WebSocket;
+    return new Socket(url, protocols, { headers: this.headers(false) });
   }
 }

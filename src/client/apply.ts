@@ -6,7 +6,10 @@
 // is left alone. Only the fields the file names are compared: a field left out keeps its
 // value. Secrets (tokens, passwords) cannot be read back: a registry password or model-hub
 // token, like a secret environment variable, is sent when the deployment does not have one
-// yet, an endpoint token on create only. Registry credentials are the vault's
+// yet; an endpoint token when the deployment has none, or when the last four characters of
+// its token (which the vault shows) differ from the file's. A secret the file gives that is
+// not sent is named in a warning (apply --replace-secrets sends them all), so a changed token
+// or password is never dropped silently. Registry credentials are the vault's
 // (registry_credential_id) or the deployment's own pair, never both: a file that switches to
 // one side clears the other unless it names it.
 
@@ -16,7 +19,7 @@ import { classifyPatch, sameValue, type Body, type PatchPlan } from '../domain/p
 import { isAlwaysSecret } from '../domain/secret-env.js';
 import type { ApiClient } from './api.js';
 import { FAMILIES, listDeployments, routeOf, type Deployment, type Family } from './deployments.js';
-import { UsageError } from './errors.js';
+import { ApiRefusal, UsageError } from './errors.js';
 
 /** Write-only fields: the API never returns them, so they cannot be compared. */
 const WRITE_ONLY = new Set(['endpoint_bearer_token', 'registry_password', 'model_hub_token']);
@@ -27,16 +30,34 @@ const SHOWN_AS_SET: Record<string, string> = { registry_password: 'has_registry_
 /** Whether the deployment holds a write-only secret, where the API says so. */
 const holds = (current: Deployment, key: string): boolean | undefined => (SHOWN_AS_SET[key] ? current[SHOWN_AS_SET[key]] === true : undefined);
 
+/** How the vault shows a token: its last four characters (the API's hint). */
+export const tokenHint = (value: string): string => `…${value.slice(-4)}`;
+
+/** What patchFor knows beyond the file and the deployment. */
+export interface SecretContext {
+  /**
+   * The hint of the vault token the deployment is bound to (endpoint_token_id); null when it
+   * could not be read, absent when the deployment has no token or the file gives none.
+   */
+  tokenHint?: string | null;
+  /** Send every secret the file gives, even one the deployment has (apply --replace-secrets). */
+  replaceSecrets?: boolean;
+}
+
 export interface Desired {
   family: Family;
   name: string;
   body: Body;
 }
 
+/**
+ * A step of an apply. An update also lists `withheld`: the secrets the file gives that are
+ * not sent (the deployment has them and they cannot be read back to compare), for a warning.
+ */
 export type Step =
   | { kind: 'create'; desired: Desired }
-  | { kind: 'patch'; desired: Desired; current: Deployment; plan: PatchPlan }
-  | { kind: 'unchanged'; desired: Desired; current: Deployment };
+  | { kind: 'patch'; desired: Desired; current: Deployment; plan: PatchPlan; withheld: string[]; tokenHint?: string | null }
+  | { kind: 'unchanged'; desired: Desired; current: Deployment; withheld: string[] };
 
 /** Reads a file (or standard input for `-`) into the deployments it describes. */
 export function readDesired(file: string, read: (f: string) => string = (f) => readFileSync(f === '-' ? 0 : f, 'utf8')): Desired[] {
@@ -90,30 +111,86 @@ function splitEnvironment(body: Body): { env: unknown; secret: Record<string, un
 }
 
 /**
+ * Whether the deployment has an endpoint token: endpoint_token_id names the vault token it is
+ * bound to, null when it has none (undefined when the API did not say, then nothing is sent).
+ */
+function holdsToken(current: Deployment): boolean | undefined {
+  const id = current.endpoint_token_id;
+  return id === undefined ? undefined : id !== null;
+}
+
+/**
+ * Whether a write-only field of the file is sent: always with replaceSecrets (a value; null
+ * only removes one the deployment has); else, like a secret variable, set when the deployment
+ * has none and removed by null when it has one — and an endpoint token also when its hint
+ * shows the deployment's is another one.
+ */
+function sendsSecret(key: string, raw: unknown, current: Deployment, context: SecretContext): boolean {
+  const held = key === 'endpoint_bearer_token' ? holdsToken(current) : holds(current, key);
+  if (held === undefined) return false;
+  if (raw === null || raw === undefined) return held;
+  if (!held || context.replaceSecrets === true) return true;
+  return key === 'endpoint_bearer_token' && typeof raw === 'string' && typeof context.tokenHint === 'string' && context.tokenHint !== tokenHint(raw);
+}
+
+/**
  * The fields of the file that differ from the deployment as the API shows it. Secret variables,
  * the registry password and the model-hub token cannot be read back: one the deployment does
- * not have is set, one it has is left alone (change it with the API), null removes one it has.
- * An endpoint token is never sent (bind a vault token by endpoint_token_id instead).
+ * not have is set, one it has is left alone (context.replaceSecrets sends it anyway), null
+ * removes one it has. An endpoint token is sent when the deployment has none or its token's
+ * hint (context.tokenHint) differs from the file's.
  */
-export function patchFor(desired: Desired, current: Deployment): Body {
+export function patchFor(desired: Desired, current: Deployment, context: SecretContext = {}): Body {
   const patch: Body = {};
   const { env, secret } = splitEnvironment(desired.body);
   for (const [key, raw] of Object.entries(desired.body)) {
     if (key === 'name' || key === 'secret_env') continue;
     if (WRITE_ONLY.has(key)) {
-      // Like a secret variable: set when the deployment has none, removed by null when it has one.
-      const held = holds(current, key);
-      if (held !== undefined && (raw === null ? held : !held)) patch[key] = raw;
+      if (sendsSecret(key, raw, current, context)) patch[key] = raw;
       continue;
     }
     const value = key === 'env' ? env : raw;
     if (!sameValue(current[key] ?? null, value ?? null)) patch[key] = value;
   }
   const set = new Set(current.secret_env ?? []);
-  const changes = Object.entries(secret).filter(([name, value]) => (value === null ? set.has(name) : !set.has(name)));
+  const changes = Object.entries(secret).filter(([name, value]) => (value === null ? set.has(name) : !set.has(name) || context.replaceSecrets === true));
   if (changes.length > 0) patch.secret_env = Object.fromEntries(changes);
   switchRegistry(desired.body, current, patch);
   return patch;
+}
+
+/**
+ * The secrets the file gives a value for that the patch does not carry: the deployment has
+ * them and their values cannot be read back, so a changed one would be lost without a word.
+ * An endpoint token whose hint matches the deployment's is taken to be the same token.
+ */
+export function withheldSecrets(desired: Desired, current: Deployment, patch: Body, context: SecretContext = {}): string[] {
+  const withheld: string[] = [];
+  const { secret } = splitEnvironment(desired.body);
+  for (const key of WRITE_ONLY) {
+    const raw = desired.body[key];
+    if (typeof raw !== 'string' || key in patch) continue;
+    if (key === 'endpoint_bearer_token' && (holdsToken(current) !== true || context.tokenHint === tokenHint(raw))) continue;
+    withheld.push(key);
+  }
+  const sent = isRecord(patch.secret_env) ? patch.secret_env : {};
+  for (const [name, value] of Object.entries(secret)) if (value !== null && !(name in sent)) withheld.push(`secret_env.${name}`);
+  return withheld;
+}
+
+/**
+ * The hint of the vault token a deployment is bound to, when the file gives an endpoint token
+ * to compare with it; null when it cannot be read (then the token is not sent, and said so).
+ */
+async function boundTokenHint(api: ApiClient, desired: Desired, current: Deployment): Promise<string | null | undefined> {
+  const id = current.endpoint_token_id;
+  if (typeof desired.body.endpoint_bearer_token !== 'string' || typeof id !== 'number') return undefined;
+  try {
+    return (await api.get<{ hint: string }>(`/vault/tokens/${id}`)).hint;
+  } catch (err) {
+    if (err instanceof ApiRefusal) return null;
+    throw err;
+  }
 }
 
 /**
@@ -131,15 +208,37 @@ function switchRegistry(body: Body, current: Deployment, patch: Body): void {
   if (ownSent && !('registry_credential_id' in body) && (current.registry_credential_id ?? null) !== null) patch.registry_credential_id = null;
 }
 
-export async function planApply(api: ApiClient, desired: readonly Desired[]): Promise<Step[]> {
+export async function planApply(api: ApiClient, desired: readonly Desired[], options: { replaceSecrets?: boolean } = {}): Promise<Step[]> {
   const existing = await listDeployments(api);
-  return desired.map((d): Step => {
-    const current = existing.find((e) => e.name === d.name);
-    if (!current) return { kind: 'create', desired: d };
-    if (current.family !== d.family) throw new UsageError(`${d.name} exists as a ${current.family} deployment, not ${d.family}; delete it first or rename`);
-    const patch = patchFor(d, current);
-    if (Object.keys(patch).length === 0) return { kind: 'unchanged', desired: d, current };
-    return { kind: 'patch', desired: d, current, plan: classifyPatch(patch, current.revision) };
+  return Promise.all(
+    desired.map(async (d): Promise<Step> => {
+      const current = existing.find((e) => e.name === d.name);
+      if (!current) return { kind: 'create', desired: d };
+      if (current.family !== d.family) throw new UsageError(`${d.name} exists as a ${current.family} deployment, not ${d.family}; delete it first or rename`);
+      const context: SecretContext = { tokenHint: await boundTokenHint(api, d, current), replaceSecrets: options.replaceSecrets };
+      const patch = patchFor(d, current, context);
+      const withheld = withheldSecrets(d, current, patch, context);
+      if (Object.keys(patch).length === 0) return { kind: 'unchanged', desired: d, current, withheld };
+      return { kind: 'patch', desired: d, current, plan: classifyPatch(patch, current.revision), withheld, tokenHint: context.tokenHint };
+    }),
+  );
+}
+
+/**
+ * One warning line for each update that leaves secrets of the file unsent, naming them and
+ * what to do; none when every secret the file gives is sent (or known to match).
+ */
+export function withheldWarnings(steps: readonly Step[], file: string): string[] {
+  return steps.flatMap((step) => {
+    if (step.kind === 'create' || step.withheld.length === 0) return [];
+    const name = step.desired.name;
+    const fields = step.withheld;
+    const one = fields.length === 1;
+    const listed = one ? fields[0]! : `${fields.slice(0, -1).join(', ')} and ${fields.at(-1)!}`;
+    return [
+      `warning: ${name}: ${listed} in ${file === '-' ? 'standard input' : file} ${one ? 'is' : 'are'} not sent: ${name} has ${one ? 'one' : 'them'} already, ` +
+        `and secrets cannot be read back to compare; if ${one ? 'it' : 'they'} changed, apply --replace-secrets sends the file's values`,
+    ];
   });
 }
 
@@ -151,10 +250,14 @@ export function describeStep(step: Step): string {
   return `${label}: ${step.plan.statement}`;
 }
 
-/** The field-by-field difference, for `diff`; secret variables by name, never their values. */
+/** The field-by-field difference, for `diff`; secret variables by name, never their values (a token by its hint). */
 export function describeChanges(step: Step): string[] {
   if (step.kind !== 'patch') return [];
   return Object.entries(step.plan.patch).map(([key, value]) => {
+    if (key === 'endpoint_bearer_token') {
+      const before = holdsToken(step.current) ? (step.tokenHint ?? 'set') : 'not set';
+      return `  ${key}: ${before} → ${typeof value === 'string' ? tokenHint(value) : 'removed'} (value not shown)`;
+    }
     if (WRITE_ONLY.has(key)) return `  ${key}: ${holds(step.current, key) ? 'set' : 'not set'} → ${value === null ? 'removed' : 'set'} (value not shown)`;
     if (key !== 'secret_env' || !isRecord(value)) return `  ${key}: ${JSON.stringify(step.current[key] ?? null)} → ${JSON.stringify(value)}`;
     const names = (removed: boolean) => Object.keys(value).filter((n) => (value[n] === null) === removed);

@@ -1,13 +1,15 @@
 // Table tests of the client's pure parts: reading an apply file (YAML documents, lists, the
-// mistakes it refuses), the fields a re-apply would PATCH (write-only secrets never, secret
-// variables only when not set yet), the environment `describe` prints, when a
-// deployment counts as ready, the exit status in a terminal's close reason, and which API and
-// key a command uses (flags, then environment, then the saved context). Also commands against
-// a stand-in API (fetch replaced): `describe` and `ls` with the status reason under the status
-// and shortened in the REASON column; `registry-credentials` (the password read from standard
-// input or a file, never an argument, never printed), `describe`'s Registry line, and `apply`
-// passing registry_credential_id through and switching a deployment between the vault's
-// credentials and its own.
+// mistakes it refuses), the fields a re-apply would PATCH (write-only secrets only when not set
+// yet, an endpoint token when its last four characters differ, everything with
+// --replace-secrets) and the warning naming the secrets it does not send, the environment
+// `describe` prints, when a deployment counts as ready, the exit status in a terminal's close
+// reason, and which API and key a command uses (flags, then environment, then the saved
+// context). Also commands against a stand-in API (the client's requester replaced): `describe`
+// and `ls` with the status reason under the status and shortened in the REASON column;
+// `registry-credentials` (the password read from standard input or a file, never an argument,
+// never printed), `describe`'s Registry line, `apply` passing registry_credential_id through
+// and switching a deployment between the vault's credentials and its own, and `tokens ls`
+// naming the deployments each token protects.
 
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -15,7 +17,9 @@ import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { CommanderError, type Command } from 'commander';
 import { classifyPatch } from '../domain/patch-effect.js';
-import { describeChanges, patchFor, readDesired } from './apply.js';
+import { describeChanges, patchFor, planApply, readDesired, withheldSecrets, withheldWarnings } from './apply.js';
+import { ApiClient } from './api.js';
+import type { Requester } from './http-request.js';
 import { buildProgram } from './commands.js';
 import { commandPath, EXAMPLES } from './help.js';
 import { resolveConnection, writeContexts } from './contexts.js';
@@ -80,7 +84,7 @@ describe('patchFor', () => {
 
     it('says which are set or removed in a diff, never their values', () => {
       const patch = { secret_env: { NEW_KEY: 'value-never-printed', HF_TOKEN: null } };
-      const lines = describeChanges({ kind: 'patch', desired: file(patch), current: withSecret, plan: classifyPatch(patch, 1) });
+      const lines = describeChanges({ kind: 'patch', desired: file(patch), current: withSecret, withheld: [], plan: classifyPatch(patch, 1) });
       expect(lines).toEqual(['  secret_env: set NEW_KEY; remove HF_TOKEN (values not shown)']);
     });
   });
@@ -184,17 +188,21 @@ const getsFrom =
   ({ method, path: route }) =>
     method === 'GET' && table[route] !== undefined ? [200, table[route]] : undefined;
 
-/** Runs `infergate ARGS` against the stand-in API, with `stdin` on standard input; what it printed and every request it sent (also into `sent`). */
-async function runAgainst(answer: Answer, args: string[], stdin = '', sent: Sent[] = []): Promise<{ printed: string; sent: Sent[] }> {
-  vi.stubGlobal('fetch', (url: string, init?: RequestInit) => {
-    const request = { method: init?.method ?? 'GET', path: new URL(url).pathname, body: typeof init?.body === 'string' ? (JSON.parse(init.body) as unknown) : undefined };
+/** Requests answered by `answer` (404 for what it does not know), each recorded in `sent`. */
+function standIn(answer: Answer, sent: Sent[]): Requester {
+  return (url, init) => {
+    const request = { method: init.method, path: new URL(url).pathname, body: typeof init.body === 'string' ? (JSON.parse(init.body) as unknown) : undefined };
     sent.push(request);
     const [status, body] = answer(request) ?? [404, { error: { code: 'not_found', message: 'no route' } }];
     return Promise.resolve(status === 204 ? new Response(null, { status }) : new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } }));
-  });
+  };
+}
+
+/** Runs `infergate ARGS` against the stand-in API, with `stdin` on standard input; what it printed and every request it sent (also into `sent`). */
+async function runAgainst(answer: Answer, args: string[], stdin = '', sent: Sent[] = []): Promise<{ printed: string; sent: Sent[] }> {
   let printed = '';
   const env = { INFERGATE_CONFIG: path.join(os.tmpdir(), `infergate-absent-${process.pid}`, 'config.json') };
-  const program = buildProgram({ env, out: { write: (t) => void (printed += t), isTTY: false, color: false }, readStdin: () => stdin, setExitCode: () => undefined });
+  const program = buildProgram({ env, out: { write: (t) => void (printed += t), isTTY: false, color: false }, readStdin: () => stdin, setExitCode: () => undefined, request: standIn(answer, sent) });
   // Commander's own refusals are asserted through the error it throws, not its stderr.
   const quiet = (c: Command): void => void c.configureOutput({ writeErr: () => undefined }).commands.forEach(quiet);
   quiet(program);
@@ -239,10 +247,11 @@ describe('the status reason', () => {
 
   it('ls shows it shortened in the last column, keeping its start and its end', async () => {
     const lines = (await run(['ls'])).trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^NAME\s+FAMILY\s+STATUS\s+COMPONENTS\s+REVISION\s+ENDPOINT\s+REASON$/);
-    expect(lines[1]).toMatch(new RegExp(`^chat\\s+general\\s+pending\\s+Replica 0/1\\s+1\\s+https://chat\\.endpoints\\.localhost:8443\\s+${PULLING.replace(/\./g, '\\.')}$`));
-    expect(lines[2]).toMatch(/^embed\s+general\s+ready\s+Replica 1\/1\s+1\s+https:\/\/embed\.endpoints\.localhost:8443$/);
-    expect(lines[3]).toContain(`https://vendor.endpoints.localhost:8443   ${shortReason(CREDENTIALS)}`);
+    // AGE is "-" here: these deployments carry no created_at.
+    expect(lines[0]).toMatch(/^NAME\s+FAMILY\s+STATUS\s+COMPONENTS\s+REVISION\s+ENDPOINT\s+AGE\s+REASON$/);
+    expect(lines[1]).toMatch(new RegExp(`^chat\\s+general\\s+pending\\s+Replica 0/1\\s+1\\s+https://chat\\.endpoints\\.localhost:8443\\s+-\\s+${PULLING.replace(/\./g, '\\.')}$`));
+    expect(lines[2]).toMatch(/^embed\s+general\s+ready\s+Replica 1\/1\s+1\s+https:\/\/embed\.endpoints\.localhost:8443\s+-$/);
+    expect(lines[3]).toContain(`https://vendor.endpoints.localhost:8443   -     ${shortReason(CREDENTIALS)}`);
   });
 
   it('shortReason keeps short reasons whole and cuts long ones in the middle, between words, to 60 characters at most', () => {
@@ -263,6 +272,8 @@ describe('registry credentials', () => {
   const numbered = { id: 5, name: '7', username: 'ci', hint: '…abcd', created_at: '2026-01-06T10:00:00.000Z', deployments: [] };
   const api: Answer = ({ method, path: route, body }) => {
     if (route === '/vault/registry-credentials' && method === 'GET') return [200, { items: [team, numbered] }];
+    if (route === '/deployments/general' && method === 'GET') return [200, { items: [deployment(3, 'chat', {})] }];
+    if (route === '/deployments/orchestrated' && method === 'GET') return [200, { items: [] }];
     if (route === '/vault/registry-credentials' && method === 'POST') {
       const b = body as { name: string; username: string; password: string };
       return [201, { id: 9, name: b.name, username: b.username, hint: `…${b.password.slice(-4)}`, created_at: '2026-01-07T10:00:00.000Z', deployments: [] }];
@@ -324,10 +335,11 @@ describe('registry credentials', () => {
     await expect(run(['create', 'x', '--password-stdin'], PASSWORD)).rejects.toThrow(/--username/);
   });
 
-  it('ls shows who pulls with each, never a password; -o yaml and name for scripts', async () => {
+  it('ls shows who pulls with each (by name), never a password; -o yaml and name for scripts', async () => {
     const lines = (await run(['ls'])).printed.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID\s+NAME\s+USERNAME\s+HINT\s+DEPLOYMENTS\s+CREATED$/);
-    expect(lines[1]).toMatch(/^2\s+team-registry\s+team\s+…6789\s+3\s+2026-01-05T10:00:00\.000Z$/);
+    // The table names the deployments; JSON and YAML keep the API's ids.
+    expect(lines[1]).toMatch(/^2\s+team-registry\s+team\s+…6789\s+chat\s+2026-01-05T10:00:00\.000Z$/);
     expect(lines[2]).toMatch(/^5\s+7\s+ci\s+…abcd\s+-\s+/);
     expect((await run(['ls', '-o', 'yaml'])).printed).toContain('- id: 2\n  name: team-registry\n  username: team\n');
     expect((await run(['ls', '-o', 'name'])).printed).toBe('team-registry\n7\n');
@@ -408,11 +420,104 @@ describe('registry credentials of a deployment', () => {
 
   it('diff says a write-only secret is set or removed, never its value', () => {
     const patch = patchFor(file({ registry_credential_id: 2 }), own);
-    const lines = describeChanges({ kind: 'patch', desired: file({ registry_credential_id: 2 }), current: own, plan: classifyPatch(patch, 1) });
+    const lines = describeChanges({ kind: 'patch', desired: file({ registry_credential_id: 2 }), current: own, withheld: [], plan: classifyPatch(patch, 1) });
     expect(lines).toEqual(['  registry_credential_id: null → 2', '  registry_username: "team" → null', '  registry_password: set → removed (value not shown)']);
     const back = patchFor(file({ registry_username: 'team', registry_password: 'never-printed' }), fromVault);
-    const text = describeChanges({ kind: 'patch', desired: file({}), current: fromVault, plan: classifyPatch(back, 1) }).join('\n');
+    const text = describeChanges({ kind: 'patch', desired: file({}), current: fromVault, withheld: [], plan: classifyPatch(back, 1) }).join('\n');
     expect(text).toContain('registry_password: not set → set (value not shown)');
     expect(text).not.toContain('never-printed');
+  });
+});
+
+describe('secrets a re-apply cannot compare', () => {
+  const TOKEN = 'tok_chat_0123456789abcdef';
+  const chat = deployment(3, 'chat', { endpoint_token_id: 1, secret_env: ['HF_TOKEN'], has_registry_password: true, has_model_hub_token: false });
+  const mtlsOnly = deployment(4, 'mtls', { endpoint_token_id: null });
+  const file = (name: string, body: Record<string, unknown>) => ({ family: 'general' as const, name, body: { name, ...body } });
+
+  it('sends an endpoint token when the deployment has none, or when the last four characters of its token differ', () => {
+    expect(patchFor(file('mtls', { endpoint_bearer_token: TOKEN }), mtlsOnly)).toEqual({ endpoint_bearer_token: TOKEN });
+    expect(patchFor(file('chat', { endpoint_bearer_token: TOKEN }), chat, { tokenHint: '…cdef' })).toEqual({});
+    expect(patchFor(file('chat', { endpoint_bearer_token: TOKEN }), chat, { tokenHint: '…9999' })).toEqual({ endpoint_bearer_token: TOKEN });
+    // The bound token could not be read: nothing to compare with, so it is not sent (and said so).
+    expect(patchFor(file('chat', { endpoint_bearer_token: TOKEN }), chat, { tokenHint: null })).toEqual({});
+    expect(patchFor(file('chat', { endpoint_bearer_token: null }), chat, { tokenHint: '…cdef' })).toEqual({ endpoint_bearer_token: null });
+  });
+
+  it('names each secret of the file it does not send', () => {
+    const body = { endpoint_bearer_token: TOKEN, registry_password: 'pw-never-printed', model_hub_token: 'hf_new', secret_env: { HF_TOKEN: 'v', NEW_KEY: 'w' } };
+    const desired = file('chat', body);
+    const patch = patchFor(desired, chat, { tokenHint: null });
+    // The model-hub token and NEW_KEY are new to the deployment: sent. The rest it has already.
+    expect(patch).toEqual({ model_hub_token: 'hf_new', secret_env: { NEW_KEY: 'w' } });
+    expect(withheldSecrets(desired, chat, patch, { tokenHint: null })).toEqual(['endpoint_bearer_token', 'registry_password', 'secret_env.HF_TOKEN']);
+    // A token whose last four characters match is taken for the same one: nothing to say about it.
+    expect(withheldSecrets(desired, chat, patch, { tokenHint: '…cdef' })).toEqual(['registry_password', 'secret_env.HF_TOKEN']);
+    // Null removes; nothing of the file is lost.
+    expect(withheldSecrets(file('chat', { registry_password: null }), chat, {})).toEqual([]);
+  });
+
+  it('says so in one line per deployment, naming the fields and what to do, never a value', () => {
+    const current = chat;
+    const lines = withheldWarnings(
+      [
+        { kind: 'unchanged', desired: file('chat', {}), current, withheld: ['registry_password', 'secret_env.HF_TOKEN'] },
+        { kind: 'unchanged', desired: file('embed', {}), current, withheld: ['endpoint_bearer_token'] },
+        { kind: 'unchanged', desired: file('quiet', {}), current, withheld: [] },
+        { kind: 'create', desired: file('new', {}) },
+      ],
+      'chat.yaml',
+    );
+    expect(lines).toEqual([
+      "warning: chat: registry_password and secret_env.HF_TOKEN in chat.yaml are not sent: chat has them already, and secrets cannot be read back to compare; if they changed, apply --replace-secrets sends the file's values",
+      "warning: embed: endpoint_bearer_token in chat.yaml is not sent: embed has one already, and secrets cannot be read back to compare; if it changed, apply --replace-secrets sends the file's values",
+    ]);
+  });
+
+  it('--replace-secrets sends every secret the file gives; a diff shows a token by its last four characters only', () => {
+    const desired = file('chat', { endpoint_bearer_token: TOKEN, registry_password: 'pw-never-printed', secret_env: { HF_TOKEN: 'v' } });
+    const context = { tokenHint: '…cdef', replaceSecrets: true };
+    const patch = patchFor(desired, chat, context);
+    expect(patch).toEqual({ endpoint_bearer_token: TOKEN, registry_password: 'pw-never-printed', secret_env: { HF_TOKEN: 'v' } });
+    expect(withheldSecrets(desired, chat, patch, context)).toEqual([]);
+    const text = describeChanges({ kind: 'patch', desired, current: chat, withheld: [], tokenHint: '…cdef', plan: classifyPatch(patch, 1) }).join('\n');
+    expect(text).toContain('  endpoint_bearer_token: …cdef → …cdef (value not shown)');
+    expect(text).toContain('  registry_password: set → set (value not shown)');
+    expect(text).not.toMatch(/never-printed|0123456789/);
+  });
+
+  it('planApply reads the bound token\'s hint from the vault to compare', async () => {
+    const answers = { '/deployments/general': { items: [chat] }, '/deployments/orchestrated': { items: [] }, '/vault/tokens/1': { id: 1, name: 'chat-endpoint', hint: '…beef', created_at: '2026-01-05T10:00:00.000Z', deployments: [3] } };
+    const sent: Sent[] = [];
+    const client = new ApiClient({ api: 'http://api.test', key: 'key-0123456789', source: 'test' }, { request: standIn(getsFrom(answers), sent) });
+    const [step] = await planApply(client, [file('chat', { endpoint_bearer_token: TOKEN })]);
+    expect(sent.map((r) => r.path)).toContain('/vault/tokens/1');
+    expect(step).toMatchObject({ kind: 'patch', withheld: [], plan: { patch: { endpoint_bearer_token: TOKEN }, effect: 'at_once' } });
+  });
+});
+
+describe('lists that name deployments', () => {
+  const tokens = { items: [{ id: 1, name: 'shared', hint: '…abcd', created_at: '2026-01-05T10:00:00.000Z', deployments: [3, 9, 4] }, { id: 2, name: 'spare', hint: '…ef01', created_at: '2026-01-05T10:00:00.000Z', deployments: [] }] };
+  const answers = getsFrom({
+    '/vault/tokens': tokens,
+    '/deployments/general': { items: [deployment(3, 'chat', {})] },
+    '/deployments/orchestrated': { items: [{ ...deployment(4, 'llm', {}), family: 'orchestrated' }] },
+  });
+
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+
+  it('tokens ls names the deployments each token protects, of both families; one gone meanwhile by its id', async () => {
+    const lines = (await runAgainst(answers, ['tokens', 'ls'])).printed.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+HINT\s+DEPLOYMENTS\s+CREATED$/);
+    expect(lines[1]).toMatch(/^1\s+shared\s+…abcd\s+chat, id 9, llm\s+2026-01-05T10:00:00\.000Z$/);
+    expect(lines[2]).toMatch(/^2\s+spare\s+…ef01\s+-\s+/);
+  });
+
+  it('-o json keeps the API\'s ids and does not ask for the deployments', async () => {
+    const { printed, sent } = await runAgainst(answers, ['tokens', 'ls', '-o', 'json']);
+    expect(JSON.parse(printed)).toEqual(tokens.items);
+    expect(sent.map((r) => r.path)).toEqual(['/vault/tokens']);
   });
 });

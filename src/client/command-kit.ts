@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { ApiClient } from './api.js';
 import { resolveConnection, type ConnectionFlags } from './contexts.js';
 import { UsageError } from './errors.js';
+import type { Requester } from './http-request.js';
 import { parseFormat, print, type Format, type Out } from './output.js';
 
 export interface ClientIo {
@@ -16,6 +17,8 @@ export interface ClientIo {
   readStdin(): string;
   /** Sets the process exit status (exec passes the shell's on). */
   setExitCode(code: number): void;
+  /** How requests reach the API (default node:http/https); the unit tests answer with a stand-in. */
+  request?: Requester;
 }
 
 export interface GlobalFlags extends ConnectionFlags {
@@ -40,7 +43,7 @@ export function makeKit(io: ClientIo): Kit {
     io,
     out: io.out,
     globals,
-    api: (cmd) => new ApiClient(resolveConnection(globals(cmd), io.env)),
+    api: (cmd) => new ApiClient(resolveConnection(globals(cmd), io.env), { request: io.request }),
     format,
     printData(cmd, data, table) {
       const f = format(cmd);

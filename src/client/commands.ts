@@ -6,18 +6,24 @@
 
 import { Command, Option } from 'commander';
 import { ApiClient, type Json } from './api.js';
-import { describeChanges, describeStep, performStep, planApply, readDesired } from './apply.js';
+import { age } from './age.js';
 import { integer, makeKit, readOptionFile, type ClientIo } from './command-kit.js';
-import { completionScript } from './completion.js';
+import { COMPLETE_COMMAND, completionScript, completionWords } from './completion.js';
 import { configPath, readContexts, resolveConnection, writeContexts } from './contexts.js';
 import { addCredentialCommands, REGISTRY_CREDENTIALS } from './credential-commands.js';
+import { callSnippets, snippetDeployment } from '../domain/call-snippets.js';
 import { componentsSummary, environmentLines, getDeployment, listDeployments, registryLine, routeOf, shortReason, type Deployment } from './deployments.js';
 import { ApiRefusal, UsageError } from './errors.js';
+import { eventLines, readEvents, type DeploymentEvent } from './events-text.js';
 import { addExamples } from './help.js';
 import { print, statusWord, type Column, type Out } from './output.js';
-import { exec, printLogs, waitFor } from './watch.js';
 
 export type { ClientIo };
+
+// Loaded by the commands that use them, so `ls`, `get` and the rest start without them: the
+// apply planner (and yaml) and the watchers (logs, exec, wait; shell-quote and ws).
+const applying = () => import('./apply.js');
+const watching = () => import('./watch.js');
 
 const DEFAULT_WAIT_S = 300;
 
@@ -28,6 +34,7 @@ const deploymentColumns = (out: Out): Column<Deployment>[] => [
   { header: 'COMPONENTS', value: (d) => componentsSummary(d) },
   { header: 'REVISION', value: (d) => (d.serving_revision !== null && d.serving_revision !== d.revision ? `${d.revision} (serving ${d.serving_revision})` : String(d.revision)) },
   { header: 'ENDPOINT', value: (d) => `https://${d.endpoint_url}` },
+  { header: 'AGE', value: (d) => age(d.created_at) },
   // Last, so the columns before it stay one word each for awk; `describe` has it in full.
   { header: 'REASON', value: (d) => shortReason(d.status_reason) },
 ];
@@ -49,6 +56,8 @@ export function buildProgram(io: ClientIo): Command {
   const show = (cmd: Command, data: Deployment | Deployment[]) => print(data, format(cmd), out, deploymentColumns(out), (d) => d.name);
   const waitOption = () => new Option('--wait', 'wait until the deployment is ready (its current revision serving)');
   const timeoutOption = () => new Option('--timeout <seconds>', 'how long --wait waits').default(DEFAULT_WAIT_S).argParser(integer('--timeout'));
+  const replaceSecretsOption = () => new Option('--replace-secrets', "send the file's secrets (tokens, passwords, secret_env) even where the deployment has them: they cannot be read back to compare");
+  const warn = (lines: string[]) => lines.forEach((line) => process.stderr.write(`infergate: ${line}\n`));
 
   program
     .command('login')
@@ -63,7 +72,7 @@ export function buildProgram(io: ClientIo): Command {
       const key = raw.split('\n')[0]?.trim() ?? '';
       if (key === '') throw new UsageError('no key given: pass --key-file FILE or the key on standard input');
       const apiUrl = flags.api.replace(/\/+$/, '');
-      const client = new ApiClient({ api: apiUrl, key, source: 'login' });
+      const client = new ApiClient({ api: apiUrl, key, source: 'login' }, { request: io.request });
       const me = await client.get<{ name: string; role: string }>('/whoami');
       const file = configPath(io.env);
       const saved = readContexts(file);
@@ -86,11 +95,14 @@ export function buildProgram(io: ClientIo): Command {
     .description('create or update the deployments a file describes (YAML or JSON; `-` reads standard input)')
     .requiredOption('-f, --file <file>', 'deployments: the API create body plus `family: general|orchestrated`, matched by name')
     .option('--dry-run', 'print what would be done, change nothing')
+    .addOption(replaceSecretsOption())
     .addOption(waitOption())
     .addOption(timeoutOption())
-    .action(async (opts: { file: string; dryRun?: boolean; wait?: boolean; timeout: number }, cmd: Command) => {
+    .action(async (opts: { file: string; dryRun?: boolean; replaceSecrets?: boolean; wait?: boolean; timeout: number }, cmd: Command) => {
+      const { describeStep, performStep, planApply, readDesired, withheldWarnings } = await applying();
       const client = api(cmd);
-      const steps = await planApply(client, readDesired(opts.file, opts.file === '-' ? () => io.readStdin() : undefined));
+      const steps = await planApply(client, readDesired(opts.file, opts.file === '-' ? () => io.readStdin() : undefined), { replaceSecrets: opts.replaceSecrets });
+      warn(withheldWarnings(steps, opts.file));
       if (opts.dryRun) {
         for (const step of steps) out.write(`${describeStep(step)}\n`);
         return;
@@ -101,15 +113,20 @@ export function buildProgram(io: ClientIo): Command {
         out.write(`${line}\n`);
         if (step.kind !== 'unchanged') touched.push(step.desired.name);
       }
-      if (opts.wait) for (const name of touched) await waitFor(client, name, { for: 'ready', timeoutMs: opts.timeout * 1000 }, out);
+      if (!opts.wait) return;
+      const { waitFor } = await watching();
+      for (const name of touched) await waitFor(client, name, { for: 'ready', timeoutMs: opts.timeout * 1000 }, out);
     });
 
   program
     .command('diff')
     .description('what `apply -f FILE` would change, field by field')
     .requiredOption('-f, --file <file>', 'the file apply would read')
-    .action(async (opts: { file: string }, cmd: Command) => {
-      const steps = await planApply(api(cmd), readDesired(opts.file, opts.file === '-' ? () => io.readStdin() : undefined));
+    .addOption(replaceSecretsOption())
+    .action(async (opts: { file: string; replaceSecrets?: boolean }, cmd: Command) => {
+      const { describeChanges, describeStep, planApply, readDesired, withheldWarnings } = await applying();
+      const steps = await planApply(api(cmd), readDesired(opts.file, opts.file === '-' ? () => io.readStdin() : undefined), { replaceSecrets: opts.replaceSecrets });
+      warn(withheldWarnings(steps, opts.file));
       for (const step of steps) out.write([describeStep(step), ...describeChanges(step)].join('\n') + '\n');
     });
 
@@ -120,12 +137,15 @@ export function buildProgram(io: ClientIo): Command {
     .addOption(waitOption())
     .addOption(timeoutOption())
     .action(async (opts: { file: string; wait?: boolean; timeout: number }, cmd: Command) => {
+      const { performStep, planApply, readDesired } = await applying();
       const client = api(cmd);
       const steps = await planApply(client, readDesired(opts.file, opts.file === '-' ? () => io.readStdin() : undefined));
       const existing = steps.find((s) => s.kind !== 'create');
       if (existing) throw new UsageError(`${existing.desired.name} exists already; apply updates it`);
       for (const step of steps) out.write(`${(await performStep(client, step)).line}\n`);
-      if (opts.wait) for (const step of steps) await waitFor(client, step.desired.name, { for: 'ready', timeoutMs: opts.timeout * 1000 }, out);
+      if (!opts.wait) return;
+      const { waitFor } = await watching();
+      for (const step of steps) await waitFor(client, step.desired.name, { for: 'ready', timeoutMs: opts.timeout * 1000 }, out);
     });
 
   program
@@ -141,14 +161,15 @@ export function buildProgram(io: ClientIo): Command {
 
   program
     .command('describe <name>')
-    .description('a deployment in full: status and why, components, endpoint and how to call it, environment (secret variables by name only), revisions')
+    .description('a deployment in full: status and why, components, endpoint and how to call it, environment (secret variables by name only), revisions, events')
     .action(async (name: string, _opts, cmd: Command) => {
       const client = api(cmd);
       const d = await getDeployment(client, name);
       const replicas = (await client.get<{ items: { name: string; component: string; state: string; restarts: number; revision: number }[] }>(`${routeOf(d)}/replicas`)).items;
       const f = format(cmd);
       const registry = f === 'json' || f === 'yaml' ? null : registryLine(d, await credentialName(client, d.registry_credential_id ?? null));
-      printJson(cmd, { ...d, replicas }, () => out.write(describeText(d, replicas, registry, out)));
+      const events = await readEvents(client, d);
+      printJson(cmd, { ...d, replicas, events: events ?? [] }, () => out.write(describeText(d, replicas, registry, out, events)));
     });
 
   program
@@ -161,7 +182,7 @@ export function buildProgram(io: ClientIo): Command {
       const d = await getDeployment(client, name);
       await client.call('DELETE', routeOf(d));
       out.write(`${name} deleted\n`);
-      if (opts.wait) await waitFor(client, name, { for: 'deleted', timeoutMs: opts.timeout * 1000 }, out);
+      if (opts.wait) await (await watching()).waitFor(client, name, { for: 'deleted', timeoutMs: opts.timeout * 1000 }, out);
     });
 
   for (const action of ['pause', 'resume'] as const) {
@@ -249,7 +270,7 @@ export function buildProgram(io: ClientIo): Command {
       const stop = () => aborter.abort();
       process.once('SIGINT', stop);
       try {
-        await printLogs(api(cmd), name, { follow: opts.follow === true, tail: opts.tail, revision: opts.revision, component: opts.component, replica: opts.replica, json: format(cmd) === 'json' }, out, aborter.signal);
+        await (await watching()).printLogs(api(cmd), name, { follow: opts.follow === true, tail: opts.tail, revision: opts.revision, component: opts.component, replica: opts.replica, json: format(cmd) === 'json' }, out, aborter.signal);
       } finally {
         process.off('SIGINT', stop);
       }
@@ -260,16 +281,16 @@ export function buildProgram(io: ClientIo): Command {
     .description('a shell in a ready replica: interactive when stdin is a terminal, else one command (after --) whose exit status is passed on')
     .option('--replica <name>', 'which replica (default: the first ready one)')
     .action(async (name: string, command: string[], opts: { replica?: string }, cmd: Command) => {
-      io.setExitCode(await exec(api(cmd), name, { replica: opts.replica, command }));
+      io.setExitCode(await (await watching()).exec(api(cmd), name, { replica: opts.replica, command }));
     });
 
   program
     .command('wait <name>')
-    .description('wait until a deployment is ready (its current revision serving) or deleted')
+    .description('wait until a deployment is ready (its current revision serving) or deleted; exit 1 at once, with the reason, when it is failing (a replica keeps crashing) or failed')
     .addOption(new Option('--for <condition>', 'ready | deleted').choices(['ready', 'deleted']).default('ready'))
     .addOption(timeoutOption())
     .action(async (name: string, opts: { for: 'ready' | 'deleted'; timeout: number }, cmd: Command) => {
-      await waitFor(api(cmd), name, { for: opts.for, timeoutMs: opts.timeout * 1000 }, out);
+      await (await watching()).waitFor(api(cmd), name, { for: opts.for, timeoutMs: opts.timeout * 1000 }, out);
     });
 
   program
@@ -337,6 +358,14 @@ export function buildProgram(io: ClientIo): Command {
       out.write(completionScript(program, shell));
     });
 
+  program
+    .command(`${COMPLETE_COMMAND} <kind> [prefix]`, { hidden: true })
+    .description('words for the completion scripts, one a line: deployments (from the API, short timeout) or contexts; nothing when they cannot be had')
+    .action(async (kind: string, prefix: string | undefined, _opts, cmd: Command) => {
+      const words = await completionWords(kind, prefix ?? '', globals(cmd), io);
+      out.write(words.map((w) => `${w}\n`).join(''));
+    });
+
   addExamples(program);
   return program;
 }
@@ -352,7 +381,21 @@ async function credentialName(client: ApiClient, id: number | null): Promise<str
   }
 }
 
-function describeText(d: Deployment, replicas: { name: string; component: string; state: string; restarts: number; revision: number }[], registry: string | null, out: Out): string {
+/** The shell snippet (curl, or grpcurl for gRPC) of the console's Overview, indented; the SDK ones are there too. */
+function callItLines(d: Deployment): string[] {
+  const shell = callSnippets(snippetDeployment(d))[0];
+  const lines = shell ? shell.text.split('\n') : [];
+  if (d.protocol !== 'grpc') lines.push("# The OpenAI SDK's (Python, JavaScript): the console's Overview tab");
+  return lines.map((l) => `  ${l}`);
+}
+
+function describeText(
+  d: Deployment,
+  replicas: { name: string; component: string; state: string; restarts: number; revision: number }[],
+  registry: string | null,
+  out: Out,
+  events: readonly DeploymentEvent[] | null,
+): string {
   const lines = [
     `Name:        ${d.name} (${d.family}, id ${d.id})`,
     `Status:      ${statusWord(d.status, out)}${d.paused ? ' (paused)' : ''}`,
@@ -363,9 +406,7 @@ function describeText(d: Deployment, replicas: { name: string; component: string
     `Endpoint:    https://${d.endpoint_url}`,
     '',
     'Call it:',
-    `  curl https://${d.endpoint_url}/v1/chat/completions \\`,
-    `    -H "Authorization: Bearer $TOKEN" -H "content-type: application/json" \\`,
-    `    -d '{"model": "MODEL", "messages": [{"role": "user", "content": "Hello"}]}'`,
+    ...callItLines(d),
     '',
     'Environment:',
     ...environmentLines(d),
@@ -375,6 +416,8 @@ function describeText(d: Deployment, replicas: { name: string; component: string
     '',
     'Revisions:',
     ...d.revisions.map((r) => `  ${r.revision}  ${r.status}  ${r.reason}  ${r.created_at}${r.failure_reason ? `  ${r.failure_reason}` : ''}`),
+    '',
+    ...eventLines(events),
   ];
   return lines.join('\n') + '\n';
 }

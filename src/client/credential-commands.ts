@@ -2,27 +2,43 @@
 // registry credentials in the vault, client certificates, and service accounts. A value shown
 // once by the API (a token, a key) is printed once, with a line saying so. A secret the client
 // sends (a registry password) is read from standard input or a file, never from the command
-// line, where `ps` and the shell's history would show it.
+// line, where `ps` and the shell's history would show it. Tables name the deployments a token,
+// certificate or registry credential serves; JSON and YAML keep the API's ids.
 
 import { Option, type Command } from 'commander';
 import type { ApiClient, Json } from './api.js';
 import { integer, readOptionFile, type Kit } from './command-kit.js';
+import { deploymentNames, namesById } from './deployments.js';
 import { ApiRefusal, UsageError } from './errors.js';
-import { print, type Column } from './output.js';
+import { print, type Column, type Format } from './output.js';
 
 /** A registry credential as the API renders it: never the password, only its last characters (hint); deployments: those pulling with it. */
 export type RegistryCredential = { id: number; name: string; username: string; hint: string; created_at: string; deployments: number[] };
 
 export const REGISTRY_CREDENTIALS = '/vault/registry-credentials';
 
-const registryColumns: Column<RegistryCredential>[] = [
+const registryColumns = (names: ReadonlyMap<number, string>): Column<RegistryCredential>[] => [
   { header: 'ID', value: (c) => String(c.id) },
   { header: 'NAME', value: (c) => c.name },
   { header: 'USERNAME', value: (c) => c.username },
   { header: 'HINT', value: (c) => c.hint },
-  { header: 'DEPLOYMENTS', value: (c) => c.deployments.join(', ') || '-' },
+  { header: 'DEPLOYMENTS', value: (c) => deploymentNames(c.deployments, names) },
   { header: 'CREATED', value: (c) => c.created_at },
 ];
+
+/**
+ * Deployment names by id for a table's DEPLOYMENTS column; none are fetched for json, yaml or
+ * name. Lists that cannot be read leave the column with ids rather than failing the command.
+ */
+async function namesFor(client: ApiClient, format: Format): Promise<ReadonlyMap<number, string>> {
+  if (format !== 'table') return new Map();
+  try {
+    return await namesById(client);
+  } catch (err) {
+    if (err instanceof ApiRefusal) return new Map();
+    throw err;
+  }
+}
 
 /** A registry credential by id or name: digits are an id first, then a name (names may be digits too). */
 export async function findRegistryCredential(client: ApiClient, ref: string): Promise<RegistryCredential> {
@@ -57,14 +73,16 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
     });
   tokens
     .command('ls')
-    .description('tokens and the deployments bound to them')
+    .description('tokens and the deployments they protect (by name)')
     .action(async (_opts, cmd: Command) => {
-      const items = (await api(cmd).get<{ items: { id: number; name: string; hint: string; deployments: number[]; created_at: string }[] }>('/vault/tokens')).items;
-      print(items, format(cmd), out, [
+      const client = api(cmd);
+      const f = format(cmd);
+      const [tokenList, names] = await Promise.all([client.get<{ items: { id: number; name: string; hint: string; deployments: number[]; created_at: string }[] }>('/vault/tokens'), namesFor(client, f)]);
+      print(tokenList.items, f, out, [
         { header: 'ID', value: (t) => String(t.id) },
         { header: 'NAME', value: (t) => t.name },
         { header: 'HINT', value: (t) => t.hint },
-        { header: 'DEPLOYMENTS', value: (t) => t.deployments.join(', ') || '-' },
+        { header: 'DEPLOYMENTS', value: (t) => deploymentNames(t.deployments, names) },
         { header: 'CREATED', value: (t) => t.created_at },
       ], (t) => t.name);
     });
@@ -91,21 +109,26 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
       else throw new UsageError('no password: pipe it in with --password-stdin or name a file with --password-file FILE (never on the command line, where ps shows it)');
       const c = await api(cmd).call<RegistryCredential>('POST', REGISTRY_CREDENTIALS, { name, username: opts.username, password });
       const f = format(cmd);
-      if (f !== 'table') return print(c, f, out, registryColumns, (x) => x.name);
+      if (f !== 'table') return print(c, f, out, registryColumns(new Map()), (x) => x.name);
       out.write(`registry credential ${c.name} (id ${c.id}) for user ${c.username}, password ${c.hint}; deployments use it with registry_credential_id: ${c.id}\n`);
     });
   registry
     .command('ls')
     .description('registry credentials and the deployments that pull with them')
     .action(async (_opts, cmd: Command) => {
-      const items = (await api(cmd).get<{ items: RegistryCredential[] }>(REGISTRY_CREDENTIALS)).items;
-      print(items, format(cmd), out, registryColumns, (c) => c.name);
+      const client = api(cmd);
+      const f = format(cmd);
+      const [list, names] = await Promise.all([client.get<{ items: RegistryCredential[] }>(REGISTRY_CREDENTIALS), namesFor(client, f)]);
+      print(list.items, f, out, registryColumns(names), (c) => c.name);
     });
   registry
     .command('get <id-or-name>')
     .description('one registry credential (never its password)')
     .action(async (ref: string, _opts, cmd: Command) => {
-      print(await findRegistryCredential(api(cmd), ref), format(cmd), out, registryColumns, (c) => c.name);
+      const client = api(cmd);
+      const f = format(cmd);
+      const [found, names] = await Promise.all([findRegistryCredential(client, ref), namesFor(client, f)]);
+      print(found, f, out, registryColumns(names), (c) => c.name);
     });
   registry
     .command('rm <id-or-name>')
@@ -130,15 +153,17 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
     });
   certs
     .command('ls')
-    .description('client certificates')
+    .description('client certificates and the deployments bound to them (by name)')
     .action(async (_opts, cmd: Command) => {
-      const items = (await api(cmd).get<{ items: { id: number; name: string; not_after: string; revoked: boolean; deployments: number[] }[] }>('/certificates')).items;
-      print(items, format(cmd), out, [
+      const client = api(cmd);
+      const f = format(cmd);
+      const [certList, names] = await Promise.all([client.get<{ items: { id: number; name: string; not_after: string; revoked: boolean; deployments: number[] }[] }>('/certificates'), namesFor(client, f)]);
+      print(certList.items, f, out, [
         { header: 'ID', value: (c) => String(c.id) },
         { header: 'NAME', value: (c) => c.name },
         { header: 'EXPIRES', value: (c) => c.not_after },
         { header: 'REVOKED', value: (c) => (c.revoked ? 'yes' : 'no') },
-        { header: 'DEPLOYMENTS', value: (c) => c.deployments.join(', ') || '-' },
+        { header: 'DEPLOYMENTS', value: (c) => deploymentNames(c.deployments, names) },
       ], (c) => c.name);
     });
   certs

@@ -19,7 +19,7 @@ export interface Deployment {
   endpoint_url: string;
   revision: number;
   serving_revision: number | null;
-  rollout: { state: string; reason?: string | null } | null;
+  rollout: { state: string; reason?: string | null; revision?: number } | null;
   components: Record<string, { ready: number; desired: number }>;
   revisions: { revision: number; status: string; reason: string; created_at: string; failure_reason: string | null }[];
   /** Plain environment variables. */
@@ -30,6 +30,10 @@ export interface Deployment {
   registry_credential_id?: number | null;
   /** General: its own registry user (the password is never returned), or null. */
   registry_username?: string | null;
+  /** The vault token protecting the endpoint, or null when it has none (its value is never returned). */
+  endpoint_token_id?: number | null;
+  /** ISO 8601; `ls` shows the age. */
+  created_at?: string;
   [field: string]: unknown;
 }
 
@@ -49,6 +53,19 @@ export async function getDeployment(api: ApiClient, name: string): Promise<Deplo
 }
 
 export const routeOf = (d: Pick<Deployment, 'family' | 'id'>): string => `/deployments/${d.family}/${d.id}`;
+
+/** Every deployment's name by its id (ids are unique across both families). */
+export async function namesById(api: ApiClient): Promise<Map<number, string>> {
+  return new Map((await listDeployments(api)).map((d) => [d.id, d.name]));
+}
+
+/**
+ * The deployments a token, certificate or registry credential serves, by name for a table
+ * ("chat, embed"); one that is not in the list (deleted meanwhile) by its id; "-" for none.
+ */
+export function deploymentNames(ids: readonly number[], names: ReadonlyMap<number, string>): string {
+  return ids.map((id) => names.get(id) ?? `id ${id}`).join(', ') || '-';
+}
 
 /** "2/2" per component, for tables and progress lines. */
 export function componentsSummary(d: Pick<Deployment, 'components'>): string {

@@ -7,8 +7,8 @@ import type { Command } from 'commander';
 export const EXAMPLES: Record<string, string[]> = {
   login: ['infergate login --api http://127.0.0.1:8080 --key-file data/admin.key', 'echo "$KEY" | infergate login --api https://infergate.example.com:8443 --context prod'],
   whoami: ['infergate whoami', 'infergate --context prod whoami -o json'],
-  apply: ['infergate apply -f deployments.yaml --wait', 'infergate apply -f deployments.yaml --dry-run'],
-  diff: ['infergate diff -f deployments.yaml'],
+  apply: ['infergate apply -f deployments.yaml --wait', 'infergate apply -f deployments.yaml --dry-run', 'infergate apply -f chat.yaml --replace-secrets'],
+  diff: ['infergate diff -f deployments.yaml', 'infergate diff -f chat.yaml --replace-secrets'],
   create: ['infergate create -f chat.yaml --wait'],
   ls: ['infergate ls', 'infergate ls -o name'],
   get: ['infergate get chat -o yaml'],
@@ -47,7 +47,9 @@ export const EXAMPLES: Record<string, string[]> = {
   'service-accounts rm': ['infergate service-accounts rm 4'],
   clusters: ['infergate clusters'],
   presets: ['infergate presets -o yaml'],
-  completion: ['infergate completion bash > /etc/bash_completion.d/infergate', 'infergate completion zsh > "${fpath[1]}/_infergate"'],
+  completion: ['infergate completion bash > /etc/bash_completion.d/infergate', 'infergate completion zsh > "${fpath[1]}/_infergate"', 'source <(infergate completion bash)'],
+  // Hidden: what the completion scripts call on <Tab>.
+  __complete: ['infergate __complete deployments ch', 'infergate __complete contexts'],
 };
 
 /** The command's path under the program: "tokens create". */

@@ -2,10 +2,16 @@
 // style, colour only on a terminal and never with NO_COLOR), `json` and `yaml` for scripts
 // (the API's objects as they are), `name` for pipes (one name a line).
 
+import { createRequire } from 'node:module';
 import Table from 'cli-table3';
 import pc from 'picocolors';
-import { stringify } from 'yaml';
+import type * as Yaml from 'yaml';
 import { UsageError } from './errors.js';
+
+// yaml is required for `-o yaml` only: a table needs none of it, and loading it costs a
+// noticeable part of a command's start-up.
+const require = createRequire(import.meta.url);
+const toYaml = (data: unknown): string => (require('yaml') as typeof Yaml).stringify(data);
 
 export const FORMATS = ['table', 'json', 'yaml', 'name'] as const;
 export type Format = (typeof FORMATS)[number];
@@ -50,7 +56,7 @@ export function table<T>(rows: readonly T[], columns: readonly Column<T>[], out:
 export function print<T extends object>(data: T | readonly T[], format: Format, out: Out, columns: readonly Column<T>[], nameOf: (item: T) => string): void {
   const items: readonly T[] = Array.isArray(data) ? data : [data as T];
   if (format === 'json') return out.write(JSON.stringify(data, null, 2) + '\n');
-  if (format === 'yaml') return out.write(stringify(data));
+  if (format === 'yaml') return out.write(toYaml(data));
   if (format === 'name') return out.write(items.map(nameOf).join('\n') + (items.length ? '\n' : ''));
   out.write(items.length === 0 ? 'nothing here\n' : table(items, columns, out));
 }
@@ -59,7 +65,8 @@ export function print<T extends object>(data: T | readonly T[], format: Format, 
 export function statusWord(status: string, out: Out): string {
   if (!out.color) return status;
   if (status === 'ready') return pc.green(status);
-  if (status === 'failed') return pc.red(status);
+  // Failing (a replica crash-loops) is red like failed: waiting will not mend it.
+  if (status === 'failed' || status === 'failing') return pc.red(status);
   if (status === 'paused') return pc.dim(status);
   return pc.yellow(status);
 }

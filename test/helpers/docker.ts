@@ -53,7 +53,8 @@ export function ensureEngineImage(): Promise<string> {
     const ref = engineImageRef(packageVersion());
     const docker = dockerClient();
     return withLock(lockPathFor(ref), async () => {
-      await ensureDistBuilt();
+      // Loaded here: it imports vitest, and the benchmarks use this module outside vitest.
+      await (await import('./dist-build.js')).ensureDistBuilt();
       const digest = await engineContentDigest(ROOT);
       const existing = await inspectImage(docker, ref);
       if (existing?.Config.Labels?.[ENGINE_CONTENT_LABEL] === digest) return ref;
@@ -76,34 +77,6 @@ async function inspectImage(docker: Dockerode, ref: string): Promise<Dockerode.I
   } catch (err) {
     if ((err as { statusCode?: number }).statusCode === 404) return undefined;
     throw err;
-  }
-}
-
-const execFileAsync = promisify(execFile);
-
-function newestSource(dir: string): number {
-  let t = 0;
-  for (const name of readdirSync(dir)) {
-    const p = path.join(dir, name);
-    const s = statSync(p);
-    if (s.isDirectory()) t = Math.max(t, newestSource(p));
-    else if (name.endsWith('.ts') && !name.endsWith('.test.ts')) t = Math.max(t, s.mtimeMs);
-  }
-  return t;
-}
-
-/** Compiles src/ into dist/ (tsc only: the engine needs no console) when dist/ is missing or older. */
-async function ensureDistBuilt(): Promise<void> {
-  const main = path.join(ROOT, 'dist/cli/main.js');
-  if (existsSync(main) && statSync(main).mtimeMs >= newestSource(path.join(ROOT, 'src'))) return;
-  try {
-    await execFileAsync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
-  } catch (err) {
-    // tsc still writes its output on type errors; those are the typecheck's to report, and the
-    // image is only as wrong as the JavaScript it got. No output at all is a failure.
-    const output = (err as { stdout?: string }).stdout ?? String(err);
-    if (!existsSync(main)) throw new Error(`tsc -p tsconfig.build.json produced no dist/cli/main.js:\n${output}`);
-    process.stderr.write(`\n!!! WARNING: tsc -p tsconfig.build.json reported errors; the engine image is built from what it emitted:\n${output.split('\n').slice(0, 10).join('\n')}\n\n`);
   }
 }
 

@@ -1,0 +1,115 @@
+// `infergate` as a new user installs it: the package's bin is the compiled dist/cli/main.js, with
+// a shebang, shipped by `npm pack`; `npm install -g` from the checkout (into a temp prefix,
+// offline, never the machine's global one) puts a working `infergate` on PATH. And a client
+// command stays light: `infergate ls` loads none of the service's modules (fastify, the store,
+// node-forge, dockerode, gRPC…) nor yaml or ws, which only some commands need — its module
+// graph is recorded by a resolve hook in a real process running the compiled entry.
+
+import { execFile, spawn } from 'node:child_process';
+import { lstat, mkdtemp, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIST_MAIN, ensureDistBuilt, ROOT } from './helpers/dist-build.js';
+import { freePort } from './helpers/ports.js';
+
+const run = promisify(execFile);
+const pkg = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { version: string; bin: Record<string, string>; files: string[]; scripts: Record<string, string> };
+
+let tmp: string;
+beforeAll(async () => {
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'infergate-install-'));
+  await ensureDistBuilt();
+}, 300_000);
+afterAll(async () => {
+  // The prefix holds a symlink to the checkout: rm removes the link, never what it points to.
+  if (tmp) await rm(tmp, { recursive: true, force: true });
+});
+
+/** npm with its cache and logs in the temp dir, never the user's. */
+const npm = (args: string[]) => run('npm', [...args, '--cache', path.join(tmp, 'npm-cache'), '--no-audit', '--no-fund', '--no-update-notifier'], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
+
+describe('installing infergate', () => {
+  it('the bin is dist/cli/main.js: a node shebang, built by prepare, shipped by npm pack', async () => {
+    expect(pkg.bin).toEqual({ infergate: 'dist/cli/main.js' });
+    expect(pkg.scripts.prepare).toBe('npm run build');
+    expect(pkg.scripts.build).toMatch(/^tsc -p tsconfig\.build\.json && /);
+    expect((await readFile(DIST_MAIN, 'utf8')).split('\n')[0]).toBe('#!/usr/bin/env node');
+    const { stdout } = await npm(['pack', '--dry-run', '--json', '--ignore-scripts']);
+    const files = (JSON.parse(stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);
+    expect(files).toEqual(expect.arrayContaining(['package.json', 'dist/cli/main.js', 'dist/client/run.js', 'dist/cli/serve.js', 'dist/engine/server.js']));
+    expect(files.some((f) => f.startsWith('proto/'))).toBe(true);
+    expect(files.some((f) => f.startsWith('src/') || f.startsWith('test/'))).toBe(false);
+  }, 120_000);
+
+  it('npm install -g from the checkout puts a working infergate on PATH (a temp prefix, offline)', async () => {
+    const prefix = path.join(tmp, 'prefix');
+    // A folder installs as a link to it, with its own node_modules: nothing is fetched, and
+    // --ignore-scripts skips prepare, whose build ensureDistBuilt has done (tsc; no console needed here).
+    await npm(['install', '--global', '--prefix', prefix, '--offline', '--ignore-scripts', ROOT]);
+    const bin = path.join(prefix, 'bin', 'infergate');
+    expect((await lstat(bin)).isSymbolicLink()).toBe(true);
+    expect(path.resolve(path.dirname(bin), await readlink(bin))).toBe(path.join(prefix, 'lib/node_modules/infergate/dist/cli/main.js'));
+    // npm makes the bin executable: it runs as a program, not only through `node`.
+    expect((await stat(bin)).mode & 0o111).toBe(0o111);
+
+    const env = { ...process.env, PATH: `${path.join(prefix, 'bin')}${path.delimiter}${process.env.PATH ?? ''}` };
+    expect((await run(bin, ['--version'], { env })).stdout).toBe(`${pkg.version}\n`);
+    // From PATH, by name, as a user types it.
+    expect((await run('infergate', ['--version'], { env })).stdout).toBe(`${pkg.version}\n`);
+    expect((await run('infergate', ['--help'], { env })).stdout).toMatch(/^usage: infergate <command> \[options\]/);
+    expect((await run('infergate', ['ls', '--help'], { env })).stdout).toMatch(/^Usage: infergate ls\|list \[options\]/);
+  }, 120_000);
+});
+
+describe('start-up of a client command', () => {
+  /** Every module URL `infergate ARGS` (the compiled entry) resolves, recorded by a resolve hook. */
+  async function moduleGraph(args: string[]): Promise<{ urls: string[]; code: number | null; stderr: string }> {
+    const dir = await mkdtemp(path.join(tmp, 'trace-'));
+    const record = path.join(dir, 'modules.txt');
+    await writeFile(record, '');
+    await writeFile(
+      path.join(dir, 'hooks.mjs'),
+      "import { appendFileSync } from 'node:fs';\n" +
+        'export async function resolve(specifier, context, next) {\n' +
+        '  const result = await next(specifier, context);\n' +
+        "  appendFileSync(process.env.INFERGATE_TRACE_FILE, result.url + '\\n');\n" +
+        '  return result;\n' +
+        '}\n',
+    );
+    await writeFile(path.join(dir, 'register.mjs'), "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n");
+    const child = spawn(process.execPath, ['--import', pathToFileURL(path.join(dir, 'register.mjs')).href, DIST_MAIN, ...args], {
+      cwd: dir,
+      env: { ...process.env, INFERGATE_TRACE_FILE: record, INFERGATE_CONFIG: path.join(dir, 'config.json'), INFERGATE_API: '', INFERGATE_KEY: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.stdout.resume();
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    return { urls: (await readFile(record, 'utf8')).split('\n').filter(Boolean), code, stderr };
+  }
+
+  const SERVICE_FOLDERS = /\/dist\/(control|gateway|controller|runtime|store|pki|config|engine|orchestrated|metrics|autoscaler|net|balancer|protocol)\//;
+  const HEAVY_PACKAGES = /\/node_modules\/(fastify|@fastify\/[^/]+|dockerode|@grpc\/[^/]+|ioredis|node-forge|pino|prom-client|node-pty|undici|tar-stream|yaml|ws|shell-quote)\//;
+
+  it('infergate ls loads the client, commander and the table printer, and none of the service', async () => {
+    // An API that refuses connections: ls gets as far as its request and exits 3.
+    const { urls, code, stderr } = await moduleGraph(['ls', '--api', `http://127.0.0.1:${await freePort()}`, '--key', 'key-0123456789']);
+    expect(code, stderr).toBe(3);
+    expect(urls.some((u) => u.endsWith('/dist/client/run.js'))).toBe(true);
+    expect(urls.some((u) => u.includes('/node_modules/commander/'))).toBe(true);
+    expect(urls.some((u) => u.includes('/node_modules/cli-table3/'))).toBe(true);
+    expect(urls.filter((u) => SERVICE_FOLDERS.test(u) || HEAVY_PACKAGES.test(u))).toEqual([]);
+  }, 60_000);
+
+  it('the programs are loaded when their command runs: serve --help loads the service configuration', async () => {
+    // The hook sees what a command loads: the same check would have caught serve's modules.
+    const { urls, code } = await moduleGraph(['serve', '--help']);
+    expect(code).toBe(0);
+    expect(urls.some((u) => u.endsWith('/dist/config/config.js'))).toBe(true);
+    expect(urls.some((u) => u.endsWith('/dist/client/run.js'))).toBe(false);
+  }, 60_000);
+});

@@ -1,0 +1,75 @@
+// Test helper: a compiled dist/ that matches src/, for tests of what `npm install` ships (the
+// `infergate` bin is dist/cli/main.js). tsc runs only when a source file is newer than
+// dist/cli/main.js, under a lock file, so parallel vitest workers compile once.
+
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { readFile, stat, unlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { vi } from 'vitest';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const DIST_MAIN = path.join(ROOT, 'dist/cli/main.js');
+
+const execFileAsync = promisify(execFile);
+const LOCK = path.join(os.tmpdir(), 'infergate-dist-build.lock');
+
+function newestSource(dir: string): number {
+  let t = 0;
+  for (const name of readdirSync(dir)) {
+    const p = path.join(dir, name);
+    const s = statSync(p);
+    if (s.isDirectory()) t = Math.max(t, newestSource(p));
+    else if (name.endsWith('.ts') && !name.endsWith('.test.ts')) t = Math.max(t, s.mtimeMs);
+  }
+  return t;
+}
+
+const fresh = () => existsSync(DIST_MAIN) && statSync(DIST_MAIN).mtimeMs >= newestSource(path.join(ROOT, 'src'));
+
+/** Compiles src/ into dist/ (tsc only, as `prepare` does before Vite) when dist/ is missing or older. */
+export async function ensureDistBuilt(): Promise<void> {
+  if (fresh()) return;
+  await vi.waitFor(
+    async () => {
+      try {
+        await writeFile(LOCK, String(process.pid), { flag: 'wx' });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        await breakStaleLock();
+        throw new Error(`${LOCK} is held by another build`);
+      }
+    },
+    { timeout: 5 * 60_000, interval: 200 },
+  );
+  try {
+    if (fresh()) return;
+    await execFileAsync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }).catch((err: { stdout?: string }) => {
+      // tsc writes its output on type errors too; those are the typecheck's to report. No output is a failure.
+      if (!existsSync(DIST_MAIN)) throw new Error(`tsc -p tsconfig.build.json produced no dist/cli/main.js:\n${err.stdout ?? String(err)}`);
+    });
+  } finally {
+    await unlink(LOCK).catch(() => undefined);
+  }
+}
+
+/** Removes a lock whose holder is gone (its pid no longer runs, or it never wrote one a while ago). */
+async function breakStaleLock(): Promise<void> {
+  const holder = await readFile(LOCK, 'utf8').catch(() => undefined);
+  if (holder === undefined) return;
+  const pid = Number(holder);
+  const stale = holder === '' ? Date.now() - (await stat(LOCK).then((s) => s.mtimeMs, () => Date.now())) > 10_000 : !Number.isInteger(pid) || !running(pid);
+  if (stale && (await readFile(LOCK, 'utf8').catch(() => undefined)) === holder) await unlink(LOCK).catch(() => undefined);
+}
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
