@@ -174,7 +174,7 @@ describe('infergate serve', () => {
     expect((await call(p, shown!, 'GET', '/whoami')).status).toBe(200);
     p.kill('SIGTERM');
     expect((await p.exited).code).toBe(0);
-  });
+  }, 120_000);
 
   it('says how to recover when admin.key is gone, and `infergate admin reset-key` makes a key that signs in', async () => {
     const dataDir = path.join(root, 'lost-key', 'data');
@@ -203,7 +203,7 @@ describe('infergate serve', () => {
     expect((await call(third, oldKey, 'GET', '/whoami')).status).toBe(401);
     third.kill('SIGTERM');
     await third.exited;
-  });
+  }, 120_000);
 
   it('creates the admin account from an admin.key left by a start that stopped before creating it', async () => {
     const dataDir = path.join(root, 'half-start', 'data');
@@ -216,7 +216,7 @@ describe('infergate serve', () => {
     expect((await call(p, key, 'GET', '/whoami')).status).toBe(200);
     p.kill('SIGTERM');
     await p.exited;
-  });
+  }, 120_000);
 
   it('exits 1 with one line naming --gateway-port when 443 may not be bound (EACCES)', async () => {
     // Root keeps its file access but loses the right to bind ports below 1024 (setpriv,

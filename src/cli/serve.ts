@@ -260,6 +260,8 @@ async function startController(shared: Shared, local: LocalGateway | null, runti
     registry,
     onChange: () => controller?.poke(),
     ...(activity ? { activity } : {}),
+    // Through the controller: only the leader's decisions are applied, so only they are told.
+    events: (id, note) => controller?.recordEvent(id, note),
   });
   controller = new Controller({
     store,
@@ -281,6 +283,7 @@ async function startController(shared: Shared, local: LocalGateway | null, runti
     workersDir,
     unseal: (sealed) => sealer.unseal(sealed),
     leftovers: new LocalLeftovers({ store, dirs: [logsDir, workersDir, cacheDir], usage }),
+    logsDir,
     ...(autoscaler ? { autoscaled: (id: number) => autoscaler.desired(id) } : {}),
   });
   const running = controller;

@@ -29,6 +29,7 @@ import { answerClientError, answerFrameworkError, closeIfBodyWithheld, continueA
 import { requestLogView } from './request-log.js';
 import { BEARER_PROTOCOL_PREFIX, bearerFromProtocols, selectProtocol } from './websocket-auth.js';
 import type { EndpointAddress } from './render.js';
+import { registerCaRoutes } from './routes/ca.js';
 import { registerCertificateRoutes } from './routes/certificates.js';
 import { registerClusterRoutes } from './routes/clusters.js';
 import { registerDeploymentRoutes } from './routes/deployments.js';
@@ -172,6 +173,7 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   registerTokenRoutes(app, ctx);
   registerRegistryCredentialRoutes(app, ctx);
   registerCertificateRoutes(app, ctx);
+  registerCaRoutes(app, ctx);
   registerServiceAccountRoutes(app, ctx);
   registerClusterRoutes(app, ctx);
   registerPresetRoutes(app, ctx);

@@ -4,6 +4,8 @@
 
 import { componentsOf, specifiedReplicas } from '../domain/components.js';
 import { isAlwaysSecret } from '../domain/secret-env.js';
+import { servedModel } from '../domain/served-model.js';
+import { ENDPOINTS_PATH_PREFIX, endpointHost, pathAddressHost, withPort } from '../domain/endpoint-address.js';
 import {
   NO_LIMITS,
   type CertificateRecord,
@@ -44,6 +46,10 @@ export interface DeploymentView {
   status_reason: string | null;
   paused: boolean;
   endpoint_url: string;
+  /** The path address's base, `https://localhost[:port]/endpoints/<name>`; null for gRPC. */
+  endpoint_path_url: string | null;
+  /** What clients send as `model` (domain/served-model.ts); null when the spec cannot tell (Ollama, an unknown image's own command). */
+  served_model: string | null;
   revision: number;
   serving_revision: number | null;
   rollout: RolloutState | null;
@@ -80,7 +86,16 @@ export interface ServiceAccountView {
 }
 
 export function endpointUrl(name: string, at: EndpointAddress): string {
-  return at.port === 443 ? `${name}.${at.domain}` : `${name}.${at.domain}:${at.port}`;
+  return withPort(endpointHost(name, at.domain), at.port);
+}
+
+/**
+ * The base URL of the path address (no trailing slash): on localhost for a `.localhost`
+ * domain, else on the bare domain. gRPC deployments have none: they are routed by host only.
+ */
+export function endpointPathUrl(name: string, at: EndpointAddress, protocol: 'http' | 'grpc' = 'http'): string | null {
+  if (protocol === 'grpc') return null;
+  return `https://${withPort(pathAddressHost(at.domain), at.port)}${ENDPOINTS_PATH_PREFIX}/${name}`;
 }
 
 /**
@@ -185,6 +200,8 @@ export function renderDeployment(
     status_reason: d.status_reason ?? null,
     paused: d.paused,
     endpoint_url: endpointUrl(d.name, at),
+    endpoint_path_url: endpointPathUrl(d.name, at, d.spec.protocol),
+    served_model: servedModel(d.spec),
     revision: d.revision,
     serving_revision: d.serving_revision ?? null,
     rollout: d.rollout ?? null,

@@ -158,12 +158,23 @@ export const DeploymentResponse = Type.Object(
     family: Type.String({ enum: ['general', 'orchestrated'] }),
     name: Type.String(),
     cluster_id: Type.Integer(),
-    status: Type.String({ enum: ['pending', 'ready', 'not_ready', 'paused', 'failed', 'deleting'] }),
+    status: Type.String({
+      enum: ['pending', 'ready', 'not_ready', 'paused', 'failed', 'failing', 'deleting'],
+      description: 'failing: no replica is ready and one of the revision being run keeps crashing or cannot pull its image (status_reason says which, and why); pending: still on its way',
+    }),
     status_reason: Type.Union([Type.String(), Type.Null()], {
-      description: 'why it is not ready, or not all its replicas are, in words ("pulling <image>: 45%", "image not found: …"); null when there is nothing to say',
+      description: 'why it is not ready, or not all its replicas are, in words ("pulling <image>: 45%", "image not found: …", a crash-looping replica with its restarts, exit code and last log line); null when there is nothing to say',
     }),
     paused: Type.Boolean(),
     endpoint_url: Type.String(),
+    endpoint_path_url: Type.Union([Type.String(), Type.Null()], {
+      description:
+        'base URL of the path address, e.g. https://localhost:8443/endpoints/chat (append /v1 for an OpenAI SDK\'s base URL): needs no DNS for <name>.<domain>; null for gRPC deployments, which are addressed by host only',
+    }),
+    served_model: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "what clients send as a request's `model`: served_model_name, else the model-hub id (orchestrated); the name the command serves (--served-model-name, else --model, --model-path, --model-id or `serve <model>`), the model a vendor image names, or the reference engine's sim/model (general); null when the spec cannot tell (Ollama, an image's own command): GET /v1/models on the endpoint lists it",
+    }),
     revision: Type.Integer(),
     serving_revision: Type.Union([Type.Integer(), Type.Null()]),
     rollout: Type.Union([Rollout, Type.Null()]),

@@ -1,11 +1,15 @@
 // The web console in a real browser (Debian's Chromium through playwright-core) against a real
 // `infergate serve` on free ports: sign-in, a general deployment created through the form and
-// watched to ready, called through the gateway, its access line arriving live in the Logs tab,
-// the terminal running `echo $GREETING` inside the replica, usage and activity, settings that
+// watched to ready, called through the gateway, its access line arriving live in the Logs tab
+// and read as a log line (level, message, fields; the raw line a click away; filtered by text
+// and by level; the pane filling the window),
+// the terminal running `echo $GREETING` inside the replica, usage and activity with the
+// deployment's events, settings that
 // say whether they scale in place or make a revision, rollback, pause and resume, an
 // aggregated orchestrated deployment through its form, secret environment variables (the
 // vendor preset's registry key made secret, write-only values, replaced and removed in
-// Settings), server refusals shown next to the field, log lines rendered as text (no script
+// Settings), server refusals shown next to the field, problems said with the labels the page
+// shows (not the API's field names), log lines rendered as text (no script
 // runs), and a member account kept off the service-accounts page. Screenshots go to docs/console/ when CONSOLE_SCREENSHOTS=1.
 
 import { mkdirSync } from 'node:fs';
@@ -121,16 +125,49 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     await shot('overview');
   });
 
-  it('Logs: the access line of a request made after the tab opened arrives live', async () => {
+  it('Logs: the access line of a request made after the tab opened arrives live, read as a log line', async () => {
     await at(`/deployments/general/${chatId}/logs`);
     await page.getByText('Following revision 1').waitFor();
     const marker = `marker-${Date.now()}`;
     await platform.client('chat', tokenForChat).chat.completions.create({ model: 'sim/model', messages: [{ role: 'user', content: marker }], max_tokens: 2 }, { headers: { 'x-session-id': marker } });
     const view = page.getByTestId('log-view');
     await expect.poll(() => view.textContent(), { timeout: 15_000 }).toMatch(/POST \/v1\/chat\/completions 200/);
-    // The filter narrows what is shown; the download holds what is shown.
+
+    // The engine's pino line is shown as a level, a time, its message and dimmed fields, not as JSON.
+    const access = view.locator('.log-line', { hasText: 'POST /v1/chat/completions 200' }).first();
+    expect(await access.locator('.level').textContent()).toBe('INFO');
+    expect(await access.locator('.msg').textContent()).toBe('POST /v1/chat/completions 200');
+    expect(await access.locator('.kv', { hasText: 'status=' }).textContent()).toContain('status=200');
+    expect(await access.locator('.ts').textContent()).toMatch(/^\d\d:\d\d:\d\d\.\d{3}$/);
+    expect(await access.textContent()).not.toContain('"level":30');
+    // Its raw line is a click away.
+    await access.getByRole('button', { name: 'Show the raw line' }).click();
+    await expect.poll(() => access.locator('.raw-line').textContent()).toContain('"level": 30');
+    // A line that is not JSON (the runtime's own) is shown exactly as written, with no level badge.
+    const plain = view.locator('.log-line', { hasText: 'readiness probe passed' }).first();
+    expect([await plain.getAttribute('data-kind'), await plain.locator('.body').textContent()]).toEqual(['text', 'readiness probe passed: ready']);
+    expect(await plain.locator('.level').textContent()).toBe('');
+
+    // The pane fills the window below the toolbar (1280×900 here), not a small fixed box.
+    const box = await view.boundingBox();
+    expect(box && box.y + box.height).toBeGreaterThan(850);
+    expect(box && box.y + box.height).toBeLessThanOrEqual(900);
+
+    // The filter narrows what is shown, by text and by level; the download holds what is shown.
     await page.getByLabel('Filter').fill('chat/completions');
-    expect((await view.locator('.log-line').count()) >= 1).toBe(true);
+    await expect.poll(() => view.locator('.log-line', { hasText: 'readiness probe passed' }).count()).toBe(0);
+    const matching = await view.locator('.log-line').allTextContents();
+    expect(matching.length).toBeGreaterThanOrEqual(1);
+    expect(matching.every((t) => t.includes('chat/completions'))).toBe(true);
+    await page.getByLabel('Level').selectOption({ label: 'Errors only' });
+    await expect.poll(() => view.locator('.log-line').count()).toBe(0);
+    await view.getByText('No line matches the filter.').waitFor();
+    await page.getByLabel('Level').selectOption({ label: 'All levels' });
+    await page.getByLabel('Filter').fill('');
+    // Raw lines: every line as written, JSON included.
+    await page.getByLabel('Raw lines').check();
+    await expect.poll(() => view.locator('.log-line', { hasText: 'POST /v1/chat/completions 200' }).first().textContent()).toContain('"level":30');
+    await page.getByLabel('Raw lines').uncheck();
     await shot('logs');
   });
 
@@ -174,16 +211,21 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     const now = page.getByTestId('activity-now');
     await expect.poll(() => now.textContent(), { timeout: 20_000 }).toMatch(/1 ready/);
     await shot('activity');
-    // The 15-minute table holds the in-flight samples of the requests made above.
+    // The 15-minute table holds the in-flight samples of the requests made above (once their step has finished).
     await page.getByText('Show as a table').click();
-    const inflight = await page.locator('table[aria-label="Activity"] tbody tr td:nth-child(3)').allTextContents();
-    expect(inflight.some((v) => Number(v) > 0)).toBe(true);
+    const inflight = () => page.locator('table[aria-label="Activity"] tbody tr td:nth-child(3)').allTextContents();
+    await expect.poll(async () => (await inflight()).some((v) => Number(v) > 0), { timeout: 15_000 }).toBe(true);
+    // Under the charts, the deployment's events, newest first: its replica started, then became ready.
+    const rows = () => page.getByRole('table', { name: 'Events' }).locator('tbody tr').allTextContents();
+    await expect.poll(async () => (await rows()).some((r) => /^NormalReplicaReady\d+[smhd]replica chat-r1-\d+ is ready$/.test(r)), { timeout: 15_000 }).toBe(true);
+    const told = (await rows()).map((r) => /^(?:Normal|Warning)([A-Z][A-Za-z]+)/.exec(r)?.[1]);
+    expect(told.indexOf('ReplicaReady')).toBeLessThan(told.indexOf('ReplicaStarted'));
   });
 
   it('Settings: replica bounds scale in place, a command change makes revision 2, then roll back, pause and resume', async () => {
     await at(`/deployments/general/${chatId}/settings`);
     await page.getByLabel('Max Replicas').fill('2');
-    await page.getByLabel('Max Concurrency').fill('8');
+    await page.getByLabel('Target concurrency per replica').fill('8');
     await expect.poll(() => page.getByRole('status').filter({ hasText: 'Scales in place' }).count()).toBe(1);
     await page.getByRole('button', { name: 'Save', exact: true }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Save', exact: true }).click();
@@ -299,12 +341,37 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     const nameField = page.locator('[data-field="name"]');
     await expect.poll(() => nameField.locator('.field-error').textContent()).toMatch(/20 characters/);
 
-    // A taken name is only known to the server: its 409 lands next to the same field.
+    // A taken name is only known to the server: its 409 lands next to the same field, in the page's words.
     await name.fill('chat');
     await page.getByRole('button', { name: 'Create', exact: true }).click();
-    await expect.poll(() => nameField.locator('.field-error').textContent()).toMatch(/"chat" is already used/);
+    await expect.poll(() => nameField.locator('.field-error').textContent()).toMatch(/^Endpoint Name "chat" is already used/);
     expect(await page.getByLabel('Image', { exact: true }).inputValue()).toBe('infergate/reference-engine');
     expect(await page.getByLabel('Container Port').inputValue()).toBe('8000');
+  });
+
+  it('says a problem with the label the user sees, never the API field name', async () => {
+    await at('/deployments/new/general');
+    await page.getByLabel('Endpoint Name', { exact: true }).fill('labels');
+    await page.getByLabel('Image', { exact: true }).fill('infergate/reference-engine');
+    await page.getByLabel('Container Port').fill('8000');
+    // The browser's own check: a range of replicas needs the concurrency target (max_concurrency in the API).
+    await page.getByLabel('Max Replicas').fill('3');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    const target = page.locator('[data-field="max_concurrency"] .field-error');
+    await expect.poll(() => target.textContent()).toMatch(/^Target concurrency per replica is required when Max Replicas \(3\) > Min Replicas \(1\)/);
+    expect(await page.locator('main').textContent()).not.toMatch(/max_concurrency|max_replicas|min_replicas/);
+    await page.getByLabel('Target concurrency per replica').fill('4');
+    await expect.poll(() => target.count()).toBe(0);
+
+    // The server's check: a variable holding a service-account key, refused as env.LEAK.
+    await page.getByRole('button', { name: 'Add environment variable' }).click();
+    await page.getByLabel('Environment variables name 1').fill('LEAK');
+    await page.getByLabel('Environment variables value 1').fill(PLATFORM_ADMIN_KEY);
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    const env = page.locator('[data-field="env"] > .field-error');
+    await expect.poll(() => env.textContent(), { timeout: 15_000 }).toMatch(/^Environment variable LEAK holds a service-account key/);
+    expect(await page.locator('main').textContent()).not.toContain('env.LEAK');
+    expect((await platform.call('GET', '/deployments/general')).body.items.some((d: { name: string }) => d.name === 'labels')).toBe(false);
   });
 
   it('renders a log line holding markup as text: nothing runs', async () => {

@@ -83,12 +83,15 @@ export async function openStream(path: string, signal: AbortSignal): Promise<Rea
   return res.body.getReader();
 }
 
-/** Fetches a file with the credential and hands it to the browser as a download. */
-export async function download(path: string, fallbackName: string): Promise<void> {
+/**
+ * Fetches a file with the credential and hands it to the browser as a download, under the name
+ * the answer gives, else `fallbackName`; `saveAs` forces a name (the one a snippet reads).
+ */
+export async function download(path: string, fallbackName: string, saveAs?: string): Promise<void> {
   const res = await fetch(path, { headers: headers() });
   if (!res.ok) throw await failure(res);
   const disposition = res.headers.get('content-disposition') ?? '';
-  const name = /filename="([^"]+)"/.exec(disposition)?.[1] ?? fallbackName;
+  const name = saveAs ?? /filename="([^"]+)"/.exec(disposition)?.[1] ?? fallbackName;
   saveBlob(await res.blob(), name);
 }
 

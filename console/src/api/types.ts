@@ -2,7 +2,7 @@
 // Only what the console shows is typed; everything else stays in the loose records.
 
 export type Family = 'general' | 'orchestrated';
-export type Status = 'pending' | 'ready' | 'not_ready' | 'paused' | 'failed' | 'deleting';
+export type Status = 'pending' | 'ready' | 'not_ready' | 'paused' | 'failed' | 'failing' | 'deleting';
 
 export interface ComponentCounts {
   [component: string]: { ready: number; desired: number };
@@ -41,6 +41,10 @@ export interface Deployment {
   status_reason: string | null;
   paused: boolean;
   endpoint_url: string;
+  /** The path address's base URL, e.g. https://localhost:8443/endpoints/chat (no DNS needed); null for gRPC. */
+  endpoint_path_url: string | null;
+  /** What clients send as `model`; null when the API cannot tell (Ollama, an image's own command). */
+  served_model?: string | null;
   revision: number;
   serving_revision: number | null;
   rollout: Rollout | null;
@@ -216,6 +220,16 @@ export interface ActivityPoint {
   held: number;
   desired: number | null;
   ready: number;
+}
+
+/** One of a deployment's events (GET …/events): a scale decision, a rollout step, a replica's news. */
+export interface DeploymentEvent {
+  time: string;
+  first_time: string;
+  type: 'normal' | 'warning';
+  reason: string;
+  message: string;
+  count: number;
 }
 
 export interface ActivityAnswer {

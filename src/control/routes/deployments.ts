@@ -1,6 +1,7 @@
 // Owns the deployment routes (docs/control-api.md), mounted once per family under
 // /deployments/general and /deployments/orchestrated: create, list, detail, edit, delete,
-// pause, resume, rollback, clone and the revision history.
+// pause, resume, rollback, clone and the revision history; the per-deployment routes beside
+// them (logs, usage, activity, events, terminal) are registered here too.
 
 import { Type } from 'typebox';
 import type { Family } from '../../domain/records.js';
@@ -20,6 +21,7 @@ import {
 } from '../schemas.js';
 import { PlatformError } from '../../core/errors.js';
 import { registerActivityRoutes } from './activity.js';
+import { registerEventRoutes } from './events.js';
 import { registerLogRoutes } from './logs.js';
 import { registerTerminalRoutes } from './terminal.js';
 import { registerUsageRoutes } from './usage.js';
@@ -114,6 +116,7 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
   registerLogRoutes(app, ctx, family);
   registerUsageRoutes(app, ctx, family);
   registerActivityRoutes(app, ctx, family);
+  registerEventRoutes(app, ctx, family);
   registerTerminalRoutes(app, ctx, family);
 }
 
