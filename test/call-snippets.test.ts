@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { callSnippets, type Snippet, type SnippetDeployment } from '../src/domain/call-snippets.js';
 import { engineBody, FAST_ENGINE, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from './helpers/platform.js';
 import { spawnCli } from './helpers/serve-process.js';
+import { runToEnd } from './helpers/child-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TOKEN = 'tok-snippets-0123456789';
@@ -37,11 +38,7 @@ interface Run {
 /** Runs a program in the snippets' directory to its end; its environment is `env` plus PATH and HOME only. */
 function run(command: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
   const child = spawn(command, args, { cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+  return runToEnd(child);
 }
 
 async function view(name: string): Promise<SnippetDeployment & Record<string, unknown>> {

@@ -18,6 +18,7 @@ import { ROOT } from './helpers/dist-build.js';
 import { FAST_ENGINE, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from './helpers/platform.js';
 import { freePort } from './helpers/ports.js';
 import { spawnCli } from './helpers/serve-process.js';
+import { runToEnd } from './helpers/child-process.js';
 
 let platform: Platform;
 usePlatform('cli-usability', ['--drain-timeout', '2', '--stop-grace', '2'], (p) => (platform = p));
@@ -43,11 +44,7 @@ interface Run {
 
 function collect(child: ChildProcess): Promise<Run> {
   children.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (b: Buffer) => (stdout += b.toString()));
-  child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+  return runToEnd(child);
 }
 
 const cli = (args: string[]): Promise<Run> => collect(spawnCli(args, env));

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generalBody, startControl, type TestControl } from './helpers/control.js';
 import { engineBody, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from './helpers/platform.js';
 import { spawnCli } from './helpers/serve-process.js';
+import { runToEnd } from './helpers/child-process.js';
 
 const TOKEN = 'tok-events-0123456789';
 
@@ -76,11 +77,7 @@ describe('failing and events with infergate serve', { timeout: 120_000 }, () => 
   const cli = (args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> => {
     const child = spawnCli(args, { INFERGATE_CONFIG: path.join(home, 'config.json'), INFERGATE_API: platform.apiUrl, INFERGATE_KEY: PLATFORM_ADMIN_KEY, NO_COLOR: '1' });
     children.push(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
-    return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+    return runToEnd(child);
   };
 
   it('a command that exits at once: failing with its restarts, exit code and last log line; wait gives up at once; describe lists the restarts', async () => {

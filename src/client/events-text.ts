@@ -7,16 +7,9 @@ import type { ApiClient } from './api.js';
 import { age } from './age.js';
 import { routeOf, type Deployment } from './deployments.js';
 import { ApiRefusal } from './errors.js';
+import type { DeploymentEvent } from '../domain/records.js';
 
-/** One event as the API returns it. */
-export interface DeploymentEvent {
-  time: string;
-  first_time: string;
-  type: 'normal' | 'warning';
-  reason: string;
-  message: string;
-  count: number;
-}
+export type { DeploymentEvent };
 
 /** The deployment's events, oldest first; null when this server keeps none (no events route). */
 export async function readEvents(client: ApiClient, d: Pick<Deployment, 'family' | 'id'>): Promise<DeploymentEvent[] | null> {

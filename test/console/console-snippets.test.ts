@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { browserAvailable, ensureConsoleBuilt, launchBrowser, watchPage } from '../helpers/browser.js';
 import { FAST_ENGINE, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from '../helpers/platform.js';
+import { runToEnd } from '../helpers/child-process.js';
 
 const run = browserAvailable();
 
@@ -42,11 +43,7 @@ describe.runIf(run)('console: the Overview snippets run as copied', { timeout: 9
   /** bash runs the text in the download directory; its environment is `env` plus PATH and HOME. */
   function bash(text: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
     const child = spawn('bash', ['-c', text], { cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+    return runToEnd(child);
   }
 
   const curlSnippet = () => page.getByRole('figure', { name: 'curl' }).locator('pre').textContent();

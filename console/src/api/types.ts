@@ -223,14 +223,7 @@ export interface ActivityPoint {
 }
 
 /** One of a deployment's events (GET …/events): a scale decision, a rollout step, a replica's news. */
-export interface DeploymentEvent {
-  time: string;
-  first_time: string;
-  type: 'normal' | 'warning';
-  reason: string;
-  message: string;
-  count: number;
-}
+export type { DeploymentEvent } from '../../../src/domain/records.js';
 
 export interface ActivityAnswer {
   step_seconds: number;
