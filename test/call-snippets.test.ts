@@ -107,15 +107,13 @@ afterAll(async () => {
 });
 
 describe('GET /ca.crt', () => {
-  it("is the platform CA's certificate, for any signed-in account, and nothing without a key", async () => {
-    const res = await fetch(`${platform.apiUrl}/ca.crt`, { headers: { authorization: `Bearer ${PLATFORM_ADMIN_KEY}` } });
+  it("is the platform CA's certificate, served without a key (what a snippet's first line fetches)", async () => {
+    const res = await fetch(`${platform.apiUrl}/ca.crt`);
+    expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('application/x-pem-file');
     const body = await res.text();
     expect(body).toBe(platform.ca);
     expect(body).not.toContain('PRIVATE KEY');
-    const member = await platform.call('POST', '/service-accounts', { name: 'snippet-member', role: 'member' });
-    expect((await fetch(`${platform.apiUrl}/ca.crt`, { headers: { authorization: `Bearer ${member.body.key}` } })).status).toBe(200);
-    expect((await fetch(`${platform.apiUrl}/ca.crt`)).status).toBe(401);
   });
 });
 
@@ -179,6 +177,21 @@ describe('the snippets, run as copied', () => {
     expect(js.stdout.trim()).not.toBe('');
     await writeFile(path.join(dir, 'private.py'), snippet(snippets, 'python'));
     expect((await run('python3', ['-m', 'py_compile', 'private.py'])).code).toBe(0);
+  });
+
+  it('with the API origin known, the curl snippet fetches the CA itself: it answers from an empty directory', async () => {
+    const d = await view('chat');
+    const text = snippet(callSnippets(d, { apiUrl: platform.apiUrl }), 'curl');
+    expect(text.split('\n').find((l) => !l.startsWith('#'))).toBe(`curl -sSfo ca.crt ${platform.apiUrl}/ca.crt`);
+    const empty = await mkdtemp(path.join(os.tmpdir(), 'infergate-snippet-empty-'));
+    try {
+      const child = spawn('bash', ['-c', text], { cwd: empty, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ENDPOINT_TOKEN: TOKEN }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const r = await runToEnd(child);
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).choices[0].message.content).toBeTruthy();
+    } finally {
+      await rm(empty, { recursive: true, force: true });
+    }
   });
 
   it('`infergate describe` prints the curl snippet, and it runs as printed', async () => {

@@ -221,7 +221,7 @@ async function startControl(shared: Shared, shells: ShellProvider, hostCommands:
   const scheme = config.apiTlsCert ? 'https' : 'http';
   const apiUrl = `${scheme}://${hostForUrl(config.apiHost)}:${apiPort}`;
   const consoleLine = existsSync(path.join(defaultConsoleDir(), 'index.html'))
-    ? `infergate: web console at ${apiUrl}/ (sign in with a service-account key)`
+    ? `infergate: web console at ${apiUrl}/ (sign in with the admin key, or any service-account key)`
     : 'infergate: the web console is not built (npm run build); the API works without it';
   return [`infergate: control API listening on ${apiUrl}`, consoleLine, adminLine];
 }

@@ -169,7 +169,7 @@ export function buildProgram(io: ClientIo): Command {
       const f = format(cmd);
       const registry = f === 'json' || f === 'yaml' ? null : registryLine(d, await credentialName(client, d.registry_credential_id ?? null));
       const events = await readEvents(client, d);
-      printJson(cmd, { ...d, replicas, events: events ?? [] }, () => out.write(describeText(d, replicas, registry, out, events)));
+      printJson(cmd, { ...d, replicas, events: events ?? [] }, () => out.write(describeText(d, replicas, registry, out, events, client.connection.api)));
     });
 
   program
@@ -382,10 +382,10 @@ async function credentialName(client: ApiClient, id: number | null): Promise<str
 }
 
 /** The shell snippet (curl, or grpcurl for gRPC) of the console's Overview, indented; the SDK ones are there too. */
-function callItLines(d: Deployment): string[] {
-  const shell = callSnippets(snippetDeployment(d))[0];
+function callItLines(d: Deployment, apiUrl: string): string[] {
+  const shell = callSnippets(snippetDeployment(d), { apiUrl })[0];
   const lines = shell ? shell.text.split('\n') : [];
-  if (d.protocol !== 'grpc') lines.push("# The OpenAI SDK's (Python, JavaScript): the console's Overview tab");
+  if (d.protocol !== 'grpc') lines.push("# The OpenAI SDKs (Python, JavaScript): the console's Overview tab");
   return lines.map((l) => `  ${l}`);
 }
 
@@ -395,6 +395,7 @@ function describeText(
   registry: string | null,
   out: Out,
   events: readonly DeploymentEvent[] | null,
+  apiUrl: string,
 ): string {
   const lines = [
     `Name:        ${d.name} (${d.family}, id ${d.id})`,
@@ -406,7 +407,7 @@ function describeText(
     `Endpoint:    https://${d.endpoint_url}`,
     '',
     'Call it:',
-    ...callItLines(d),
+    ...callItLines(d, apiUrl),
     '',
     'Environment:',
     ...environmentLines(d),

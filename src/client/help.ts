@@ -21,7 +21,7 @@ export const EXAMPLES: Record<string, string[]> = {
   scale: ['infergate scale chat --min 2 --max 6'],
   revisions: ['infergate revisions chat'],
   logs: ['infergate logs chat -f', 'infergate logs chat --component Worker --tail 20'],
-  exec: ['infergate exec chat', 'infergate exec chat -- printenv GREETING'],
+  exec: ['infergate exec chat', 'infergate exec chat -- env'],
   wait: ['infergate wait chat --for ready --timeout 600', 'infergate wait chat --for deleted'],
   usage: ['infergate usage chat', 'infergate usage chat --from 2026-11-01T00:00:00Z -o json'],
   tokens: ['infergate tokens ls'],

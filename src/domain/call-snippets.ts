@@ -45,6 +45,14 @@ export function snippetDeployment(view: { name: string; endpoint_url: string; [f
 export interface SnippetOptions {
   /** The endpoint token's value while it is being shown; else the snippets read ENDPOINT_TOKEN. */
   token?: string | null;
+  /** The control API's origin (`http://127.0.0.1:8080`): the snippets then fetch the CA from it. */
+  apiUrl?: string | null;
+}
+
+/** The command that fetches the CA from the control API, when its origin is a plain URL. */
+function caFetch(apiUrl: string | null | undefined): string | null {
+  if (!apiUrl || !/^https?:\/\/[A-Za-z0-9.:[\]-]+\/?$/.test(apiUrl)) return null;
+  return `curl -sSfo ${CA_FILE} ${apiUrl.replace(/\/$/, '')}/ca.crt`;
 }
 
 export type SnippetKind = 'curl' | 'python' | 'javascript' | 'grpcurl';
@@ -82,6 +90,8 @@ interface Plan {
   bearer: boolean;
   pem: string | null;
   certificateId: number | null;
+  /** How to get the CA file, when the API's origin is known. */
+  caFetch: string | null;
 }
 
 function plan(d: SnippetDeployment, o: SnippetOptions): Plan {
@@ -93,12 +103,13 @@ function plan(d: SnippetDeployment, o: SnippetOptions): Plan {
     bearer,
     pem: d.client_certificate_id !== null ? clientPemFile(d) : null,
     certificateId: d.client_certificate_id,
+    caFetch: caFetch(o.apiUrl),
   };
 }
 
 /** Comment lines naming what a snippet needs beside it; only fixed words and validated names. */
 function needs(p: Plan, tokenHow: string): string[] {
-  const lines = [`${CA_FILE}: the platform CA (GET /ca.crt on the control API)`];
+  const lines = [`${CA_FILE}: the platform CA${p.caFetch !== null ? `: ${p.caFetch}` : ' (GET /ca.crt on the control API, or certs/ca.crt on its host)'}`];
   if (p.pem !== null) lines.push(`${p.pem}: the client certificate and its key (GET /certificates/${p.certificateId}/pem)`);
   if (p.bearer && p.token === null) lines.push(`${TOKEN_VARIABLE}: the endpoint's bearer token, ${tokenHow}`);
   return lines;
@@ -120,9 +131,13 @@ function curl(p: Plan): Snippet {
           '-H "X-Session-Id: my-session"',
           `-d ${shellWord(`{"model": ${JSON.stringify(p.model)}, "messages": ${CHAT_MESSAGES}}`)}`,
         ];
-  const comments = needs(p, `export ${TOKEN_VARIABLE}=<token>`).map((l) => `# ${l}`);
+  // The CA is fetched by the snippet's first command when the API's origin is known.
+  const comments = needs({ ...p, caFetch: null }, `export ${TOKEN_VARIABLE}=<token>`)
+    .slice(p.caFetch !== null ? 1 : 0)
+    .map((l) => `# ${l}`);
   if (p.model === null) comments.push('# The model is not known from the deployment: /v1/models lists what it serves.');
-  return { kind: 'curl', title: 'curl', language: 'shell', text: [...comments, lines.join(' \\\n  ')].join('\n') };
+  const commands = [...(p.caFetch !== null ? [p.caFetch] : []), lines.join(' \\\n  ')];
+  return { kind: 'curl', title: 'curl', language: 'shell', text: [...comments, ...commands].join('\n') };
 }
 
 function python(p: Plan): Snippet {

@@ -23,7 +23,8 @@ export function OverviewTab({ d }: { d: Deployment }) {
   const [pemError, setPemError] = useState<string | null>(null);
   const [caError, setCaError] = useState<string | null>(null);
   const shownToken = useShownToken(d.family, d.id);
-  const snippets = callSnippets(d, { token: shownToken });
+  // The console is served by the control API: its origin is where the CA is fetched from.
+  const snippets = callSnippets(d, { token: shownToken, apiUrl: window.location.origin });
   const pemFile = clientPemFile(d);
   const downloadPem = () => {
     setPemError(null);
