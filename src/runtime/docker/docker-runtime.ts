@@ -209,12 +209,14 @@ export class DockerRuntime implements Runtime {
     const current = await docker
       .getImage(engineImage)
       .inspect()
-      .then((i) => i.Config.Labels?.[ENGINE_CONTENT_LABEL] ?? null)
       .catch(() => null);
-    if (current === digest) return;
-    onNote(`building the reference engine image ${engineImage} on this host (once)`);
+    if (current?.Config.Labels?.[ENGINE_CONTENT_LABEL] === digest) return;
+    onNote(`building the reference engine image ${engineImage} on this host (once per installed version)`);
     logger.info({ image: engineImage }, 'building the reference engine image');
     const built = await buildEngineImage(docker, { appDir, ref: engineImage });
     logger.info({ image: engineImage, bytes: built.bytes }, 'reference engine image built');
+    // The image the tag moved away from would stay as an untagged ~150 MiB copy; Docker refuses
+    // to remove it while a container still uses it, and then it is left for `docker image prune`.
+    if (current && current.Id !== built.id) await docker.getImage(current.Id).remove().catch(() => undefined);
   }
 }

@@ -2,7 +2,7 @@
 // image's rootfs), the walk of the production dependency closure (which packages do), and the
 // content digest an image is reused by.
 
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -111,7 +111,7 @@ describe('engineImageRef', () => {
 });
 
 describe('engineContentDigest', () => {
-  it('is stable for the same files and changes with dist/', async () => {
+  it('is stable for the same file contents, rebuilt or not, and changes with dist/', async () => {
     const app = await mkdtemp(path.join(os.tmpdir(), 'infergate-digest-'));
     try {
       await mkdir(path.join(app, 'dist/cli'), { recursive: true });
@@ -119,7 +119,11 @@ describe('engineContentDigest', () => {
       await writeFile(path.join(app, 'dist/cli/main.js'), 'one');
       const first = await engineContentDigest(app);
       expect(await engineContentDigest(app)).toBe(first);
-      await writeFile(path.join(app, 'dist/cli/main.js'), 'three');
+      // The same bytes written again (a rebuild): the same digest, whatever the file's time.
+      await writeFile(path.join(app, 'dist/cli/main.js'), 'one');
+      await utimes(path.join(app, 'dist/cli/main.js'), new Date(), new Date(Date.now() + 60_000));
+      expect(await engineContentDigest(app)).toBe(first);
+      await writeFile(path.join(app, 'dist/cli/main.js'), 'two');
       expect(await engineContentDigest(app)).not.toBe(first);
     } finally {
       await rm(app, { recursive: true, force: true });

@@ -123,8 +123,11 @@ export async function engineContentDigest(appDir: string): Promise<string> {
   }
   for (const dir of ['dist', 'proto']) {
     for await (const file of walkFiles(path.join(appDir, dir))) {
+      // Contents, not times: a rebuild of dist/ (npm link runs `prepare`) that writes the same
+      // files must not cost a new image.
       const s = await lstat(file);
-      hash.update(`${path.relative(appDir, file)}\0${s.size}\0${s.mtimeMs}\0`);
+      hash.update(`${path.relative(appDir, file)}\0${s.size}\0`);
+      if (s.isFile()) hash.update(await readFile(file));
     }
   }
   return `sha256:${hash.digest('hex')}`;
