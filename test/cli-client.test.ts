@@ -196,7 +196,7 @@ describe('infergate client', () => {
   it('deletes and waits until it is gone; completion scripts name the commands', async () => {
     const deleted = await cli(['delete', 'cli-a', '--wait', '--timeout', '60']);
     expect(deleted.code, deleted.stderr).toBe(0);
-    expect(deleted.stdout).toBe('cli-a deleted\ncli-a is deleted\n');
+    expect(deleted.stdout).toBe('cli-a deleted\ncli-a is deleted; its replicas drain and stop in the background\n');
     const ls = await cli(['ls', '-o', 'name']);
     expect(ls.stdout).toBe('cli-b\n');
     const bash = await cli(['completion', 'bash']);

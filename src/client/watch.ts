@@ -56,7 +56,7 @@ export async function waitFor(api: ApiClient, name: string, opts: WaitOptions, o
     const elapsed = Math.round((Date.now() - started) / 1000);
     const d = await findDeployment(api, name);
     if (opts.for === 'deleted') {
-      if (!d) return done(`${name} is deleted`);
+      if (!d) return done(`${name} is deleted; its replicas drain and stop in the background`);
       progress(`${name}: deleting — ${componentsSummary(d)} (${elapsed} s)`);
     } else {
       if (!d) throw new WaitFailed(`no deployment named ${name}`);
