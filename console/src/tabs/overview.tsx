@@ -195,7 +195,8 @@ export function OverviewTab({ d }: { d: Deployment }) {
             {' '}and present the client certificate and key as <code>{pemFile}</code>
           </>
         ) : null}
-        : save {d.client_certificate_id !== null ? 'them' : 'it'} beside the snippet. With an operator's own certificate on the gateway, leave the CA out.
+        : the curl snippet fetches the CA itself (its first line); for the SDK ones, save {d.client_certificate_id !== null ? 'them' : 'it'} beside the
+        snippet{d.client_certificate_id !== null ? ' (and the .pem for curl too)' : ''}. With an operator's own certificate on the gateway, leave the CA out.
       </p>
       <p>
         <button
