@@ -1,7 +1,7 @@
 // The "Call it" snippets run as copied, against a real `infergate serve` (local runtime, the
 // reference engine, the default domain): the platform CA from GET /ca.crt and a private
 // endpoint's .pem saved beside them as the snippets name them, the curl snippet run by bash,
-// the JavaScript one by node (openai and undici resolved from this checkout), the Python one
+// the JavaScript one by node as its first line says (openai, and undici for a client certificate, from this checkout), the Python one
 // compiled (the openai Python package is not installed here). Each sends the model the API
 // announces as `served_model`, and the answers name it: an orchestrated deployment's served
 // model name (not its model-hub id), a simulated vLLM's --served-model-name, the reference
@@ -61,15 +61,19 @@ async function curlAnswer(text: string, env: Record<string, string>): Promise<{ 
   return JSON.parse(r.stdout);
 }
 
-/** Writes the JavaScript snippet as an ES module beside the CA and runs it with node. */
+/**
+ * Writes the JavaScript snippet as an ES module beside the CA and runs it with node as its
+ * first line says: with NODE_EXTRA_CA_CERTS when it names one.
+ */
 async function runJs(file: string, text: string, env: Record<string, string>): Promise<Run> {
   await writeFile(path.join(dir, file), text);
-  return run(process.execPath, [file], env);
+  const trust = /NODE_EXTRA_CA_CERTS=(\S+) node /.exec(text.split('\n')[0] ?? '');
+  return run(process.execPath, [file], trust ? { ...env, NODE_EXTRA_CA_CERTS: path.join(dir, trust[1]!) } : env);
 }
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-snippets-'));
-  // The snippets import openai and undici: this checkout's, as a user's project would have them.
+  // The snippets import openai (and undici for a client certificate): this checkout's, as a user's project would have them.
   await symlink(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
   await create('general', engineBody('chat', TOKEN));
   await create('general', { ...engineBody('vllm', TOKEN), image: 'vllm/vllm-openai', tag: 'latest', command: ['vllm', 'serve', 'org/vllm-model', '--served-model-name', 'vllm-alias', ...FAST_ENGINE] });

@@ -174,20 +174,29 @@ function python(p: Plan): Snippet {
 
 function javascript(p: Plan): Snippet {
   const apiKey = p.token !== null ? literal(p.token) : p.bearer ? `process.env.${TOKEN_VARIABLE}` : '"unused"';
-  const tls = p.pem !== null ? `{ ca: readFileSync(${literal(CA_FILE)}), cert: pem, key: pem }` : `{ ca: readFileSync(${literal(CA_FILE)}) }`;
+  // Without a client certificate the SDK needs nothing but its options: Node trusts the CA
+  // through NODE_EXTRA_CA_CERTS. A client certificate needs a dispatcher of undici's.
+  const mtls = p.pem !== null;
   const lines = [
-    '// npm install openai undici; run as an ES module (a .mjs file)',
+    mtls
+      ? '// npm install openai undici; run as an ES module: node chat.mjs'
+      : `// npm install openai; run as an ES module, trusting the platform CA: NODE_EXTRA_CA_CERTS=${CA_FILE} node chat.mjs`,
     ...needs(p, 'in the environment').map((l) => `// ${l}`),
-    "import { readFileSync } from 'node:fs';",
+    ...(mtls ? ["import { readFileSync } from 'node:fs';"] : []),
     "import OpenAI from 'openai';",
-    "import { Agent, fetch } from 'undici';",
+    ...(mtls
+      ? [
+          "import { Agent, fetch } from 'undici';",
+          '',
+          `const pem = readFileSync(${literal(p.pem!)});`,
+          `const dispatcher = new Agent({ connect: { ca: readFileSync(${literal(CA_FILE)}), cert: pem, key: pem } });`,
+        ]
+      : []),
     '',
-    ...(p.pem !== null ? [`const pem = readFileSync(${literal(p.pem)});`] : []),
-    `const dispatcher = new Agent({ connect: ${tls} });`,
     'const client = new OpenAI({',
     `  baseURL: ${literal(`${p.base}/v1`)},`,
     `  apiKey: ${apiKey},${p.bearer ? '' : ' // the client certificate authenticates; the SDK wants a key'}`,
-    '  fetch: (url, init) => fetch(url, { ...init, dispatcher }),',
+    ...(mtls ? ['  fetch: (url, init) => fetch(url, { ...init, dispatcher }),'] : []),
     '});',
     ...(p.model === null ? ['const model = (await client.models.list()).data[0].id; // the model is not known from the deployment'] : []),
     'const stream = await client.chat.completions.create({',
