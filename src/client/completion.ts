@@ -52,6 +52,15 @@ export function completionScript(program: Command, shell: 'bash' | 'zsh'): strin
   const globalValues = all[0]!.values;
   const valueCases = all.map((e) => `    "${e.path}") echo "${[...new Set([...e.values, ...globalValues])].join(' ')}" ;;`);
   const named = all.filter((e) => e.takesName).map((e) => `"${e.path}"`);
+  // One word of the line being completed, read the same way by both shells: the connection
+  // flags are kept to pass on to the name lookup, and an option's value is skipped.
+  const scanWord = `    w="\${words[i]}"
+    if ((skip)); then skip=0; continue; fi
+    case "$w" in
+      --api|--key|--context) conn+=("$w" "\${words[i+1]}"); skip=1; continue ;;
+      --api=*|--key=*|--context=*) conn+=("$w"); continue ;;
+    esac
+    if [[ " $(_infergate_values "$cmdpath") " == *" $w "* ]]; then skip=1; continue; fi`;
   const shared = `_infergate_words() {
   local cmdpath="$1" words
   case "$cmdpath" in
@@ -93,13 +102,7 @@ _infergate() {
   cur="\${words[\${#words[@]}-1]}"
   (( \${#words[@]} > 1 )) && prev="\${words[\${#words[@]}-2]}"
   for ((i = 1; i < \${#words[@]} - 1; i++)); do
-    w="\${words[i]}"
-    if ((skip)); then skip=0; continue; fi
-    case "$w" in
-      --api|--key|--context) conn+=("$w" "\${words[i+1]}"); skip=1; continue ;;
-      --api=*|--key=*|--context=*) conn+=("$w"); continue ;;
-    esac
-    if [[ " $(_infergate_values "$cmdpath") " == *" $w "* ]]; then skip=1; continue; fi
+${scanWord}
     [[ "$w" == -* ]] && continue
     if ((args == 0)) && [[ " $(_infergate_words "$cmdpath") " == *" $w "* ]]; then cmdpath="\${cmdpath:+$cmdpath }$w"; else args=$((args + 1)); fi
   done
@@ -130,13 +133,7 @@ _infergate() {
   local -a conn found
   integer args=0
   for ((i = 2; i < CURRENT; i++)); do
-    w="\${words[i]}"
-    if ((skip)); then skip=0; continue; fi
-    case "$w" in
-      --api|--key|--context) conn+=("$w" "\${words[i+1]}"); skip=1; continue ;;
-      --api=*|--key=*|--context=*) conn+=("$w"); continue ;;
-    esac
-    if [[ " $(_infergate_values "$cmdpath") " == *" $w "* ]]; then skip=1; continue; fi
+${scanWord}
     [[ "$w" == -* ]] && continue
     if ((args == 0)) && [[ " $(_infergate_words "$cmdpath") " == *" $w "* ]]; then cmdpath="\${cmdpath:+$cmdpath }$w"; else args+=1; fi
   done
