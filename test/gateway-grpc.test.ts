@@ -8,6 +8,7 @@
 import * as grpc from '@grpc/grpc-js';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_UPSTREAM_TIMEOUTS } from '../src/gateway/upstream-pools.js';
 import { hostOf, startGatewayEnv, tokenFor, waitFor, type GatewayEnv } from './helpers/gateway-env.js';
 
 const passthrough = { requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b };
@@ -16,7 +17,10 @@ const SERVICE: grpc.ServiceDefinition = {
   Count: { path: '/test.Echo/Count', requestStream: false, responseStream: true, ...passthrough },
   Slow: { path: '/test.Echo/Slow', requestStream: false, responseStream: true, ...passthrough },
   Fail: { path: '/test.Echo/Fail', requestStream: false, responseStream: false, ...passthrough },
+  Delayed: { path: '/test.Echo/Delayed', requestStream: false, responseStream: false, ...passthrough },
 };
+/** The gateway's connect timer in this suite: short, so a call answered later than it shows what it times. */
+const CONNECT_MS = 300;
 
 interface Upstream {
   name: string;
@@ -59,6 +63,11 @@ async function startUpstream(name: string): Promise<Upstream> {
       });
     },
     Fail: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => cb({ code: grpc.status.NOT_FOUND, details: 'no such thing here' }),
+    // Answers after the milliseconds it is sent, as a model that takes that long would.
+    Delayed: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      const timer = setTimeout(() => cb(null, Buffer.from(`${name}:late`)), Number(call.request.toString()));
+      call.on('cancelled', () => clearTimeout(timer));
+    },
   });
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
@@ -72,7 +81,10 @@ const upstreams: Upstream[] = [];
 const Client = grpc.makeGenericClientConstructor(SERVICE, 'test.Echo');
 
 beforeAll(async () => {
-  env = await startGatewayEnv({ ejection: { threshold: 3, baseMs: 60_000, maxMs: 60_000 } });
+  env = await startGatewayEnv({
+    ejection: { threshold: 3, baseMs: 60_000, maxMs: 60_000 },
+    timeouts: { ...DEFAULT_UPSTREAM_TIMEOUTS, connectMs: CONNECT_MS },
+  });
   upstreams.push(await startUpstream('a'), await startUpstream('b'));
   const id = await env.deploy('rpc', { protocol: 'grpc', session_affinity: true });
   for (const u of upstreams) await env.addReplica(id, u.address);
@@ -101,7 +113,7 @@ function metadata(name: string, extra: Record<string, string> = {}): grpc.Metada
 
 type Unary = (req: Buffer, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: Buffer) => void) => grpc.ClientUnaryCall;
 
-function unary(c: InstanceType<typeof Client>, method: 'Echo' | 'Fail', body: string, md: grpc.Metadata, opts: grpc.CallOptions = {}) {
+function unary(c: InstanceType<typeof Client>, method: 'Echo' | 'Fail' | 'Delayed', body: string, md: grpc.Metadata, opts: grpc.CallOptions = {}) {
   return new Promise<{ err: grpc.ServiceError | null; res?: Buffer; trailers?: grpc.Metadata }>((resolve) => {
     let trailers: grpc.Metadata | undefined;
     const call = (c[method] as unknown as Unary).call(c, Buffer.from(body), md, opts, (err, res) => setImmediate(() => resolve({ err, res, trailers })));
@@ -119,6 +131,17 @@ describe('gRPC through the gateway', () => {
     const seen = upstreams.flatMap((u) => u.seen).at(-1)!;
     expect(seen.get('x-custom')).toEqual(['yes']);
     expect(seen.get('authorization')).toEqual([]);
+    c.close();
+  });
+
+  it('waits for a call the replica answers later than the connect timer (which times the connection only)', async () => {
+    const c = client('rpc');
+    const late = CONNECT_MS * 4;
+    const started = Date.now();
+    const { err, res } = await unary(c, 'Delayed', String(late), metadata('rpc'));
+    expect(err).toBeNull();
+    expect(res?.toString()).toMatch(/^[ab]:late$/);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(late);
     c.close();
   });
 

@@ -55,3 +55,27 @@ describe('a general gRPC deployment (reference engine, v2 flavor)', () => {
     client.close();
   });
 });
+
+describe('a gRPC model that takes longer than the gateway connect timer (5 s) to answer', () => {
+  it('answers a ModelInfer taking 8 s through the gateway', async () => {
+    const created = await platform.call('POST', '/deployments/general', {
+      name: 'slow-v2',
+      cluster_id: 1,
+      hardware_instance_id: 1,
+      image: 'infergate/reference-engine',
+      tag: 'v2',
+      container_port: 8001,
+      protocol: 'grpc',
+      command: ['--startup-ms', '300', '--ttft-ms', '8000', '--itl-ms', '1', '--model', 'slow-v2'],
+      endpoint_bearer_token: TOKEN,
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    await platform.waitFor(created.body.id as number, (d) => d.status === 'ready', 30_000, 'slow-v2 ready');
+    const client: V2Client = v2ClientTls(platform.ports.gateway, `slow-v2.${ENDPOINT_DOMAIN}`, platform.ca);
+    const started = Date.now();
+    const answer = await modelInfer(client, 'slow-v2', 'take your time', 2, bearer(TOKEN));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(8000);
+    expect(answer.text.split(' ').filter(Boolean).length).toBeGreaterThan(0);
+    client.close();
+  }, 60_000);
+});

@@ -113,7 +113,13 @@ export class GrpcForwarder {
     } catch {
       return retry();
     }
+    // Times the connection only: it stops once the stream is open at the replica. grpc-js
+    // sends its response headers with the first message, so a timer running until them would
+    // cut every call the model takes longer than connectMs to answer (the client's own
+    // deadline, grpc-timeout, bounds the call).
     const connectTimer = setTimeout(() => up.close(NGHTTP2_CANCEL), this.deps.connectMs);
+    if (up.pending) up.once('ready', () => clearTimeout(connectTimer));
+    else clearTimeout(connectTimer);
 
     up.on('response', (h) => {
       clearTimeout(connectTimer);
