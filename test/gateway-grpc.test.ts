@@ -90,6 +90,9 @@ beforeAll(async () => {
   for (const u of upstreams) await env.addReplica(id, u.address);
   await env.waitForReplicas('rpc', 2);
   await env.deploy('rpc-empty', { protocol: 'grpc' });
+  const small = await env.deploy('rpc-small', { protocol: 'grpc', max_request_body_bytes: 1024 });
+  await env.addReplica(small, upstreams[0]!.address);
+  await env.waitForReplicas('rpc-small', 1);
 });
 
 afterAll(async () => {
@@ -142,6 +145,15 @@ describe('gRPC through the gateway', () => {
     expect(err).toBeNull();
     expect(res?.toString()).toMatch(/^[ab]:late$/);
     expect(Date.now() - started).toBeGreaterThanOrEqual(late);
+    c.close();
+  });
+
+  it('ends a call whose message is over the limit with RESOURCE_EXHAUSTED, its message readable as written', async () => {
+    const c = client('rpc-small');
+    const { err } = await unary(c, 'Echo', 'x'.repeat(4096), metadata('rpc-small'));
+    expect(err?.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    // Percent-encoded the way grpc-js decodes it: no %3B or %3A left for the client to show.
+    expect(err?.details).toMatch(/larger than this endpoint accepts \(1024 bytes; the deployment's max_request_body_bytes\)/);
     c.close();
   });
 

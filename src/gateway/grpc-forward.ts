@@ -16,7 +16,7 @@ import type { Readable } from 'node:stream';
 import type { ReplicaRef } from '../balancer/selector.js';
 import { BodyError } from './request-body.js';
 import type { ForwardReport } from './request-context.js';
-import { httpStatusOfGrpc } from './respond.js';
+import { grpcMessage, httpStatusOfGrpc } from './respond.js';
 
 const { NGHTTP2_CANCEL } = http2.constants;
 
@@ -194,7 +194,7 @@ export class GrpcForwarder {
   private trailersOnly(ctx: ForwardReport, status: number, message: string, bodyError?: BodyError): void {
     const downstream = (ctx.res as http2.Http2ServerResponse).stream;
     if (!downstream.destroyed && !downstream.headersSent) {
-      downstream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(status), 'grpc-message': encodeURIComponent(message) }, { endStream: true });
+      downstream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(status), 'grpc-message': grpcMessage(message) }, { endStream: true });
     } else if (!downstream.destroyed) {
       downstream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
     }

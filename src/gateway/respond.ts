@@ -25,6 +25,14 @@ export function httpStatusOfGrpc(grpcStatus: number): number {
  * the gateway did not read is not waited for: HTTP/1.1 closes the connection after the
  * answer (it cannot carry another request), HTTP/2 resets the stream with NO_ERROR.
  */
+/**
+ * A `grpc-message` value. encodeURI, not encodeURIComponent: grpc-js reads it with decodeURI,
+ * which would leave a `:` or `,` encoded (%3A) in the message the client shows.
+ */
+export function grpcMessage(text: string): string {
+  return encodeURI(text);
+}
+
 export function sendRejection(req: DownstreamRequest, res: DownstreamResponse, protocol: Protocol, r: Rejection): void {
   const unread = !req.complete && !hasNoBody(req);
   if (protocol === 'grpc') {
@@ -36,9 +44,7 @@ export function sendRejection(req: DownstreamRequest, res: DownstreamResponse, p
         ':status': 200,
         'content-type': 'application/grpc',
         'grpc-status': String(GRPC_OF_HTTP[r.status] ?? 2),
-        // encodeURI, not encodeURIComponent: grpc-js reads it with decodeURI, which would leave
-        // a `:` or `,` encoded (%3A) in the message the client shows.
-        'grpc-message': encodeURI(r.message),
+        'grpc-message': grpcMessage(r.message),
         ...r.headers,
       },
       { endStream: true },
