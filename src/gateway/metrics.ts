@@ -38,6 +38,7 @@ export class GatewayMetrics {
   private readonly rateLimitedTotal: Counter<'deployment' | 'limit'>;
   private readonly bodyRefusals: Counter<'deployment' | 'reason'>;
   private readonly authFailuresDelayed: Counter<'deployment'>;
+  private readonly internalErrors: Counter<'deployment'>;
   private readonly meters = new Map<string, DeploymentMeters>();
 
   constructor(registry: Registry, inflight: InflightTracker, table: RoutingTable) {
@@ -109,6 +110,12 @@ export class GatewayMetrics {
       name: 'infergate_request_body_refusals_total',
       help: 'Requests refused for their body, by deployment and reason (timeout: 408, too_large: 413)',
       labelNames: ['deployment', 'reason'],
+      registers,
+    });
+    this.internalErrors = new Counter({
+      name: 'infergate_gateway_internal_errors_total',
+      help: "Requests the gateway's own code failed on (an exception inside a phase), by deployment (\"\" before routing): each answered 500 or gRPC INTERNAL, logged with its request id",
+      labelNames: ['deployment'],
       registers,
     });
     this.authFailuresDelayed = new Counter({
@@ -183,6 +190,10 @@ export class GatewayMetrics {
 
   authFailure(deployment: string, reason: AuthFailureReason): void {
     this.authFailures.labels(deployment, reason).inc();
+  }
+
+  internalError(deployment: string): void {
+    this.internalErrors.inc({ deployment });
   }
 
   authFailureDelayed(deployment: string): void {

@@ -51,8 +51,23 @@ export class RequestPipeline {
 
   /** The listener's request handler: HTTP/1.1 and HTTP/2 (gRPC included) alike. */
   readonly handle = (req: DownstreamRequest, res: DownstreamResponse): void => {
-    this.route(new RequestContext(req, res, this.deps.books));
+    const ctx = new RequestContext(req, res, this.deps.books);
+    this.guarded(ctx, () => this.route(ctx));
   };
+
+  /**
+   * Runs a step of a request's path — the phases up to the body, what runs once it is in, and
+   * what runs once the activator lets it go. An exception there is a bug: it ends that request
+   * (500, gRPC INTERNAL; logged and counted) instead of escaping the request handler, where it
+   * would take the process and every request in it down.
+   */
+  private guarded(ctx: RequestContext, step: () => void): void {
+    try {
+      step();
+    } catch (err) {
+      ctx.failedInside(err);
+    }
+  }
 
   private route(ctx: RequestContext): void {
     const { req } = ctx;
@@ -116,11 +131,12 @@ export class RequestPipeline {
     const paused = pausedPhase(route);
     if (!paused.ok) return ctx.refuse(paused.rejection);
     const limits: BodyLimits = { maxBytes: route.maxBodyBytes ?? this.deps.body.maxBytes, idleMs: this.deps.body.idleMs };
-    const received = (r: ReceivedBody): void => {
-      if (r.ok) return this.load(ctx, route.host, path, r.body);
-      if (r.error === null) return ctx.finish({ status: 499 });
-      ctx.refuse(bodyRejection(r.error), { bodyRefused: r.error.kind });
-    };
+    const received = (r: ReceivedBody): void =>
+      this.guarded(ctx, () => {
+        if (r.ok) return this.load(ctx, route.host, path, r.body);
+        if (r.error === null) return ctx.finish({ status: 499 });
+        ctx.refuse(bodyRejection(r.error), { bodyRefused: r.error.kind });
+      });
     if (ctx.protocol === 'grpc') {
       const gate = new BodyGate(limits, grpcMessageCheck(limits.maxBytes));
       gate.onFirstByte((r) => {
@@ -142,11 +158,14 @@ export class RequestPipeline {
     if (!route.paused && route.replicas.length === 0 && route.scaleToZero) {
       void this.deps.activator
         .hold(route, (cancel) => ctx.res.once('close', cancel))
-        .then((outcome) => {
-          if (outcome.ok) return this.forward(ctx, outcome.route, path, body);
-          if (outcome.rejection) ctx.refuse(outcome.rejection);
-          else ctx.finish({ status: 499 });
-        });
+        .then((outcome) =>
+          this.guarded(ctx, () => {
+            if (outcome.ok) return this.forward(ctx, outcome.route, path, body);
+            if (outcome.rejection) ctx.refuse(outcome.rejection);
+            else ctx.finish({ status: 499 });
+          }),
+        )
+        .catch((err: unknown) => ctx.failedInside(err));
       return;
     }
     const admitted = admitPhase(route);

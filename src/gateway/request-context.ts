@@ -114,6 +114,22 @@ export class RequestContext implements ForwardReport {
     this.finish({ status: r.status, ...extra });
   }
 
+  /**
+   * The gateway's own code threw on this request's path: logged with the request id and
+   * counted, then answered 500 (gRPC INTERNAL) if nothing was sent yet, else cut. The request
+   * still ends here, once, with its accounting.
+   */
+  failedInside(err: unknown): void {
+    const deployment = this.route?.name ?? '';
+    const requestId = this.req.headers['x-request-id'];
+    this.books.log.error({ err, deployment, requestId }, 'the gateway failed on a request; it was answered 500 and the gateway serves on');
+    this.books.metrics.internalError(deployment);
+    if (this.finished) return;
+    if (!this.res.headersSent) return this.refuse({ status: 500, code: 'internal', message: 'the gateway failed on this request (the error is in its log)' });
+    this.res.destroy();
+    this.finish({ status: 500 });
+  }
+
   /** The prefix-aware policy chose this request's replicas: each attempt is on its books. */
   placedBy(policy: PrefixAwareSelector, request: PrefixRequest): void {
     this.placement = { policy, request };

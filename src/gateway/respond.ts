@@ -11,10 +11,10 @@ import type { Rejection } from './phases.js';
 import { hasNoBody, type BodyError } from './request-body.js';
 
 /** gRPC clients read a status from trailers, not the HTTP code (gRPC over HTTP/2: grpc-status). */
-const GRPC_OF_HTTP: Record<number, number> = { 401: 16, 404: 5, 408: 4, 413: 8, 429: 8, 431: 8, 503: 14, 501: 12 };
+const GRPC_OF_HTTP: Record<number, number> = { 401: 16, 404: 5, 408: 4, 413: 8, 429: 8, 431: 8, 500: 13, 503: 14, 501: 12 };
 
 /** A gRPC call's outcome as the HTTP-like status the metrics and usage count it under. */
-const HTTP_OF_GRPC: Record<number, number> = { 0: 200, 1: 499, 3: 400, 4: 504, 5: 404, 7: 403, 8: 429, 12: 501, 14: 503, 16: 401 };
+const HTTP_OF_GRPC: Record<number, number> = { 0: 200, 1: 499, 3: 400, 4: 504, 5: 404, 7: 403, 8: 429, 12: 501, 13: 500, 14: 503, 16: 401 };
 
 export function httpStatusOfGrpc(grpcStatus: number): number {
   return HTTP_OF_GRPC[grpcStatus] ?? 500;
