@@ -124,6 +124,8 @@ interface Owned {
   restartsAtReady: number;
   /** How its last image pull ended, kept while a retry runs (a failed pull stays failing while it is tried again). */
   pullOutcome: ReplicaObservation['pull'];
+  /** Its terminals, told it is going before it is stopped (not after its shells died with it). */
+  goneListeners: Array<() => void>;
 }
 
 export class Controller {
@@ -202,7 +204,17 @@ export class Controller {
       return {
         replica: o.handle.name,
         ...context,
-        onGone: (listener) => o.handle.onChange((obs) => obs.phase === 'stopped' && listener()),
+        // Once: when the controller is about to stop it, or when it stopped on its own.
+        onGone: (listener) => {
+          let told = false;
+          const once = () => {
+            if (told) return;
+            told = true;
+            listener();
+          };
+          o.goneListeners.push(once);
+          o.handle.onChange((obs) => obs.phase === 'stopped' && once());
+        },
       };
     }
     return null;
@@ -637,6 +649,7 @@ export class Controller {
       seen: first,
       restartsAtReady: first.restarts,
       pullOutcome: first.pull?.state === 'pulling' ? null : (first.pull ?? null),
+      goneListeners: [],
     };
     this.owned.set(owned.recordId, owned);
     handle.onChange((o) => {
@@ -697,6 +710,8 @@ export class Controller {
       this.persist(o, o.handle.observe(), 'draining');
       await o.writes;
       await this.waitDrained(o);
+      // Its terminals close as "the replica stopped" before its processes (their shells too) are killed.
+      for (const gone of o.goneListeners.splice(0)) gone();
       await o.handle.stop(this.opts.stopGraceMs);
       this.account(o);
       await o.writes;
