@@ -14,7 +14,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { engineBody, replicaProcesses } from './helpers/platform.js';
+import { engineBody, killLeftoverReplicas } from './helpers/platform.js';
 import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
 import type { ServeProcess } from './helpers/serve-process.js';
 import { adminApi, createSummedDeployment, replicaCounts as replicaCountsOf, startOnSharedStore, streamChat } from './helpers/shared-store.js';
@@ -61,7 +61,7 @@ describeWithRedis('gateway workers sharing the gateway port', () => {
   afterAll(async () => {
     serve?.kill('SIGTERM');
     await serve?.exited;
-    for (const r of replicaProcesses(path.join(root, 'serve', 'data'))) process.kill(r.pid, 'SIGKILL');
+    killLeftoverReplicas(path.join(root, 'serve', 'data'));
     await rm(root, { recursive: true, force: true });
     const redis = new Redis(redisUrlForTests() as string);
     const keys = await redis.keys(`${prefix}:*`);

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { engineBody, replicaProcesses } from './helpers/platform.js';
+import { engineBody, killLeftoverReplicas } from './helpers/platform.js';
 import { freePort } from './helpers/ports.js';
 import { startRedisServer, type RedisServer } from './helpers/redis-server.js';
 import type { ServeProcess } from './helpers/serve-process.js';
@@ -83,7 +83,7 @@ if (!hasRedisServer) {
     for (const p of running) p.kill('SIGTERM');
     await Promise.all(running.map((p) => p.exited));
     // The control process stops its replicas; any left (it was killed) are stopped by pid.
-    if (root) for (const r of replicaProcesses(path.join(root, 'control', 'data'))) process.kill(r.pid, 'SIGKILL');
+    if (root) killLeftoverReplicas(path.join(root, 'control', 'data'));
     await redis?.stop();
     if (root) await rm(root, { recursive: true, force: true });
   });

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { engineBody, replicaProcesses } from './helpers/platform.js';
+import { engineBody, killLeftoverReplicas } from './helpers/platform.js';
 import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
 import type { ServeProcess } from './helpers/serve-process.js';
 import { adminApi, createSummedDeployment, replicaCounts as replicaCountsOf, startOnSharedStore, streamChat } from './helpers/shared-store.js';
@@ -78,7 +78,7 @@ describeWithRedis('gateways and the autoscaler in separate processes, on one Red
     for (const p of running) p.kill('SIGTERM');
     await Promise.all(running.map((p) => p.exited));
     // The control process stops its replicas; any left (it was killed) are stopped by pid.
-    for (const name of ['control', 'standby']) for (const r of replicaProcesses(path.join(root, name, 'data'))) process.kill(r.pid, 'SIGKILL');
+    for (const name of ['control', 'standby']) killLeftoverReplicas(path.join(root, name, 'data'));
     await rm(root, { recursive: true, force: true });
     const redis = new Redis(redisUrlForTests() as string);
     const keys = await redis.keys(`${prefix}:*`);

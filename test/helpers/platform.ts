@@ -160,6 +160,20 @@ export function replicaProcesses(dataDir: string): { pid: number; replica: strin
   return found.map(({ pid, replica, ppid }) => ({ pid, replica, main: !pids.has(ppid) }));
 }
 
+/**
+ * Kills what a killed service left of its replicas (by pid, found in /proc). One may exit
+ * between being listed and being killed (ESRCH): it is gone, which is what was wanted.
+ */
+export function killLeftoverReplicas(dataDir: string): void {
+  for (const r of replicaProcesses(dataDir)) {
+    try {
+      process.kill(r.pid, 'SIGKILL');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+    }
+  }
+}
+
 /** The replicas' own processes (one per running replica), children left out. */
 export function replicaMains(dataDir: string, prefix = ''): { pid: number; replica: string }[] {
   return replicaProcesses(dataDir).filter((p) => p.main && p.replica.startsWith(prefix));

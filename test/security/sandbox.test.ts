@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { detectSandbox } from '../../src/runtime/sandbox-probe.js';
-import { engineBody, PLATFORM_ADMIN_KEY, platformDirs, replicaMains, replicaProcesses, startPlatform, usePlatform, type Platform } from '../helpers/platform.js';
+import { engineBody, PLATFORM_ADMIN_KEY, platformDirs, killLeftoverReplicas, replicaMains, replicaProcesses, startPlatform, usePlatform, type Platform } from '../helpers/platform.js';
 import { openTerminal, runInTerminal } from '../helpers/terminal.js';
 
 const TOKEN = 'tok-sandbox-0123456789';
@@ -174,7 +174,7 @@ describe.skipIf(!runSandboxed)('crash leftovers', () => {
     for (const p of started) {
       p.serve.kill('SIGKILL');
       await p.serve.exited;
-      for (const r of replicaProcesses(p.dataDir)) process.kill(r.pid, 'SIGKILL');
+      killLeftoverReplicas(p.dataDir);
     }
     if (root) await rm(root, { recursive: true, force: true });
   });
