@@ -14,23 +14,28 @@ usePlatform('grpc', [], (p) => (platform = p));
 
 const TOKEN = 'tok-grpc-0123456789';
 
+/** A general gRPC deployment of the reference engine's v2 flavor, ready, and a client of it through the gateway. */
+async function readyV2(name: string, model: string, engineArgs: string[]): Promise<{ id: number; client: V2Client }> {
+  const created = await platform.call('POST', '/deployments/general', {
+    name,
+    cluster_id: 1,
+    hardware_instance_id: 1,
+    image: 'infergate/reference-engine',
+    tag: 'v2',
+    container_port: 8001,
+    protocol: 'grpc',
+    command: ['--startup-ms', '300', ...engineArgs, '--model', model],
+    endpoint_bearer_token: TOKEN,
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  const id = created.body.id as number;
+  await platform.waitFor(id, (d) => d.status === 'ready', 30_000, `${name} ready`);
+  return { id, client: v2ClientTls(platform.ports.gateway, `${name}.${ENDPOINT_DOMAIN}`, platform.ca) };
+}
+
 describe('a general gRPC deployment (reference engine, v2 flavor)', () => {
   it('answers ModelInfer and ModelStreamInfer through the gateway; UNAUTHENTICATED without the token; a cancel reaches the replica', async () => {
-    const created = await platform.call('POST', '/deployments/general', {
-      name: 'triton',
-      cluster_id: 1,
-      hardware_instance_id: 1,
-      image: 'infergate/reference-engine',
-      tag: 'v2',
-      container_port: 8001,
-      protocol: 'grpc',
-      command: ['--startup-ms', '300', '--ttft-ms', '10', '--itl-ms', '30', '--model', 'sim-v2'],
-      endpoint_bearer_token: TOKEN,
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    const id = created.body.id as number;
-    await platform.waitFor(id, (d) => d.status === 'ready', 30_000, 'triton ready');
-    const client: V2Client = v2ClientTls(platform.ports.gateway, `triton.${ENDPOINT_DOMAIN}`, platform.ca);
+    const { id, client } = await readyV2('triton', 'sim-v2', ['--ttft-ms', '10', '--itl-ms', '30']);
 
     const unary = await modelInfer(client, 'sim-v2', 'hello over grpc', 6, bearer(TOKEN));
     expect(unary.text.split(' ').filter(Boolean).length).toBeGreaterThan(0);
@@ -58,20 +63,7 @@ describe('a general gRPC deployment (reference engine, v2 flavor)', () => {
 
 describe('a gRPC model that takes longer than the gateway connect timer (5 s) to answer', () => {
   it('answers a ModelInfer taking 8 s through the gateway', async () => {
-    const created = await platform.call('POST', '/deployments/general', {
-      name: 'slow-v2',
-      cluster_id: 1,
-      hardware_instance_id: 1,
-      image: 'infergate/reference-engine',
-      tag: 'v2',
-      container_port: 8001,
-      protocol: 'grpc',
-      command: ['--startup-ms', '300', '--ttft-ms', '8000', '--itl-ms', '1', '--model', 'slow-v2'],
-      endpoint_bearer_token: TOKEN,
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    await platform.waitFor(created.body.id as number, (d) => d.status === 'ready', 30_000, 'slow-v2 ready');
-    const client: V2Client = v2ClientTls(platform.ports.gateway, `slow-v2.${ENDPOINT_DOMAIN}`, platform.ca);
+    const { client } = await readyV2('slow-v2', 'slow-v2', ['--ttft-ms', '8000', '--itl-ms', '1']);
     const started = Date.now();
     const answer = await modelInfer(client, 'slow-v2', 'take your time', 2, bearer(TOKEN));
     expect(Date.now() - started).toBeGreaterThanOrEqual(8000);
