@@ -228,6 +228,28 @@ describe('revisions and lifecycle', () => {
     expect(res.body.revisions).toHaveLength(1);
   });
 
+  it('applies first_response_timeout_seconds at once without a new revision; a record from before it reads null', async () => {
+    const created = await api.call('POST', '/deployments/general', { ...generalBody('first-resp', token), first_response_timeout_seconds: 30 });
+    expect(created.status).toBe(201);
+    expect(created.body.first_response_timeout_seconds).toBe(30);
+    const route = `/deployments/general/${created.body.id}`;
+    const res = await api.call('PATCH', route, { first_response_timeout_seconds: 600 });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ revision: 1, first_response_timeout_seconds: 600, max_request_body_bytes: null });
+    expect(res.body.revisions).toHaveLength(1);
+    const refused = await api.call('PATCH', route, { first_response_timeout_seconds: 86_401 });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ field: 'first_response_timeout_seconds', message: expect.stringMatching(/from 1 to 86400/) });
+    const cleared = await api.call('PATCH', route, { first_response_timeout_seconds: null });
+    expect(cleared.body).toMatchObject({ revision: 1, first_response_timeout_seconds: null });
+
+    await modify(api.store, 'deployment', created.body.id, (d) => ({ ...d, limits: { max_request_body_bytes: 4096, rate_limit: null } }));
+    expect((await api.call('GET', route)).body).toMatchObject({ first_response_timeout_seconds: null, max_request_body_bytes: 4096 });
+    const doc = await api.call('GET', '/openapi.json', undefined, null);
+    expect(JSON.stringify(doc.body)).toContain('first_response_timeout_seconds');
+    expect((await api.call('DELETE', route)).status).toBeLessThan(300);
+  });
+
   it('makes a new revision on a spec edit and rolls back to an earlier spec', async () => {
     const edited = await api.call('PATCH', `/deployments/general/${id}`, { tag: 'nim', command: ['--itl-ms', '5'] });
     expect(edited.status).toBe(200);

@@ -7,7 +7,7 @@ import { isAlwaysSecret } from '../domain/secret-env.js';
 import { servedModel } from '../domain/served-model.js';
 import { ENDPOINTS_PATH_PREFIX, endpointHost, pathAddressHost, withPort } from '../domain/endpoint-address.js';
 import {
-  NO_LIMITS,
+  limitsOf,
   type CertificateRecord,
   type DeploymentRecord,
   type DeploymentSpec,
@@ -62,6 +62,7 @@ export interface DeploymentView {
   env: Record<string, string>;
   secret_env: string[];
   max_request_body_bytes: number | null;
+  first_response_timeout_seconds: number | null;
   rate_limit: RateLimit | null;
   created_at: string;
   updated_at: string;
@@ -210,8 +211,7 @@ export function renderDeployment(
     endpoint_token_id: d.auth.token_id,
     client_certificate_id: d.auth.client_certificate_id,
     private_endpoint: d.auth.private_endpoint,
-    max_request_body_bytes: (d.limits ?? NO_LIMITS).max_request_body_bytes,
-    rate_limit: (d.limits ?? NO_LIMITS).rate_limit,
+    ...limitsOf(d),
     components: components(d, replicas),
     revisions: d.revisions.map(revisionSummary),
     created_at: d.created_at,

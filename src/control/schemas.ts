@@ -43,6 +43,13 @@ const RateLimitRequest = Type.Object(
 
 const limitFields = {
   max_request_body_bytes: Nullable(Type.Integer({ description: 'largest request body the gateway accepts (413 above it); null: the server default' })),
+  first_response_timeout_seconds: Nullable(
+    Type.Integer({
+      description:
+        "longest wait, 1 to 86400 seconds, for a replica's first response — HTTP: its response headers (504 past it); gRPC: its first response message (grpc-js sends the response headers with it). " +
+        'null: the gateway\'s default (--upstream-headers-timeout for HTTP, --grpc-first-message-timeout for gRPC, which is off by default). Takes effect at once, no revision',
+    }),
+  ),
   rate_limit: Nullable(RateLimitRequest),
 };
 
@@ -186,6 +193,9 @@ export const DeploymentResponse = Type.Object(
     env: Type.Record(Type.String(), Type.String(), { description: 'plain environment variables; secret ones are never here' }),
     secret_env: Type.Array(Type.String(), { description: 'names of the secret environment variables that are set, sorted; their values are never returned' }),
     max_request_body_bytes: Type.Union([Type.Integer(), Type.Null()]),
+    first_response_timeout_seconds: Type.Union([Type.Integer(), Type.Null()], {
+      description: "seconds the gateway waits for a replica's first response (HTTP: its headers; gRPC: its first message); null: the gateway's default",
+    }),
     rate_limit: Type.Union([
       Type.Object({ requests_per_second: Type.Union([Type.Number(), Type.Null()]), tokens_per_minute: Type.Union([Type.Integer(), Type.Null()]) }),
       Type.Null(),

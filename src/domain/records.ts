@@ -127,9 +127,19 @@ export interface EndpointAuth {
 export interface EndpointLimits {
   /** Largest request body the gateway passes on, in bytes; null: the server's `--max-request-body`. */
   max_request_body_bytes: number | null;
+  /**
+   * Longest wait, in seconds, for a replica's first response — HTTP: its response headers;
+   * gRPC: its first response message (grpc-js sends the response headers with it). null: the
+   * gateway's default (`--upstream-headers-timeout` for HTTP, `--grpc-first-message-timeout`
+   * for gRPC, which is off by default).
+   */
+  first_response_timeout_seconds: number | null;
   /** Per-credential limits; null: none. */
   rate_limit: RateLimit | null;
 }
+
+/** EndpointLimits as stored: records written before first_response_timeout_seconds existed lack it. */
+export type StoredLimits = Omit<EndpointLimits, 'first_response_timeout_seconds'> & { first_response_timeout_seconds?: number | null };
 
 /** Applied to each credential (bearer token or client certificate) separately. */
 export interface RateLimit {
@@ -139,7 +149,17 @@ export interface RateLimit {
   tokens_per_minute: number | null;
 }
 
-export const NO_LIMITS: EndpointLimits = Object.freeze({ max_request_body_bytes: null, rate_limit: null });
+export const NO_LIMITS: EndpointLimits = Object.freeze({ max_request_body_bytes: null, first_response_timeout_seconds: null, rate_limit: null });
+
+/** A record's limits, every key present: absent limits, or a key absent from an older record, read as null. */
+export function limitsOf(d: { limits?: StoredLimits }): EndpointLimits {
+  const limits = d.limits ?? NO_LIMITS;
+  return {
+    max_request_body_bytes: limits.max_request_body_bytes ?? null,
+    first_response_timeout_seconds: limits.first_response_timeout_seconds ?? null,
+    rate_limit: limits.rate_limit ?? null,
+  };
+}
 
 export interface RevisionRecord {
   revision: number;
@@ -173,8 +193,8 @@ export interface DeploymentRecord {
   spec: DeploymentSpec;
   scaling: ScalingSpec;
   auth: EndpointAuth;
-  /** Body size and rate limits at the gateway; absent in records written before they existed. */
-  limits?: EndpointLimits;
+  /** The gateway's limits for the endpoint; absent in records written before they existed (read them with limitsOf). */
+  limits?: StoredLimits;
   /** Number of the revision whose spec is current. */
   revision: number;
   revisions: RevisionRecord[];

@@ -9,7 +9,8 @@ import type { ErrorCode, FieldProblem } from '../core/errors.js';
 import { disaggregatedBody } from '../../test/helpers/spec-fixtures.js';
 import { DEFAULT_CATALOG } from './catalog.js';
 import { DEFAULT_IMAGE_MAP } from './image-map.js';
-import type { DeploymentRecord, Family } from './records.js';
+import { classifyPatch } from './patch-effect.js';
+import { limitsOf, type DeploymentRecord, type Family } from './records.js';
 import {
   toRequest,
   validateClone,
@@ -770,13 +771,22 @@ describe('presets', () => {
   });
 });
 
-describe('endpoint limits (max_request_body_bytes, rate_limit)', () => {
+describe('endpoint limits (max_request_body_bytes, first_response_timeout_seconds, rate_limit)', () => {
   it('are optional, default to none, and are kept for both families', () => {
-    expect(ok(validateCreate('general', general(), ctx)).limits).toEqual({ max_request_body_bytes: null, rate_limit: null });
+    expect(ok(validateCreate('general', general(), ctx)).limits).toEqual({ max_request_body_bytes: null, first_response_timeout_seconds: null, rate_limit: null });
     const draft = ok(
-      validateCreate('orchestrated', aggregated({ max_request_body_bytes: 65_536, rate_limit: { requests_per_second: 0.5, tokens_per_minute: 1000 } }), ctx),
+      validateCreate(
+        'orchestrated',
+        aggregated({ max_request_body_bytes: 65_536, first_response_timeout_seconds: 120, rate_limit: { requests_per_second: 0.5, tokens_per_minute: 1000 } }),
+        ctx,
+      ),
     );
-    expect(draft.limits).toEqual({ max_request_body_bytes: 65_536, rate_limit: { requests_per_second: 0.5, tokens_per_minute: 1000 } });
+    expect(draft.limits).toEqual({ max_request_body_bytes: 65_536, first_response_timeout_seconds: 120, rate_limit: { requests_per_second: 0.5, tokens_per_minute: 1000 } });
+  });
+
+  it.each([1, 30, 86_400, null])('first_response_timeout_seconds %j is accepted (null: the gateway default)', (seconds) => {
+    expect(ok(validateCreate('general', general({ first_response_timeout_seconds: seconds }), ctx)).limits.first_response_timeout_seconds).toBe(seconds);
+    expect(ok(validateCreate('orchestrated', aggregated({ first_response_timeout_seconds: seconds }), ctx)).limits.first_response_timeout_seconds).toBe(seconds);
   });
 
   it('an empty rate_limit is no limit at all', () => {
@@ -788,6 +798,12 @@ describe('endpoint limits (max_request_body_bytes, rate_limit)', () => {
     [{ max_request_body_bytes: 10 }, 'max_request_body_bytes', /between 1024/],
     [{ max_request_body_bytes: 65 * 1024 ** 3 }, 'max_request_body_bytes', /64 GiB/],
     [{ max_request_body_bytes: '1MiB' }, 'max_request_body_bytes', /must be an integer/],
+    [{ first_response_timeout_seconds: 0 }, 'first_response_timeout_seconds', /whole number of seconds from 1 to 86400 \(a day\), got 0; omit it \(or null\)/],
+    [{ first_response_timeout_seconds: -5 }, 'first_response_timeout_seconds', /from 1 to 86400.*got -5/],
+    [{ first_response_timeout_seconds: 86_401 }, 'first_response_timeout_seconds', /from 1 to 86400.*got 86401/],
+    [{ first_response_timeout_seconds: 1.5 }, 'first_response_timeout_seconds', /must be an integer/],
+    [{ first_response_timeout_seconds: '30' }, 'first_response_timeout_seconds', /must be an integer/],
+    [{ first_response_timeout_seconds: '30s' }, 'first_response_timeout_seconds', /must be an integer/],
     [{ rate_limit: { requests_per_second: 0 } }, 'rate_limit.requests_per_second', /above 0/],
     [{ rate_limit: { requests_per_second: '5' } }, 'rate_limit.requests_per_second', /got a string/],
     [{ rate_limit: { tokens_per_minute: 1.5 } }, 'rate_limit.tokens_per_minute', /whole number/],
@@ -810,11 +826,41 @@ describe('endpoint limits (max_request_body_bytes, rate_limit)', () => {
     expect(ok(validatePatch(record, { rate_limit: null }, ctx)).draft.limits.rate_limit).toBeNull();
   });
 
+  it('a PATCH of first_response_timeout_seconds changes it in place: limitsChanged, no revision; null clears it', () => {
+    const record = { ...created('general', general()), limits: { max_request_body_bytes: 4096, first_response_timeout_seconds: null, rate_limit: null } };
+    const r = ok(validatePatch(record, { first_response_timeout_seconds: 300 }, ctx));
+    expect(r).toMatchObject({ specChanged: false, scalingChanged: false, authChanged: false, limitsChanged: true });
+    expect(r.draft.limits).toEqual({ max_request_body_bytes: 4096, first_response_timeout_seconds: 300, rate_limit: null });
+    const set = { ...record, limits: r.draft.limits };
+    expect(ok(validatePatch(set, { first_response_timeout_seconds: 300 }, ctx)).limitsChanged).toBe(false);
+    expect(ok(validatePatch(set, { rate_limit: { requests_per_second: 2 } }, ctx)).draft.limits.first_response_timeout_seconds).toBe(300);
+    const cleared = ok(validatePatch(set, { first_response_timeout_seconds: null }, ctx));
+    expect(cleared).toMatchObject({ specChanged: false, limitsChanged: true });
+    expect(cleared.draft.limits.first_response_timeout_seconds).toBeNull();
+    expect(problemsOf(validatePatch(set, { first_response_timeout_seconds: 0 }, ctx)).map((p) => p.field)).toEqual(['first_response_timeout_seconds']);
+  });
+
+  it('the patch forecast puts first_response_timeout_seconds with the limits that take effect at once', () => {
+    const plan = classifyPatch({ first_response_timeout_seconds: 60 }, 4);
+    expect(plan).toMatchObject({ effect: 'at_once', atOnceFields: ['first_response_timeout_seconds'], revisionFields: [] });
+  });
+
   it('a record written before limits existed reads as no limits, and a clone carries them over', () => {
     const old = created('general', general());
     delete (old as Partial<DeploymentRecord>).limits;
     expect(ok(validatePatch(old, {}, ctx)).limitsChanged).toBe(false);
-    const source = { ...created('general', general()), limits: { max_request_body_bytes: 4096, rate_limit: null } };
-    expect(ok(validateClone(source, { name: 'copy' }, ctx)).limits).toEqual({ max_request_body_bytes: 4096, rate_limit: null });
+    const source = { ...created('general', general()), limits: { max_request_body_bytes: 4096, first_response_timeout_seconds: 90, rate_limit: null } };
+    expect(ok(validateClone(source, { name: 'copy' }, ctx)).limits).toEqual({ max_request_body_bytes: 4096, first_response_timeout_seconds: 90, rate_limit: null });
+    expect(ok(validateClone(source, { name: 'copy', first_response_timeout_seconds: null }, ctx)).limits.first_response_timeout_seconds).toBeNull();
+  });
+
+  it('a record whose limits predate first_response_timeout_seconds reads it as null, and is unchanged by a PATCH that does not set it', () => {
+    const old = { ...created('general', general()), limits: { max_request_body_bytes: 4096, rate_limit: null } };
+    expect(limitsOf(old)).toEqual({ max_request_body_bytes: 4096, first_response_timeout_seconds: null, rate_limit: null });
+    expect(limitsOf({})).toEqual({ max_request_body_bytes: null, first_response_timeout_seconds: null, rate_limit: null });
+    expect(ok(validatePatch(old, {}, ctx)).limitsChanged).toBe(false);
+    expect(ok(validatePatch(old, { min_replicas: 1 }, ctx)).limitsChanged).toBe(false);
+    expect(ok(validatePatch(old, { first_response_timeout_seconds: 45 }, ctx))).toMatchObject({ specChanged: false, limitsChanged: true });
+    expect(ok(validateClone(old, { name: 'copy' }, ctx)).limits.first_response_timeout_seconds).toBeNull();
   });
 });

@@ -7,6 +7,7 @@ import {
   authProblems,
   checkGeneral,
   checkOrchestrated,
+  limitsProblems,
   linesToArgs,
   nameProblem,
   parseWhole,
@@ -111,6 +112,17 @@ describe('console form rules', () => {
     expect(checkOrchestrated({ ...body, model: 'org/model-1.5' }, { mode: 'create', tokenBound: false })).toEqual({});
   });
 
+  it('checks first_response_timeout_seconds as the API does: whole seconds from 1 to 86400, empty for the default', () => {
+    for (const ok of [1, 600, 86_400, null, undefined]) expect(limitsProblems({ first_response_timeout_seconds: ok })).toEqual({});
+    for (const bad of [0, -1, 86_401]) {
+      expect(limitsProblems({ first_response_timeout_seconds: bad }).first_response_timeout_seconds).toMatch(/whole number of seconds from 1 to 86400 \(a day\); leave it empty/);
+    }
+    expect(checkGeneral({ ...minimal, first_response_timeout_seconds: 0 }, { mode: 'create', tokenBound: true })).toEqual({
+      first_response_timeout_seconds: expect.stringMatching(/^first_response_timeout_seconds must be/),
+    });
+    expect(parseWhole('first_response_timeout_seconds', '1.5')).toEqual({ ok: false, message: 'first_response_timeout_seconds must be a whole number' });
+  });
+
   it('reads typed numbers and argument lines', () => {
     expect(parseWhole('container_port', ' 8000 ')).toEqual({ ok: true, value: 8000 });
     expect(parseWhole('container_port', '')).toEqual({ ok: true, value: null });
@@ -142,6 +154,8 @@ describe('console PATCH forecast', () => {
     const plan = classifyPatch({ endpoint_bearer_token: 'tok-123456789', rate_limit: { requests_per_second: 1 } }, 1);
     expect(plan.effect).toBe('at_once');
     expect(plan.statement).toMatch(/^Takes effect at once; no revision/);
+    expect(classifyPatch({ first_response_timeout_seconds: 30 }, 1)).toMatchObject({ effect: 'at_once', atOnceFields: ['first_response_timeout_seconds'] });
+    expect(classifyPatch({ first_response_timeout_seconds: null, max_replicas: 3 }, 1).effect).toBe('scale');
   });
 
   it('says what happened after saving', () => {

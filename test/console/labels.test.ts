@@ -32,6 +32,9 @@ describe('inLabels', () => {
       'Image Registry Username is required with Image Registry Password: set both for a private registry, or neither',
     );
     expect(inLabels('rate_limit.requests_per_second must be a number above 0')).toBe('Requests per second must be a number above 0');
+    expect(inLabels('first_response_timeout_seconds must be a whole number of seconds from 1 to 86400 (a day), got 0')).toBe(
+      'First response timeout (s) must be a whole number of seconds from 1 to 86400 (a day), got 0',
+    );
     expect(inLabels('config_file.filename is required: the name of the file to mount')).toBe('Filename is required: the name of the file to mount');
   });
 
@@ -86,6 +89,7 @@ describe('inLabels', () => {
         endpoint_bearer_token: 'short',
         config_file: { filename: 'a/b', mount_path: 'etc', content: '' },
         max_request_body_bytes: 1,
+        first_response_timeout_seconds: 0,
         rate_limit: { requests_per_second: 0, tokens_per_minute: 0 },
       },
       { mode: 'create', tokenBound: true },

@@ -51,6 +51,7 @@ export const FIELD_LABELS: Labels = {
   private_endpoint: 'Make it a private endpoint?',
   client_certificate_id: 'Client certificate',
   max_request_body_bytes: 'Max request body (bytes)',
+  first_response_timeout_seconds: 'First response timeout (s)',
   rate_limit: 'Rate limit',
   'rate_limit.requests_per_second': 'Requests per second',
   'rate_limit.tokens_per_minute': 'Tokens per minute',

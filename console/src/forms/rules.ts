@@ -38,6 +38,7 @@ export interface CommonBody {
   private_endpoint?: boolean;
   client_certificate_id?: number | null;
   max_request_body_bytes?: number | null;
+  first_response_timeout_seconds?: number | null;
   rate_limit?: RateLimitBody | null;
 }
 
@@ -77,6 +78,7 @@ const TOKEN_MIN = 8;
 const TOKEN_MAX = 512;
 const BODY_LIMIT_MIN = 1024;
 const BODY_LIMIT_MAX = 64 * 1024 ** 3;
+const FIRST_RESPONSE_MAX_SECONDS = 86_400;
 
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -253,6 +255,10 @@ export function limitsProblems(body: CommonBody): Problems {
   const bytes = body.max_request_body_bytes;
   if (typeof bytes === 'number' && (bytes < BODY_LIMIT_MIN || bytes > BODY_LIMIT_MAX)) {
     out.max_request_body_bytes = `max_request_body_bytes must be between ${BODY_LIMIT_MIN} (1 KiB) and ${BODY_LIMIT_MAX} (64 GiB); leave it empty for the server's default`;
+  }
+  const firstResponse = body.first_response_timeout_seconds;
+  if (typeof firstResponse === 'number' && (firstResponse < 1 || firstResponse > FIRST_RESPONSE_MAX_SECONDS)) {
+    out.first_response_timeout_seconds = `first_response_timeout_seconds must be a whole number of seconds from 1 to ${FIRST_RESPONSE_MAX_SECONDS} (a day); leave it empty for the gateway's default`;
   }
   const rps = body.rate_limit?.requests_per_second;
   if (typeof rps === 'number' && (rps <= 0 || rps > 1_000_000)) {

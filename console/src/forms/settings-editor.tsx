@@ -42,7 +42,7 @@ const PLACED = [
   'health_check_path', 'registry_username', 'registry_password', 'registry_credential_id', 'enable_logging', 'enable_model_caching', 'session_affinity', 'routing_policy',
   'command', 'metrics_port', 'metrics_path', 'env', 'secret_env', 'config_file', 'annotations', 'min_replicas', 'max_replicas',
   'max_concurrency', 'concurrency', 'cooldown_period', 'model', 'served_model_name', 'model_hub_token', 'extra_args',
-  'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint', 'max_request_body_bytes', 'rate_limit',
+  'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint', 'max_request_body_bytes', 'first_response_timeout_seconds', 'rate_limit',
 ];
 
 type Stored = Deployment & WithLimits;
@@ -251,7 +251,7 @@ function LimitsFields({ values, onChange, problems }: { values: LimitsValues; on
   return (
     <div className="panel">
       <h3>Endpoint limits</h3>
-      <p className="subtle">Applied by every gateway at once (no revision), to each credential of the endpoint separately; a client over a limit gets 429.</p>
+      <p className="subtle">Applied by every gateway at once (no revision). Rate limits count each credential of the endpoint separately; a client over one gets 429.</p>
       <div className="grid2">
         <TextInput
           field="max_request_body_bytes"
@@ -260,6 +260,14 @@ function LimitsFields({ values, onChange, problems }: { values: LimitsValues; on
           value={values.max_request_body_bytes}
           onChange={(max_request_body_bytes) => onChange({ max_request_body_bytes })}
           hint="1024 to 68719476736; empty: the server's default (16 MiB unless configured)."
+        />
+        <TextInput
+          field="first_response_timeout_seconds"
+          kind="number"
+          problems={problems}
+          value={values.first_response_timeout_seconds}
+          onChange={(first_response_timeout_seconds) => onChange({ first_response_timeout_seconds })}
+          hint="How long a replica may take to start answering: HTTP, its response headers (504 past it); gRPC, its first response message. 1 to 86400; empty: the gateway's default (1 h for HTTP unless configured; none for gRPC)."
         />
         <TextInput
           field="rate_limit.requests_per_second"

@@ -82,6 +82,7 @@ export type RegistrySource = 'own' | `vault:${number}`;
 
 export interface LimitsValues {
   max_request_body_bytes: string;
+  first_response_timeout_seconds: string;
   requests_per_second: string;
   tokens_per_minute: string;
 }
@@ -225,12 +226,14 @@ export function orchestratedFrom(d: Deployment): OrchestratedValues {
 /** The endpoint limits are in the deployment's answer though not in the console's Deployment type. */
 export interface WithLimits {
   max_request_body_bytes?: number | null;
+  first_response_timeout_seconds?: number | null;
   rate_limit?: { requests_per_second?: number | null; tokens_per_minute?: number | null } | null;
 }
 
 export function limitsFrom(d: Deployment & WithLimits): LimitsValues {
   return {
     max_request_body_bytes: text(d.max_request_body_bytes),
+    first_response_timeout_seconds: text(d.first_response_timeout_seconds),
     requests_per_second: text(d.rate_limit?.requests_per_second),
     tokens_per_minute: text(d.rate_limit?.tokens_per_minute),
   };
@@ -360,6 +363,8 @@ export function limitsBody(v: LimitsValues): Built<CommonBody> {
   const body: CommonBody = {};
   const bytes = r.whole('max_request_body_bytes', v.max_request_body_bytes);
   if (bytes !== null) body.max_request_body_bytes = bytes;
+  const firstResponse = r.whole('first_response_timeout_seconds', v.first_response_timeout_seconds);
+  if (firstResponse !== null) body.first_response_timeout_seconds = firstResponse;
   const rps = r.decimal('rate_limit.requests_per_second', v.requests_per_second);
   const tpm = r.whole('rate_limit.tokens_per_minute', v.tokens_per_minute);
   if (rps !== null || tpm !== null) {

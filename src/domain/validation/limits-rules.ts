@@ -1,12 +1,14 @@
-// Owns the rules of the endpoint limits both families share: the request body size limit and
-// the per-credential rate limit (requests per second, tokens per minute). They are gateway
-// policy, not replica spec, so they never make a revision.
+// Owns the rules of the endpoint limits both families share: the request body size limit, the
+// wait for a replica's first response, and the per-credential rate limit (requests per second,
+// tokens per minute). They are gateway policy, not replica spec, so they never make a revision.
 
 import type { EndpointLimits, RateLimit } from '../records.js';
 import { kindOf, type Req } from './shape.js';
 
 export const BODY_LIMIT_MIN = 1024;
 export const BODY_LIMIT_MAX = 64 * 1024 ** 3;
+// The gateway's own --upstream-headers-timeout and --grpc-first-message-timeout stop at a day too.
+export const FIRST_RESPONSE_MAX_SECONDS = 86_400;
 const RPS_MAX = 1_000_000;
 const TPM_MAX = 1_000_000_000_000;
 const RATE_KEYS = ['requests_per_second', 'tokens_per_minute'] as const;
@@ -21,6 +23,18 @@ function checkBodyLimit(req: Req): number | null {
     );
   }
   return bytes;
+}
+
+function checkFirstResponseTimeout(req: Req): number | null {
+  const seconds = req.int('first_response_timeout_seconds');
+  if (seconds === undefined) return null;
+  if (seconds < 1 || seconds > FIRST_RESPONSE_MAX_SECONDS) {
+    req.add(
+      'first_response_timeout_seconds',
+      `first_response_timeout_seconds must be a whole number of seconds from 1 to ${FIRST_RESPONSE_MAX_SECONDS} (a day), got ${seconds}; omit it (or null) for the gateway's default`,
+    );
+  }
+  return seconds;
 }
 
 function checkRate(req: Req, raw: Record<string, unknown>, key: (typeof RATE_KEYS)[number]): number | null {
@@ -55,5 +69,9 @@ function checkRateLimit(req: Req): RateLimit | null {
 }
 
 export function checkLimits(req: Req): EndpointLimits {
-  return { max_request_body_bytes: checkBodyLimit(req), rate_limit: checkRateLimit(req) };
+  return {
+    max_request_body_bytes: checkBodyLimit(req),
+    first_response_timeout_seconds: checkFirstResponseTimeout(req),
+    rate_limit: checkRateLimit(req),
+  };
 }

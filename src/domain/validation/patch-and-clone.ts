@@ -6,7 +6,7 @@
 // (a name absent keeps its sealed value), so they merge name by name.
 
 import type { FieldProblem } from '../../core/errors.js';
-import { NO_LIMITS, routingPolicyOf, type DeploymentRecord, type Family, type DeploymentSpec, type EndpointAuth, type EndpointLimits, type GeneralSpec, type OrchestratedSpec, type ScalingSpec, type SealedSecrets } from '../records.js';
+import { limitsOf, routingPolicyOf, type DeploymentRecord, type Family, type DeploymentSpec, type EndpointAuth, type EndpointLimits, type GeneralSpec, type OrchestratedSpec, type ScalingSpec, type SealedSecrets } from '../records.js';
 import { AGGREGATED_FIELDS, POOLS, type PoolName } from './orchestrated-rules.js';
 import { notAnObject, validateRequest, withPresetDefaults } from './pipeline.js';
 import { isObject, type Obj } from './shape.js';
@@ -16,7 +16,7 @@ import type { DeploymentDraft, Options, PatchResult, Validation, ValidationConte
 export function toRequest(record: DeploymentRecord): Record<string, unknown> {
   const spec =
     record.spec.family === 'general' ? generalRequest(record.spec, record.scaling) : orchestratedRequest(record.spec, record.scaling);
-  return withoutNulls({ name: record.name, cluster_id: record.cluster_id, ...spec, ...authRequest(record.auth), ...limitsRequest(record.limits ?? NO_LIMITS) });
+  return withoutNulls({ name: record.name, cluster_id: record.cluster_id, ...spec, ...authRequest(record.auth), ...limitsRequest(limitsOf(record)) });
 }
 
 function generalRequest(spec: GeneralSpec, scaling: ScalingSpec): Obj {
@@ -52,7 +52,11 @@ function authRequest(auth: EndpointAuth): Obj {
 }
 
 function limitsRequest(limits: EndpointLimits): Obj {
-  return { max_request_body_bytes: limits.max_request_body_bytes, rate_limit: limits.rate_limit === null ? null : { ...limits.rate_limit } };
+  return {
+    max_request_body_bytes: limits.max_request_body_bytes,
+    first_response_timeout_seconds: limits.first_response_timeout_seconds,
+    rate_limit: limits.rate_limit === null ? null : { ...limits.rate_limit },
+  };
 }
 
 const withoutNulls = (o: Obj): Obj => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined));
@@ -134,7 +138,8 @@ export function validatePatch(current: DeploymentRecord, body: unknown, ctx: Val
       draft,
       specChanged: !sameSpec(draft.spec, current.spec) || secretsChange(draft.plainSecrets, current.spec.secrets),
       scalingChanged: !deepEqual(draft.scaling, current.scaling),
-      limitsChanged: !deepEqual(draft.limits, current.limits ?? NO_LIMITS),
+      // limitsOf: a key an older record lacks is null, not a change.
+      limitsChanged: !deepEqual(draft.limits, limitsOf(current)),
       authChanged:
         draft.auth.token_value !== null ||
         draft.auth.token_id !== current.auth.token_id ||

@@ -44,6 +44,7 @@ const GENERAL_FIELDS = new Map<string, FieldType>([
   ['private_endpoint', 'boolean'],
   ['client_certificate_id', 'integer'],
   ['max_request_body_bytes', 'integer'],
+  ['first_response_timeout_seconds', 'integer'],
   ['rate_limit', 'object'],
 ]);
 
@@ -73,6 +74,7 @@ const ORCHESTRATED_FIELDS = new Map<string, FieldType>([
   ['client_certificate_id', 'integer'],
   ['private_endpoint', 'boolean'],
   ['max_request_body_bytes', 'integer'],
+  ['first_response_timeout_seconds', 'integer'],
   ['rate_limit', 'object'],
 ]);
 
