@@ -7,9 +7,9 @@ import os from 'node:os';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { ConfigError, type Config } from '../config/config.js';
+import { settingsOf } from '../config/serve-flags.js';
 import { endpointPathUrl, endpointUrl } from '../control/render.js';
 import { pathAddressHost } from '../domain/endpoint-address.js';
-import { DEFAULT_AUTH_FAILURE_BUDGET } from '../gateway/auth-failure-budget.js';
 import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { LoadPublisher } from '../gateway/load-publisher.js';
 import type { CertificateAuthority } from '../pki/ca.js';
@@ -17,9 +17,6 @@ import { coversPathHost, loadOrIssueGatewayCertificate, readOperatorCertificate 
 import type { Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { listen } from './listen.js';
-
-/** A gateway's load report counts this long without a newer one (it publishes every second). */
-const LOAD_REPORT_TTL_MS = 3000;
 
 /** What the gateway role needs of its process. */
 export interface GatewayRoleContext {
@@ -72,6 +69,7 @@ export async function startGateway(ctx: GatewayRoleContext): Promise<StartedGate
   if (certificate.operator && !coversPathHost(certificate.certPem, pathHost)) {
     logger.warn({ tlsCert: config.tlsCert, host: pathHost }, `--tls-cert does not cover ${pathHost}: clients of the path address https://${pathHost}/endpoints/<name>/ will refuse the certificate; the host address works`);
   }
+  const settings = settingsOf(config).gateway;
   const gateway = createGateway({
     store,
     domain: config.domain,
@@ -80,19 +78,15 @@ export async function startGateway(ctx: GatewayRoleContext): Promise<StartedGate
     ca,
     perHostCertificates: !certificate.operator,
     registry,
-    timeouts: { headersMs: config.upstreamHeadersTimeoutMs, idleMs: config.upstreamIdleTimeoutMs, connectMs: 5_000 },
-    loadFactor: config.affinityLoadFactor,
-    activator: { queueSize: config.activatorQueueSize, timeoutMs: config.activatorTimeoutMs },
+    timeouts: settings.upstream,
+    loadFactor: settings.loadFactor,
+    activator: settings.activator,
+    ejection: settings.ejection,
     usage,
-    connections: config.limits.gateway,
-    clientTimeouts: {
-      tlsHandshakeMs: config.limits.tlsHandshakeTimeoutMs,
-      keepAliveMs: config.limits.keepAliveTimeoutMs,
-      h2IdleMs: config.limits.h2IdleTimeoutMs,
-      headersMs: config.limits.headersTimeoutMs,
-    },
-    body: { maxBytes: config.maxRequestBodyBytes, idleMs: config.bodyIdleTimeoutMs },
-    authFailures: { ...DEFAULT_AUTH_FAILURE_BUDGET, ratePerSecond: config.authFailureRate, burst: 4 * config.authFailureRate, maxHeld: config.authFailureRate === 0 ? 0 : DEFAULT_AUTH_FAILURE_BUDGET.maxHeld },
+    connections: settings.connections,
+    clientTimeouts: settings.clientTimeouts,
+    body: settings.body,
+    authFailures: settings.authFailures,
     logger: logger.child({ component: 'gateway' }),
     accessLog: config.accessLog,
   });
@@ -103,8 +97,8 @@ export async function startGateway(ctx: GatewayRoleContext): Promise<StartedGate
   if (config.redisUrl !== null) {
     const loads = new LoadPublisher(store, gateway.inflight, gateway.activator, gateway.table, logger.child({ component: 'gateway' }), {
       publisher,
-      intervalMs: 1000,
-      ttlMs: LOAD_REPORT_TTL_MS,
+      intervalMs: settings.loadReports.intervalMs,
+      ttlMs: settings.loadReports.ttlMs,
       windowSeconds: Math.ceil(config.autoscaleStableMs / 1000) + 2,
     });
     loads.start();

@@ -13,6 +13,7 @@ import { systemClock } from '../core/clock.js';
 import { Sealer } from '../core/secrets.js';
 import { Gauge, type Registry } from 'prom-client';
 import { ConfigError, type Config } from '../config/config.js';
+import { settingsOf } from '../config/serve-flags.js';
 import { DEFAULT_CATALOG, parseCatalog, type Catalog } from '../domain/catalog.js';
 import type { HostCommandPolicy } from '../domain/host-commands.js';
 import { gpusPerReplica, hardwareOfReplica } from '../domain/quota.js';
@@ -191,6 +192,7 @@ type LateShells = ShellProvider & { controller: Controller | null };
 async function startControl(shared: Shared, shells: ShellProvider, hostCommands: HostCommandPolicy, activity: ActivityRecorder | null): Promise<string[]> {
   const { config, store, logger, closers, registry, images, catalog, ca } = shared;
   const { logsDir } = runtimeDirs(config.dataDir);
+  const api = settingsOf(config).api;
   const app = await buildControlApp({
     store,
     catalog,
@@ -206,12 +208,12 @@ async function startControl(shared: Shared, shells: ShellProvider, hostCommands:
     ca,
     logger: logger.child({ component: 'control' }),
     https: await readApiTls(config),
-    timeouts: { headersMs: config.limits.headersTimeoutMs, keepAliveMs: config.limits.keepAliveTimeoutMs, tlsHandshakeMs: config.limits.tlsHandshakeTimeoutMs },
+    timeouts: api.timeouts,
   });
   // The control API shares this process's file descriptors with the gateway: its own caps
   // keep a flood of either from starving the other.
   const apiMeters = listenerMeters(registry, 'api');
-  new ConnectionGuard(config.limits.api, apiMeters).attach(app.server as Server);
+  new ConnectionGuard(api.connections, apiMeters).attach(app.server as Server);
   meterListener(app.server, apiMeters);
   closers.push(() => app.close());
   const apiPort = await listen(app.server as Server, config.apiHost, config.apiPort, 'api-port', 'control API');
@@ -234,6 +236,7 @@ interface LocalGateway {
 
 async function startController(shared: Shared, local: LocalGateway | null, runtime: Runtime, activity: ActivityRecorder | null): Promise<Controller> {
   const { config, store, logger, closers, registry, usage, catalog } = shared;
+  const settings = settingsOf(config);
   const sealer = sealerOf(shared);
   const { logsDir, cacheDir } = runtimeDirs(config.dataDir);
   const workersDir = path.join(config.dataDir, 'orchestrated');
@@ -255,7 +258,7 @@ async function startController(shared: Shared, local: LocalGateway | null, runti
     store,
     load,
     clock: systemClock,
-    windows: { stableMs: config.autoscaleStableMs, panicMs: config.autoscalePanicMs, scaleToZeroGraceMs: config.scaleToZeroGraceMs },
+    windows: settings.autoscaler,
     logger: logger.child({ component: 'autoscaler' }),
     registry,
     onChange: () => controller?.poke(),
@@ -268,15 +271,11 @@ async function startController(shared: Shared, local: LocalGateway | null, runti
     runtime,
     clock: systemClock,
     logger: logger.child({ component: 'controller' }),
-    drainTimeoutMs: config.drainTimeoutMs,
-    stopGraceMs: config.stopGraceMs,
-    rolloutSurge: config.rolloutSurge,
-    rolloutDeadlineMs: config.rolloutDeadlineMs,
-    leaseTtlMs: config.controllerLeaseTtlMs,
+    ...settings.controller,
     load,
-    // With gateways in other processes (a shared store), their in-flight counts arrive once a
-    // second: a drain waits for two reports before it trusts a zero.
-    ...(config.redisUrl !== null ? { drainSettleMs: 2 * 1000 + 500 } : {}),
+    // With gateways in other processes (a shared store), their in-flight counts arrive once per
+    // report interval: a drain waits for two reports before it trusts a zero.
+    ...(config.redisUrl !== null ? { drainSettleMs: 2 * settings.gateway.loadReports.intervalMs + 500 } : {}),
     usage,
     gpusPerReplica: (d, component) => gpusPerReplica(catalog, d, component),
     hardwareOf: (d, component) => hardwareOfReplica(catalog, d, component) ?? null,

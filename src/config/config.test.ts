@@ -120,6 +120,14 @@ describe('serve config', () => {
     expect(c).toMatchObject({ upstreamIdleTimeoutMs: 0, affinityLoadFactor: 1.5, tlsCert: '/srv/app/w.crt', tlsKey: '/srv/app/w.key' });
   });
 
+  it('opens replica connections within 5 s and leaves a gRPC call\'s first message unbounded by default, both settable', () => {
+    expect(parse([])).toMatchObject({ upstreamConnectTimeoutMs: 5_000, grpcFirstMessageTimeoutMs: 0 });
+    expect(parse(['--upstream-connect-timeout', '2', '--grpc-first-message-timeout', '90'])).toMatchObject({ upstreamConnectTimeoutMs: 2_000, grpcFirstMessageTimeoutMs: 90_000 });
+    expect(parse([], { INFERGATE_UPSTREAM_CONNECT_TIMEOUT: '7', INFERGATE_GRPC_FIRST_MESSAGE_TIMEOUT: '30' })).toMatchObject({ upstreamConnectTimeoutMs: 7_000, grpcFirstMessageTimeoutMs: 30_000 });
+    expect(() => parse(['--upstream-connect-timeout', '0'])).toThrow(/--upstream-connect-timeout must be between 1 and 600/);
+    expect(() => parse(['--grpc-first-message-timeout', '1.5'])).toThrow(/--grpc-first-message-timeout must be a whole number/);
+  });
+
   it('has the M7 hardening defaults: sandbox auto, host commands admin-only, bounded connections and bodies', () => {
     expect(parse([])).toMatchObject({
       sandbox: 'auto',

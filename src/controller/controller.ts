@@ -11,6 +11,7 @@
 // lease, so a second control process on a shared store stands by.
 
 import { COMPONENT, usesGpuInstance } from '../domain/components.js';
+import { DEFAULTS } from '../config/defaults.js';
 import type { Logger } from 'pino';
 import { isoNow, type Clock } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
@@ -23,7 +24,7 @@ import { fencedStore } from '../store/fenced-store.js';
 import { FencedError, modify, NotFoundError, StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { crashLooping, deploymentStatus, desiredReplicas, failingReason, GENERAL_COMPONENT, type ReplicaHealth } from './desired.js';
-import { ControllerLease, DEFAULT_LEASE_TTL_MS } from './lease.js';
+import { ControllerLease } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
 import { orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
 import { planReplicas, runRevisionOf } from './plan.js';
@@ -62,7 +63,7 @@ export interface ControllerOptions {
   leftovers?: DeploymentLeftovers;
   /**
    * How often the store is scanned for usage rows of deployments deleted unseen (another
-   * process's late flush; default 60 s). Directories are read every pass, the store at each
+   * process's late flush). Directories are read every pass, the store at each
    * taking of the lease.
    */
   leftoverScanMs?: number;
@@ -81,18 +82,15 @@ export interface ControllerOptions {
   gpusPerReplica?: (d: DeploymentRecord, component: string) => number;
   /** The hardware instance one replica runs on (its CPU and memory become container limits); null: unknown. */
   hardwareOf?: (d: DeploymentRecord, component: string) => ReplicaRequest['hardware'];
-  /** Replicas a rolling update may run beyond the desired count (default 1). */
+  /** Replicas a rolling update may run beyond the desired count. */
   rolloutSurge?: number;
-  /** How long a new revision has to get every desired replica ready (default 10 min). */
+  /** How long a new revision has to get every desired replica ready. */
   rolloutDeadlineMs?: number;
-  /** How long the controller lease lasts without renewal: a standby takes over this long after the leader stops (default 10 s). */
+  /** How long the controller lease lasts without renewal: a standby takes over this long after the leader stops. */
   leaseTtlMs?: number;
   /** Where replicas' logs are: a crash-looping replica's last line goes into its deployment's status reason. None: no line. */
   logsDir?: string;
 }
-
-const DEFAULT_ROLLOUT_DEADLINE_MS = 600_000;
-const DEFAULT_LEFTOVER_SCAN_MS = 60_000;
 
 /** One component of a deployment as the controller runs it. */
 interface ComponentPlan {
@@ -159,7 +157,7 @@ export class Controller {
   private readonly rolloutSteps = new Map<number, RolloutProgress>();
 
   constructor(private readonly opts: ControllerOptions) {
-    this.lease = new ControllerLease(opts.store, opts.logger, opts.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS);
+    this.lease = new ControllerLease(opts.store, opts.logger, opts.leaseTtlMs ?? DEFAULTS.controller.leaseTtlMs);
     this.store = fencedStore(opts.store, this.lease.fence);
     this.events = new EventWriter(this.store, opts.clock, opts.logger);
   }
@@ -179,7 +177,7 @@ export class Controller {
       if (event.kind === 'deployment') this.schedule();
     });
     this.unresync = this.opts.store.onResync(() => this.resync());
-    this.timer = setInterval(() => this.schedule(), this.opts.tickMs ?? 1000);
+    this.timer = setInterval(() => this.schedule(), this.opts.tickMs ?? DEFAULTS.controller.tickMs);
     this.timer.unref();
     this.schedule();
     await this.passes.current();
@@ -327,7 +325,7 @@ export class Controller {
     const ids = await leftovers.onDisk();
     if (clock.now() >= this.nextStoreScan) {
       for (const id of await leftovers.inStore()) ids.add(id);
-      this.nextStoreScan = clock.now() + (this.opts.leftoverScanMs ?? DEFAULT_LEFTOVER_SCAN_MS);
+      this.nextStoreScan = clock.now() + (this.opts.leftoverScanMs ?? DEFAULTS.controller.leftoverScanMs);
     }
     return ids;
   }
@@ -513,7 +511,7 @@ export class Controller {
       paused: d.paused,
       components: plans,
       replicas: mine().map((o) => ({ recordId: o.recordId, component: o.component, revision: o.revision, ready: isReady(o), inflight: load?.inflight(o.recordId) ?? 0 })),
-      surge: this.opts.rolloutSurge ?? 1,
+      surge: this.opts.rolloutSurge ?? DEFAULTS.controller.rolloutSurge,
     });
     const planOf = new Map(plans.map((p) => [p.component, p]));
     for (const action of actions) {
@@ -536,7 +534,7 @@ export class Controller {
         targetRestarts: target.reduce((sum, o) => sum + o.handle.observe().restarts, 0),
       },
       this.opts.clock.now(),
-      this.opts.rolloutDeadlineMs ?? DEFAULT_ROLLOUT_DEADLINE_MS,
+      this.opts.rolloutDeadlineMs ?? DEFAULTS.controller.rolloutDeadlineMs,
     );
     if (result.rollout?.state === 'failed' && d.rollout?.state !== 'failed') {
       this.opts.logger.warn({ deployment: d.name, revision: d.revision, reason: result.rollout.reason }, 'rollout failed');
@@ -747,7 +745,7 @@ export class Controller {
     // Waits are on the injected clock, like the deadline they count towards: tests step it.
     const { load, clock } = this.opts;
     // Gateways drop the replica when they see the draining record; give the change feed a moment.
-    await clock.sleep(this.opts.drainSettleMs ?? 200);
+    await clock.sleep(this.opts.drainSettleMs ?? DEFAULTS.controller.drainSettleMs);
     if (load === null) return;
     const deadline = clock.now() + this.opts.drainTimeoutMs;
     while (load.inflight(o.recordId) > 0 && clock.now() < deadline) await clock.sleep(100);

@@ -12,11 +12,10 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { Logger } from 'pino';
+import { DEFAULTS } from '../config/defaults.js';
 import type { Fence, Store } from '../store/store.js';
 
 export const CONTROLLER_LEASE = 'controller';
-/** Renewed every pass (at least every second); a standby takes over this long after the leader's last renewal. */
-export const DEFAULT_LEASE_TTL_MS = 10_000;
 
 export interface LeaseEvents {
   /** Leadership starts (first taken, or taken again after another held it): reap what was left. */
@@ -34,7 +33,8 @@ export class ControllerLease {
   constructor(
     private readonly store: Store,
     private readonly logger: Logger,
-    readonly ttlMs = DEFAULT_LEASE_TTL_MS,
+    /** Renewed every pass (at least every second); a standby takes over this long after the leader's last renewal. */
+    readonly ttlMs: number = DEFAULTS.controller.leaseTtlMs,
   ) {}
 
   get isHeld(): boolean {

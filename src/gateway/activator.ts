@@ -17,8 +17,6 @@ export interface ActivatorOptions {
   timeoutMs: number;
 }
 
-export const DEFAULT_ACTIVATOR: ActivatorOptions = { queueSize: 256, timeoutMs: 120_000 };
-
 export type HoldOutcome = { ok: true; route: Route } | { ok: false; rejection: Rejection | null };
 
 interface Held {

@@ -15,9 +15,6 @@ export interface AuthFailureBudgetOptions {
   maxHeld: number;
 }
 
-/** 50 failures a second per address (200 at once) is far above a misconfigured client's retries. */
-export const DEFAULT_AUTH_FAILURE_BUDGET: AuthFailureBudgetOptions = { ratePerSecond: 50, burst: 200, delayMs: 1000, maxHeld: 512 };
-
 interface AddressState {
   level: number;
   at: number;

@@ -8,16 +8,15 @@
 
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
+import { DEFAULTS } from '../config/defaults.js';
 
 export interface EjectionOptions {
-  /** Consecutive failures that eject a replica (default 3). */
+  /** Consecutive failures that eject a replica. */
   threshold: number;
-  /** First ejection period in ms (default 10 s), doubled on each repeat up to `maxMs`. */
+  /** First ejection period in ms, doubled on each repeat up to `maxMs`. */
   baseMs: number;
   maxMs: number;
 }
-
-export const DEFAULT_EJECTION: EjectionOptions = { threshold: 3, baseMs: 10_000, maxMs: 300_000 };
 
 interface State {
   failures: number;
@@ -29,7 +28,7 @@ export class ReplicaHealth {
   private readonly states = new Map<number, State>();
 
   constructor(
-    private readonly opts: EjectionOptions = DEFAULT_EJECTION,
+    private readonly opts: EjectionOptions = DEFAULTS.gateway.ejection,
     private readonly clock: Clock = systemClock,
   ) {}
 

@@ -4,22 +4,23 @@
 // a stream that is quiet between tokens, must not be cut.
 
 import { Pool } from 'undici';
+import { DEFAULTS } from '../config/defaults.js';
 
 export interface UpstreamTimeouts {
   /** Longest wait for response headers, ms; 0 disables it. */
   headersMs: number;
   /** Longest silence between two body chunks, ms; 0 disables it. */
   idleMs: number;
-  /** Connect timeout, ms. */
+  /** Longest wait to open a connection to a replica (HTTP and gRPC), ms. */
   connectMs: number;
+  /** Longest wait for a gRPC replica's first response message (its response headers), ms; 0 disables it. */
+  firstMessageMs: number;
 }
-
-export const DEFAULT_UPSTREAM_TIMEOUTS: UpstreamTimeouts = { headersMs: 3_600_000, idleMs: 3_600_000, connectMs: 5_000 };
 
 export class UpstreamPools {
   private readonly pools = new Map<string, Pool>();
 
-  constructor(private readonly timeouts: UpstreamTimeouts = DEFAULT_UPSTREAM_TIMEOUTS) {}
+  constructor(private readonly timeouts: UpstreamTimeouts = DEFAULTS.gateway.upstream) {}
 
   get(address: string): Pool {
     let pool = this.pools.get(address);
