@@ -57,6 +57,13 @@ module.exports = {
       to: { path: '^src/', pathNot: '^src/(balancer|core)/' },
     },
     {
+      name: 'request-path-knows-no-policy',
+      severity: 'error',
+      comment: 'A request at the gateway meets its selection policy only through the placement interface (balancer/selector.ts): the pipeline, the request context and the forwarders name no policy. Which policy a routing_policy means is wired once, in gateway.ts.',
+      from: { path: '^src/gateway/(pipeline|request-context|candidates|http-forward|grpc-forward)\\.ts$' },
+      to: { path: '^src/balancer/', pathNot: '^src/balancer/selector\\.ts$' },
+    },
+    {
       name: 'client-over-http-only',
       severity: 'error',
       comment: "The command-line client talks to the control API over HTTP like any other client: it imports only itself and the pure domain/ (the forecast of a change), never the service's parts.",

@@ -59,6 +59,9 @@ describe('architecture boundaries', () => {
       'src/flags/f.ts': "import { s } from '../store/store.js';\nexport const f = s;\n",
       'src/balancer/b.ts': "import { g } from '../gateway/g.js';\nimport { k } from '../core/k.js';\nexport const b = [g, k];\n",
       'src/core/k.ts': 'export const k = 1;\n',
+      'src/gateway/pipeline.ts': "import { p } from '../balancer/prefix-aware.js';\nimport type { S } from '../balancer/selector.js';\nexport const x: S | number = p;\n",
+      'src/balancer/prefix-aware.ts': 'export const p = 1;\n',
+      'src/balancer/selector.ts': 'export type S = number;\n',
       'src/orchestrated/uses-balancer.ts': "import { b } from '../balancer/b.js';\nexport const u = b;\n",
       'src/client/reads-store.ts': "import { s } from '../store/store.js';\nexport const r = s;\n",
       'src/cli/main.ts': "import { s } from '../store/store.js';\nimport { v } from './version.js';\nexport const m = async () => [s, v, await import('./serve.js')];\n",
@@ -84,6 +87,7 @@ describe('architecture boundaries', () => {
         'balancer-stands-alone: src/balancer/b.ts → src/gateway/g.ts',
         'pure-layers-no-io: src/flags/f.ts → src/store/store.ts',
         'client-over-http-only: src/client/reads-store.ts → src/store/store.ts',
+        'request-path-knows-no-policy: src/gateway/pipeline.ts → src/balancer/prefix-aware.ts',
         'cli-entry-loads-programs-lazily: src/cli/main.ts → src/store/store.ts',
       ]),
     );
@@ -95,5 +99,7 @@ describe('architecture boundaries', () => {
     // The Frontend chooses workers with the gateway's policies; a policy may use core/.
     expect(found.some((v) => v.includes('src/orchestrated/uses-balancer.ts →'))).toBe(false);
     expect(found.some((v) => v.includes('src/balancer/b.ts → src/core/k.ts'))).toBe(false);
+    // The placement interface is the request path's way to a policy.
+    expect(found.some((v) => v.includes('src/gateway/pipeline.ts → src/balancer/selector.ts'))).toBe(false);
   }, 60_000);
 });

@@ -8,7 +8,7 @@
 import * as grpc from '@grpc/grpc-js';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_UPSTREAM_TIMEOUTS } from '../src/gateway/upstream-pools.js';
+import { DEFAULTS } from '../src/config/defaults.js';
 import { hostOf, startGatewayEnv, tokenFor, waitFor, type GatewayEnv } from './helpers/gateway-env.js';
 
 const passthrough = { requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b };
@@ -83,7 +83,7 @@ const Client = grpc.makeGenericClientConstructor(SERVICE, 'test.Echo');
 beforeAll(async () => {
   env = await startGatewayEnv({
     ejection: { threshold: 3, baseMs: 60_000, maxMs: 60_000 },
-    timeouts: { ...DEFAULT_UPSTREAM_TIMEOUTS, connectMs: CONNECT_MS },
+    timeouts: { ...DEFAULTS.gateway.upstream, connectMs: CONNECT_MS },
   });
   upstreams.push(await startUpstream('a'), await startUpstream('b'));
   const id = await env.deploy('rpc', { protocol: 'grpc', session_affinity: true });
@@ -205,6 +205,22 @@ describe('gRPC through the gateway', () => {
     expect(err.code).toBe(grpc.status.DEADLINE_EXCEEDED);
     await waitFor(() => upstreams.reduce((n, u) => n + u.cancelled, 0) === before + 2, 3000, 'the deadline reaching the replica');
     c.close();
+  });
+
+  it("ends a call with DEADLINE_EXCEEDED when the replica's first message is later than the deployment's first_response_timeout_seconds, and holds it against no replica", async () => {
+    const id = await env.deploy('rpc-timed', { protocol: 'grpc', first_response_timeout_seconds: 1 });
+    await env.addReplica(id, upstreams[0]!.address);
+    await env.waitForReplicas('rpc-timed', 1);
+    const c = client('rpc-timed');
+    const late = await unary(c, 'Delayed', '2500', metadata('rpc-timed'));
+    expect(late.err?.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+    expect(late.err?.details).toContain('first message timer');
+    const soon = await unary(c, 'Delayed', '100', metadata('rpc-timed'));
+    expect(soon.err).toBeNull();
+    c.close();
+    const metrics = await env.registry.metrics();
+    expect(metrics).not.toMatch(/infergate_replica_ejections_total\{deployment="rpc-timed"\} [1-9]/);
+    expect(metrics).not.toMatch(/infergate_upstream_retries_total\{deployment="rpc-timed"\} [1-9]/);
   });
 
   it('skips a dead replica, counts the retries, then ejects it; the first byte is timed', async () => {

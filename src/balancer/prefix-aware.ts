@@ -13,9 +13,11 @@
 // X-Session-Id is a strong hint, never a pin: a session stays on its replica unless staying
 // costs more than moving by a margin (its cache is already counted in the cost).
 
-import type { LoadView, ReplicaRef, Selector } from './selector.js';
+import type { LoadView, Placement, PlacementPolicy, PlacementRequest, ReplicaRef, SessionDecision, Selector } from './selector.js';
+
+export type { SessionDecision };
 import { PrefixIndex } from './prefix-index.js';
-import { DEFAULT_BLOCK_CHARS } from './prompt-blocks.js';
+import { DEFAULT_BLOCK_CHARS, requestBlocks } from './prompt-blocks.js';
 
 /**
  * Characters of prompt per token until responses tell (the usual rule of thumb for BPE
@@ -44,8 +46,6 @@ export interface PrefixRequest {
   blocks: readonly number[] | null;
 }
 
-/** What happened to a session: stayed, moved by the policy, or placed for the first time. */
-export type SessionDecision = 'kept' | 'moved' | 'new';
 
 export interface PrefixChoice {
   /** Every replica once, cheapest first: the choice, then the fallback order. */
@@ -81,7 +81,7 @@ export interface PrefixAwareOptions {
 
 const NO_SIGNALS: SignalView = { signals: () => null };
 
-export class PrefixAwareSelector implements Selector {
+export class PrefixAwareSelector implements Selector, PlacementPolicy {
   readonly index: PrefixIndex;
   private readonly loadWeight: number;
   private readonly queueWeight: number;
@@ -113,6 +113,36 @@ export class PrefixAwareSelector implements Selector {
   /** The Selector interface: a session key and nothing known of the prompt. */
   select(replicas: readonly ReplicaRef[], load: LoadView, key: string | null): ReplicaRef[] {
     return this.choose(replicas, load, { session: key, blocks: null }).order;
+  }
+
+  /**
+   * The PlacementPolicy interface: the prompt's blocks when the body is in whole, and hooks
+   * that keep the books of each attempt (what the replica now holds and owes) and learn the
+   * tokenizer's ratio from reported usage.
+   */
+  place(replicas: readonly ReplicaRef[], load: LoadView, request: PlacementRequest): Placement {
+    const prefix: PrefixRequest = {
+      session: request.session === null ? null : `${request.scope}\u0000${request.session}`,
+      blocks: request.body === null ? null : requestBlocks(request.body),
+    };
+    const choice = this.choose(replicas, load, prefix);
+    let dispatch: Dispatch | null = null;
+    return {
+      order: choice.order,
+      session: choice.session,
+      hooks: {
+        attemptStarted: (replica) => {
+          dispatch?.end();
+          dispatch = this.dispatched(replica, prefix);
+        },
+        firstByte: () => dispatch?.firstByte(),
+        end: () => dispatch?.end(),
+        usage: (tokens) => {
+          // An estimate says nothing of the replica's tokenizer: only reported usage calibrates.
+          if (prefix.blocks !== null && !tokens.estimated) this.promptTokens(prefix.blocks.length, tokens.prompt);
+        },
+      },
+    };
   }
 
   choose(replicas: readonly ReplicaRef[], load: LoadView, request: PrefixRequest): PrefixChoice {

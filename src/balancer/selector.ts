@@ -19,3 +19,67 @@ export interface Selector {
    */
   select(replicas: readonly ReplicaRef[], load: LoadView, key: string | null): ReplicaRef[];
 }
+
+/** What a placement policy may know of a request when it places it. */
+export interface PlacementRequest {
+  /** The deployment the request is for: the same session id on two deployments is two conversations. */
+  scope: number;
+  /** The session hint (X-Session-Id); null: none. */
+  session: string | null;
+  /** The request body when it is already in whole (an LLM prompt); null: not known yet. */
+  body: Buffer | null;
+}
+
+/** Tokens a response reported (or the gateway estimated), for policies that learn from them. */
+export interface PlacementUsage {
+  prompt: number;
+  completion: number;
+  /** An estimate made at the gateway, not the replica's count. */
+  estimated?: boolean;
+}
+
+/**
+ * What happens to a placed request after the choice, for policies that keep books on their
+ * replicas (what each was sent, what it still owes). Every hook is optional; the request
+ * context calls them, and only them, whichever policy placed the request.
+ */
+export interface PlacementHooks {
+  /** An attempt goes to `replica` now; the previous attempt, if any, is over. */
+  attemptStarted?(replica: ReplicaRef): void;
+  /** The first byte of the response body reached the client. */
+  firstByte?(): void;
+  /** The response reported its token usage. */
+  usage?(tokens: PlacementUsage): void;
+  /** The request ended, however. */
+  end?(): void;
+}
+
+/** A session kept on its replica, moved off it, or placed for the first time. */
+export type SessionDecision = 'kept' | 'moved' | 'new';
+
+export interface Placement {
+  /** Every replica once, in the order to try them. */
+  order: readonly ReplicaRef[];
+  /** What the policy did with the request's session, when it has one and the policy says. */
+  session: SessionDecision | null;
+  hooks: PlacementHooks | null;
+}
+
+/** A replica-selection policy as the gateway uses it: the order, and hooks for its books. */
+export interface PlacementPolicy {
+  place(replicas: readonly ReplicaRef[], load: LoadView, request: PlacementRequest): Placement;
+}
+
+/**
+ * The `affinity` routing policy: a request with a session goes where consistent hashing puts
+ * it, one without to the less loaded of two; neither keeps books after the choice.
+ */
+export function sessionOrLoadPolicy(bySession: Selector, byLoad: Selector): PlacementPolicy {
+  return {
+    place: (replicas, load, request) => ({
+      order: request.session !== null ? bySession.select(replicas, load, request.session) : byLoad.select(replicas, load, null),
+      session: null,
+      hooks: null,
+    }),
+  };
+}

@@ -14,26 +14,28 @@ import { listenerMeters } from '../net/metrics.js';
 import type { CertificateAuthority } from '../pki/ca.js';
 import { StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
-import { Activator, DEFAULT_ACTIVATOR, type ActivatorOptions } from './activator.js';
-import { AuthFailureBudget, DEFAULT_AUTH_FAILURE_BUDGET, type AuthFailureBudgetOptions } from './auth-failure-budget.js';
+import { Activator, type ActivatorOptions } from './activator.js';
+import { AuthFailureBudget, type AuthFailureBudgetOptions } from './auth-failure-budget.js';
 import { ConsistentHashSelector } from '../balancer/consistent-hash.js';
 import { PowerOfTwoSelector } from '../balancer/power-of-two.js';
 import { PrefixAwareSelector } from '../balancer/prefix-aware.js';
+import { sessionOrLoadPolicy } from '../balancer/selector.js';
 import { DEFAULT_SCRAPE, ReplicaSignalScraper } from './replica-signals.js';
 import { GrpcForwarder } from './grpc-forward.js';
 import { HostCertificates } from './host-certificates.js';
 import { HttpForwarder } from './http-forward.js';
 import { InflightTracker } from './inflight.js';
-import { createListener, DEFAULT_CLIENT_TIMEOUTS, type ClientTimeouts } from './listener.js';
+import { createListener, type ClientTimeouts } from './listener.js';
 import { GatewayMetrics } from './metrics.js';
 import { RequestPipeline } from './pipeline.js';
 import { RateLimiter } from './rate-limiter.js';
-import { DEFAULT_EJECTION, ReplicaHealth, type EjectionOptions } from './replica-health.js';
+import { ReplicaHealth, type EjectionOptions } from './replica-health.js';
 import type { BodyLimits } from './request-body.js';
 import { RoutingTable } from './routing-table.js';
-import { DEFAULT_UPSTREAM_TIMEOUTS, UpstreamPools, type UpstreamTimeouts } from './upstream-pools.js';
+import { UpstreamPools, type UpstreamTimeouts } from './upstream-pools.js';
+import { DEFAULTS } from '../config/defaults.js';
 
-export { DEFAULT_CLIENT_TIMEOUTS, type ClientTimeouts };
+export { type ClientTimeouts };
 
 export interface GatewayOptions {
   store: Store;
@@ -68,9 +70,6 @@ export interface GatewayOptions {
   accessLog?: boolean;
 }
 
-export const DEFAULT_CONNECTION_CAPS: ConnectionCaps = { maxConnections: 8192, maxConnectionsPerClient: 256 };
-export const DEFAULT_BODY_LIMITS: BodyLimits = { maxBytes: 16 * 1024 * 1024, idleMs: 30_000 };
-
 export interface Gateway {
   server: tls.Server;
   table: RoutingTable;
@@ -95,21 +94,24 @@ export function createGateway(opts: GatewayOptions): Gateway {
     () => log.info('routing table rebuilt from the store again'),
   );
   const inflight = new InflightTracker(clock);
-  const health = new ReplicaHealth(opts.ejection ?? DEFAULT_EJECTION, clock);
+  const health = new ReplicaHealth(opts.ejection ?? DEFAULTS.gateway.ejection, clock);
   const registry = opts.registry ?? new Registry();
   const metrics = new GatewayMetrics(registry, inflight, table);
   const connectionMeters = listenerMeters(registry, 'gateway');
-  const connections = new ConnectionGuard(opts.connections ?? DEFAULT_CONNECTION_CAPS, connectionMeters);
+  const connections = new ConnectionGuard(opts.connections ?? DEFAULTS.gateway.connections, connectionMeters);
   const limiter = new RateLimiter(clock);
-  const activator = new Activator(opts.activator ?? DEFAULT_ACTIVATOR, clock, registry, () => new Map([...table.routes()].map((r) => [r.deploymentId, r.name])));
-  const upstreamTimeouts = opts.timeouts ?? DEFAULT_UPSTREAM_TIMEOUTS;
+  const activator = new Activator(opts.activator ?? DEFAULTS.gateway.activator, clock, registry, () => new Map([...table.routes()].map((r) => [r.deploymentId, r.name])));
+  const upstreamTimeouts = opts.timeouts ?? DEFAULTS.gateway.upstream;
   const pools = new UpstreamPools(upstreamTimeouts);
   const isEjected = (replicaId: number) => health.isEjected(replicaId);
-  const grpc = new GrpcForwarder({ isEjected, connectMs: upstreamTimeouts.connectMs });
+  const grpc = new GrpcForwarder({
+    isEjected,
+    timers: { connectMs: upstreamTimeouts.connectMs, firstMessageMs: upstreamTimeouts.firstMessageMs, idleMs: upstreamTimeouts.idleMs },
+  });
   const hostCertificates = opts.perHostCertificates === false ? null : new HostCertificates(opts.ca, opts.ca.certPem, log);
 
   const signals = new ReplicaSignalScraper(
-    () => [...table.routes()].filter((r) => r.prefixAware).flatMap((r) => r.replicas),
+    () => [...table.routes()].filter((r) => r.routingPolicy === 'prefix_aware').flatMap((r) => r.replicas),
     (replicaId, tokens) => prefix.cacheSize(replicaId, tokens),
     DEFAULT_SCRAPE,
     () => performance.now(),
@@ -120,15 +122,16 @@ export function createGateway(opts: GatewayOptions): Gateway {
     table,
     metrics,
     limiter,
-    authFailures: new AuthFailureBudget(opts.authFailures ?? DEFAULT_AUTH_FAILURE_BUDGET, clock),
+    authFailures: new AuthFailureBudget(opts.authFailures ?? DEFAULTS.gateway.authFailures, clock),
     activator,
     inflight,
-    affinity: new ConsistentHashSelector({ loadFactor: opts.loadFactor ?? 1.25 }),
-    spread: new PowerOfTwoSelector(),
-    prefix,
+    policies: {
+      affinity: sessionOrLoadPolicy(new ConsistentHashSelector({ loadFactor: opts.loadFactor ?? DEFAULTS.gateway.loadFactor }), new PowerOfTwoSelector()),
+      prefix_aware: prefix,
+    },
     http: new HttpForwarder(pools, isEjected),
     grpc,
-    body: opts.body ?? DEFAULT_BODY_LIMITS,
+    body: opts.body ?? DEFAULTS.gateway.body,
     books: {
       inflight,
       health,
@@ -139,6 +142,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       log,
       // Asked for by its own flag, so written whatever the log level (as an access log is).
       accessLog: opts.accessLog ? log.child({}, { level: 'info' }) : null,
+      live: new Set(),
     },
   });
   const listener = createListener({
@@ -146,11 +150,12 @@ export function createGateway(opts: GatewayOptions): Gateway {
     keyPem: opts.keyPem,
     caPem: opts.ca.certPem,
     contextFor: (servername) => hostCertificates?.contextFor(servername) ?? null,
-    timeouts: opts.clientTimeouts ?? DEFAULT_CLIENT_TIMEOUTS,
+    timeouts: opts.clientTimeouts ?? DEFAULTS.gateway.clientTimeouts,
     guard: connections,
     meters: connectionMeters,
     log,
     handle: pipeline.handle,
+    parserRefused: pipeline.parserRefused,
   });
 
   table.onChange((routes) => {
@@ -189,6 +194,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
     close: async () => {
       signals.stop();
       table.stop();
+      // Requests in flight end first, each answered 503 (gRPC UNAVAILABLE) or cut, and counted.
+      pipeline.shutdown();
       activator.close();
       await listener.close();
       await pools.close();

@@ -1,30 +1,45 @@
-// Owns gRPC forwarding: each client stream (TLS h2) becomes one stream on a
-// cleartext HTTP/2 (h2c) session to the chosen replica, generic over services and methods —
-// request headers and metadata, length-prefixed messages in both directions, response
-// headers and trailers pass intact; `grpc-timeout` travels with the request, so the replica
-// enforces the deadline; a client cancel resets the upstream stream with CANCEL. The
-// Authorization metadata stays at the gateway. A replica that cannot be reached is skipped
-// for the next candidate (no message is read before its stream is open); when none answers,
-// the client gets UNAVAILABLE (14) as a Trailers-Only response (sent with respond(…,
-// {endStream: true}): answered through waitForTrailers instead, the status is lost and
-// clients see INTERNAL).
-// Like the HTTP forwarder it keeps no count: attempts, connection failures (which eject a
-// replica), retries, the first byte and the outcome go to the request's context.
+// Owns the gRPC transport: each client stream (TLS h2) becomes one stream on a cleartext
+// HTTP/2 (h2c) session to the chosen replica, generic over services and methods — request
+// headers and metadata, length-prefixed messages in both directions, response headers and
+// trailers pass intact; `grpc-timeout` travels with the request, so the replica enforces the
+// deadline too; the request's AbortSignal (client gone, deadline, shutdown) resets the
+// upstream stream with CANCEL. The Authorization metadata stays at the gateway. Which replica
+// to try next, and whether a failure ejects it, is the candidate loop's (candidates.ts): an
+// attempt whose stream never opened at the replica is a `connect` failure (no message was
+// read for it, so the next candidate can have them all); one that failed after is `upstream`.
+// Timers, each named for what it times:
+//   connect        until the stream is open at the replica (its HEADERS sent);
+//   first message  from then until the replica's response headers, which grpc-js sends with
+//                  the first response message (per deployment, else the gateway's; 0: off,
+//                  the default — a model may take minutes, and the client's deadline bounds
+//                  the call);
+//   idle           between two response messages.
+// The answers the gateway writes itself (Trailers-Only statuses, cuts) go through respond.ts.
 
 import http2 from 'node:http2';
 import type { Readable } from 'node:stream';
 import type { ReplicaRef } from '../balancer/selector.js';
+import { CandidateLoop } from './candidates.js';
 import { BodyError } from './request-body.js';
 import type { ForwardReport } from './request-context.js';
-import { grpcMessage, httpStatusOfGrpc } from './respond.js';
+import { bodyRejection, httpStatusOfGrpc } from './respond.js';
+import type { Route } from './routing-table.js';
 
 const { NGHTTP2_CANCEL } = http2.constants;
 
 /** Headers the gateway never forwards: HTTP/2 forbids connection-specific ones; auth is ours. */
 const DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'host', 'authorization', 'http2-settings']);
 
+export interface GrpcTimers {
+  connectMs: number;
+  /** Longest wait for the first response message once the stream is open; 0: none. */
+  firstMessageMs: number;
+  /** Longest silence between response messages; 0: none. */
+  idleMs: number;
+}
+
 export interface GrpcTarget {
-  authority: string;
+  route: Route;
   /** The request's messages, as received (request-body.ts: per-message size limit). */
   body: Readable;
   /** Replicas in the order to try them (the select phase's choice). */
@@ -34,9 +49,7 @@ export interface GrpcTarget {
 export class GrpcForwarder {
   private readonly sessions = new Map<string, http2.ClientHttp2Session>();
 
-  constructor(
-    private readonly deps: { isEjected: (replicaId: number) => boolean; connectMs: number },
-  ) {}
+  constructor(private readonly deps: { isEjected: (replicaId: number) => boolean; timers: GrpcTimers }) {}
 
   /** Closes sessions to replicas that left every route. */
   retain(addresses: ReadonlySet<string>): void {
@@ -59,8 +72,9 @@ export class GrpcForwarder {
    * 'wantTrailers' itself; only Trailers-Only answers use the raw stream (endStream).
    */
   forward(ctx: ForwardReport, target: GrpcTarget): void {
-    const order = target.candidates.filter((c) => !this.deps.isEjected(c.id));
-    this.attempt(ctx, target, order.length > 0 ? order : target.candidates, 0);
+    const timers = { ...this.deps.timers, firstMessageMs: target.route.firstResponseMs ?? this.deps.timers.firstMessageMs };
+    const loop: CandidateLoop = new CandidateLoop(ctx, target.candidates, this.deps.isEjected, (replica) => this.attempt(ctx, target, loop, timers, replica));
+    loop.start();
   }
 
   private session(address: string): http2.ClientHttp2Session {
@@ -76,33 +90,31 @@ export class GrpcForwarder {
     return session;
   }
 
-  private attempt(ctx: ForwardReport, target: GrpcTarget, order: readonly ReplicaRef[], index: number): void {
+  private attempt(ctx: ForwardReport, target: GrpcTarget, loop: CandidateLoop, timers: GrpcTimers, replica: ReplicaRef): void {
     const req = ctx.req as http2.Http2ServerRequest;
     const res = ctx.res as http2.Http2ServerResponse;
-    const replica = order[index];
-    if (!replica) return this.trailersOnly(ctx, 14, 'no replica of this deployment could be reached');
-    if (res.stream.destroyed) return finishCall(ctx, 1);
-    ctx.attempt(replica);
-    let finished = false;
+    let done = false;
+    let opened = false;
     let responded = false;
-    let bodyStarted = false;
     let trailersOnly = false;
     let grpcStatus = 13;
-    const finish = (status: number) => {
-      if (finished) return;
-      finished = true;
-      finishCall(ctx, status);
+    let timer: NodeJS.Timeout | null = null;
+    /** One timer at a time, each named for what it times. */
+    const arm = (ms: number, onFire: () => void) => {
+      if (timer !== null) clearTimeout(timer);
+      timer = ms > 0 ? setTimeout(onFire, ms) : null;
     };
-    const retry = () => {
-      if (finished) return;
-      finished = true;
-      ctx.connectionFailed(replica);
-      if (bodyStarted) return this.trailersOnly(ctx, 14, 'the replica failed before answering');
-      if (index + 1 < order.length) ctx.retrying();
-      this.attempt(ctx, target, order, index + 1);
+    const end = (then: () => void) => {
+      if (done) return;
+      done = true;
+      if (timer !== null) clearTimeout(timer);
+      ctx.signal.removeEventListener('abort', onAbort);
+      then();
     };
+    const failedBeforeAnswer = (kind: 'connect' | 'upstream' | 'timeout', detail: string, err?: Error) =>
+      end(() => loop.failed(replica, { kind, detail }, !opened, err));
 
-    const upstreamHeaders: http2.OutgoingHttpHeaders = { ':method': 'POST', ':scheme': 'http', ':authority': target.authority, ':path': req.headers[':path'] ?? '/' };
+    const upstreamHeaders: http2.OutgoingHttpHeaders = { ':method': 'POST', ':scheme': 'http', ':authority': target.route.host, ':path': req.headers[':path'] ?? '/' };
     for (const [name, value] of Object.entries(req.headers)) {
       if (name.startsWith(':') || DROPPED.has(name) || value === undefined) continue;
       upstreamHeaders[name] = value;
@@ -110,101 +122,88 @@ export class GrpcForwarder {
     let up: http2.ClientHttp2Stream;
     try {
       up = this.session(replica.address).request(upstreamHeaders);
-    } catch {
-      return retry();
+    } catch (err) {
+      return failedBeforeAnswer('connect', (err as Error).message, err as Error);
     }
-    // Times the connection only: it stops once the stream is open at the replica. grpc-js
-    // sends its response headers with the first message, so a timer running until them would
-    // cut every call the model takes longer than connectMs to answer (the client's own
-    // deadline, grpc-timeout, bounds the call).
-    const connectTimer = setTimeout(() => up.close(NGHTTP2_CANCEL), this.deps.connectMs);
-    if (up.pending) up.once('ready', () => clearTimeout(connectTimer));
-    else clearTimeout(connectTimer);
+    const onAbort = () => {
+      if (!up.closed) up.close(NGHTTP2_CANCEL);
+      end(() => ctx.endAborted());
+    };
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+
+    const onOpen = () => {
+      opened = true;
+      arm(timers.firstMessageMs, () => {
+        up.close(NGHTTP2_CANCEL);
+        failedBeforeAnswer('timeout', `first message timer, ${timers.firstMessageMs / 1000} s`);
+      });
+      // The messages wait for the stream to be open at the replica: piped at once they would
+      // be read into a stream whose connection then fails, and could not be sent to the next
+      // one. (A 'data' listener would start the flow too: the pipe is the only reader.)
+      target.body.pipe(up);
+    };
+    arm(timers.connectMs, () => {
+      up.close(NGHTTP2_CANCEL);
+      failedBeforeAnswer('connect', `connect timer, ${timers.connectMs / 1000} s`);
+    });
+    if (up.pending) up.once('ready', onOpen);
+    else onOpen();
 
     up.on('response', (h) => {
-      clearTimeout(connectTimer);
+      if (done) return;
       responded = true;
       ctx.responded(replica);
       // Trailers-Only (gRPC over HTTP/2): the status is in the response headers themselves.
       if (up.endAfterHeaders || h['grpc-status'] !== undefined) {
         trailersOnly = true;
-        // Trailers-Only from the replica: pass it on as one HEADERS frame with END_STREAM.
+        // Passed on as one HEADERS frame with END_STREAM.
         grpcStatus = Number(h['grpc-status'] ?? 13);
         if (!res.stream.destroyed) res.stream.respond(responseHeaders(h), { endStream: true });
-        return finish(grpcStatus);
+        return end(() => ctx.finish({ status: httpStatusOfGrpc(grpcStatus) }));
       }
+      const idle = () =>
+        arm(timers.idleMs, () => {
+          up.close(NGHTTP2_CANCEL);
+          end(() => ctx.cut(504));
+        });
+      idle();
       const out = responseHeaders(h);
       delete out[':status'];
       res.writeHead(Number(h[':status'] ?? 200), out);
       up.pipe(res);
       up.once('data', () => ctx.firstChunk());
+      up.on('data', idle);
     });
     up.on('trailers', (t) => {
       grpcStatus = Number(t['grpc-status'] ?? 13);
       res.addTrailers(responseHeaders(t) as Record<string, string>);
     });
     up.on('end', () => {
-      if (responded && !trailersOnly) finish(grpcStatus);
+      if (responded && !trailersOnly) end(() => ctx.finish({ status: httpStatusOfGrpc(grpcStatus) }));
     });
     up.on('error', (err) => {
-      clearTimeout(connectTimer);
-      if (!responded) return retry();
+      if (done) return;
+      if (!responded) return failedBeforeAnswer(opened ? 'upstream' : 'connect', (err as NodeJS.ErrnoException).code ?? err.message, err);
       ctx.upstreamError(replica, err);
-      if (!res.stream.destroyed) res.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
-      finish(14);
+      end(() => ctx.cut(httpStatusOfGrpc(14)));
     });
     up.on('close', () => {
-      clearTimeout(connectTimer);
-      if (!responded) return retry();
-    });
-    // A client that goes away cancels the call at the replica too.
-    res.on('close', () => {
-      if (!up.closed) up.close(NGHTTP2_CANCEL);
-      finish(1);
+      if (done || responded) return;
+      failedBeforeAnswer(opened ? 'upstream' : 'connect', `stream closed (code ${up.rstCode ?? 'none'})`);
     });
 
     // A message over the size limit ends the call with RESOURCE_EXHAUSTED (what gRPC servers
-    // answer beyond their max receive size); the replica's stream is cancelled.
+    // answer beyond their max receive size); a stalled one with DEADLINE_EXCEEDED. The
+    // replica's stream is cancelled.
     const body = target.body;
     const onBodyError = (err: Error) => {
-      if (!(err instanceof BodyError) || finished) return;
-      clearTimeout(connectTimer);
+      if (!(err instanceof BodyError) || done) return;
       if (!up.closed) up.close(NGHTTP2_CANCEL);
-      finished = true;
-      const status = err.kind === 'too_large' ? 8 : 4;
-      if (!res.stream.destroyed && !res.stream.headersSent) this.trailersOnly(ctx, status, err.message, err);
-      else {
-        if (!res.stream.destroyed) res.stream.close(http2.constants.NGHTTP2_CANCEL);
-        finishCall(ctx, status, err);
-      }
+      end(() => ctx.fail(bodyRejection(err), { bodyRefused: err.kind }));
     };
     body.once('error', onBodyError);
     up.once('close', () => body.off('error', onBodyError));
-    // The messages wait for the stream to be open at the replica: piped at once they would be
-    // read into a stream whose connection then fails, and could not be sent to the next one.
-    // (A 'data' listener would start the flow too: the pipe is the only reader.)
-    const send = () => {
-      bodyStarted = true;
-      body.pipe(up);
-    };
-    if (up.pending) up.once('ready', send);
-    else send();
   }
-
-  private trailersOnly(ctx: ForwardReport, status: number, message: string, bodyError?: BodyError): void {
-    const downstream = (ctx.res as http2.Http2ServerResponse).stream;
-    if (!downstream.destroyed && !downstream.headersSent) {
-      downstream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(status), 'grpc-message': grpcMessage(message) }, { endStream: true });
-    } else if (!downstream.destroyed) {
-      downstream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
-    }
-    finishCall(ctx, status, bodyError);
-  }
-}
-
-/** A call's end as its context counts it: the gRPC status as an HTTP-like one. */
-function finishCall(ctx: ForwardReport, grpcStatus: number, bodyError?: BodyError): void {
-  ctx.finish({ status: httpStatusOfGrpc(grpcStatus), bodyRefused: bodyError?.kind });
 }
 
 function responseHeaders(h: http2.IncomingHttpHeaders): http2.OutgoingHttpHeaders {

@@ -1,17 +1,21 @@
-// Owns forwarding one authenticated HTTP request (HTTP/1.1, or HTTP/2 through node's
-// compatibility objects) to a replica with undici's dispatch API and its current handler
-// interface (onRequestStart … onResponseEnd), the cheapest path measured (bench/README.md):
-// raw headers pass through, the response is relayed chunk by chunk with backpressure
-// (the dispatch controller's pause and resume), headers are flushed as soon as they arrive
-// (SSE clients see them at once), and a client that goes away aborts the upstream request.
-// It keeps no count: it reports attempts, failures and the outcome to the request's context.
-//
-// Retries: a request is sent to the next candidate only when the failed attempt never got a
-// connection (undici calls onRequestStart once the request is on a socket), so nothing reached
-// the replica and even a POST is safe to repeat. The body comes in received (request-body.ts):
-// small sized ones whole, so a retry can send them again; large or unsized ones as a gate
-// that streams them, retried only before being read. A gate cut for a stalled or oversized
-// body ends the attempt with 408 or 413 when no response has started.
+// Owns the HTTP transport of a forwarded request (HTTP/1.1, or HTTP/2 through node's
+// compatibility objects) with undici's dispatch API and its current handler interface
+// (onRequestStart … onResponseEnd), the cheapest path measured (bench/README.md): raw headers
+// pass through, the response is relayed chunk by chunk with backpressure (the dispatch
+// controller's pause and resume), headers are flushed as soon as they arrive (SSE clients see
+// them at once), and the request's AbortSignal (client gone, shutdown) aborts the upstream
+// request. Which replica to try, and whether a failed attempt is retried or ejects it, is the
+// candidate loop's (candidates.ts); this module only says how an attempt failed:
+//   connect   undici never put the request on a socket (onRequestStart not called);
+//   timeout   the upstream-headers timer (undici's headersTimeout) fired;
+//   upstream  the replica had the request and failed before its response headers;
+//   local     undici refused the request itself (an argument it does not support).
+// Timers: connect (the pool's connectTimeout), upstream headers (per deployment, else the
+// gateway's), idle between chunks (undici's bodyTimeout).
+// The body comes in received (request-body.ts): small sized ones whole, so a retry can send
+// them again; large or unsized ones as a gate that streams them, replayable only before being
+// read. A gate cut for a stalled or oversized body ends the request with 408 or 413 when no
+// response has started.
 //
 // Usage: a streamed completion request held whole is sent asking for its usage
 // (completion-request.ts: the body spliced, Content-Length set to match, Accept-Encoding
@@ -25,11 +29,13 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { ReplicaRef } from '../balancer/selector.js';
 import type { DownstreamRequest } from './downstream.js';
+import { CandidateLoop, type AttemptFailure } from './candidates.js';
 import type { ForwardReport } from './request-context.js';
 import type { Route } from './routing-table.js';
 import type { UpstreamPools } from './upstream-pools.js';
 import { completionExchange, type CompletionExchange } from './completion-request.js';
 import { BodyError, BodyGate, type Body } from './request-body.js';
+import { bodyRejection } from './respond.js';
 import { usageTapFor, type UsageTap } from './usage-tap.js';
 
 /** RFC 9110 §7.6.1 connection-specific fields, plus ones HTTP/2 forbids (RFC 9113 §8.2.2). */
@@ -50,10 +56,8 @@ const HOP_BY_HOP = new Set([
  * `Expect: 100-continue` is the gateway's to answer, after authentication.
  */
 const REPLACED = new Set(['authorization', 'x-forwarded-proto', 'x-forwarded-host', 'host', 'expect']);
-const MAX_ATTEMPTS = 4;
 /** Errors of the connection to a replica (as opposed to undici refusing the request itself). */
 const CONNECTION_FAILURES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
-const RETRYABLE_BEFORE_CONNECT = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
 
 export interface HttpTarget {
   route: Route;
@@ -153,77 +157,83 @@ export class HttpForwarder {
   ) {}
 
   forward(ctx: ForwardReport, target: HttpTarget): void {
-    const live = target.candidates.filter((c) => !this.isEjected(c.id));
-    const order = live.length > 0 ? live : target.candidates; // all ejected: try them anyway
     const exchange = completionExchange(ctx.req.method, target.path, target.body);
     let headers = upstreamRequestHeaders(ctx.req, target.route.host);
-    let sent = target;
+    let body = target.body;
     if (exchange?.injected && Buffer.isBuffer(exchange.body)) {
       headers = rewrittenBodyHeaders(headers, exchange.body.length);
-      sent = { ...target, body: exchange.body };
+      body = exchange.body;
     }
-    new Attempt(this.pools, ctx, sent, order, headers, exchange).send(0);
+    const headersTimeout = target.route.firstResponseMs;
+    const call: HttpCall = { pools: this.pools, ctx, path: target.path, headers, body, exchange, headersTimeout, current: null, loop: null! };
+    call.loop = new CandidateLoop(ctx, target.candidates, this.isEjected, (replica) => {
+      call.current = new HttpAttempt(call, replica);
+      call.current.send();
+    });
+    // The signal ends the request (client gone, shutdown): the attempt in flight is aborted,
+    // and its handler ends the request with the usage it read so far.
+    ctx.signal.addEventListener('abort', () => call.current?.abort(), { once: true });
+    call.loop.start();
   }
 }
 
-/** One request's journey over its candidates; the dispatch handler of each attempt. */
-class Attempt implements Dispatcher.DispatchHandler {
-  private index = 0;
+/** One request's state across its attempts. */
+interface HttpCall {
+  readonly pools: UpstreamPools;
+  readonly ctx: ForwardReport;
+  readonly path: string;
+  readonly headers: string[];
+  readonly body: Body;
+  readonly exchange: CompletionExchange | null;
+  /** The deployment's own upstream-headers timer, ms; null: the pool's (the gateway's default). */
+  readonly headersTimeout: number | null;
+  current: HttpAttempt | null;
+  loop: CandidateLoop;
+}
+
+/** One attempt at one replica: the dispatch handler undici calls back. */
+class HttpAttempt implements Dispatcher.DispatchHandler {
   private connected = false;
   private controller: Dispatcher.DispatchController | null = null;
-  private clientGone = false;
-  private finished = false;
   private status = 0;
   private tap: UsageTap | null = null;
-  private replica: ReplicaRef | null = null;
   private bodyStarted = false;
-  private readonly body: Body;
+  private done = false;
 
   constructor(
-    private readonly pools: UpstreamPools,
-    private readonly ctx: ForwardReport,
-    private readonly target: HttpTarget,
-    private readonly order: readonly ReplicaRef[],
-    private readonly headers: string[],
-    private readonly exchange: CompletionExchange | null,
-  ) {
-    this.body = target.body;
-    ctx.res.on('close', () => {
-      if (this.finished) return;
-      this.clientGone = true;
-      this.controller?.abort(new Error('client closed the connection'));
-      if (!this.connected) this.finish(499);
-    });
+    private readonly call: HttpCall,
+    private readonly replica: ReplicaRef,
+  ) {}
+
+  send(): void {
+    const { call } = this;
+    const options: Dispatcher.DispatchOptions = { path: call.path, method: call.ctx.req.method as Dispatcher.HttpMethod, headers: call.headers, body: call.body };
+    if (call.headersTimeout !== null) options.headersTimeout = call.headersTimeout;
+    call.pools.get(this.replica.address).dispatch(options, this);
   }
 
-  send(index: number): void {
-    if (this.clientGone) return;
-    const replica = this.order[index]!;
-    this.index = index;
-    this.replica = replica;
-    this.connected = false;
-    this.controller = null;
-    this.ctx.attempt(replica);
-    this.pools.get(replica.address).dispatch(
-      { path: this.target.path, method: this.ctx.req.method as Dispatcher.HttpMethod, headers: this.headers, body: this.body },
-      this,
-    );
+  /** The request's signal fired: stop the upstream request, end the request for its reason. */
+  abort(): void {
+    if (this.controller !== null) this.controller.abort(this.call.ctx.signal.reason as Error);
+    // Not on a socket yet: nothing to abort; onRequestStart aborts it when it gets one.
+    else this.end(() => this.call.ctx.endAborted());
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.connected = true;
     this.controller = controller;
-    if (this.clientGone) controller.abort(new Error('client closed the connection'));
+    if (this.call.ctx.signal.aborted) controller.abort(this.call.ctx.signal.reason as Error);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: IncomingHttpHeaders): void {
     if (statusCode < 200) return; // 1xx (e.g. 100-continue): the final response follows
-    this.ctx.responded(this.replica!);
+    const { ctx, exchange } = this.call;
+    if (ctx.ended) return controller.abort(new Error('the request has ended'));
+    ctx.responded(this.replica);
     this.status = statusCode;
     const { headers, contentType, sized, encoded } = downstreamHeaders(controller.rawHeaders, parsed);
-    const exchange = this.exchange;
     this.tap = usageTapFor({ status: statusCode, contentType, sized, encoded }, exchange && { injected: exchange.injected, estimation: exchange });
-    const res = this.ctx.res as http.ServerResponse;
+    const res = ctx.res as http.ServerResponse;
     res.writeHead(statusCode, headers);
     // Node holds headers until the first body write; a stream's first token may be seconds
     // away, so they must not wait for it (measured: time-to-headers otherwise equals
@@ -241,81 +251,63 @@ class Attempt implements Dispatcher.DispatchHandler {
     // What the client gets of the chunk: all of it, or without the usage it did not ask for.
     const out = this.tap === null ? chunk : this.tap.push(chunk);
     if (out.length === 0) return;
-    if (!this.bodyStarted) this.ctx.firstChunk();
+    const { ctx } = this.call;
+    if (!this.bodyStarted) ctx.firstChunk();
     this.bodyStarted = true;
-    const res = this.ctx.res as http.ServerResponse;
+    const res = ctx.res as http.ServerResponse;
     if (res.write(out)) return;
     controller.pause();
     res.once('drain', () => controller.resume());
   }
 
   onResponseEnd(): void {
+    const { ctx } = this.call;
     const last = this.tap?.end() ?? null;
-    if (last !== null && !this.bodyStarted) this.ctx.firstChunk();
-    if (last === null) this.ctx.res.end();
-    else this.ctx.res.end(last);
-    this.finish(this.status);
+    if (last !== null && !this.bodyStarted) ctx.firstChunk();
+    if (last === null) ctx.res.end();
+    else ctx.res.end(last);
+    this.end(() => ctx.finish({ status: this.status, usage: this.usage() }));
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
-    const replica = this.replica!;
-    const { ctx } = this;
-    const res = ctx.res as http.ServerResponse;
-    if (this.clientGone) return this.finish(499);
-    const code = (err as NodeJS.ErrnoException).code ?? '';
-    const bodyError = bodyErrorOf(err, this.body);
+    const { ctx, body, loop } = this.call;
+    if (ctx.signal.aborted) return this.end(() => ctx.endAborted({ usage: this.usage() }));
+    const bodyError = bodyErrorOf(err, body);
     if (bodyError) return this.refuseBody(bodyError);
-    const replayable = this.body === null || Buffer.isBuffer(this.body) || !this.body.readableDidRead;
-    if (!this.connected && this.status === 0) {
-      // Only a connection that failed says something about the replica; undici refusing the
-      // request itself (an argument it does not support) must never eject a healthy one.
-      if (CONNECTION_FAILURES.has(code)) ctx.connectionFailed(replica);
-      if (replayable && RETRYABLE_BEFORE_CONNECT.has(code) && this.index + 1 < Math.min(this.order.length, MAX_ATTEMPTS)) {
-        ctx.retrying();
-        return this.send(this.index + 1);
-      }
+    if (this.status !== 0) {
+      // The response had started: the client can only learn of the failure by the cut.
+      ctx.upstreamError(this.replica, err);
+      return this.end(() => ctx.cut(this.status, { usage: this.usage() }, err));
     }
-    ctx.upstreamError(replica, err);
-    const route = this.target.route;
-    if (this.status === 0 && !res.headersSent) {
-      const timeout = code === 'UND_ERR_HEADERS_TIMEOUT';
-      const status = timeout ? 504 : 502;
-      const message = timeout
-        ? `replica ${replica.id} of ${route.name} sent no response in time`
-        : this.connected
-          ? `replica ${replica.id} of ${route.name} failed before answering (${code || err.message})`
-          : `no replica of ${route.name} accepted the connection (tried ${this.index + 1}; last: ${code || err.message})`;
-      const body = JSON.stringify({ error: { code: timeout ? 'gateway_timeout' : 'bad_gateway', message } });
-      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
-      return this.finish(status);
-    }
-    // The response had started: the client can only learn of the failure by the cut.
-    res.destroy(err);
-    this.finish(this.status);
+    const replayable = body === null || Buffer.isBuffer(body) || !body.readableDidRead;
+    this.end(() => loop.failed(this.replica, this.failure(err), replayable, err));
+  }
+
+  private failure(err: Error): AttemptFailure {
+    const code = (err as NodeJS.ErrnoException).code ?? '';
+    const detail = code || err.message;
+    if (code === 'UND_ERR_HEADERS_TIMEOUT') return { kind: 'timeout', detail: 'upstream headers timer' };
+    // Only a connection that failed says something about the replica; undici refusing the
+    // request itself must never eject a healthy one.
+    if (!this.connected) return CONNECTION_FAILURES.has(code) ? { kind: 'connect', detail } : { kind: 'local', detail };
+    return { kind: 'upstream', detail };
   }
 
   /** The client's body stalled or outgrew the limit while it was being forwarded. */
   private refuseBody(error: BodyError): void {
-    const res = this.ctx.res as http.ServerResponse;
     this.controller?.abort(error);
-    if (this.status !== 0 || res.headersSent) {
-      res.destroy(error);
-      return this.finish(this.status, error);
-    }
-    const status = error.kind === 'timeout' ? 408 : 413;
-    const body = JSON.stringify({ error: { code: error.kind === 'timeout' ? 'request_timeout' : 'payload_too_large', message: error.message } });
-    // The rest of the body will not be read: the connection cannot carry another request.
-    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
-    if (this.ctx.req.httpVersionMajor === 1) headers.connection = 'close';
-    res.writeHead(status, headers);
-    res.end(body);
-    this.finish(status, error);
+    const { ctx } = this.call;
+    this.end(() => ctx.fail(bodyRejection(error), { bodyRefused: error.kind }));
   }
 
-  private finish(status: number, bodyError?: BodyError): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.ctx.finish({ status, usage: this.tap?.finish() ?? null, bodyRefused: bodyError?.kind });
+  private usage() {
+    return this.tap?.finish() ?? null;
+  }
+
+  /** An attempt ends once; what follows (another attempt, the request's end) runs then. */
+  private end(then: () => void): void {
+    if (this.done) return;
+    this.done = true;
+    then();
   }
 }

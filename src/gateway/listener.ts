@@ -15,6 +15,8 @@ import type { ConnectionGuard } from '../net/connection-guard.js';
 import { closeIdleSessions } from '../net/h2-idle.js';
 import type { listenerMeters } from '../net/metrics.js';
 import type { DownstreamRequest, DownstreamResponse } from './downstream.js';
+import type { Rejection } from './phases.js';
+import { writeParserRefusal } from './respond.js';
 
 export interface ClientTimeouts {
   tlsHandshakeMs: number;
@@ -25,8 +27,6 @@ export interface ClientTimeouts {
   /** From the connection (or the previous response) to a request's complete headers. */
   headersMs: number;
 }
-
-export const DEFAULT_CLIENT_TIMEOUTS: ClientTimeouts = { tlsHandshakeMs: 10_000, keepAliveMs: 65_000, h2IdleMs: 120_000, headersMs: 30_000 };
 
 export interface ListenerOptions {
   /** The default certificate and key, and the CA client certificates must chain to. */
@@ -40,6 +40,11 @@ export interface ListenerOptions {
   meters: ReturnType<typeof listenerMeters>;
   log: Logger;
   handle(req: DownstreamRequest, res: DownstreamResponse): void;
+  /**
+   * A request the HTTP/1.1 parser refused before it became one: answered here (respond.ts),
+   * then reported so it is counted as every other request is.
+   */
+  parserRefused(r: Rejection, socket: Duplex): void;
 }
 
 export interface Listener {
@@ -48,14 +53,11 @@ export interface Listener {
   close(): Promise<void>;
 }
 
-/** A client error of the HTTP/1.1 parser answered in the error shape, then the connection closed. */
-function answerClientError(socket: Duplex, status: number, code: string, message: string): void {
-  if (!socket.writable) return void socket.destroy();
-  const reasons: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
-  const body = JSON.stringify({ error: { code, message } });
-  socket.end(
-    `HTTP/1.1 ${status} ${reasons[status] ?? 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
+/** What the HTTP/1.1 parser's error means to the client. */
+function parserRefusal(code: string | undefined, headersMs: number): Rejection {
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, code: 'request_timeout', message: `the request headers did not arrive within ${Math.round(headersMs / 1000)} s` };
+  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, code: 'headers_too_large', message: 'the request headers are larger than 16 KiB' };
+  return { status: 400, code: 'invalid_request', message: `the request is not valid HTTP/1.1 (${code ?? 'parse error'})` };
 }
 
 function http1Server(opts: ListenerOptions): http.Server {
@@ -80,15 +82,11 @@ function http1Server(opts: ListenerOptions): http.Server {
     socket.destroy();
   });
   h1.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-      meters.closed('header_timeout');
-      return answerClientError(socket, 408, 'request_timeout', `the request headers did not arrive within ${Math.round(timeouts.headersMs / 1000)} s`);
-    }
-    if (err.code === 'HPE_HEADER_OVERFLOW') {
-      return answerClientError(socket, 431, 'headers_too_large', 'the request headers are larger than 16 KiB');
-    }
     if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
-    answerClientError(socket, 400, 'invalid_request', `the request is not valid HTTP/1.1 (${err.code ?? 'parse error'})`);
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') meters.closed('header_timeout');
+    const refusal = parserRefusal(err.code, timeouts.headersMs);
+    writeParserRefusal(socket, refusal);
+    opts.parserRefused(refusal, socket);
   });
   return h1;
 }

@@ -56,13 +56,14 @@ function table(domain = 'endpoints.test') {
     tokenHash: null,
     clientCertFingerprint: null,
     affinity: false,
-    prefixAware: false,
+    routingPolicy: 'affinity',
     paused: false,
     scaleToZero: false,
     status: 'ready',
     component: 'Replica',
     replicas: [],
     maxBodyBytes: null,
+    firstResponseMs: null,
     rateLimit: null,
   });
   const routes = [route('a'), route('bb'), route('rpc', 'grpc')];

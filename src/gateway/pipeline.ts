@@ -5,26 +5,30 @@
 //   authenticate client certificate or Bearer token; repeated failures answered late;
 //   admit        rate limit, paused, the body received, then load on the deployment —
 //                held by the activator while it scales up from zero, or refused if not ready;
-//   select       a replica order: consistent hashing on X-Session-Id, or power of two choices,
-//                or — routing_policy prefix_aware — the prefix-aware policy's cost order;
-//   forward      HTTP (undici) or gRPC (h2c), the only step that differs by protocol;
+//   select       a replica order from the deployment's placement policy (balancer/selector.ts),
+//                whose hooks then see each attempt, the first byte, usage and the end;
+//   forward      one candidate loop (candidates.ts) over HTTP (undici) or gRPC (h2c)
+//                transport, the only step that differs by protocol;
 //   finish       RequestContext.finish: all accounting, however the request ended.
-// The decisions themselves are pure functions in phases.ts.
+// Each step runs under one guard: an exception ends that request with 500 (gRPC INTERNAL),
+// not the process. Waiting steps listen to the request's AbortSignal (client gone, gRPC
+// deadline, shutdown). The decisions themselves are pure functions in phases.ts.
 
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Activator } from './activator.js';
 import type { AuthFailureBudget } from './auth-failure-budget.js';
-import type { ReplicaRef, Selector } from '../balancer/selector.js';
-import type { PrefixAwareSelector } from '../balancer/prefix-aware.js';
-import { requestBlocks } from '../balancer/prompt-blocks.js';
+import type { PlacementPolicy } from '../balancer/selector.js';
+import type { RoutingPolicy } from '../domain/records.js';
 import { peerFingerprint, tlsSocketOf, type DownstreamRequest, type DownstreamResponse } from './downstream.js';
 import type { GrpcForwarder } from './grpc-forward.js';
 import type { HttpForwarder } from './http-forward.js';
 import type { InflightTracker } from './inflight.js';
 import type { GatewayMetrics } from './metrics.js';
-import { admitPhase, authenticatePhase, headersPhase, pausedPhase, rateLimitPhase, routePhase, targetPhase } from './phases.js';
+import { admitPhase, authenticatePhase, headersPhase, pausedPhase, rateLimitPhase, routePhase, targetPhase, type Rejection } from './phases.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { BodyGate, followClient, grpcMessageCheck, receiveBody, type Body, type BodyLimits, type ReceivedBody } from './request-body.js';
-import { RequestContext, type Accounting } from './request-context.js';
+import { finishParserRefusal, RequestContext, type Accounting } from './request-context.js';
 import { bodyRejection } from './respond.js';
 import type { Route, RoutingTable } from './routing-table.js';
 
@@ -35,10 +39,8 @@ export interface PipelineDeps {
   authFailures: AuthFailureBudget;
   activator: Activator;
   inflight: InflightTracker;
-  affinity: Selector;
-  spread: Selector;
-  /** The policy of routing_policy prefix_aware deployments, one for all of them. */
-  prefix: PrefixAwareSelector;
+  /** The placement policy of each routing_policy, one instance for all its deployments. */
+  policies: Readonly<Record<RoutingPolicy, PlacementPolicy>>;
   http: HttpForwarder;
   grpc: GrpcForwarder;
   /** The body size limit of deployments that set none, and the longest silence. */
@@ -48,6 +50,16 @@ export interface PipelineDeps {
 
 export class RequestPipeline {
   constructor(private readonly deps: PipelineDeps) {}
+
+  /** A request the HTTP/1.1 parser refused (already answered by the listener) ends here too. */
+  readonly parserRefused = (r: Rejection, socket: Duplex): void => {
+    finishParserRefusal(this.deps.books, r.status, (socket as Partial<Socket>).remoteAddress ?? null);
+  };
+
+  /** Aborts every request not yet ended (the gateway is closing): each ends with 503 or a cut. */
+  shutdown(): void {
+    for (const ctx of [...(this.deps.books.live ?? [])]) ctx.shutdown();
+  }
 
   /** The listener's request handler: HTTP/1.1 and HTTP/2 (gRPC included) alike. */
   readonly handle = (req: DownstreamRequest, res: DownstreamResponse): void => {
@@ -103,16 +115,18 @@ export class RequestPipeline {
       authFailures.released(address);
       return true;
     };
-    const timer = setTimeout(() => {
-      if (release() && !ctx.res.destroyed && !ctx.res.writableEnded) ctx.refuse(authed.rejection);
-    }, delay);
-    timer.unref();
-    ctx.res.once('close', () => {
+    const onAbort = (): void => {
       clearTimeout(timer);
       release();
       // A client that left before its late 401 still counts, once, as gone.
-      ctx.finish({ status: 499 });
-    });
+      ctx.endAborted();
+    };
+    const timer = setTimeout(() => {
+      ctx.signal.removeEventListener('abort', onAbort);
+      if (release()) ctx.refuse(authed.rejection);
+    }, delay);
+    timer.unref();
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
   }
 
   /**
@@ -134,7 +148,7 @@ export class RequestPipeline {
     const received = (r: ReceivedBody): void =>
       this.guarded(ctx, () => {
         if (r.ok) return this.load(ctx, route.host, path, r.body);
-        if (r.error === null) return ctx.finish({ status: 499 });
+        if (r.error === null) return ctx.endAborted();
         ctx.refuse(bodyRejection(r.error), { bodyRefused: r.error.kind });
       });
     if (ctx.protocol === 'grpc') {
@@ -157,12 +171,12 @@ export class RequestPipeline {
     ctx.countAsLoad(route);
     if (!route.paused && route.replicas.length === 0 && route.scaleToZero) {
       void this.deps.activator
-        .hold(route, (cancel) => ctx.res.once('close', cancel))
+        .hold(route, (cancel) => ctx.signal.addEventListener('abort', cancel, { once: true }))
         .then((outcome) =>
           this.guarded(ctx, () => {
             if (outcome.ok) return this.forward(ctx, outcome.route, path, body);
             if (outcome.rejection) ctx.refuse(outcome.rejection);
-            else ctx.finish({ status: 499 });
+            else ctx.endAborted();
           }),
         )
         .catch((err: unknown) => ctx.failedInside(err));
@@ -173,40 +187,25 @@ export class RequestPipeline {
     this.forward(ctx, route, path, body);
   }
 
-  /** Replicas in the order to try them: the session's own first, or the less loaded of two. */
-  private select(ctx: RequestContext, route: Route, body: Body): readonly ReplicaRef[] {
+  private forward(ctx: RequestContext, route: Route, path: string, body: Body): void {
+    if (ctx.signal.aborted) return ctx.endAborted();
+    ctx.routed(route);
     // X-Session-Id, or the gRPC metadata key x-session-id: both arrive as this header.
     const sessionId = route.affinity ? ctx.req.headers['x-session-id'] : undefined;
-    const key = typeof sessionId === 'string' && sessionId !== '' ? sessionId : null;
-    if (route.prefixAware && ctx.protocol === 'http') return this.selectByPrefix(ctx, route, key, body);
-    return (key !== null ? this.deps.affinity : this.deps.spread).select(route.replicas, this.deps.inflight, key);
-  }
-
-  /**
-   * The prefix-aware policy: the prompt's blocks when the body is already in whole (sized
-   * bodies up to 1 MiB are read before the choice for every deployment); a larger or chunked
-   * body is chosen for by load and session alone, and streamed as it comes, never cut.
-   */
-  private selectByPrefix(ctx: RequestContext, route: Route, key: string | null, body: Body): readonly ReplicaRef[] {
-    const { prefix, inflight, metrics } = this.deps;
-    const request = {
-      // Sessions are per deployment: the same id on two deployments is two conversations.
-      session: key === null ? null : `${route.deploymentId}\u0000${key}`,
-      blocks: Buffer.isBuffer(body) ? requestBlocks(body) : null,
-    };
-    const choice = prefix.choose(route.replicas, inflight, request);
-    if (choice.session !== null) metrics.sessionRouted(route.name, choice.session);
-    ctx.placedBy(prefix, request);
-    return choice.order;
-  }
-
-  private forward(ctx: RequestContext, route: Route, path: string, body: Body): void {
-    ctx.routed(route);
-    const candidates = this.select(ctx, route, body);
+    const session = typeof sessionId === 'string' && sessionId !== '' ? sessionId : null;
+    // A body already in whole (sized bodies up to 1 MiB are read before the choice) is the
+    // prompt a policy may read; a larger or chunked one is placed without it and streamed.
+    const placement = this.deps.policies[route.routingPolicy].place(route.replicas, this.deps.inflight, {
+      scope: route.deploymentId,
+      session,
+      body: Buffer.isBuffer(body) ? body : null,
+    });
+    if (placement.session !== null) this.deps.metrics.sessionRouted(route.name, placement.session);
+    ctx.placed(placement);
     if (ctx.protocol === 'grpc') {
-      this.deps.grpc.forward(ctx, { authority: route.host, body: body as BodyGate, candidates });
+      this.deps.grpc.forward(ctx, { route, body: body as BodyGate, candidates: placement.order });
       return;
     }
-    this.deps.http.forward(ctx, { route, path, body, candidates });
+    this.deps.http.forward(ctx, { route, path, body, candidates: placement.order });
   }
 }

@@ -3,6 +3,7 @@
 // only for the owner's requests, tokens spent against the rate limit, a refused body counted,
 // a gRPC request under its own protocol, and the access log line without the query string.
 
+import { EventEmitter } from 'node:events';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
@@ -17,6 +18,7 @@ import { RequestContext, type Outcome } from './request-context.js';
 import type { Route, RoutingTable } from './routing-table.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { PrefixAwareSelector } from '../balancer/prefix-aware.js';
+import { requestBlocks } from '../balancer/prompt-blocks.js';
 
 const route = {
   name: 'chat',
@@ -52,7 +54,7 @@ function setup(accessLog = false) {
         method: 'POST',
         socket: { remoteAddress: '10.0.0.9' },
       } as unknown as DownstreamRequest,
-      {} as DownstreamResponse,
+      new EventEmitter() as unknown as DownstreamResponse,
       books,
     );
   const count = async (name: string, labels: string) => Number(new RegExp(`${name}\\{${labels}\\} (\\d+)`).exec(await registry.metrics())?.[1] ?? 0);
@@ -141,30 +143,36 @@ describe('RequestContext.finish', () => {
     expect(t.lines.filter((l) => l.msg === 'request')).toHaveLength(0);
   });
 
-  it('keeps the prefix-aware policy\'s books: prefill owed until the first chunk, moved on a retry, cleared at the end', async () => {
+  it("keeps a placement policy's books through its hooks: prefill owed until the first chunk, moved on a retry, cleared at the end", async () => {
     const t = setup();
     const policy = new PrefixAwareSelector();
-    const blocks = [11, 12, 13, 14];
+    const prompt = (text: string) => Buffer.from(JSON.stringify({ messages: [{ role: 'user', content: text }] }));
+    const body = prompt('a long shared system prompt, '.repeat(12));
+    const blocks = requestBlocks(body)!;
+    const n = blocks.length;
+    expect(n).toBeGreaterThanOrEqual(4);
+    const load = { inflight: () => 0 };
     const ctx = t.request();
     ctx.routed(route);
-    ctx.placedBy(policy, { session: null, blocks });
+    ctx.placed(policy.place([replicaA, replicaB], load, { scope: 7, session: null, body }));
     ctx.attempt(replicaA);
-    expect(policy.owed(1)).toBe(4);
+    expect(policy.owed(1)).toBe(n);
     ctx.attempt(replicaB); // a retry: A owes nothing any more, B owes the prompt (A's copy is remembered)
-    expect([policy.owed(1), policy.owed(2)]).toEqual([0, 4]);
+    expect([policy.owed(1), policy.owed(2)]).toEqual([0, n]);
     ctx.firstChunk();
     ctx.firstChunk();
     expect(policy.owed(2)).toBe(0);
-    expect(policy.index.match(2, blocks)).toBe(4);
+    expect(policy.index.match(2, blocks)).toBe(n);
     ctx.finish({ status: 200, usage: { prompt: 40, completion: 2, cached: 32 } });
     expect(await t.count('infergate_time_to_first_chunk_seconds_count', 'deployment="chat",protocol="http"')).toBe(1);
     expect(await t.count('infergate_tokens_total', 'deployment="chat",kind="cached"')).toBe(32);
 
     const cut = t.request(); // ended before any byte: its debt goes with it
     cut.routed(route);
-    cut.placedBy(policy, { session: null, blocks: [21, 22] });
+    const other = prompt('another prompt entirely, nothing shared with the first one. '.repeat(3));
+    cut.placed(policy.place([replicaA, replicaB], load, { scope: 7, session: null, body: other }));
     cut.attempt(replicaA);
-    expect(policy.owed(1)).toBe(2);
+    expect(policy.owed(1)).toBe(requestBlocks(other)!.length);
     cut.finish({ status: 499 });
     expect(policy.owed(1)).toBe(0);
   });

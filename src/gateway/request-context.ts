@@ -1,15 +1,17 @@
 // Owns one request's life at the gateway from arrival to its single end: the protocol (decided
 // once), the route and credential once known, the time it arrived, the replica each forward
-// attempt went to, and `finish` — the one place that does all accounting, however the request
-// ended (refused by a phase, held and given up, forwarded, cut): in-flight counts of the
-// deployment and the replica, usage rows, token spend for rate limits, metrics, and an
-// optional access log line. Forwarders only report what happened (ForwardReport).
+// attempt went to, the request's AbortSignal (the client went away, its gRPC deadline passed,
+// the gateway is shutting down) that every waiting phase and forwarder listens to, the hooks
+// of the policy that placed it, and `finish` — the one place that does all accounting, however
+// the request ended (refused by a phase, held and given up, forwarded, cut): in-flight counts
+// of the deployment and the replica, usage rows, token spend for rate limits, metrics, and an
+// optional access log line. Every answer it writes goes through respond.ts. Forwarders only
+// report what happened (ForwardReport).
 
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
-import type { ReplicaRef } from '../balancer/selector.js';
-import type { Dispatch, PrefixAwareSelector, PrefixRequest } from '../balancer/prefix-aware.js';
+import type { Placement, PlacementHooks, ReplicaRef } from '../balancer/selector.js';
 import { protocolOf, type DownstreamRequest, type DownstreamResponse } from './downstream.js';
 import type { InflightTracker } from './inflight.js';
 import type { DeploymentMeters, GatewayMetrics, Protocol } from './metrics.js';
@@ -17,7 +19,7 @@ import type { Authenticated, Rejection } from './phases.js';
 import type { RateLimiter } from './rate-limiter.js';
 import type { ReplicaHealth } from './replica-health.js';
 import type { BodyFailureKind } from './request-body.js';
-import { sendRejection } from './respond.js';
+import { answerStarted, cutAnswer, writeRefusal } from './respond.js';
 import type { Route } from './routing-table.js';
 import type { TokenUsage } from './usage-tap.js';
 
@@ -33,10 +35,30 @@ export interface Outcome {
   rateLimited?: boolean;
 }
 
+/** Why a request was ended before its answer: the signal's reason. */
+export class RequestAborted extends Error {
+  override name = 'RequestAborted';
+  constructor(readonly reason: 'client_gone' | 'deadline' | 'shutdown') {
+    super(reason === 'client_gone' ? 'the client went away' : reason === 'deadline' ? "the call's deadline passed" : 'the gateway is shutting down');
+  }
+}
+
 /** What a forwarder reports while it carries a request; it keeps no count itself. */
 export interface ForwardReport {
   readonly req: DownstreamRequest;
   readonly res: DownstreamResponse;
+  readonly protocol: Protocol;
+  readonly route: Route | null;
+  /** Aborted when the client goes away, the deadline passes or the gateway shuts down. */
+  readonly signal: AbortSignal;
+  /** The request has ended: nothing more is to be written or counted. */
+  readonly ended: boolean;
+  /** Ends the request for the signal's reason (after the forwarder cancelled its upstream). */
+  endAborted(extra?: Omit<Outcome, 'status'>): void;
+  /** Ends the request with a refusal, or with a cut when the answer had started. */
+  fail(r: Rejection, extra?: Omit<Outcome, 'status'>): void;
+  /** Ends an answer that had started with a cut; `status` is what it is counted as. */
+  cut(status: number, extra?: Omit<Outcome, 'status'>, err?: Error): void;
   /** An attempt goes to this replica now; the previous attempt, if any, is over. */
   attempt(replica: ReplicaRef): void;
   /** The attempt could not reach the replica; enough of these in a row eject it. */
@@ -62,6 +84,27 @@ export interface Accounting {
   log: Logger;
   /** Where one line per request goes when it ends; null: no access log. */
   accessLog: Logger | null;
+  /** Requests not yet ended, so a shutdown can abort them; absent: not tracked. */
+  live?: Set<RequestContext>;
+}
+
+/** A gRPC deadline (`grpc-timeout`: up to 8 digits and a unit H, M, S, m, u or n) in ms; null: none or malformed. */
+export function grpcDeadlineMs(value: string | string[] | undefined): number | null {
+  if (typeof value !== 'string') return null;
+  const m = /^(\d{1,8})([HMSmun])$/.exec(value);
+  if (!m) return null;
+  const unitMs: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
+  return Number(m[1]) * unitMs[m[2]!]!;
+}
+
+/**
+ * The end of a request the HTTP/1.1 parser refused before it became one (no deployment, no
+ * credential): counted as every request is — a requests sample under no deployment, and its
+ * access log line.
+ */
+export function finishParserRefusal(books: Accounting, status: number, client: string | null): void {
+  books.metrics.forDeployment('', 'http').requests(status);
+  books.accessLog?.info({ deployment: null, protocol: 'http', method: null, path: null, status, auth: null, replica: null, attempts: 0, ms: 0, client }, 'request');
 }
 
 export class RequestContext implements ForwardReport {
@@ -78,9 +121,10 @@ export class RequestContext implements ForwardReport {
   private attempts = 0;
   private finished = false;
   private chunked = false;
-  /** The prefix-aware policy's books, when it chose the replicas (placedBy). */
-  private placement: { policy: PrefixAwareSelector; request: PrefixRequest } | null = null;
-  private dispatch: Dispatch | null = null;
+  /** The hooks of the policy that placed the request (placed). */
+  private hooks: PlacementHooks | null = null;
+  private readonly abort = new AbortController();
+  private deadline: NodeJS.Timeout | null = null;
 
   constructor(
     readonly req: DownstreamRequest,
@@ -89,6 +133,27 @@ export class RequestContext implements ForwardReport {
   ) {
     this.protocol = protocolOf(req);
     this.meters = books.metrics.forDeployment('', this.protocol);
+    books.live?.add(this);
+    // The one place that notices a client going away; everything else listens to the signal.
+    res.once('close', () => {
+      if (!this.finished) this.abort.abort(new RequestAborted('client_gone'));
+    });
+    if (this.protocol === 'grpc') {
+      const ms = grpcDeadlineMs(req.headers['grpc-timeout']);
+      if (ms !== null) {
+        this.deadline = setTimeout(() => this.abort.abort(new RequestAborted('deadline')), Math.max(0, Math.ceil(ms)));
+        this.deadline.unref();
+      }
+    }
+  }
+
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  /** The gateway is closing: every phase and forwarder of this request stops. */
+  shutdown(): void {
+    if (!this.finished) this.abort.abort(new RequestAborted('shutdown'));
   }
 
   get ended(): boolean {
@@ -110,8 +175,33 @@ export class RequestContext implements ForwardReport {
 
   /** Answers with the refusal and ends the request. */
   refuse(r: Rejection, extra: Omit<Outcome, 'status'> = {}): void {
-    sendRejection(this.req, this.res, this.protocol, r);
+    if (this.finished) return;
+    writeRefusal(this.req, this.res, this.protocol, r);
     this.finish({ status: r.status, ...extra });
+  }
+
+  fail(r: Rejection, extra: Omit<Outcome, 'status'> = {}): void {
+    if (this.finished) return;
+    if (!answerStarted(this.res, this.protocol)) return this.refuse(r, extra);
+    this.cut(r.status, extra);
+  }
+
+  cut(status: number, extra: Omit<Outcome, 'status'> = {}, err?: Error): void {
+    if (this.finished) return;
+    cutAnswer(this.res, this.protocol, err);
+    this.finish({ status, ...extra });
+  }
+
+  /**
+   * Ends the request for the reason its signal gives: a client that left is counted as 499
+   * (nothing can reach it), a passed deadline is answered 504 (DEADLINE_EXCEEDED), a shutdown
+   * 503 (UNAVAILABLE) with Retry-After — or cut, when the answer had started.
+   */
+  endAborted(extra: Omit<Outcome, 'status'> = {}): void {
+    const reason = this.signal.reason instanceof RequestAborted ? this.signal.reason.reason : 'client_gone';
+    if (reason === 'client_gone') return this.finish({ status: 499, ...extra });
+    if (reason === 'deadline') return this.fail({ status: 504, code: 'deadline_exceeded', message: "the call's deadline (grpc-timeout) passed at the gateway" }, extra);
+    this.fail({ status: 503, code: 'unavailable', message: 'the gateway is shutting down; retry', headers: { 'retry-after': '1' } }, extra);
   }
 
   /**
@@ -124,25 +214,21 @@ export class RequestContext implements ForwardReport {
     const requestId = this.req.headers['x-request-id'];
     this.books.log.error({ err, deployment, requestId }, 'the gateway failed on a request; it was answered 500 and the gateway serves on');
     this.books.metrics.internalError(deployment);
-    if (this.finished) return;
-    if (!this.res.headersSent) return this.refuse({ status: 500, code: 'internal', message: 'the gateway failed on this request (the error is in its log)' });
-    this.res.destroy();
-    this.finish({ status: 500 });
+    this.fail({ status: 500, code: 'internal', message: 'the gateway failed on this request (the error is in its log)' });
   }
 
-  /** The prefix-aware policy chose this request's replicas: each attempt is on its books. */
-  placedBy(policy: PrefixAwareSelector, request: PrefixRequest): void {
-    this.placement = { policy, request };
+  /** The policy that chose this request's replicas: its hooks see each attempt, the first byte, usage and the end. */
+  placed(placement: Placement): void {
+    this.hooks = placement.hooks;
   }
 
   attempt(replica: ReplicaRef): void {
     const { inflight } = this.books;
     if (this.replica) inflight.replicaEnd(this.replica.id);
-    this.dispatch?.end();
     this.replica = replica;
     this.attempts++;
     inflight.replicaStart(replica.id);
-    if (this.placement) this.dispatch = this.placement.policy.dispatched(replica, this.placement.request);
+    this.hooks?.attemptStarted?.(replica);
   }
 
   connectionFailed(replica: ReplicaRef): void {
@@ -165,7 +251,7 @@ export class RequestContext implements ForwardReport {
     if (this.chunked) return;
     this.chunked = true;
     // The replica's prefill for this request is over: it no longer owes it (prefix-aware.ts).
-    this.dispatch?.firstByte();
+    this.hooks?.firstByte?.();
     this.meters.timeToFirstChunk((performance.now() - this.startedAt) / 1000);
   }
 
@@ -176,18 +262,18 @@ export class RequestContext implements ForwardReport {
   finish(outcome: Outcome): void {
     if (this.finished) return;
     this.finished = true;
+    if (this.deadline !== null) clearTimeout(this.deadline);
+    this.books.live?.delete(this);
     const { inflight, metrics, usage, limiter, clock } = this.books;
     if (this.replica) inflight.replicaEnd(this.replica.id);
-    this.dispatch?.end();
+    this.hooks?.end?.();
     if (this.loadOn !== null) inflight.deploymentEnd(this.loadOn);
     const { status } = outcome;
     const tokens = outcome.usage ?? null;
     this.meters.requests(status);
     if (this.attempts > 0) this.meters.duration((performance.now() - this.startedAt) / 1000);
     if (tokens) this.meters.tokens(tokens.prompt, tokens.completion, tokens.cached);
-    const blocks = this.placement?.request.blocks;
-    // An estimate says nothing of the replica's tokenizer: only reported usage calibrates the policy.
-    if (tokens && blocks && !tokens.estimated) this.placement!.policy.promptTokens(blocks.length, tokens.prompt);
+    if (tokens) this.hooks?.usage?.(tokens);
     const route = this.route;
     if (route && outcome.bodyRefused) metrics.bodyRefused(route.name, outcome.bodyRefused);
     if (route && this.who) {

@@ -11,7 +11,7 @@ import { routedComponent } from '../domain/components.js';
 import { endpointHost } from '../domain/endpoint-address.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { normalizeFingerprint } from '../pki/client-certs.js';
-import { NO_LIMITS, routingPolicyOf, type DeploymentRecord, type DeploymentStatus, type Kind, type Protocol, type RateLimit } from '../domain/records.js';
+import { NO_LIMITS, routingPolicyOf, type DeploymentRecord, type DeploymentStatus, type Kind, type Protocol, type RateLimit, type RoutingPolicy } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import type { ReplicaRef } from '../balancer/selector.js';
 
@@ -29,10 +29,11 @@ export interface Route {
   /** X-Session-Id selects the replica by consistent hashing (general inference switch). */
   affinity: boolean;
   /**
-   * The replica is chosen by the prefix-aware policy (general deployments with routing_policy
-   * prefix_aware); an orchestrated deployment's Frontend makes that choice among its Workers.
+   * The placement policy that orders its replicas: the spec's routing_policy for general
+   * deployments; `affinity` for orchestrated ones, whose Frontend makes the prefix-aware choice
+   * among its Workers itself.
    */
-  prefixAware: boolean;
+  routingPolicy: RoutingPolicy;
   paused: boolean;
   /** General inference with min_replicas 0: at zero, the activator holds its requests. */
   scaleToZero: boolean;
@@ -43,8 +44,18 @@ export interface Route {
   replicas: readonly ReplicaRef[];
   /** Largest request body in bytes; null: the gateway's default. */
   maxBodyBytes: number | null;
+  /**
+   * Longest wait for a replica's first response (HTTP: its headers; gRPC: its first message),
+   * in ms; null: the gateway's default.
+   */
+  firstResponseMs: number | null;
   /** Per-credential rate limit; null: none. */
   rateLimit: RateLimit | null;
+}
+
+/** A limit in seconds as ms; absent (a record older than the field) or null: none. */
+function secondsAsMs(seconds: number | null | undefined): number | null {
+  return seconds === undefined || seconds === null ? null : seconds * 1000;
 }
 
 const RELEVANT: ReadonlySet<Kind> = new Set<Kind>(['deployment', 'token', 'replica', 'certificate', 'service_account']);
@@ -158,7 +169,7 @@ export class RoutingTable {
         tokenHash: d.auth.token_id === null ? null : (tokenHash.get(d.auth.token_id) ?? null),
         clientCertFingerprint: d.auth.client_certificate_id === null ? null : (liveCertificates.get(d.auth.client_certificate_id) ?? null),
         affinity: d.spec.family === 'general' && d.spec.session_affinity,
-        prefixAware: d.spec.family === 'general' && routingPolicyOf(d.spec) === 'prefix_aware',
+        routingPolicy: d.spec.family === 'general' ? routingPolicyOf(d.spec) : 'affinity',
         paused: d.paused,
         scaleToZero: d.family === 'general' && d.scaling.min_replicas === 0,
         status: d.status,
@@ -166,6 +177,7 @@ export class RoutingTable {
         // Keep the old array when nothing changed, so the balancer's per-set caches hold.
         replicas: previous && sameReplicas(previous.replicas, ready) ? previous.replicas : ready,
         maxBodyBytes: (d.limits ?? NO_LIMITS).max_request_body_bytes,
+        firstResponseMs: secondsAsMs((d.limits ?? NO_LIMITS).first_response_timeout_seconds),
         rateLimit: (d.limits ?? NO_LIMITS).rate_limit,
       });
     }
