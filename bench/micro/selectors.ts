@@ -5,6 +5,8 @@
 import { ConsistentHashSelector } from '../../src/balancer/consistent-hash.js';
 import { PowerOfTwoSelector } from '../../src/balancer/power-of-two.js';
 import type { LoadView, ReplicaRef, Selector } from '../../src/balancer/selector.js';
+import { DEFAULTS } from '../../src/config/defaults.js';
+const C = { loadFactor: DEFAULTS.gateway.loadFactor };
 
 const ITERATIONS = 500_000;
 const keys = Array.from({ length: 4096 }, (_, i) => `session-${i}-${Math.random().toString(36).slice(2)}`);
@@ -26,7 +28,7 @@ const rows = [2, 4, 16].map((n) => {
   for (const r of replicas) loads.set(r.id, Math.floor(Math.random() * 4));
   return {
     replicas: n,
-    'consistent-hash ns/select': time(new ConsistentHashSelector(), replicas, true),
+    'consistent-hash ns/select': time(new ConsistentHashSelector(C), replicas, true),
     'power-of-two ns/select': time(new PowerOfTwoSelector(), replicas, false),
   };
 });

@@ -2,10 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConsistentHashSelector } from './consistent-hash.js';
 import type { LoadView, ReplicaRef } from './selector.js';
+import { DEFAULTS } from '../config/defaults.js';
 
 const replicas = (ids: number[]): ReplicaRef[] => ids.map((id) => ({ id, address: `10.0.0.${id}:8000` }));
 const idle: LoadView = { inflight: () => 0 };
 const keys = Array.from({ length: 10_000 }, () => randomUUID());
+/** The gateway's default bounded-load factor (--affinity-load-factor). */
+const C = { loadFactor: DEFAULTS.gateway.loadFactor };
 
 class Loads implements LoadView {
   readonly counts = new Map<number, number>();
@@ -21,17 +24,17 @@ const owners = (s: ConsistentHashSelector, set: ReplicaRef[], load: LoadView = i
 
 describe('consistent hashing with bounded loads', () => {
   it('sends one key to one replica, with the same fallback order, every time', () => {
-    const s = new ConsistentHashSelector();
+    const s = new ConsistentHashSelector(C);
     const set = replicas([1, 2, 3, 4]);
     const first = s.select(set, idle, 'session-42').map((r) => r.id);
     for (let i = 0; i < 200; i++) expect(s.select(set, idle, 'session-42').map((r) => r.id)).toEqual(first);
     expect(new Set(first).size).toBe(4);
     // The ring depends on the ids, not on the array or its order.
-    expect(new ConsistentHashSelector().select(replicas([4, 3, 2, 1]), idle, 'session-42').map((r) => r.id)).toEqual(first);
+    expect(new ConsistentHashSelector(C).select(replicas([4, 3, 2, 1]), idle, 'session-42').map((r) => r.id)).toEqual(first);
   });
 
   it('moves at most 1.3/5 of 10,000 sessions when a fifth replica joins, all to the new one', () => {
-    const s = new ConsistentHashSelector();
+    const s = new ConsistentHashSelector(C);
     const before = owners(s, replicas([1, 2, 3, 4]));
     const after = owners(s, replicas([1, 2, 3, 4, 5]));
     let moved = 0;
@@ -45,7 +48,7 @@ describe('consistent hashing with bounded loads', () => {
   });
 
   it('moves only the sessions of a replica that leaves', () => {
-    const s = new ConsistentHashSelector();
+    const s = new ConsistentHashSelector(C);
     const before = owners(s, replicas([1, 2, 3, 4]));
     const after = owners(s, replicas([1, 2, 4]));
     for (let i = 0; i < keys.length; i++) if (before[i] !== 3) expect(after[i]).toBe(before[i]);
@@ -53,7 +56,7 @@ describe('consistent hashing with bounded loads', () => {
 
   it('splits idle sessions evenly enough', () => {
     const counts = new Map<number, number>();
-    for (const id of owners(new ConsistentHashSelector(), replicas([1, 2, 3, 4]))) counts.set(id, (counts.get(id) ?? 0) + 1);
+    for (const id of owners(new ConsistentHashSelector(C), replicas([1, 2, 3, 4]))) counts.set(id, (counts.get(id) ?? 0) + 1);
     for (const n of counts.values()) expect(n / keys.length).toBeGreaterThan(0.18), expect(n / keys.length).toBeLessThan(0.32);
   });
 
@@ -79,7 +82,7 @@ describe('consistent hashing with bounded loads', () => {
   });
 
   it('handles 0 and 1 replicas, and spreads by load without a key', () => {
-    const s = new ConsistentHashSelector();
+    const s = new ConsistentHashSelector(C);
     expect(s.select([], idle, 'k')).toEqual([]);
     expect(s.select(replicas([9]), idle, 'k').map((r) => r.id)).toEqual([9]);
     const load: LoadView = { inflight: (id) => (id === 1 ? 100 : 0) };

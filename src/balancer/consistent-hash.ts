@@ -11,8 +11,8 @@ import { PowerOfTwoSelector } from './power-of-two.js';
 import type { LoadView, ReplicaRef, Selector } from './selector.js';
 
 export interface ConsistentHashOptions {
-  /** c > 1: how far above the mean load one replica may go (default 1.25). */
-  loadFactor?: number;
+  /** c > 1: how far above the mean load one replica may go (the gateway's --affinity-load-factor). */
+  loadFactor: number;
   /** Points per replica on the ring; more smooths the split (default 160). */
   virtualNodes?: number;
 }
@@ -33,8 +33,8 @@ export class ConsistentHashSelector implements Selector {
   /** Without a key there is nothing to be sticky about: spread by load instead. */
   private readonly fallback = new PowerOfTwoSelector();
 
-  constructor(opts: ConsistentHashOptions = {}) {
-    this.c = opts.loadFactor ?? 1.25;
+  constructor(opts: ConsistentHashOptions) {
+    this.c = opts.loadFactor;
     this.vnodes = opts.virtualNodes ?? 160;
     if (!(this.c > 1)) throw new RangeError(`loadFactor must be above 1, not ${this.c}`);
   }

@@ -205,6 +205,8 @@ export function settingsOf(t: Tunables) {
       ejection: { threshold: 3, baseMs: 10_000, maxMs: 300_000 },
       /** How often a gateway on a shared store publishes its load, and how long a report counts without a newer one. */
       loadReports: { intervalMs: 1000, ttlMs: 3000 },
+      /** Engine metrics of prefix_aware replicas: how often scraped, the longest scrape, and how long a reading counts. */
+      scrape: { intervalMs: 1000, timeoutMs: 500, freshMs: 3000 },
     },
     api: {
       connections: { maxConnections: t.limits.api.maxConnections, maxConnectionsPerClient: t.limits.api.maxConnectionsPerClient },

@@ -20,7 +20,7 @@ import { ConsistentHashSelector } from '../balancer/consistent-hash.js';
 import { PowerOfTwoSelector } from '../balancer/power-of-two.js';
 import { PrefixAwareSelector } from '../balancer/prefix-aware.js';
 import { sessionOrLoadPolicy } from '../balancer/selector.js';
-import { DEFAULT_SCRAPE, ReplicaSignalScraper } from './replica-signals.js';
+import { ReplicaSignalScraper } from './replica-signals.js';
 import { GrpcForwarder } from './grpc-forward.js';
 import { HostCertificates } from './host-certificates.js';
 import { HttpForwarder } from './http-forward.js';
@@ -52,7 +52,7 @@ export interface GatewayOptions {
   clock?: Clock;
   timeouts?: UpstreamTimeouts;
   ejection?: EjectionOptions;
-  /** Bounded-load factor c of consistent hashing (default 1.25). */
+  /** Bounded-load factor c of consistent hashing (default: --affinity-load-factor's). */
   loadFactor?: number;
   /** Queue size and wait timeout of the activator (scale from zero). */
   activator?: ActivatorOptions;
@@ -113,7 +113,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const signals = new ReplicaSignalScraper(
     () => [...table.routes()].filter((r) => r.routingPolicy === 'prefix_aware').flatMap((r) => r.replicas),
     (replicaId, tokens) => prefix.cacheSize(replicaId, tokens),
-    DEFAULT_SCRAPE,
+    DEFAULTS.gateway.scrape,
     () => performance.now(),
     log,
   );

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseVllmMetrics, ReplicaSignalScraper } from './replica-signals.js';
+import { DEFAULTS } from '../config/defaults.js';
 
 const exposition = [
   '# HELP vllm:num_requests_running Number of requests in model execution batches.',
@@ -73,7 +74,7 @@ describe('ReplicaSignalScraper', () => {
   it('forgets a replica that is no longer watched', async () => {
     const good = await replica((_req, res) => res.end(exposition));
     let watched = [{ id: 1, address: good }];
-    const scraper = new ReplicaSignalScraper(() => watched, () => undefined);
+    const scraper = new ReplicaSignalScraper(() => watched, () => undefined, DEFAULTS.gateway.scrape);
     await scraper.scrapeAll();
     expect(scraper.signals(1)).not.toBeNull();
     watched = [];

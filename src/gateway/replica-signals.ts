@@ -30,7 +30,6 @@ export interface ScrapeOptions {
   maxBytes?: number;
 }
 
-export const DEFAULT_SCRAPE: ScrapeOptions = { intervalMs: 1000, timeoutMs: 500, freshMs: 3000 };
 
 /** What a scrape found: the signals, and the KV cache size in tokens when the replica says. */
 export interface ScrapedMetrics {
@@ -135,7 +134,7 @@ export class ReplicaSignalScraper implements SignalView {
     private readonly replicas: () => Iterable<ReplicaRef>,
     /** A replica told its cache size (tokens). */
     private readonly onCacheSize: (replicaId: number, tokens: number) => void,
-    private readonly opts: ScrapeOptions = DEFAULT_SCRAPE,
+    private readonly opts: ScrapeOptions,
     private readonly now: () => number = () => performance.now(),
     private readonly log: Pick<Logger, 'warn'> | null = null,
   ) {}

@@ -8,6 +8,7 @@
 import http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
+import { DEFAULTS } from '../../src/config/defaults.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/core/secrets.js';
 import { modify } from '../../src/store/store.js';
@@ -83,7 +84,7 @@ beforeAll(async () => {
   env = await startGatewayEnv({
     clientTimeouts: { tlsHandshakeMs: SHORT, keepAliveMs: SHORT, h2IdleMs: SHORT, headersMs: SHORT },
     connections: { maxConnections: 60, maxConnectionsPerClient: 20 },
-    body: { maxBytes: 16 * 1024 * 1024, idleMs: SHORT },
+    body: { maxBytes: DEFAULTS.gateway.body.maxBytes, idleMs: SHORT },
   });
   upstream = await startChatUpstream({ name: 'limits', promptTokens: 30, chunks: 10 });
   ids.plain = await env.deploy('lim-plain', { max_request_body_bytes: 2048 });
