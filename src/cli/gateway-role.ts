@@ -17,6 +17,9 @@ import { coversPathHost, loadOrIssueGatewayCertificate, readOperatorCertificate 
 import type { Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { listen } from './listen.js';
+import { packageVersion } from './version.js';
+import type { Tracing } from '../tracing/tracing.js';
+import { tracingWanted } from '../tracing/wanted.js';
 
 /** What the gateway role needs of its process. */
 export interface GatewayRoleContext {
@@ -62,6 +65,19 @@ export async function gatewayCertificate(config: Config, ca: CertificateAuthorit
   return { ...(await loadOrIssueGatewayCertificate(ca, config.certsDir, config.domain)), operator: false };
 }
 
+/**
+ * OpenTelemetry tracing when the standard OTEL_* variables ask for it (docs/tracing.md); the
+ * SDK is loaded only then, so a gateway without it neither pays its start-up nor its cost per
+ * request.
+ */
+async function tracingOf(logger: Logger): Promise<Tracing | null> {
+  if (!tracingWanted(process.env)) return null;
+  const { tracingFromEnv } = await import('../tracing/tracing.js');
+  const tracing = tracingFromEnv(process.env, { serviceName: 'infergate', serviceVersion: packageVersion() }, logger.child({ component: 'tracing' }));
+  if (tracing) logger.info('OpenTelemetry tracing is on (OTEL_EXPORTER_OTLP_*): one span per gateway request');
+  return tracing;
+}
+
 export async function startGateway(ctx: GatewayRoleContext): Promise<StartedGateway> {
   const { config, store, logger, closers, registry, usage, ca } = ctx;
   const certificate = await gatewayCertificate(config, ca);
@@ -89,6 +105,7 @@ export async function startGateway(ctx: GatewayRoleContext): Promise<StartedGate
     authFailures: settings.authFailures,
     logger: logger.child({ component: 'gateway' }),
     accessLog: config.accessLog,
+    tracing: await tracingOf(logger),
   });
   await gateway.start();
   closers.push(() => gateway.close());

@@ -21,6 +21,8 @@ export interface CompletionExchange extends Estimation {
   body: Body;
   /** The gateway added `include_usage`: the stream's usage event is not the client's. */
   injected: boolean;
+  /** The request's `model`, parsed on first call (for traces only: a large prompt costs a parse); absent: body not held. */
+  model?: () => string | null;
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -60,14 +62,18 @@ export function completionExchange(method: string | undefined, path: string, bod
     const r = request();
     return isRecord(r) ? estimatePromptTokens(r) : Math.ceil(body.length / CHARS_PER_TOKEN);
   };
+  const model = (): string | null => {
+    const r = request();
+    return isRecord(r) && typeof r.model === 'string' ? r.model : null;
+  };
   // Most requests are not streamed: a substring search spares them the parse.
   if (body.indexOf(STREAM_MARK) !== -1) {
     const r = request();
     const options = isRecord(r) && r.stream === true ? usageOptions(r.stream_options) : null;
     const rewritten = options === null ? null : withMember(body, 'stream_options', JSON.stringify(options));
-    if (rewritten) return { body: rewritten, injected: true, promptTokens };
+    if (rewritten) return { body: rewritten, injected: true, promptTokens, model };
   }
-  return { body, injected: false, promptTokens };
+  return { body, injected: false, promptTokens, model };
 }
 
 /**

@@ -32,6 +32,7 @@ import { RateLimiter } from './rate-limiter.js';
 import { ReplicaHealth, type EjectionOptions } from './replica-health.js';
 import type { BodyLimits } from './request-body.js';
 import { RoutingTable } from './routing-table.js';
+import type { Tracing } from '../tracing/tracing.js';
 import { UpstreamPools, type UpstreamTimeouts } from './upstream-pools.js';
 import { DEFAULTS } from '../config/defaults.js';
 
@@ -68,6 +69,8 @@ export interface GatewayOptions {
   authFailures?: AuthFailureBudgetOptions;
   /** Log one line per request when it ends (deployment, method, path, status, time). */
   accessLog?: boolean;
+  /** OpenTelemetry tracing (src/tracing/), when on; null or absent: off, at no cost per request. */
+  tracing?: Tracing | null;
 }
 
 export interface Gateway {
@@ -143,6 +146,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       // Asked for by its own flag, so written whatever the log level (as an access log is).
       accessLog: opts.accessLog ? log.child({}, { level: 'info' }) : null,
       live: new Set(),
+      tracing: opts.tracing ?? null,
     },
   });
   const listener = createListener({
@@ -200,6 +204,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       await listener.close();
       await pools.close();
       grpc.close();
+      await opts.tracing?.shutdown();
     },
   };
 }

@@ -119,6 +119,13 @@ export class GrpcForwarder {
       if (name.startsWith(':') || DROPPED.has(name) || value === undefined) continue;
       upstreamHeaders[name] = value;
     }
+    const traced = ctx.traceHeaders;
+    if (traced !== null) {
+      // The replica's parent is the gateway's attempt span, in the client's trace.
+      delete upstreamHeaders.traceparent;
+      delete upstreamHeaders.tracestate;
+      for (let i = 0; i < traced.length; i += 2) upstreamHeaders[traced[i]!] = traced[i + 1]!;
+    }
     let up: http2.ClientHttp2Stream;
     try {
       up = this.session(replica.address).request(upstreamHeaders);
@@ -152,7 +159,7 @@ export class GrpcForwarder {
     up.on('response', (h) => {
       if (done) return;
       responded = true;
-      ctx.responded(replica);
+      ctx.responded(replica, Number(h[':status'] ?? 200));
       // Trailers-Only (gRPC over HTTP/2): the status is in the response headers themselves.
       if (up.endAfterHeaders || h['grpc-status'] !== undefined) {
         trailersOnly = true;

@@ -143,6 +143,21 @@ function rewrittenBodyHeaders(headers: string[], length: number): string[] {
   return out;
 }
 
+/**
+ * The request headers with the attempt's trace context instead of the client's: the replica's
+ * parent is the gateway's attempt span, in the client's trace.
+ */
+function withTraceContext(headers: readonly string[], trace: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const lower = headers[i]!.toLowerCase();
+    if (lower === 'traceparent' || lower === 'tracestate') continue;
+    out.push(headers[i]!, headers[i + 1]!);
+  }
+  out.push(...trace);
+  return out;
+}
+
 /** The gate's own error when an attempt failed because the client's body was cut. */
 function bodyErrorOf(err: Error, body: Body): BodyError | null {
   if (err instanceof BodyError) return err;
@@ -164,6 +179,7 @@ export class HttpForwarder {
       headers = rewrittenBodyHeaders(headers, exchange.body.length);
       body = exchange.body;
     }
+    if (exchange !== null && ctx.trace?.recording) ctx.trace.set({ 'gen_ai.request.model': exchange.model?.() ?? undefined });
     const headersTimeout = target.route.firstResponseMs;
     const call: HttpCall = { pools: this.pools, ctx, path: target.path, headers, body, exchange, headersTimeout, current: null, loop: null! };
     call.loop = new CandidateLoop(ctx, target.candidates, this.isEjected, (replica) => {
@@ -207,7 +223,9 @@ class HttpAttempt implements Dispatcher.DispatchHandler {
 
   send(): void {
     const { call } = this;
-    const options: Dispatcher.DispatchOptions = { path: call.path, method: call.ctx.req.method as Dispatcher.HttpMethod, headers: call.headers, body: call.body };
+    const traced = call.ctx.traceHeaders;
+    const headers = traced === null ? call.headers : withTraceContext(call.headers, traced);
+    const options: Dispatcher.DispatchOptions = { path: call.path, method: call.ctx.req.method as Dispatcher.HttpMethod, headers, body: call.body };
     if (call.headersTimeout !== null) options.headersTimeout = call.headersTimeout;
     call.pools.get(this.replica.address).dispatch(options, this);
   }
@@ -229,7 +247,7 @@ class HttpAttempt implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return; // 1xx (e.g. 100-continue): the final response follows
     const { ctx, exchange } = this.call;
     if (ctx.ended) return controller.abort(new Error('the request has ended'));
-    ctx.responded(this.replica);
+    ctx.responded(this.replica, statusCode);
     this.status = statusCode;
     const { headers, contentType, sized, encoded } = downstreamHeaders(controller.rawHeaders, parsed);
     this.tap = usageTapFor({ status: statusCode, contentType, sized, encoded }, exchange && { injected: exchange.injected, estimation: exchange });

@@ -91,6 +91,7 @@ export class RequestPipeline {
     const routed = routePhase(this.deps.table, host, target.value, ctx.protocol);
     if (!routed.ok) return ctx.refuse(routed.rejection);
     ctx.routed(routed.value.route);
+    ctx.mark('routed');
     this.authenticate(ctx, routed.value.route, routed.value.path);
   }
 
@@ -100,6 +101,7 @@ export class RequestPipeline {
     const authed = authenticatePhase(route, { authorization: ctx.req.headers.authorization, certificateFingerprint: peerFingerprint(socket) });
     if (authed.ok) {
       ctx.who = authed.value;
+      ctx.mark('authenticated', { 'infergate.auth': authed.value.method });
       return this.admit(ctx, route, path);
     }
     metrics.authFailure(route.name, authed.rejection.authFailure ?? 'missing_credential');
@@ -144,10 +146,14 @@ export class RequestPipeline {
     }
     const paused = pausedPhase(route);
     if (!paused.ok) return ctx.refuse(paused.rejection);
+    ctx.mark('admitted');
     const limits: BodyLimits = { maxBytes: route.maxBodyBytes ?? this.deps.body.maxBytes, idleMs: this.deps.body.idleMs };
     const received = (r: ReceivedBody): void =>
       this.guarded(ctx, () => {
-        if (r.ok) return this.load(ctx, route.host, path, r.body);
+        if (r.ok) {
+          ctx.mark('body_received');
+          return this.load(ctx, route.host, path, r.body);
+        }
         if (r.error === null) return ctx.endAborted();
         ctx.refuse(bodyRejection(r.error), { bodyRefused: r.error.kind });
       });
@@ -170,11 +176,15 @@ export class RequestPipeline {
     const route = this.deps.table.lookup(host) ?? ctx.route!;
     ctx.countAsLoad(route);
     if (!route.paused && route.replicas.length === 0 && route.scaleToZero) {
+      ctx.mark('queued', { 'infergate.queue': 'activator' });
       void this.deps.activator
         .hold(route, (cancel) => ctx.signal.addEventListener('abort', cancel, { once: true }))
         .then((outcome) =>
           this.guarded(ctx, () => {
-            if (outcome.ok) return this.forward(ctx, outcome.route, path, body);
+            if (outcome.ok) {
+              ctx.mark('released');
+              return this.forward(ctx, outcome.route, path, body);
+            }
             if (outcome.rejection) ctx.refuse(outcome.rejection);
             else ctx.endAborted();
           }),
@@ -202,6 +212,7 @@ export class RequestPipeline {
     });
     if (placement.session !== null) this.deps.metrics.sessionRouted(route.name, placement.session);
     ctx.placed(placement);
+    ctx.mark('selected', { 'infergate.routing_policy': route.routingPolicy, 'infergate.candidates': placement.order.length });
     if (ctx.protocol === 'grpc') {
       this.deps.grpc.forward(ctx, { route, body: body as BodyGate, candidates: placement.order });
       return;

@@ -5,7 +5,9 @@
 // of the policy that placed it, and `finish` — the one place that does all accounting, however
 // the request ended (refused by a phase, held and given up, forwarded, cut): in-flight counts
 // of the deployment and the replica, usage rows, token spend for rate limits, metrics, and an
-// optional access log line. Every answer it writes goes through respond.ts. Forwarders only
+// optional access log line — and, when tracing is on, the request's span (src/tracing/): an
+// event per phase, a child span per attempt whose context goes to the replica, the first
+// byte and the GenAI attributes at the end. Every answer it writes goes through respond.ts. Forwarders only
 // report what happened (ForwardReport).
 
 import type { Logger } from 'pino';
@@ -22,6 +24,7 @@ import type { BodyFailureKind } from './request-body.js';
 import { answerStarted, cutAnswer, writeRefusal } from './respond.js';
 import type { Route } from './routing-table.js';
 import type { TokenUsage } from './usage-tap.js';
+import type { AttemptTrace, RequestTrace, Tracing } from '../tracing/tracing.js';
 
 /** How a request ended, as the accounting needs it. */
 export interface Outcome {
@@ -59,6 +62,13 @@ export interface ForwardReport {
   fail(r: Rejection, extra?: Omit<Outcome, 'status'>): void;
   /** Ends an answer that had started with a cut; `status` is what it is counted as. */
   cut(status: number, extra?: Omit<Outcome, 'status'>, err?: Error): void;
+  /** The request's trace when tracing is on (sampled or not); null when off. */
+  readonly trace: RequestTrace | null;
+  /**
+   * The trace context for the replica of the current attempt (traceparent, tracestate), as a
+   * flat [name, value, ...] list to send instead of the client's; null when tracing is off.
+   */
+  readonly traceHeaders: readonly string[] | null;
   /** An attempt goes to this replica now; the previous attempt, if any, is over. */
   attempt(replica: ReplicaRef): void;
   /** The attempt could not reach the replica; enough of these in a row eject it. */
@@ -66,7 +76,7 @@ export interface ForwardReport {
   /** The request goes on to the next candidate. */
   retrying(): void;
   /** The replica's response headers arrived: it is healthy, and the first byte is in. */
-  responded(replica: ReplicaRef): void;
+  responded(replica: ReplicaRef, status?: number): void;
   /** The first byte of the response body went to the client (a stream's first token). */
   firstChunk(): void;
   upstreamError(replica: ReplicaRef, err: Error): void;
@@ -86,6 +96,8 @@ export interface Accounting {
   accessLog: Logger | null;
   /** Requests not yet ended, so a shutdown can abort them; absent: not tracked. */
   live?: Set<RequestContext>;
+  /** OpenTelemetry tracing when it is on; absent or null: off, and nothing is traced. */
+  tracing?: Tracing | null;
 }
 
 /** A gRPC deadline (`grpc-timeout`: up to 8 digits and a unit H, M, S, m, u or n) in ms; null: none or malformed. */
@@ -125,6 +137,8 @@ export class RequestContext implements ForwardReport {
   private hooks: PlacementHooks | null = null;
   private readonly abort = new AbortController();
   private deadline: NodeJS.Timeout | null = null;
+  readonly trace: RequestTrace | null = null;
+  private attemptTrace: AttemptTrace | null = null;
 
   constructor(
     readonly req: DownstreamRequest,
@@ -134,6 +148,12 @@ export class RequestContext implements ForwardReport {
     this.protocol = protocolOf(req);
     this.meters = books.metrics.forDeployment('', this.protocol);
     books.live?.add(this);
+    if (books.tracing) {
+      const url = req.url ?? '';
+      const query = url.indexOf('?');
+      const { traceparent, tracestate } = req.headers;
+      this.trace = books.tracing.startRequest({ traceparent, tracestate }, { method: req.method ?? 'POST', path: query === -1 ? url : url.slice(0, query), protocol: this.protocol });
+    }
     // The one place that notices a client going away; everything else listens to the signal.
     res.once('close', () => {
       if (!this.finished) this.abort.abort(new RequestAborted('client_gone'));
@@ -145,6 +165,15 @@ export class RequestContext implements ForwardReport {
         this.deadline.unref();
       }
     }
+  }
+
+  get traceHeaders(): readonly string[] | null {
+    return this.attemptTrace?.headers ?? null;
+  }
+
+  /** A phase reached: an event on the request's span when it is traced. */
+  mark(phase: string, attrs?: Record<string, string | number | boolean>): void {
+    this.trace?.phase(phase, attrs);
   }
 
   get signal(): AbortSignal {
@@ -161,7 +190,10 @@ export class RequestContext implements ForwardReport {
   }
 
   routed(route: Route): void {
-    if (this.route?.name !== route.name) this.meters = this.books.metrics.forDeployment(route.name, this.protocol);
+    if (this.route?.name !== route.name) {
+      this.meters = this.books.metrics.forDeployment(route.name, this.protocol);
+      this.trace?.set({ 'infergate.deployment': route.name });
+    }
     this.route = route;
   }
 
@@ -229,9 +261,14 @@ export class RequestContext implements ForwardReport {
     this.attempts++;
     inflight.replicaStart(replica.id);
     this.hooks?.attemptStarted?.(replica);
+    if (this.trace) {
+      this.attemptTrace?.end('retried');
+      this.attemptTrace = this.trace.attempt(replica, this.attempts);
+    }
   }
 
   connectionFailed(replica: ReplicaRef): void {
+    this.attemptTrace?.end('connection_failed');
     if (!this.books.health.failure(replica.id)) return;
     const name = this.route?.name ?? '';
     this.books.metrics.ejection(name);
@@ -242,7 +279,8 @@ export class RequestContext implements ForwardReport {
     this.meters.retry();
   }
 
-  responded(replica: ReplicaRef): void {
+  responded(replica: ReplicaRef, status?: number): void {
+    this.attemptTrace?.end('responded', status);
     this.books.health.success(replica.id);
     this.meters.timeToFirstByte((performance.now() - this.startedAt) / 1000);
   }
@@ -252,10 +290,13 @@ export class RequestContext implements ForwardReport {
     this.chunked = true;
     // The replica's prefill for this request is over: it no longer owes it (prefix-aware.ts).
     this.hooks?.firstByte?.();
-    this.meters.timeToFirstChunk((performance.now() - this.startedAt) / 1000);
+    const seconds = (performance.now() - this.startedAt) / 1000;
+    this.meters.timeToFirstChunk(seconds);
+    this.trace?.firstByte(seconds);
   }
 
   upstreamError(replica: ReplicaRef, err: Error): void {
+    this.attemptTrace?.end('upstream_error');
     this.books.log.warn({ err, deployment: this.route?.name, replica: replica.id }, 'upstream request failed');
   }
 
@@ -287,6 +328,10 @@ export class RequestContext implements ForwardReport {
       if (tokens) limiter.spendTokens(route.deploymentId, route.rateLimit, this.who.credential, tokens.prompt + tokens.completion);
     }
     if (this.books.accessLog) this.logLine(this.books.accessLog, status);
+    if (this.trace) {
+      this.attemptTrace?.end(status === 499 ? 'cancelled' : status >= 500 ? 'failed' : 'responded');
+      this.trace.end(status, tokens);
+    }
   }
 
   /** The access log: who asked what of which deployment, and how it ended; never a secret. */
