@@ -48,7 +48,7 @@ export async function waitFor(check: () => boolean | Promise<boolean>, ms = 2000
 }
 
 export async function startGatewayEnv(
-  opts: Partial<Pick<GatewayOptions, 'ejection' | 'timeouts' | 'loadFactor' | 'connections' | 'clientTimeouts' | 'body' | 'authFailures'>> & { withUsage?: boolean } = {},
+  opts: Partial<Pick<GatewayOptions, 'ejection' | 'timeouts' | 'loadFactor' | 'connections' | 'clientTimeouts' | 'body' | 'authFailures' | 'tracing'>> & { withUsage?: boolean } = {},
 ): Promise<GatewayEnv> {
   const certsDir = await mkdtemp(path.join(os.tmpdir(), 'infergate-gw-certs-'));
   const ca = await loadOrCreateCa(certsDir);
