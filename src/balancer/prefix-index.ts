@@ -4,9 +4,21 @@
 // have evicted earlier, or a request may have failed — and it never asks the replica: the
 // cost of a wrong guess is one prefill, the cost of asking would be on every request.
 
+/**
+ * One replica's blocks in two generations: recent ones, and the generation before. Recording
+ * a block only adds it to the recent one — no reordering, no per-block eviction; when the
+ * recent generation fills half the capacity it becomes the old one and the old one is
+ * dropped, so the index holds between half and all of the capacity, least recently used
+ * blocks going first (approximately, a generation at a time). Measured on 200 KB prompts
+ * (3,000 blocks), this is several times cheaper than keeping a strict LRU order in one Map.
+ */
+interface Generations {
+  recent: Set<number>;
+  old: Set<number>;
+}
+
 export class PrefixIndex {
-  /** Per replica: block hash → true, in use order (a Map iterates in insertion order). */
-  private readonly replicas = new Map<number, Map<number, true>>();
+  private readonly replicas = new Map<number, Generations>();
   private readonly capacities = new Map<number, number>();
 
   /** @param defaultCapacity blocks kept per replica unless setCapacity says otherwise */
@@ -16,29 +28,26 @@ export class PrefixIndex {
 
   /** How many leading blocks of `hashes` the replica is thought to hold. */
   match(replicaId: number, hashes: readonly number[]): number {
-    const blocks = this.replicas.get(replicaId);
-    if (!blocks) return 0;
+    const g = this.replicas.get(replicaId);
+    if (!g) return 0;
+    const { recent, old } = g;
     let n = 0;
-    while (n < hashes.length && blocks.has(hashes[n]!)) n++;
+    while (n < hashes.length && (recent.has(hashes[n]!) || old.has(hashes[n]!))) n++;
     return n;
   }
 
   /** The prompt went to the replica: its blocks become the most recently used there. */
   record(replicaId: number, hashes: readonly number[]): void {
     if (hashes.length === 0) return;
-    let blocks = this.replicas.get(replicaId);
-    if (!blocks) this.replicas.set(replicaId, (blocks = new Map()));
+    let g = this.replicas.get(replicaId);
+    if (!g) this.replicas.set(replicaId, (g = { recent: new Set(), old: new Set() }));
+    const half = Math.max(1, Math.floor(this.capacityOf(replicaId) / 2));
     for (const h of hashes) {
-      blocks.delete(h);
-      blocks.set(h, true);
-    }
-    const capacity = this.capacityOf(replicaId);
-    if (blocks.size <= capacity) return;
-    // Oldest first; a prompt's own first blocks were just refreshed, so they stay.
-    let excess = blocks.size - capacity;
-    for (const h of blocks.keys()) {
-      if (excess-- <= 0) break;
-      blocks.delete(h);
+      g.recent.add(h);
+      if (g.recent.size >= half) {
+        g.old = g.recent;
+        g.recent = new Set();
+      }
     }
   }
 
@@ -53,9 +62,13 @@ export class PrefixIndex {
     for (const id of this.capacities.keys()) if (!present.has(id)) this.capacities.delete(id);
   }
 
-  /** Blocks held for a replica (tests and metrics). */
+  /** Blocks held for a replica (tests and metrics); a block in both generations counts once. */
   size(replicaId: number): number {
-    return this.replicas.get(replicaId)?.size ?? 0;
+    const g = this.replicas.get(replicaId);
+    if (!g) return 0;
+    let n = g.old.size;
+    for (const h of g.recent) if (!g.old.has(h)) n++;
+    return n;
   }
 
   knows(replicaId: number): boolean {

@@ -54,18 +54,51 @@ export function canonicalPrompt(body: unknown): string | null {
 }
 
 /**
- * Chained hashes of the full blocks of `text`. Two 32-bit FNV-1a lanes with different seeds
- * make a 53-bit name, so unrelated blocks of a large index collide about never (at 10^6
- * blocks, about one chance in 10^4) while the result stays a plain number (a Map key).
+ * Chained hashes of the full blocks of `text`. Two 32-bit FNV-1a-style lanes with different
+ * seeds make a 53-bit name, so unrelated blocks of a large index collide about never (at 10^6
+ * blocks, about one chance in 10^4) while the result stays a plain number (a Map key). The
+ * lanes eat the text two UTF-16 code units at a time, as 32-bit words of its UTF-16LE bytes:
+ * half the multiplications of a per-character loop, which on 200 KB prompts was most of the
+ * gateway's cost per request.
  */
 export function blockHashes(text: string, blockChars = DEFAULT_BLOCK_CHARS): number[] {
   const length = Math.min(text.length, MAX_PROMPT_CHARS);
   const blocks = Math.floor(length / blockChars);
+  if (blocks === 0) return [];
+  if (blockChars % 2 === 1) return byCodeUnit(text, blocks, blockChars);
+  return byWord(utf16Words(text, blocks * blockChars), blocks, blockChars >> 1);
+}
+
+/** The first `chars` code units of `text` as 32-bit words (two code units each, little-endian). */
+function utf16Words(text: string, chars: number): Int32Array {
+  const bytes = Buffer.from(chars === text.length ? text : text.slice(0, chars), 'utf16le');
+  if (bytes.byteOffset % 4 === 0) return new Int32Array(bytes.buffer, bytes.byteOffset, bytes.length >> 2);
+  return new Int32Array(new Uint8Array(bytes).buffer, 0, bytes.length >> 2);
+}
+
+/** Each block's chained name, the lanes running over whole words. */
+function byWord(words: Int32Array, blocks: number, perBlock: number): number[] {
+  const out = new Array<number>(blocks);
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ 0x5bd1e995;
+  let w = 0;
+  for (let block = 0; block < blocks; block++) {
+    for (let end = w + perBlock; w < end; w++) {
+      const c = words[w]!;
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 15);
+    }
+    out[block] = (a >>> 0) * 0x200000 + ((b >>> 0) & 0x1fffff);
+  }
+  return out;
+}
+
+/** Odd block sizes (never the default) split a word: one code unit at a time. */
+function byCodeUnit(text: string, blocks: number, blockChars: number): number[] {
   const out = new Array<number>(blocks);
   let a = 0x811c9dc5;
   let b = 0x01000193 ^ 0x5bd1e995;
   for (let block = 0; block < blocks; block++) {
-    // Each lane continues from the previous block's state: the chain.
     const end = (block + 1) * blockChars;
     for (let i = block * blockChars; i < end; i++) {
       const c = text.charCodeAt(i);
