@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PrefixAwareSelector, type ReplicaSignals } from './prefix-aware.js';
-import { blockHashes, canonicalPrompt, requestBlocks } from './prompt-blocks.js';
+import { blockHashes, canonicalPrompt, promptBytes, requestBlocks } from './prompt-blocks.js';
 import { PrefixIndex } from './prefix-index.js';
 import type { LoadView, ReplicaRef } from './selector.js';
 
@@ -21,6 +21,28 @@ function warmed(holder: number, opts = {}) {
   p.dispatched({ id: holder, address: '' }, { session: null, blocks: turn1 }).end();
   return p;
 }
+
+describe('prompt bytes, found by a scan of the body', () => {
+  const found = (json: string) => promptBytes(Buffer.from(json))?.toString() ?? null;
+  it.each([
+    ['the messages array, whatever comes before it', '{"model":"m","n":[1,{"a":"]"}],"messages":[{"role":"user","content":"hi"}],"stream":true}', '[{"role":"user","content":"hi"}]'],
+    ['quotes, brackets and backslashes inside strings', '{"messages":[{"content":"a \\"]\\" b \\\\"}]}', '[{"content":"a \\"]\\" b \\\\"}]'],
+    ['whitespace as Python writes it', '{ "model": "m", "messages": [ {"role": "user"} ] }', '[ {"role": "user"} ]'],
+    ["a completion's prompt string", '{"model":"m","prompt":"once upon","max_tokens":5}', '"once upon"'],
+    ['messages over a prompt, in either order', '{"prompt":"p","messages":[]}', '[]'],
+  ])('finds %s', (_what, json, expected) => {
+    expect(found(json)).toBe(expected);
+  });
+  it.each([
+    ['no prompt at all', '{"input":"x"}'],
+    ['a prompt that is not a string', '{"prompt":[1,2,3]}'],
+    ['not an object', '[{"messages":[]}]'],
+    ['broken JSON', '{"messages":[{"content":"unterminated'],
+    ['a key without a value', '{"messages"}'],
+  ])('finds nothing in %s', (_what, json) => {
+    expect(found(json)).toBeNull();
+  });
+});
 
 describe('prompt blocks', () => {
   it('makes the next turn of a conversation extend the hashes of the last', () => {

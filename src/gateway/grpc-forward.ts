@@ -108,7 +108,7 @@ export class GrpcForwarder {
       if (done) return;
       done = true;
       if (timer !== null) clearTimeout(timer);
-      ctx.signal.removeEventListener('abort', onAbort);
+      ctx.offAbort(onAbort);
       then();
     };
     const failedBeforeAnswer = (kind: 'connect' | 'upstream' | 'timeout', detail: string, err?: Error) =>
@@ -136,7 +136,7 @@ export class GrpcForwarder {
       if (!up.closed) up.close(NGHTTP2_CANCEL);
       end(() => ctx.endAborted());
     };
-    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    ctx.onAbort(onAbort);
 
     const onOpen = () => {
       opened = true;

@@ -188,7 +188,7 @@ export class HttpForwarder {
     });
     // The signal ends the request (client gone, shutdown): the attempt in flight is aborted,
     // and its handler ends the request with the usage it read so far.
-    ctx.signal.addEventListener('abort', () => call.current?.abort(), { once: true });
+    ctx.onAbort(() => call.current?.abort());
     call.loop.start();
   }
 }
@@ -232,7 +232,7 @@ class HttpAttempt implements Dispatcher.DispatchHandler {
 
   /** The request's signal fired: stop the upstream request, end the request for its reason. */
   abort(): void {
-    if (this.controller !== null) this.controller.abort(this.call.ctx.signal.reason as Error);
+    if (this.controller !== null) this.controller.abort(this.call.ctx.abortReason!);
     // Not on a socket yet: nothing to abort; onRequestStart aborts it when it gets one.
     else this.end(() => this.call.ctx.endAborted());
   }
@@ -240,7 +240,7 @@ class HttpAttempt implements Dispatcher.DispatchHandler {
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.connected = true;
     this.controller = controller;
-    if (this.call.ctx.signal.aborted) controller.abort(this.call.ctx.signal.reason as Error);
+    if (this.call.ctx.aborted) controller.abort(this.call.ctx.abortReason!);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, parsed: IncomingHttpHeaders): void {
@@ -289,7 +289,7 @@ class HttpAttempt implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
     const { ctx, body, loop } = this.call;
-    if (ctx.signal.aborted) return this.end(() => ctx.endAborted({ usage: this.usage() }));
+    if (ctx.aborted) return this.end(() => ctx.endAborted({ usage: this.usage() }));
     const bodyError = bodyErrorOf(err, body);
     if (bodyError) return this.refuseBody(bodyError);
     if (this.status !== 0) {

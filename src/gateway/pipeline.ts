@@ -101,7 +101,7 @@ export class RequestPipeline {
     const authed = authenticatePhase(route, { authorization: ctx.req.headers.authorization, certificateFingerprint: peerFingerprint(socket) });
     if (authed.ok) {
       ctx.who = authed.value;
-      ctx.mark('authenticated', { 'infergate.auth': authed.value.method });
+      ctx.trace?.phase('authenticated', { 'infergate.auth': authed.value.method });
       return this.admit(ctx, route, path);
     }
     metrics.authFailure(route.name, authed.rejection.authFailure ?? 'missing_credential');
@@ -124,11 +124,11 @@ export class RequestPipeline {
       ctx.endAborted();
     };
     const timer = setTimeout(() => {
-      ctx.signal.removeEventListener('abort', onAbort);
+      ctx.offAbort(onAbort);
       if (release()) ctx.refuse(authed.rejection);
     }, delay);
     timer.unref();
-    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    ctx.onAbort(onAbort);
   }
 
   /**
@@ -176,9 +176,9 @@ export class RequestPipeline {
     const route = this.deps.table.lookup(host) ?? ctx.route!;
     ctx.countAsLoad(route);
     if (!route.paused && route.replicas.length === 0 && route.scaleToZero) {
-      ctx.mark('queued', { 'infergate.queue': 'activator' });
+      ctx.trace?.phase('queued', { 'infergate.queue': 'activator' });
       void this.deps.activator
-        .hold(route, (cancel) => ctx.signal.addEventListener('abort', cancel, { once: true }))
+        .hold(route, (cancel) => ctx.onAbort(cancel))
         .then((outcome) =>
           this.guarded(ctx, () => {
             if (outcome.ok) {
@@ -198,7 +198,7 @@ export class RequestPipeline {
   }
 
   private forward(ctx: RequestContext, route: Route, path: string, body: Body): void {
-    if (ctx.signal.aborted) return ctx.endAborted();
+    if (ctx.aborted) return ctx.endAborted();
     ctx.routed(route);
     // X-Session-Id, or the gRPC metadata key x-session-id: both arrive as this header.
     const sessionId = route.affinity ? ctx.req.headers['x-session-id'] : undefined;
@@ -212,7 +212,7 @@ export class RequestPipeline {
     });
     if (placement.session !== null) this.deps.metrics.sessionRouted(route.name, placement.session);
     ctx.placed(placement);
-    ctx.mark('selected', { 'infergate.routing_policy': route.routingPolicy, 'infergate.candidates': placement.order.length });
+    ctx.trace?.phase('selected', { 'infergate.routing_policy': route.routingPolicy, 'infergate.candidates': placement.order.length });
     if (ctx.protocol === 'grpc') {
       this.deps.grpc.forward(ctx, { route, body: body as BodyGate, candidates: placement.order });
       return;

@@ -58,7 +58,7 @@ function setup(accessLog = false) {
       books,
     );
   const count = async (name: string, labels: string) => Number(new RegExp(`${name}\\{${labels}\\} (\\d+)`).exec(await registry.metrics())?.[1] ?? 0);
-  return { inflight, usageRows, lines, limiter, health, request, count };
+  return { inflight, usageRows, lines, limiter, health, request, count, books };
 }
 
 describe('RequestContext.finish', () => {
@@ -134,6 +134,34 @@ describe('RequestContext.finish', () => {
     expect(requests).toHaveLength(1);
     expect(requests[0]).toMatchObject({ deployment: 'chat', protocol: 'http', method: 'POST', path: '/v1/chat/completions', status: 200, auth: 'certificate', replica: 1, attempts: 1, client: '10.0.0.9' });
     expect(JSON.stringify(requests[0])).not.toContain('secret');
+  });
+
+  it('aborts once when the client goes away: each onAbort listener once, the AbortSignal too, and the request counted as 499', async () => {
+    const t = setup();
+    const res = new EventEmitter();
+    const ctx = new RequestContext(
+      { httpVersionMajor: 1, headers: {}, url: '/', method: 'POST', socket: { remoteAddress: '10.0.0.9' } } as unknown as DownstreamRequest,
+      res as unknown as DownstreamResponse,
+      { ...t.books },
+    );
+    ctx.routed(route);
+    const calls: string[] = [];
+    const forgotten = () => calls.push('forgotten');
+    ctx.onAbort(() => calls.push('a'));
+    ctx.onAbort(forgotten);
+    ctx.onAbort(() => calls.push('b'));
+    ctx.offAbort(forgotten);
+    const signal = ctx.signal;
+    expect([ctx.aborted, signal.aborted]).toEqual([false, false]);
+    res.emit('close');
+    res.emit('close');
+    expect(calls).toEqual(['a', 'b']);
+    expect(signal.aborted).toBe(true);
+    expect(ctx.abortReason?.reason).toBe('client_gone');
+    ctx.onAbort(() => calls.push('late')); // already aborted: called at once
+    expect(calls).toEqual(['a', 'b', 'late']);
+    ctx.endAborted();
+    expect(await t.count('infergate_requests_total', 'deployment="chat",status="499",protocol="http"')).toBe(1);
   });
 
   it('writes no access log line by default', () => {

@@ -52,8 +52,14 @@ export interface ForwardReport {
   readonly res: DownstreamResponse;
   readonly protocol: Protocol;
   readonly route: Route | null;
-  /** Aborted when the client goes away, the deadline passes or the gateway shuts down. */
-  readonly signal: AbortSignal;
+  /** The client went away, the deadline passed or the gateway is shutting down. */
+  readonly aborted: boolean;
+  /** Why, once aborted. */
+  readonly abortReason: RequestAborted | null;
+  /** Calls `fn` once when the request is aborted (at once if it already is). */
+  onAbort(fn: () => void): void;
+  /** Forgets a function given to onAbort. */
+  offAbort(fn: () => void): void;
   /** The request has ended: nothing more is to be written or counted. */
   readonly ended: boolean;
   /** Ends the request for the signal's reason (after the forwarder cancelled its upstream). */
@@ -135,7 +141,10 @@ export class RequestContext implements ForwardReport {
   private chunked = false;
   /** The hooks of the policy that placed the request (placed). */
   private hooks: PlacementHooks | null = null;
-  private readonly abort = new AbortController();
+  private reason: RequestAborted | null = null;
+  /** Who to tell when the request is aborted: one function or several (one is the common case). */
+  private abortListeners: (() => void) | Array<() => void> | null = null;
+  private controller: AbortController | null = null;
   private deadline: NodeJS.Timeout | null = null;
   readonly trace: RequestTrace | null = null;
   private attemptTrace: AttemptTrace | null = null;
@@ -155,13 +164,11 @@ export class RequestContext implements ForwardReport {
       this.trace = books.tracing.startRequest({ traceparent, tracestate }, { method: req.method ?? 'POST', path: query === -1 ? url : url.slice(0, query), protocol: this.protocol });
     }
     // The one place that notices a client going away; everything else listens to the signal.
-    res.once('close', () => {
-      if (!this.finished) this.abort.abort(new RequestAborted('client_gone'));
-    });
+    res.once('close', () => this.abortWith('client_gone'));
     if (this.protocol === 'grpc') {
       const ms = grpcDeadlineMs(req.headers['grpc-timeout']);
       if (ms !== null) {
-        this.deadline = setTimeout(() => this.abort.abort(new RequestAborted('deadline')), Math.max(0, Math.ceil(ms)));
+        this.deadline = setTimeout(() => this.abortWith('deadline'), Math.max(0, Math.ceil(ms)));
         this.deadline.unref();
       }
     }
@@ -176,13 +183,58 @@ export class RequestContext implements ForwardReport {
     this.trace?.phase(phase, attrs);
   }
 
+  get aborted(): boolean {
+    return this.reason !== null;
+  }
+
+  get abortReason(): RequestAborted | null {
+    return this.reason;
+  }
+
+  onAbort(fn: () => void): void {
+    if (this.reason !== null) return fn();
+    const current = this.abortListeners;
+    if (current === null) this.abortListeners = fn;
+    else if (typeof current === 'function') this.abortListeners = [current, fn];
+    else current.push(fn);
+  }
+
+  offAbort(fn: () => void): void {
+    const current = this.abortListeners;
+    if (current === fn) this.abortListeners = null;
+    else if (Array.isArray(current)) {
+      const at = current.indexOf(fn);
+      if (at !== -1) current.splice(at, 1);
+    }
+  }
+
+  /**
+   * The same abort as a standard AbortSignal, for APIs that take one. Made on first use only:
+   * a Node AbortSignal is an EventTarget that costs about 2.5 µs and several objects to
+   * create (measured), a cost every request would pay for a signal most never need — so the
+   * gateway's own phases and forwarders listen through onAbort.
+   */
   get signal(): AbortSignal {
-    return this.abort.signal;
+    if (this.controller === null) {
+      this.controller = new AbortController();
+      if (this.reason !== null) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
   }
 
   /** The gateway is closing: every phase and forwarder of this request stops. */
   shutdown(): void {
-    if (!this.finished) this.abort.abort(new RequestAborted('shutdown'));
+    this.abortWith('shutdown');
+  }
+
+  private abortWith(why: RequestAborted['reason']): void {
+    if (this.finished || this.reason !== null) return;
+    this.reason = new RequestAborted(why);
+    this.controller?.abort(this.reason);
+    const listeners = this.abortListeners;
+    this.abortListeners = null;
+    if (typeof listeners === 'function') listeners();
+    else if (listeners !== null) for (const fn of listeners) fn();
   }
 
   get ended(): boolean {
@@ -230,7 +282,7 @@ export class RequestContext implements ForwardReport {
    * 503 (UNAVAILABLE) with Retry-After — or cut, when the answer had started.
    */
   endAborted(extra: Omit<Outcome, 'status'> = {}): void {
-    const reason = this.signal.reason instanceof RequestAborted ? this.signal.reason.reason : 'client_gone';
+    const reason = this.reason?.reason ?? 'client_gone';
     if (reason === 'client_gone') return this.finish({ status: 499, ...extra });
     if (reason === 'deadline') return this.fail({ status: 504, code: 'deadline_exceeded', message: "the call's deadline (grpc-timeout) passed at the gateway" }, extra);
     this.fail({ status: 503, code: 'unavailable', message: 'the gateway is shutting down; retry', headers: { 'retry-after': '1' } }, extra);
