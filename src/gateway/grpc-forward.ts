@@ -2,7 +2,7 @@
 // HTTP/2 (h2c) session to the chosen replica, generic over services and methods — request
 // headers and metadata, length-prefixed messages in both directions, response headers and
 // trailers pass intact; `grpc-timeout` travels with the request, so the replica enforces the
-// deadline too; the request's AbortSignal (client gone, deadline, shutdown) resets the
+// deadline too; the request's abort (client gone, deadline, shutdown; onAbort) resets the
 // upstream stream with CANCEL. The Authorization metadata stays at the gateway. Which replica
 // to try next, and whether a failure ejects it, is the candidate loop's (candidates.ts): an
 // attempt whose stream never opened at the replica is a `connect` failure (no message was

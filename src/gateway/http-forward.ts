@@ -3,7 +3,7 @@
 // (onRequestStart … onResponseEnd), the cheapest path measured (bench/README.md): raw headers
 // pass through, the response is relayed chunk by chunk with backpressure (the dispatch
 // controller's pause and resume), headers are flushed as soon as they arrive (SSE clients see
-// them at once), and the request's AbortSignal (client gone, shutdown) aborts the upstream
+// them at once), and the request's abort (client gone, shutdown; onAbort) aborts the upstream
 // request. Which replica to try, and whether a failed attempt is retried or ejects it, is the
 // candidate loop's (candidates.ts); this module only says how an attempt failed:
 //   connect   undici never put the request on a socket (onRequestStart not called);

@@ -11,7 +11,7 @@
 //                transport, the only step that differs by protocol;
 //   finish       RequestContext.finish: all accounting, however the request ended.
 // Each step runs under one guard: an exception ends that request with 500 (gRPC INTERNAL),
-// not the process. Waiting steps listen to the request's AbortSignal (client gone, gRPC
+// not the process. Waiting steps listen to the request's abort (onAbort: client gone, gRPC
 // deadline, shutdown). The decisions themselves are pure functions in phases.ts.
 
 import type { Socket } from 'node:net';

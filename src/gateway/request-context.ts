@@ -1,6 +1,6 @@
 // Owns one request's life at the gateway from arrival to its single end: the protocol (decided
 // once), the route and credential once known, the time it arrived, the replica each forward
-// attempt went to, the request's AbortSignal (the client went away, its gRPC deadline passed,
+// attempt went to, the request's abort signal (the client went away, its gRPC deadline passed,
 // the gateway is shutting down) that every waiting phase and forwarder listens to, the hooks
 // of the policy that placed it, and `finish` — the one place that does all accounting, however
 // the request ended (refused by a phase, held and given up, forwarded, cut): in-flight counts
