@@ -31,6 +31,7 @@ import { RequestPipeline } from './pipeline.js';
 import { RateLimiter } from './rate-limiter.js';
 import { ReplicaHealth, type EjectionOptions } from './replica-health.js';
 import type { BodyLimits } from './request-body.js';
+import { LiveRequests } from './live-requests.js';
 import { RoutingTable } from './routing-table.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { UpstreamPools, type UpstreamTimeouts } from './upstream-pools.js';
@@ -145,7 +146,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       log,
       // Asked for by its own flag, so written whatever the log level (as an access log is).
       accessLog: opts.accessLog ? log.child({}, { level: 'info' }) : null,
-      live: new Set(),
+      live: new LiveRequests(),
       tracing: opts.tracing ?? null,
     },
   });

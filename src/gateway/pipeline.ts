@@ -58,7 +58,7 @@ export class RequestPipeline {
 
   /** Aborts every request not yet ended (the gateway is closing): each ends with 503 or a cut. */
   shutdown(): void {
-    for (const ctx of [...(this.deps.books.live ?? [])]) ctx.shutdown();
+    for (const ctx of this.deps.books.live?.snapshot() ?? []) ctx.shutdown();
   }
 
   /** The listener's request handler: HTTP/1.1 and HTTP/2 (gRPC included) alike. */

@@ -23,6 +23,7 @@ import type { ReplicaHealth } from './replica-health.js';
 import type { BodyFailureKind } from './request-body.js';
 import { answerStarted, cutAnswer, writeRefusal } from './respond.js';
 import type { Route } from './routing-table.js';
+import type { LiveLinks, LiveRequests } from './live-requests.js';
 import type { TokenUsage } from './usage-tap.js';
 import type { AttemptTrace, RequestTrace, Tracing } from '../tracing/tracing.js';
 
@@ -101,7 +102,7 @@ export interface Accounting {
   /** Where one line per request goes when it ends; null: no access log. */
   accessLog: Logger | null;
   /** Requests not yet ended, so a shutdown can abort them; absent: not tracked. */
-  live?: Set<RequestContext>;
+  live?: LiveRequests<RequestContext>;
   /** OpenTelemetry tracing when it is on; absent or null: off, and nothing is traced. */
   tracing?: Tracing | null;
 }
@@ -125,7 +126,10 @@ export function finishParserRefusal(books: Accounting, status: number, client: s
   books.accessLog?.info({ deployment: null, protocol: 'http', method: null, path: null, status, auth: null, replica: null, attempts: 0, ms: 0, client }, 'request');
 }
 
-export class RequestContext implements ForwardReport {
+export class RequestContext implements ForwardReport, LiveLinks {
+  /** Links of the live-requests list (live-requests.ts). */
+  livePrev: LiveLinks | null = null;
+  liveNext: LiveLinks | null = null;
   readonly startedAt = performance.now();
   readonly protocol: Protocol;
   /** The deployment, once the route phase found it. */
