@@ -1,5 +1,6 @@
 // Bench helper: one autocannon run against a target, with the same settings for every
-// target, and the proxy process's CPU time per request measured over the run.
+// target, and the proxy process's CPU time per request measured over the run — closed loop,
+// or at an offered rate; the small chat body, or a target's own bodies (long prompts).
 
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -25,6 +26,20 @@ export interface LoadTarget {
   headers?: Record<string, string>;
   /** POST a small chat-completion body (default), or GET with none, as the earlier measurements did. */
   method?: 'POST' | 'GET';
+  /** POST these bodies in turn instead, each with its X-Session-Id (autocannon only). */
+  bodies?: ReadonlyArray<{ body: Buffer; session: string }>;
+}
+
+export interface RunOptions {
+  seconds: number;
+  connections: number;
+  /** Requests per second offered over all connections (autocannon's overallRate); none: closed loop. */
+  rate?: number;
+  /**
+   * Percentiles from every 2xx answer's own time, to the microsecond, instead of autocannon's
+   * histogram, which keeps whole milliseconds (too coarse for a 5 ms budget).
+   */
+  exactLatency?: boolean;
 }
 
 export interface LoadResult {
@@ -36,26 +51,37 @@ export interface LoadResult {
   non2xx: number;
   errors: number;
   cpuUsPerRequest: number | null;
+  /** The measured processes' CPU over the run's wall time, in cores (1 = one core busy). */
+  cpuCores?: number | null;
 }
 
 const BODY = JSON.stringify({ model: 'bench', messages: [{ role: 'user', content: 'Say something about foxes.' }], max_tokens: 16 });
 const SESSIONS = Array.from({ length: 1000 }, (_, i) => `session-${i}`);
 
-function run(target: LoadTarget, seconds: number, connections: number): Promise<autocannon.Result> {
+/** The p-th percentile of sorted values (nearest rank). */
+const percentile = (sorted: number[], p: number): number => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!);
+
+function run(target: LoadTarget, opts: RunOptions, latencies: number[] | null): Promise<autocannon.Result> {
   let next = 0;
-  return autocannon({
+  const bodies = target.bodies;
+  const instance = autocannon({
     url: target.url,
-    connections,
-    duration: seconds,
+    connections: opts.connections,
+    duration: opts.seconds,
+    ...(opts.rate ? { overallRate: opts.rate } : {}),
     // autocannon verifies no certificate (it sets rejectUnauthorized: false); the gateway
     // and HAProxy still do the full TLS work, which is what is measured.
     servername: target.host,
     tlsOptions: target.ca ? { ca: target.ca } : undefined,
     requests: [
       {
-        method: target.method ?? 'POST',
+        method: bodies ? 'POST' : (target.method ?? 'POST'),
         path: '/v1/chat/completions',
         setupRequest: (req) => {
+          if (bodies) {
+            const r = bodies[next++ % bodies.length]!;
+            return { ...req, body: r.body, headers: { ...(req.headers ?? {}), 'x-session-id': r.session } };
+          }
           const headers = { ...(req.headers ?? {}), 'x-session-id': SESSIONS[next++ % SESSIONS.length]! };
           return { ...req, headers };
         },
@@ -66,15 +92,26 @@ function run(target: LoadTarget, seconds: number, connections: number): Promise<
       ...(target.host ? { host: target.host } : {}),
       ...(target.headers ?? {}),
     },
-    body: (target.method ?? 'POST') === 'POST' ? BODY : undefined,
-  } as autocannon.Options);
+    body: bodies ? undefined : (target.method ?? 'POST') === 'POST' ? BODY : undefined,
+  } as autocannon.Options) as unknown as autocannon.Instance & Promise<autocannon.Result>;
+  if (latencies) {
+    (instance as autocannon.Instance).on('response', (_client: autocannon.Client, status: number, _bytes: number, ms: number) => {
+      if (status >= 200 && status < 300) latencies.push(ms);
+    });
+  }
+  return instance;
 }
 
 type Raw = Omit<LoadResult, 'target' | 'cpuUsPerRequest'>;
 
-async function runAutocannon(target: LoadTarget, seconds: number, connections: number): Promise<Raw> {
-  const r = await run(target, seconds, connections);
-  return { requests: r.requests.total, rps: r.requests.average, p50ms: r.latency.p50, p99ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+async function runAutocannon(target: LoadTarget, opts: RunOptions): Promise<Raw> {
+  const latencies = opts.exactLatency ? [] : null;
+  const r = await run(target, opts, latencies);
+  const raw = { requests: r.requests.total, rps: r.requests.average, p50ms: r.latency.p50, p99ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+  if (!latencies) return raw;
+  latencies.sort((a, b) => a - b);
+  const ms = (p: number) => Math.round(percentile(latencies, p) * 1000) / 1000;
+  return { ...raw, p50ms: ms(50), p99ms: ms(99) };
 }
 
 /** The same request for wrk: one thread, session ids rotating over the same 1,000. */
@@ -89,7 +126,9 @@ request = function()
 end
 `;
 
-function runWrk(target: LoadTarget, seconds: number, connections: number): Promise<Raw> {
+function runWrk(target: LoadTarget, opts: RunOptions): Promise<Raw> {
+  const { seconds, connections } = opts;
+  if (target.bodies || opts.rate || opts.exactLatency) throw new Error(`wrk runs here send one small body, closed loop: ${target.name} needs autocannon`);
   const script = path.join(os.tmpdir(), `infergate-bench-${process.pid}.lua`);
   writeFileSync(script, wrkScript(target.method ?? 'POST'));
   // "Host" capitalised: wrk adds its own Host header unless it finds exactly that name.
@@ -119,16 +158,20 @@ function runWrk(target: LoadTarget, seconds: number, connections: number): Promi
   });
 }
 
-export async function measure(
-  target: LoadTarget,
-  opts: { seconds: number; warmupSeconds: number; connections: number; generator?: Generator },
-): Promise<LoadResult> {
+export async function measure(target: LoadTarget, opts: RunOptions & { warmupSeconds: number; generator?: Generator }): Promise<LoadResult> {
   const go = opts.generator === 'wrk' ? runWrk : runAutocannon;
-  await go(target, opts.warmupSeconds, opts.connections);
+  await go(target, { ...opts, seconds: opts.warmupSeconds, exactLatency: false });
   const pids = target.pids?.() ?? (target.pid ? [target.pid] : []);
   const cpu = () => pids.reduce((sum, pid) => sum + cpuMicros(pid), 0);
   const cpuBefore = cpu();
-  const r = await go(target, opts.seconds, opts.connections);
-  const cpuAfter = cpu();
-  return { target: target.name, ...r, cpuUsPerRequest: pids.length > 0 && r.requests > 0 ? (cpuAfter - cpuBefore) / r.requests : null };
+  const started = process.hrtime.bigint();
+  const r = await go(target, opts);
+  const wallUs = Number(process.hrtime.bigint() - started) / 1000;
+  const used = cpu() - cpuBefore;
+  return {
+    target: target.name,
+    ...r,
+    cpuUsPerRequest: pids.length > 0 && r.requests > 0 ? used / r.requests : null,
+    cpuCores: pids.length > 0 && wallUs > 0 ? used / wallUs : null,
+  };
 }

@@ -3,7 +3,9 @@
 // gateway (`serve --role gateway`, fed by a `--role control` process through Redis). The
 // upstreams are the bench deployment's own replicas, started the way a user would start them:
 // a general deployment whose command runs bench/upstream.ts on $PORT. HAProxy, the bare
-// forwarder and the direct runs are pointed at the same replica addresses.
+// forwarder and the direct runs are pointed at the same replica addresses. More deployments
+// of the same upstream (another routing policy) and more gateway processes (another
+// environment, e.g. tracing) can be added to the same control plane.
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -99,11 +101,36 @@ export interface GatewayTarget {
   redis: Started | null;
   port: number;
   caPem: string;
-  /** Ready replicas the gateway routes the bench endpoint to (its own metric). */
-  routedReplicas(): Promise<number>;
-  /** Another `--role gateway` process on the same store and upstreams, with this many gateway workers. */
-  addGateway(workers: number): Promise<ExtraGateway>;
+  /** Ready replicas the gateway routes the bench endpoint (or the named one) to (its own metric). */
+  routedReplicas(endpoint?: string): Promise<number>;
+  /** The gateway's Prometheus text. */
+  metrics(): Promise<string>;
+  /**
+   * Another `--role gateway` process on the same store and upstreams, with this many gateway
+   * workers and these variables added to its environment (undefined: removed).
+   */
+  addGateway(workers: number, env?: NodeJS.ProcessEnv): Promise<ExtraGateway>;
+  /** Another deployment of the bench upstream on the same control plane, ready and routed by the gateway. */
+  addDeployment(opts: { name: string; token: string; replicas: number; spec?: Record<string, unknown> }): Promise<BenchDeployment>;
   stop(): Promise<void>;
+}
+
+export interface BenchDeployment {
+  name: string;
+  /** SNI and Host of its endpoint. */
+  host: string;
+  token: string;
+  /** Its ready replicas' ports on 127.0.0.1. */
+  upstreams: number[];
+}
+
+/** Requests the gateway answered for an endpoint, all statuses (infergate_requests_total). */
+export function requestsAnswered(metricsText: string, endpoint = ENDPOINT): number {
+  let total = 0;
+  for (const line of metricsText.split('\n')) {
+    if (line.startsWith('infergate_requests_total{') && line.includes(`deployment="${endpoint}"`)) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
 }
 
 export interface ExtraGateway {
@@ -112,7 +139,7 @@ export interface ExtraGateway {
   workers: number;
   /** The process and its gateway workers (its children), whose CPU the requests cost. */
   pids(): number[];
-  routedReplicas(): Promise<number>;
+  routedReplicas(endpoint?: string): Promise<number>;
   metrics(): Promise<string>;
 }
 
@@ -125,9 +152,9 @@ export function childPids(pid: number): number[] {
   }
 }
 
-async function routedFrom(metricsPort: number): Promise<number> {
+async function routedFrom(metricsPort: number, endpoint = ENDPOINT): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`infergate_replicas_ready{deployment="${ENDPOINT}"`));
+  const line = text.split('\n').find((l) => l.startsWith(`infergate_replicas_ready{deployment="${endpoint}"`));
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
@@ -163,17 +190,17 @@ export async function startGateway(root: string, dir: string, replicas: number):
     { env, ready: /state in/ },
   );
   const extras: Started[] = [];
-  const addGateway = async (workers: number): Promise<ExtraGateway> => {
+  const addGateway = async (workers: number, extraEnv: NodeJS.ProcessEnv = {}): Promise<ExtraGateway> => {
     const [port, metricsPort] = await Promise.all([freePort(), freePort()]);
     const args = ['serve', '--role', 'gateway', ...common, '--gateway-workers', String(workers), '--gateway-port', String(port), '--gateway-host', '127.0.0.1', '--metrics-port', String(metricsPort)];
-    const proc = await start(process.execPath, [...nodeArgs, main, ...args, '--data-dir', path.join(dir, `data-gateway-${extras.length + 2}`)], { env, ready: /state in/ });
+    const proc = await start(process.execPath, [...nodeArgs, main, ...args, '--data-dir', path.join(dir, `data-gateway-${extras.length + 2}`)], { env: { ...env, ...extraEnv }, ready: /state in/ });
     extras.push(proc);
     return {
       proc,
       port,
       workers,
       pids: () => [proc.pid, ...childPids(proc.pid)],
-      routedReplicas: () => routedFrom(metricsPort),
+      routedReplicas: (endpoint?: string) => routedFrom(metricsPort, endpoint),
       metrics: async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(),
     };
   };
@@ -181,40 +208,51 @@ export async function startGateway(root: string, dir: string, replicas: number):
   const api = `http://127.0.0.1:${apiPort}`;
   const headers = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
   const tsx = fileURLToPath(import.meta.resolve('tsx'));
-  const created = await fetch(`${api}/deployments/general`, {
-    method: 'POST',
-    headers,
-    body: JSON.stringify({
-      ...generalBody(ENDPOINT, TOKEN),
-      image: 'bench/upstream',
-      tag: '1',
-      container_port: 8000,
-      health_check_path: '/',
-      command: [process.execPath, '--import', tsx, path.join(root, 'bench/upstream.ts'), '$PORT'],
-      env: { CHUNKS: '50', DELAY_MS: '5' },
-      enable_logging: false,
-      min_replicas: replicas,
-      max_replicas: replicas,
-      session_affinity: true,
-    }),
-  });
-  const deployment = (await created.json()) as { id: number };
-  if (created.status !== 201) throw new Error(`creating the bench deployment failed: ${created.status} ${JSON.stringify(deployment)}`);
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const d = (await (await fetch(`${api}/deployments/general/${deployment.id}`, { headers })).json()) as { status: string; components: { Replica?: { ready: number } } };
-    if (d.status === 'ready' && d.components.Replica?.ready === replicas) break;
-    if (Date.now() > deadline) throw new Error(`the bench deployment's ${replicas} upstream replicas were not ready within 60 s: ${JSON.stringify(d)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-
-  // Their addresses, as the runtime recorded them: HAProxy and the direct runs use the same ones.
-  const store = new RedisStore({ url: redisUrl, prefix });
-  await store.open();
-  const ready = (await store.list('replica')).map((r) => r.value).filter((r) => r.deployment_id === deployment.id && r.state === 'ready' && r.address !== null);
-  await store.close();
-  const upstreams = ready.map((r) => Number(String(r.address).split(':').pop()));
-  if (upstreams.length !== replicas) throw new Error(`expected ${replicas} ready upstream replicas in the store, found ${upstreams.length}`);
+  /** A deployment of bench/upstream.ts with `replicas` replicas; the ports its ready replicas listen on. */
+  const createUpstreams = async (name: string, token: string, replicas: number, spec: Record<string, unknown>): Promise<number[]> => {
+    const created = await fetch(`${api}/deployments/general`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        ...generalBody(name, token),
+        image: 'bench/upstream',
+        tag: '1',
+        container_port: 8000,
+        health_check_path: '/',
+        command: [process.execPath, '--import', tsx, path.join(root, 'bench/upstream.ts'), '$PORT'],
+        env: { CHUNKS: '50', DELAY_MS: '5' },
+        enable_logging: false,
+        min_replicas: replicas,
+        max_replicas: replicas,
+        session_affinity: true,
+        ...spec,
+      }),
+    });
+    const deployment = (await created.json()) as { id: number };
+    if (created.status !== 201) throw new Error(`creating the bench deployment ${name} failed: ${created.status} ${JSON.stringify(deployment)}`);
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const d = (await (await fetch(`${api}/deployments/general/${deployment.id}`, { headers })).json()) as { status: string; components: { Replica?: { ready: number } } } & Record<string, unknown>;
+      if (d.status === 'ready' && d.components.Replica?.ready === replicas) {
+        for (const [field, value] of Object.entries(spec)) {
+          // What the deployment reports, not what was asked: a field it drops would not be measured.
+          if (JSON.stringify(d[field]) !== JSON.stringify(value)) throw new Error(`the bench deployment ${name} reports ${field} ${JSON.stringify(d[field])}, not ${JSON.stringify(value)}`);
+        }
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`the bench deployment ${name}'s ${replicas} upstream replicas were not ready within 60 s: ${JSON.stringify(d)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // Their addresses, as the runtime recorded them: HAProxy and the direct runs use the same ones.
+    const store = new RedisStore({ url: redisUrl, prefix });
+    await store.open();
+    const ready = (await store.list('replica')).map((r) => r.value).filter((r) => r.deployment_id === deployment.id && r.state === 'ready' && r.address !== null);
+    await store.close();
+    const ports = ready.map((r) => Number(String(r.address).split(':').pop()));
+    if (ports.length !== replicas) throw new Error(`expected ${replicas} ready upstream replicas of ${name} in the store, found ${ports.length}`);
+    return ports;
+  };
+  const upstreams = await createUpstreams(ENDPOINT, TOKEN, replicas, {});
   const caPem = await readFile(path.join(dir, 'certs', 'ca.crt'), 'utf8');
   return {
     upstreams,
@@ -223,8 +261,19 @@ export async function startGateway(root: string, dir: string, replicas: number):
     redis,
     port: gatewayPort,
     caPem,
-    routedReplicas: () => routedFrom(m2),
+    routedReplicas: (endpoint?: string) => routedFrom(m2, endpoint),
+    metrics: async () => (await fetch(`http://127.0.0.1:${m2}/metrics`)).text(),
     addGateway,
+    addDeployment: async ({ name, token, replicas: count, spec = {} }) => {
+      const ports = await createUpstreams(name, token, count, spec);
+      // The gateway learns of ready replicas through the store.
+      const deadline = Date.now() + 10_000;
+      while ((await routedFrom(m2, name)) !== count) {
+        if (Date.now() > deadline) throw new Error(`the gateway did not route ${name} to its ${count} replicas within 10 s`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return { name, host: `${name}.${DOMAIN}`, token, upstreams: ports };
+    },
     stop: async () => {
       for (const extra of extras) await extra.stop();
       await gateway.stop();
