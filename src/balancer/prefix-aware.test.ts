@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PrefixAwareSelector, type ReplicaSignals } from './prefix-aware.js';
 import { blockHashes, canonicalPrompt, promptBytes, requestBlocks } from './prompt-blocks.js';
+import { topLevelMembers } from './json-scan.js';
 import { PrefixIndex } from './prefix-index.js';
 import type { LoadView, ReplicaRef } from './selector.js';
 
@@ -161,5 +162,22 @@ describe('prefix-aware choice', () => {
     expect(p.index.size(1)).toBeLessThanOrEqual(8);
     expect(p.index.size(1)).toBeGreaterThanOrEqual(4);
     expect(p.index.size(1)).toBeGreaterThan(small);
+  });
+});
+
+describe('top-level members, found by a scan', () => {
+  const members = (json: string) => {
+    const m = topLevelMembers(Buffer.from(json), ['stream', 'model']);
+    return m === null ? null : Object.fromEntries(Object.entries(m).map(([k, v]) => [k, v!.toString()]));
+  };
+  it('finds the members asked for, values as sent, and nothing nested', () => {
+    expect(members('{"model":"m","options":{"stream":false},"stream" : true}')).toEqual({ model: '"m"', stream: 'true' });
+    expect(members('{"messages":[{"content":"\\"stream\\": true"}]}')).toEqual({});
+    expect(members('{}')).toEqual({});
+  });
+  it('finds nothing in what is not one JSON object', () => {
+    expect(members('[]')).toBeNull();
+    expect(members('{"stream":tru')).toBeNull();
+    expect(members('{"stream" true}')).toBeNull();
   });
 });

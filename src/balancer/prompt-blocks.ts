@@ -18,6 +18,8 @@ export const MAX_PROMPT_CHARS = 1 << 20;
 const MESSAGE_START = '\u001e';
 const FIELD_SEPARATOR = '\u001f';
 
+import { topLevelMembers } from './json-scan.js';
+
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The text of a message's content: a string, or the text parts of an array (others as JSON). */
@@ -57,12 +59,21 @@ export function canonicalPrompt(body: unknown): string | null {
 }
 
 /**
- * Chained hashes of the full blocks of `text`. Two 32-bit FNV-1a-style lanes with different
- * seeds make a 53-bit name, so unrelated blocks of a large index collide about never (at 10^6
- * blocks, about one chance in 10^4) while the result stays a plain number (a Map key). The
- * lanes eat the text two UTF-16 code units at a time, as 32-bit words of its UTF-16LE bytes:
- * half the multiplications of a per-character loop, which on 200 KB prompts was most of the
- * gateway's cost per request.
+ * A block's name from the two lanes: 30 bits, so it is a small integer to V8 — a Set or Map of
+ * them stores it inline, where a larger number is a heap object allocated per entry (measured:
+ * recording a 200 KB prompt's blocks was the policy's largest cost). Two lanes mixed keep the
+ * name well spread; at 30 bits, a block absent from a replica's index of 16,384 matches one of
+ * them by chance about once in 65,000 lookups, and such a false match costs only a
+ * misestimated prefill for one choice.
+ */
+function blockName(a: number, b: number): number {
+  return ((a ^ Math.imul(b, 0x27d4eb2d)) >>> 2) & 0x3fffffff;
+}
+
+/**
+ * Chained hashes of the full blocks of `text` (blockName: 30-bit names). The lanes eat the
+ * text two UTF-16 code units at a time, as 32-bit words of its UTF-16LE bytes: half the
+ * multiplications of a per-character loop.
  */
 export function blockHashes(text: string, blockChars = DEFAULT_BLOCK_CHARS): number[] {
   const length = Math.min(text.length, MAX_PROMPT_CHARS);
@@ -91,7 +102,7 @@ function byWord(words: Int32Array, blocks: number, perBlock: number): number[] {
       a = Math.imul(a ^ c, 0x01000193);
       b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 15);
     }
-    out[block] = (a >>> 0) * 0x200000 + ((b >>> 0) & 0x1fffff);
+    out[block] = blockName(a, b);
   }
   return out;
 }
@@ -108,64 +119,12 @@ function byCodeUnit(text: string, blocks: number, blockChars: number): number[] 
       a = Math.imul(a ^ c, 0x01000193);
       b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 15);
     }
-    out[block] = (a >>> 0) * 0x200000 + ((b >>> 0) & 0x1fffff);
+    out[block] = blockName(a, b);
   }
   return out;
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-
-/** Past JSON whitespace from `i`. */
-function skipSpace(b: Buffer, i: number): number {
-  while (i < b.length) {
-    const c = b[i]!;
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break;
-    i++;
-  }
-  return i;
-}
-
-/** The index just past the string whose opening quote is at `i`, or -1. memchr finds each quote. */
-function skipString(b: Buffer, i: number): number {
-  for (let q = b.indexOf(QUOTE, i + 1); q !== -1; q = b.indexOf(QUOTE, q + 1)) {
-    let slashes = 0;
-    while (b[q - 1 - slashes] === BACKSLASH) slashes++;
-    if (slashes % 2 === 0) return q + 1; // not escaped
-  }
-  return -1;
-}
-
-/** The index just past the JSON value at `i` (string, object, array, number, literal), or -1. */
-function skipValue(b: Buffer, i: number): number {
-  const c = b[i];
-  if (c === QUOTE) return skipString(b, i);
-  if (c === 0x7b || c === 0x5b) {
-    let depth = 0;
-    while (i < b.length) {
-      const d = b[i]!;
-      if (d === QUOTE) {
-        i = skipString(b, i);
-        if (i === -1) return -1;
-        continue;
-      }
-      if (d === 0x7b || d === 0x5b) depth++;
-      else if (d === 0x7d || d === 0x5d) {
-        depth--;
-        if (depth === 0) return i + 1;
-      }
-      i++;
-    }
-    return -1;
-  }
-  // A number or a literal: up to the next delimiter.
-  while (i < b.length) {
-    const d = b[i]!;
-    if (d === 0x2c || d === 0x7d || d === 0x5d || d === 0x20 || d === 0x0a || d === 0x0d || d === 0x09) return i;
-    i++;
-  }
-  return -1;
-}
+const PROMPT_KEYS = ['messages', 'prompt'] as const;
 
 /**
  * The prompt of a chat or text completion body as sent — the bytes of its top-level `messages`
@@ -175,27 +134,12 @@ function skipValue(b: Buffer, i: number): number {
  * the client serialises the same way each time, which a client library does.
  */
 export function promptBytes(body: Buffer): Buffer | null {
-  let i = skipSpace(body, 0);
-  if (body[i] !== 0x7b) return null;
-  i = skipSpace(body, i + 1);
-  let prompt: Buffer | null = null;
-  while (i < body.length && body[i] === QUOTE) {
-    const keyEnd = skipString(body, i);
-    if (keyEnd === -1) return null;
-    const key = body.toString('latin1', i + 1, keyEnd - 1);
-    i = skipSpace(body, keyEnd);
-    if (body[i] !== 0x3a) return null;
-    i = skipSpace(body, i + 1);
-    const end = skipValue(body, i);
-    if (end === -1) return null;
-    if (key === 'messages' && body[i] === 0x5b) return body.subarray(i, end);
-    if (key === 'prompt' && body[i] === QUOTE) prompt = body.subarray(i, end);
-    i = skipSpace(body, end);
-    if (body[i] === 0x2c) i = skipSpace(body, i + 1);
-    else break;
-  }
-  if (body[i] !== 0x7d) return null;
-  return prompt;
+  const members = topLevelMembers(body, PROMPT_KEYS);
+  if (members === null) return null;
+  const { messages, prompt } = members;
+  if (messages !== undefined && messages[0] === 0x5b) return messages;
+  if (prompt !== undefined && prompt[0] === 0x22) return prompt;
+  return null;
 }
 
 /**

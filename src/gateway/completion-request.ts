@@ -12,9 +12,15 @@
 
 import { BodyGate, type Body } from './request-body.js';
 import { CHARS_PER_TOKEN, type Estimation } from './usage-scan.js';
+import { topLevelMembers } from '../balancer/json-scan.js';
 
 const COMPLETION_PATHS = ['/v1/chat/completions', '/v1/completions'];
 const STREAM_MARK = Buffer.from('"stream"', 'latin1');
+const STREAM_KEY = ['stream'] as const;
+const TRUE = Buffer.from('true', 'latin1');
+
+/** A member's raw value is the JSON literal true. */
+const isTrue = (value: Buffer | undefined): boolean => value !== undefined && value.equals(TRUE);
 
 export interface CompletionExchange extends Estimation {
   /** The body to forward: the client's, or the rewritten one (Content-Length must follow it). */
@@ -66,8 +72,9 @@ export function completionExchange(method: string | undefined, path: string, bod
     const r = request();
     return isRecord(r) && typeof r.model === 'string' ? r.model : null;
   };
-  // Most requests are not streamed: a substring search spares them the parse.
-  if (body.indexOf(STREAM_MARK) !== -1) {
+  // Most requests are not streamed: a substring search spares them the scan, and the scan the
+  // parse (a 200 KB prompt with "stream": false is not parsed at all).
+  if (body.indexOf(STREAM_MARK) !== -1 && isTrue(topLevelMembers(body, STREAM_KEY)?.stream)) {
     const r = request();
     const options = isRecord(r) && r.stream === true ? usageOptions(r.stream_options) : null;
     const rewritten = options === null ? null : withMember(body, 'stream_options', JSON.stringify(options));
