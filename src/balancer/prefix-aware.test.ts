@@ -80,6 +80,25 @@ describe('prefix index', () => {
   });
 });
 
+describe('prefix index on long prompts', () => {
+  // Chained names, as blockHashes makes them: name k stands for the whole prefix up to k.
+  const chain = (n: number, seed: number, from = 0, base: number[] = []) => [...base.slice(0, from), ...Array.from({ length: n - from }, (_, i) => seed * 1_000_000 + from + i)];
+  it('matches a long prompt to within 16 blocks past its first 64, from far fewer entries', () => {
+    const index = new PrefixIndex(100_000);
+    const turn1 = chain(500, 1);
+    index.record(1, turn1);
+    expect(index.size(1)).toBeLessThan(100); // 64 one by one, then one in 16
+    expect(index.match(1, turn1)).toBeGreaterThan(500 - 16);
+    const turn2 = [...turn1, ...chain(100, 2)]; // the next turn extends it
+    expect(index.match(1, turn2)).toBeGreaterThan(500 - 16);
+    expect(index.match(1, turn2)).toBeLessThanOrEqual(500);
+    const forked = chain(500, 3, 300, turn1); // the same first 300 blocks, then other text
+    expect(index.match(1, forked)).toBeGreaterThan(300 - 16);
+    expect(index.match(1, forked)).toBeLessThanOrEqual(300);
+    expect(index.match(1, chain(40, 4))).toBe(0);
+  });
+});
+
 describe('prefix-aware choice', () => {
   it.each([
     ['prefix locality wins when load is even', 3, {}, 3],
