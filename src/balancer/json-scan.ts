@@ -58,31 +58,64 @@ function skipValue(b: Buffer, i: number): number {
   return -1;
 }
 
+/** Where a JSON object's members are: each one visited, and the object's closing brace. */
+export interface MemberWalk {
+  /** The index of the object's closing `}`. */
+  close: number;
+  /** The index just past the last member's value; -1 for an empty object. */
+  lastEnd: number;
+}
+
 /**
- * The raw bytes of the top-level members of a JSON object whose names are in `keys` (each the
- * value as sent: `true`, `"text"`, `[...]`), found in one scan; null when the body is not one
- * JSON object. A name written with escapes is not recognised (no client writes one so).
+ * Walks the top-level members of the JSON object in `body`, calling `visit` with each raw name
+ * (quotes included, escapes as written) and its value's [start, end); null when the body is
+ * not one JSON object.
  */
-export function topLevelMembers<K extends string>(body: Buffer, keys: readonly K[]): Partial<Record<K, Buffer>> | null {
+export function walkMembers(body: Buffer, visit: (rawName: Buffer, start: number, end: number) => void): MemberWalk | null {
   let i = skipSpace(body, 0);
   if (body[i] !== 0x7b) return null;
   i = skipSpace(body, i + 1);
-  const found: Partial<Record<K, Buffer>> = {};
-  if (body[i] === 0x7d) return found;
-  while (i < body.length && body[i] === QUOTE) {
-    const keyEnd = skipString(body, i);
-    if (keyEnd === -1) return null;
-    const key = body.toString('latin1', i + 1, keyEnd - 1) as K;
-    i = skipSpace(body, keyEnd);
+  let lastEnd = -1;
+  if (body[i] === 0x7d) return { close: i, lastEnd };
+  for (;;) {
+    if (body[i] !== QUOTE) return null;
+    const nameEnd = skipString(body, i);
+    if (nameEnd === -1) return null;
+    const rawName = body.subarray(i, nameEnd);
+    i = skipSpace(body, nameEnd);
     if (body[i] !== 0x3a) return null;
     i = skipSpace(body, i + 1);
     const end = skipValue(body, i);
     if (end === -1 || end === i) return null;
-    if (keys.includes(key)) found[key] = body.subarray(i, end);
+    visit(rawName, i, end);
+    lastEnd = end;
     i = skipSpace(body, end);
     if (body[i] === 0x2c) i = skipSpace(body, i + 1);
-    else break;
+    else if (body[i] === 0x7d) return { close: i, lastEnd };
+    else return null;
   }
-  if (body[i] !== 0x7d) return null;
-  return found;
+}
+
+/** Whether a raw member name (quotes included) is `key`: as written, or once its escapes are read. */
+export function nameIs(rawName: Buffer, key: string): boolean {
+  if (rawName.length === key.length + 2 && rawName.toString('latin1', 1, rawName.length - 1) === key) return true;
+  if (rawName.indexOf(BACKSLASH) === -1) return false;
+  try {
+    return JSON.parse(rawName.toString('utf8')) === key;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The raw bytes of the top-level members of a JSON object whose names are in `keys` (each the
+ * value as sent: `true`, `"text"`, `[...]`; of a name given twice, the last, as JSON.parse
+ * keeps), found in one scan; null when the body is not one JSON object.
+ */
+export function topLevelMembers<K extends string>(body: Buffer, keys: readonly K[]): Partial<Record<K, Buffer>> | null {
+  const found: Partial<Record<K, Buffer>> = {};
+  const walked = walkMembers(body, (rawName, start, end) => {
+    for (const key of keys) if (nameIs(rawName, key)) found[key] = body.subarray(start, end);
+  });
+  return walked === null ? null : found;
 }

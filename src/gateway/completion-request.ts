@@ -12,7 +12,7 @@
 
 import { BodyGate, type Body } from './request-body.js';
 import { CHARS_PER_TOKEN, type Estimation } from './usage-scan.js';
-import { topLevelMembers } from '../balancer/json-scan.js';
+import { nameIs, topLevelMembers, walkMembers } from '../balancer/json-scan.js';
 
 const COMPLETION_PATHS = ['/v1/chat/completions', '/v1/completions'];
 const STREAM_MARK = Buffer.from('"stream"', 'latin1');
@@ -126,95 +126,20 @@ export function estimatePromptTokens(request: Record<string, unknown>): number {
   return Math.ceil(chars / CHARS_PER_TOKEN) + ids;
 }
 
-const isSpace = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
-
-function skipSpace(t: string, i: number): number {
-  while (i < t.length && isSpace(t.charCodeAt(i))) i++;
-  return i;
-}
-
-/** The index after the string that opens at `i`, or -1. */
-function stringEnd(t: string, i: number): number {
-  for (let j = i + 1; j < t.length; j++) {
-    const c = t.charCodeAt(j);
-    if (c === 0x5c) j++;
-    else if (c === 0x22) return j + 1;
-  }
-  return -1;
-}
-
-/** The index after the JSON value that starts at `i`, or -1. */
-function valueEnd(t: string, i: number): number {
-  const c = t.charCodeAt(i);
-  if (c === 0x22) return stringEnd(t, i);
-  if (c === 0x7b || c === 0x5b) {
-    let depth = 0;
-    for (let j = i; j < t.length; j++) {
-      const d = t.charCodeAt(j);
-      if (d === 0x22) {
-        j = stringEnd(t, j) - 1;
-        if (j < 0) return -1;
-      } else if (d === 0x7b || d === 0x5b) depth++;
-      else if ((d === 0x7d || d === 0x5d) && --depth === 0) return j + 1;
-    }
-    return -1;
-  }
-  let j = i;
-  while (j < t.length) {
-    const d = t.charCodeAt(j);
-    if (d === 0x2c || d === 0x7d || d === 0x5d || isSpace(d)) break;
-    j++;
-  }
-  return j > i ? j : -1;
-}
-
-function keyIs(raw: string, key: string): boolean {
-  if (raw === `"${key}"`) return true;
-  if (!raw.includes('\\')) return false;
-  try {
-    return JSON.parse(raw) === key;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * `body` (a JSON object) with its top-level member `key` set to `value` (JSON text): the last
  * such member's value replaced — the one JSON.parse and engines keep — or the member added
- * after the last one. Null when the body is not an object. Scanned as latin1, so string
- * indices are byte offsets; JSON's structural characters are all ASCII.
+ * after the last one. Null when the body is not an object (balancer/json-scan.ts walks it).
  */
 export function withMember(body: Buffer, key: string, value: string): Buffer | null {
-  const t = body.toString('latin1');
-  let i = skipSpace(t, 0);
-  if (t.charCodeAt(i) !== 0x7b) return null;
-  i = skipSpace(t, i + 1);
   let member: [number, number] | null = null;
-  let lastEnd = -1;
-  if (t.charCodeAt(i) !== 0x7d) {
-    for (;;) {
-      if (t.charCodeAt(i) !== 0x22) return null;
-      const nameEnd = stringEnd(t, i);
-      if (nameEnd < 0) return null;
-      const name = t.slice(i, nameEnd);
-      i = skipSpace(t, nameEnd);
-      if (t.charCodeAt(i) !== 0x3a) return null;
-      i = skipSpace(t, i + 1);
-      const end = valueEnd(t, i);
-      if (end < 0) return null;
-      if (keyIs(name, key)) member = [i, end];
-      lastEnd = end;
-      i = skipSpace(t, end);
-      const c = t.charCodeAt(i);
-      if (c === 0x2c) {
-        i = skipSpace(t, i + 1);
-        continue;
-      }
-      if (c === 0x7d) break;
-      return null;
-    }
-  }
-  const insert = Buffer.from(member ? value : `${lastEnd === -1 ? '' : ','}"${key}":${value}`, 'utf8');
-  const [from, to] = member ?? (lastEnd === -1 ? [i, i] : [lastEnd, lastEnd]);
+  const walked = walkMembers(body, (rawName, start, end) => {
+    if (nameIs(rawName, key)) member = [start, end];
+  });
+  if (walked === null) return null;
+  const found = member as [number, number] | null;
+  const { close, lastEnd } = walked;
+  const insert = Buffer.from(found ? value : `${lastEnd === -1 ? '' : ','}"${key}":${value}`, 'utf8');
+  const [from, to] = found ?? (lastEnd === -1 ? [close, close] : [lastEnd, lastEnd]);
   return Buffer.concat([body.subarray(0, from), insert, body.subarray(to)]);
 }

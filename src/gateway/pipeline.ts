@@ -91,7 +91,7 @@ export class RequestPipeline {
     const routed = routePhase(this.deps.table, host, target.value, ctx.protocol);
     if (!routed.ok) return ctx.refuse(routed.rejection);
     ctx.routed(routed.value.route);
-    ctx.mark('routed');
+    ctx.trace?.phase('routed');
     this.authenticate(ctx, routed.value.route, routed.value.path);
   }
 
@@ -146,12 +146,12 @@ export class RequestPipeline {
     }
     const paused = pausedPhase(route);
     if (!paused.ok) return ctx.refuse(paused.rejection);
-    ctx.mark('admitted');
+    ctx.trace?.phase('admitted');
     const limits: BodyLimits = { maxBytes: route.maxBodyBytes ?? this.deps.body.maxBytes, idleMs: this.deps.body.idleMs };
     const received = (r: ReceivedBody): void =>
       this.guarded(ctx, () => {
         if (r.ok) {
-          ctx.mark('body_received');
+          ctx.trace?.phase('body_received');
           return this.load(ctx, route.host, path, r.body);
         }
         if (r.error === null) return ctx.endAborted();
@@ -182,7 +182,7 @@ export class RequestPipeline {
         .then((outcome) =>
           this.guarded(ctx, () => {
             if (outcome.ok) {
-              ctx.mark('released');
+              ctx.trace?.phase('released');
               return this.forward(ctx, outcome.route, path, body);
             }
             if (outcome.rejection) ctx.refuse(outcome.rejection);

@@ -7,8 +7,8 @@
 // of the deployment and the replica, usage rows, token spend for rate limits, metrics, and an
 // optional access log line — and, when tracing is on, the request's span (src/tracing/): an
 // event per phase, a child span per attempt whose context goes to the replica, the first
-// byte and the GenAI attributes at the end. Every answer it writes goes through respond.ts. Forwarders only
-// report what happened (ForwardReport).
+// byte and the GenAI attributes at the end. Every answer it writes goes through respond.ts.
+// Forwarders only report what happened (ForwardReport).
 
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
@@ -73,7 +73,8 @@ export interface ForwardReport {
   readonly trace: RequestTrace | null;
   /**
    * The trace context for the replica of the current attempt (traceparent, tracestate), as a
-   * flat [name, value, ...] list to send instead of the client's; null when tracing is off.
+   * flat [name, value, ...] list to send instead of the client's; null when tracing is off or
+   * the request is not sampled (the client's own headers then go on unchanged).
    */
   readonly traceHeaders: readonly string[] | null;
   /** An attempt goes to this replica now; the previous attempt, if any, is over. */
@@ -107,13 +108,14 @@ export interface Accounting {
   tracing?: Tracing | null;
 }
 
+const GRPC_TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
+
 /** A gRPC deadline (`grpc-timeout`: up to 8 digits and a unit H, M, S, m, u or n) in ms; null: none or malformed. */
 export function grpcDeadlineMs(value: string | string[] | undefined): number | null {
   if (typeof value !== 'string') return null;
   const m = /^(\d{1,8})([HMSmun])$/.exec(value);
   if (!m) return null;
-  const unitMs: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
-  return Number(m[1]) * unitMs[m[2]!]!;
+  return Number(m[1]) * GRPC_TIMEOUT_UNIT_MS[m[2]!]!;
 }
 
 /**
@@ -180,11 +182,6 @@ export class RequestContext implements ForwardReport, LiveLinks {
 
   get traceHeaders(): readonly string[] | null {
     return this.attemptTrace?.headers ?? null;
-  }
-
-  /** A phase reached: an event on the request's span when it is traced. */
-  mark(phase: string, attrs?: Record<string, string | number | boolean>): void {
-    this.trace?.phase(phase, attrs);
   }
 
   get aborted(): boolean {

@@ -365,22 +365,19 @@ class OtelTracing implements Tracing {
   }
 }
 
+/** A request the sampler kept: its span records (startRequest decided before making it). */
 class RequestSpan implements RequestTrace {
-  readonly recording: boolean;
+  readonly recording = true;
   private ended = false;
   private sawFirstByte = false;
-  /** An unsampled request's attempts all send the same headers: its own span's. */
-  private unsampledHeaders: string[] | null = null;
 
   constructor(
     private readonly tracer: Tracer,
     private readonly span: Span,
     private readonly shape: RequestShape,
   ) {
-    this.recording = span.isRecording();
-    if (!this.recording) return;
-    // Set after sampling, not passed to startSpan: an unsampled request never builds them
-    // (the standard samplers do not look at attributes).
+    // Set after sampling, not passed to startSpan: a dropped request never builds them (the
+    // standard samplers do not look at attributes).
     const a: Attributes = { [ATTR_URL_PATH]: shape.path };
     if (shape.grpc) {
       a[ATTR_RPC_SYSTEM_NAME] = RPC_SYSTEM_NAME_VALUE_GRPC;
@@ -393,12 +390,12 @@ class RequestSpan implements RequestTrace {
   }
 
   phase(name: string, attrs?: Record<string, string | number | boolean>): void {
-    if (!this.recording || this.ended) return;
+    if (this.ended) return;
     this.span.addEvent(name, attrs);
   }
 
   set(attrs: Record<string, string | number | boolean | undefined>): void {
-    if (!this.recording || this.ended) return;
+    if (this.ended) return;
     for (const key in attrs) {
       const value = attrs[key];
       if (value !== undefined) this.span.setAttribute(key, value);
@@ -406,10 +403,7 @@ class RequestSpan implements RequestTrace {
   }
 
   attempt(replica: { id: number; address: string }, n: number): AttemptTrace {
-    if (!this.recording || this.ended) {
-      this.unsampledHeaders ??= outgoingHeaders(this.span);
-      return new UnsampledAttempt(this.unsampledHeaders);
-    }
+    if (this.ended) return NO_ATTEMPT;
     const a: Attributes = { [ATTR_REPLICA_ID]: replica.id, [ATTR_ATTEMPT]: n };
     const { host, port } = splitAddress(replica.address);
     a[ATTR_SERVER_ADDRESS] = host;
@@ -426,7 +420,7 @@ class RequestSpan implements RequestTrace {
   }
 
   firstByte(secondsSinceStart: number): void {
-    if (!this.recording || this.ended || this.sawFirstByte) return;
+    if (this.ended || this.sawFirstByte) return;
     this.sawFirstByte = true;
     this.span.addEvent('first_byte');
     this.span.setAttribute(ATTR_GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, secondsSinceStart);
@@ -435,7 +429,6 @@ class RequestSpan implements RequestTrace {
   end(status: number, usage?: { prompt: number; completion: number; cached?: number } | null): void {
     if (this.ended) return;
     this.ended = true;
-    if (!this.recording) return;
     const span = this.span;
     span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
     // A server span's 4xx is the client's error, not the server's: only 5xx marks it failed.
@@ -452,12 +445,8 @@ class RequestSpan implements RequestTrace {
   }
 }
 
-class UnsampledAttempt implements AttemptTrace {
-  constructor(readonly headers: readonly string[] | null) {}
-  end(): void {}
-}
-
-const NO_ATTEMPT = new UnsampledAttempt(null);
+/** No attempt span: the client's own trace context, if any, goes to the replica unchanged. */
+const NO_ATTEMPT: AttemptTrace = { headers: null, end: () => undefined };
 
 /** A request the sampler dropped: nothing recorded, and the client's trace headers pass as they came. */
 const UNSAMPLED: RequestTrace = {
