@@ -1,7 +1,8 @@
 // Gateway authentication and certificates: every way to be refused (no credential, a wrong
 // token, another deployment's token or certificate, a certificate revoked through the API
 // while the gateway runs, a certificate from another CA), 404 for unknown hosts, the
-// Authorization header never reaching a replica, and a certificate per endpoint host by SNI.
+// Authorization header never reaching a replica, a certificate per endpoint host by SNI, and
+// several client certificates per deployment (each issued for it, each revocable alone).
 
 import { X509Certificate } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -120,6 +121,36 @@ describe('gateway authentication', () => {
     const res = await call('x', { host: `nobody.${DOMAIN}`, token: tokenFor('au-a') });
     expect(res.status).toBe(404);
     expect(JSON.parse(res.body).error.code).toBe('not_found');
+  });
+});
+
+describe('several client certificates per deployment', () => {
+  it('accepts every unrevoked certificate issued for the deployment, each revoked alone, and none once it stops taking certificates', async () => {
+    const id = await deployPrivate('au-e');
+    await env.addReplica(id, upstream.address);
+    await env.waitForReplicas('au-e', 1);
+    const issued = await env.api.call('POST', '/certificates', { name: 'au-e-app2', deployment_id: id, max_priority: 'sheddable' });
+    expect(issued.status).toBe(201);
+    const second = await downloadPem(env.api, issued.body.id);
+
+    await waitFor(async () => (await call('au-e', { pem: second })).status === 200, 1000, 'second certificate accepted');
+    expect((await call('au-e', { pem: pems['au-e'] })).status).toBe(200);
+    // Issued for au-e: no other deployment takes it.
+    expect((await call('au-d', { pem: second })).status).toBe(401);
+
+    expect((await env.api.call('POST', `/certificates/${issued.body.id}/revoke`)).status).toBe(200);
+    await waitFor(async () => (await call('au-e', { pem: second })).status === 401, 1000, 'second certificate revoked');
+    expect((await call('au-e', { pem: pems['au-e'] })).status).toBe(200);
+
+    // private_endpoint off (with a token instead): the certificates issued for it stop too.
+    const third = await env.api.call('POST', '/certificates', { name: 'au-e-app3', deployment_id: id });
+    const thirdPem = await downloadPem(env.api, third.body.id);
+    await waitFor(async () => (await call('au-e', { pem: thirdPem })).status === 200, 1000, 'third certificate accepted');
+    const off = await env.api.call('PATCH', `/deployments/general/${id}`, { private_endpoint: false, endpoint_bearer_token: 'tok_au_e_0123456789abcdef01' });
+    expect(off.status, JSON.stringify(off.body)).toBe(200);
+    await waitFor(async () => (await call('au-e', { pem: thirdPem })).status === 401, 1000, 'certificates off');
+    expect((await call('au-e', { pem: pems['au-e'] })).status).toBe(401);
+    expect((await call('au-e', { token: 'tok_au_e_0123456789abcdef01' })).status).toBe(200);
   });
 });
 

@@ -11,12 +11,14 @@
 // not sent is named in a warning (apply --replace-secrets sends them all), so a changed token
 // or password is never dropped silently. Registry credentials are the vault's
 // (registry_credential_id) or the deployment's own pair, never both: a file that switches to
-// one side clears the other unless it names it.
+// one side clears the other unless it names it. flow_control is compared by what the gateway
+// applies (keys left out and null mean the defaults), not by how the file spells it.
 
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { classifyPatch, sameValue, type Body, type PatchPlan } from '../domain/patch-effect.js';
 import { isAlwaysSecret } from '../domain/secret-env.js';
+import { effectiveFlowControl } from '../domain/validation/limits-rules.js';
 import type { ApiClient } from './api.js';
 import { FAMILIES, listDeployments, routeOf, type Deployment, type Family } from './deployments.js';
 import { ApiRefusal, UsageError } from './errors.js';
@@ -150,6 +152,11 @@ export function patchFor(desired: Desired, current: Deployment, context: SecretC
       continue;
     }
     const value = key === 'env' ? env : raw;
+    if (key === 'flow_control') {
+      const wanted = effectiveFlowControl(value);
+      if (wanted === undefined || !sameValue(effectiveFlowControl(current.flow_control), wanted)) patch[key] = value;
+      continue;
+    }
     if (!sameValue(current[key] ?? null, value ?? null)) patch[key] = value;
   }
   const set = new Set(current.secret_env ?? []);

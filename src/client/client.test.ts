@@ -23,7 +23,7 @@ import type { Requester } from './http-request.js';
 import { buildProgram } from './commands.js';
 import { commandPath, EXAMPLES } from './help.js';
 import { resolveConnection, writeContexts } from './contexts.js';
-import { environmentLines, shortReason, type Deployment } from './deployments.js';
+import { environmentLines, flowControlText, shortReason, type Deployment } from './deployments.js';
 import { ApiRefusal, UsageError } from './errors.js';
 import { exitStatusOf, isReady } from './watch.js';
 
@@ -63,6 +63,29 @@ describe('patchFor', () => {
   });
   it('finds nothing to change when the file matches, key order aside', () => {
     expect(patchFor({ family: 'general', name: 'a', body: { env: { A: '1' }, command: ['--x'] } }, current)).toEqual({});
+  });
+
+  describe('flow_control', () => {
+    const DEFAULTS = { max_queue: 1000, max_wait_seconds: { critical: 60, standard: 30, sheddable: 5 } };
+    const file = (flow_control: unknown) => ({ family: 'general' as const, name: 'a', body: { flow_control } });
+    const asDefault = { ...current, flow_control: DEFAULTS, flow_control_is_default: true } as Deployment;
+    const own = { ...current, flow_control: { ...DEFAULTS, max_queue: 5 }, flow_control_is_default: false } as Deployment;
+
+    it('compares what the gateway applies: keys left out and null are the defaults', () => {
+      expect(patchFor(file(null), asDefault)).toEqual({});
+      expect(patchFor(file({}), asDefault)).toEqual({});
+      expect(patchFor(file({ max_wait_seconds: { sheddable: 5 } }), asDefault)).toEqual({});
+      expect(patchFor(file({ max_queue: 5 }), own)).toEqual({});
+      expect(patchFor(file({ max_queue: 5, max_wait_seconds: { critical: 60, standard: 30, sheddable: 5 } }), own)).toEqual({});
+    });
+
+    it('sends the file’s value as written when it differs, or when it is malformed (the API says why)', () => {
+      expect(patchFor(file({ max_queue: 6 }), own)).toEqual({ flow_control: { max_queue: 6 } });
+      expect(patchFor(file(null), own)).toEqual({ flow_control: null });
+      expect(patchFor(file({ max_queu: 5 }), asDefault)).toEqual({ flow_control: { max_queu: 5 } });
+      // A server from before flow control shows none: the file's non-default value is sent.
+      expect(patchFor(file({ max_queue: 5 }), current)).toEqual({ flow_control: { max_queue: 5 } });
+    });
   });
 
   describe('secret environment variables', () => {
@@ -497,7 +520,7 @@ describe('secrets a re-apply cannot compare', () => {
 });
 
 describe('lists that name deployments', () => {
-  const tokens = { items: [{ id: 1, name: 'shared', hint: '…abcd', created_at: '2026-01-05T10:00:00.000Z', deployments: [3, 9, 4] }, { id: 2, name: 'spare', hint: '…ef01', created_at: '2026-01-05T10:00:00.000Z', deployments: [] }] };
+  const tokens = { items: [{ id: 1, name: 'shared', hint: '…abcd', created_at: '2026-01-05T10:00:00.000Z', deployments: [3, 9, 4] }, { id: 2, name: 'spare', hint: '…ef01', max_priority: 'sheddable', created_at: '2026-01-05T10:00:00.000Z', deployments: [] }] };
   const answers = getsFrom({
     '/vault/tokens': tokens,
     '/deployments/general': { items: [deployment(3, 'chat', {})] },
@@ -510,14 +533,72 @@ describe('lists that name deployments', () => {
 
   it('tokens ls names the deployments each token protects, of both families; one gone meanwhile by its id', async () => {
     const lines = (await runAgainst(answers, ['tokens', 'ls'])).printed.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+NAME\s+HINT\s+DEPLOYMENTS\s+CREATED$/);
-    expect(lines[1]).toMatch(/^1\s+shared\s+…abcd\s+chat, id 9, llm\s+2026-01-05T10:00:00\.000Z$/);
-    expect(lines[2]).toMatch(/^2\s+spare\s+…ef01\s+-\s+/);
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+HINT\s+MAX PRIORITY\s+DEPLOYMENTS\s+CREATED$/);
+    expect(lines[1]).toMatch(/^1\s+shared\s+…abcd\s+any\s+chat, id 9, llm\s+2026-01-05T10:00:00\.000Z$/);
+    expect(lines[2]).toMatch(/^2\s+spare\s+…ef01\s+sheddable\s+-\s+/);
   });
 
   it('-o json keeps the API\'s ids and does not ask for the deployments', async () => {
     const { printed, sent } = await runAgainst(answers, ['tokens', 'ls', '-o', 'json']);
     expect(JSON.parse(printed)).toEqual(tokens.items);
     expect(sent.map((r) => r.path)).toEqual(['/vault/tokens']);
+  });
+});
+
+describe('priority caps of credentials', () => {
+  const answer: Answer = ({ method, path: route, body }) => {
+    const cap = (body as { max_priority?: unknown } | undefined)?.max_priority ?? null;
+    if (method === 'POST' && route === '/vault/tokens') return [201, { id: 4, name: 'batch', hint: '…0000', token: 'tok_secret_value', max_priority: cap, deployments: [] }];
+    if (method === 'PATCH' && route === '/vault/tokens/4') return [200, { id: 4, name: 'batch', hint: '…0000', max_priority: cap, deployments: [] }];
+    if (method === 'POST' && route === '/certificates') return [201, { id: 9, name: 'app2', fingerprint_sha256: 'ab', max_priority: cap, deployment_id: 3 }];
+    if (method === 'PATCH' && route === '/certificates/9') return [200, { id: 9, name: 'app2', max_priority: cap }];
+    if (method === 'GET' && route === '/certificates') return [200, { items: [{ id: 9, name: 'app2', not_after: '2027-01-01', revoked: false, max_priority: 'standard', deployments: [] }] }];
+    return undefined;
+  };
+
+  it('tokens create and update send max_priority (none removes it) and say the cap', async () => {
+    const created = await runAgainst(answer, ['tokens', 'create', 'batch', '--max-priority', 'sheddable']);
+    expect(created.sent[0]).toMatchObject({ method: 'POST', body: { name: 'batch', max_priority: 'sheddable' } });
+    expect(created.printed).toBe('token batch (id 4, requests capped at sheddable); its value, shown once:\ntok_secret_value\n');
+    expect((await runAgainst(answer, ['tokens', 'create', 'batch'])).sent[0]!.body).toEqual({ name: 'batch' });
+    const raised = await runAgainst(answer, ['tokens', 'update', '4', '--max-priority', 'critical']);
+    expect(raised.sent[0]).toMatchObject({ method: 'PATCH', path: '/vault/tokens/4', body: { max_priority: 'critical' } });
+    expect(raised.printed).toBe('token batch (id 4): requests capped at critical\n');
+    const removed = await runAgainst(answer, ['tokens', 'update', '4', '--max-priority', 'none']);
+    expect(removed.sent[0]!.body).toEqual({ max_priority: null });
+    expect(removed.printed).toBe('token batch (id 4): no cap\n');
+  });
+
+  it('refuses an unknown class and an update without --max-priority before asking the API', async () => {
+    await expect(runAgainst(answer, ['tokens', 'create', 'batch', '--max-priority', 'urgent'])).rejects.toThrow(/Allowed choices are critical, standard, sheddable/);
+    await expect(runAgainst(answer, ['certs', 'update', '9'])).rejects.toThrow(/--max-priority <class>' not specified/);
+  });
+
+  it('certs create, update and ls carry the cap', async () => {
+    const created = await runAgainst(answer, ['certs', 'create', 'app2', '--deployment', '3', '--max-priority', 'standard']);
+    expect(created.sent[0]!.body).toEqual({ name: 'app2', deployment_id: 3, max_priority: 'standard' });
+    expect((await runAgainst(answer, ['certs', 'update', '9', '--max-priority', 'none'])).printed).toBe('certificate app2 (id 9): no cap\n');
+    const lines = (await runAgainst(answer, ['certs', 'ls'])).printed.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+EXPIRES\s+REVOKED\s+MAX PRIORITY\s+DEPLOYMENTS$/);
+    expect(lines[1]).toMatch(/^9\s+app2\s+2027-01-01\s+no\s+standard\s+-$/);
+  });
+});
+
+describe('flowControlText', () => {
+  const DEFAULTS = { max_queue: 1000, max_wait_seconds: { critical: 60, standard: 30, sheddable: 5 } };
+  it('says the queue and each class’s longest wait, and when they are the defaults', () => {
+    expect(flowControlText({ flow_control: DEFAULTS, flow_control_is_default: true })).toBe(
+      'up to 1000 requests wait past saturation; longest wait critical 60 s, standard 30 s, sheddable 5 s (the defaults)',
+    );
+    expect(flowControlText({ flow_control: { ...DEFAULTS, max_queue: 0 }, flow_control_is_default: false })).toBe('no queue: past saturation a request gets 429 at once');
+    expect(flowControlText({})).toBeNull();
+  });
+
+  it('is a line of describe', async () => {
+    const chat = deployment(3, 'chat', { flow_control: { ...DEFAULTS, max_queue: 20 }, flow_control_is_default: false });
+    const text = (
+      await runAgainst(getsFrom({ '/deployments/general': { items: [chat] }, '/deployments/orchestrated': { items: [] }, '/deployments/general/3/replicas': { items: [] } }), ['describe', 'chat'])
+    ).printed;
+    expect(text).toContain('\nQueue:       up to 20 requests wait past saturation; longest wait critical 60 s, standard 30 s, sheddable 5 s\n');
   });
 });

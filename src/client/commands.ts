@@ -12,7 +12,7 @@ import { COMPLETE_COMMAND, completionScript, completionWords } from './completio
 import { configPath, readContexts, resolveConnection, writeContexts } from './contexts.js';
 import { addCredentialCommands, REGISTRY_CREDENTIALS } from './credential-commands.js';
 import { callSnippets, snippetDeployment } from '../domain/call-snippets.js';
-import { componentsSummary, environmentLines, getDeployment, listDeployments, registryLine, routeOf, shortReason, type Deployment } from './deployments.js';
+import { componentsSummary, environmentLines, flowControlText, getDeployment, listDeployments, registryLine, routeOf, shortReason, type Deployment } from './deployments.js';
 import { ApiRefusal, UsageError } from './errors.js';
 import { eventLines, readEvents, type DeploymentEvent } from './events-text.js';
 import { addExamples } from './help.js';
@@ -405,6 +405,7 @@ function describeText(
     `Components:  ${componentsSummary(d)}`,
     ...(registry ? [`Registry:    ${registry}`] : []),
     `Endpoint:    https://${d.endpoint_url}`,
+    ...(flowControlText(d) !== null ? [`Queue:       ${flowControlText(d)}`] : []),
     '',
     'Call it:',
     ...callItLines(d, apiUrl),

@@ -3,9 +3,12 @@
 // once by the API (a token, a key) is printed once, with a line saying so. A secret the client
 // sends (a registry password) is read from standard input or a file, never from the command
 // line, where `ps` and the shell's history would show it. Tables name the deployments a token,
-// certificate or registry credential serves; JSON and YAML keep the API's ids.
+// certificate or registry credential serves; JSON and YAML keep the API's ids. Tokens and
+// certificates carry a cap on the X-Priority class of their requests (--max-priority), set at
+// creation and changed with `update`; tables show it as MAX PRIORITY ("any" for none).
 
 import { Option, type Command } from 'commander';
+import { PRIORITIES, type Priority } from '../domain/priority.js';
 import type { ApiClient, Json } from './api.js';
 import { integer, readOptionFile, type Kit } from './command-kit.js';
 import { deploymentNames, namesById } from './deployments.js';
@@ -59,17 +62,33 @@ export function passwordFrom(text: string, where: string): string {
   return password;
 }
 
+const CAP_HELP = `the highest X-Priority class its requests get (${PRIORITIES.join(' | ')}); a request asking for more is demoted to it`;
+
+/** --max-priority at creation: a class, or left out for no cap. */
+const capOption = () => new Option('--max-priority <class>', `${CAP_HELP}; default: no cap`).choices([...PRIORITIES]);
+
+/** --max-priority of `update`: a class, or none to remove the cap. */
+const newCapOption = () => new Option('--max-priority <class>', `${CAP_HELP}; none removes the cap`).choices([...PRIORITIES, 'none']).makeOptionMandatory();
+
+const capOf = (value: string): Priority | null => (value === 'none' ? null : (value as Priority));
+
+/** The MAX PRIORITY column: the class, or "any" when the credential has no cap. */
+const capColumn = <T extends { max_priority?: Priority | null }>(): Column<T> => ({ header: 'MAX PRIORITY', value: (x) => x.max_priority ?? 'any' });
+
 export function addCredentialCommands(program: Command, kit: Kit): void {
   const { out, api, format } = kit;
   const tokens = program.command('tokens').description('endpoint tokens kept in the vault');
   tokens
     .command('create <name>')
     .description('make a token; its value is printed once')
-    .action(async (name: string, _opts, cmd: Command) => {
-      const t = await api(cmd).call<{ id: number; name: string; token: string }>('POST', '/vault/tokens', { name });
+    .addOption(capOption())
+    .action(async (name: string, opts: { maxPriority?: Priority }, cmd: Command) => {
+      const body = { name, ...(opts.maxPriority ? { max_priority: opts.maxPriority } : {}) };
+      const t = await api(cmd).call<{ id: number; name: string; token: string; max_priority?: Priority | null }>('POST', '/vault/tokens', body);
       const f = format(cmd);
       if (f === 'json' || f === 'yaml') return print(t, f, out, [], () => '');
-      out.write(`token ${t.name} (id ${t.id}); its value, shown once:\n${t.token}\n`);
+      const cap = t.max_priority ? `, requests capped at ${t.max_priority}` : '';
+      out.write(`token ${t.name} (id ${t.id}${cap}); its value, shown once:\n${t.token}\n`);
     });
   tokens
     .command('ls')
@@ -77,11 +96,13 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
     .action(async (_opts, cmd: Command) => {
       const client = api(cmd);
       const f = format(cmd);
-      const [tokenList, names] = await Promise.all([client.get<{ items: { id: number; name: string; hint: string; deployments: number[]; created_at: string }[] }>('/vault/tokens'), namesFor(client, f)]);
+      type Token = { id: number; name: string; hint: string; max_priority?: Priority | null; deployments: number[]; created_at: string };
+      const [tokenList, names] = await Promise.all([client.get<{ items: Token[] }>('/vault/tokens'), namesFor(client, f)]);
       print(tokenList.items, f, out, [
         { header: 'ID', value: (t) => String(t.id) },
         { header: 'NAME', value: (t) => t.name },
         { header: 'HINT', value: (t) => t.hint },
+        capColumn<Token>(),
         { header: 'DEPLOYMENTS', value: (t) => deploymentNames(t.deployments, names) },
         { header: 'CREATED', value: (t) => t.created_at },
       ], (t) => t.name);
@@ -92,6 +113,16 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
     .action(async (id: string, _opts, cmd: Command) => {
       await api(cmd).call('DELETE', `/vault/tokens/${integer('id')(id)}`);
       out.write(`token ${id} deleted\n`);
+    });
+  tokens
+    .command('update <id>')
+    .description("change a token's cap on X-Priority; gateways apply it within a second")
+    .addOption(newCapOption())
+    .action(async (id: string, opts: { maxPriority: string }, cmd: Command) => {
+      const t = await api(cmd).call<{ id: number; name: string; max_priority: Priority | null }>('PATCH', `/vault/tokens/${integer('id')(id)}`, { max_priority: capOf(opts.maxPriority) });
+      const f = format(cmd);
+      if (f === 'json' || f === 'yaml') return print(t, f, out, [], () => '');
+      out.write(`token ${t.name} (id ${t.id}): ${t.max_priority ? `requests capped at ${t.max_priority}` : 'no cap'}\n`);
     });
 
   const registry = program.command('registry-credentials').description('image registry usernames and passwords kept in the vault, for deployments to pull with (registry_credential_id)');
@@ -144,25 +175,29 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
   certs
     .command('create <name>')
     .description('issue a client certificate (and its key) from the platform CA')
-    .option('--deployment <id>', 'the deployment it is for (informational)', integer('--deployment'))
-    .action(async (name: string, opts: { deployment?: number }, cmd: Command) => {
-      const c = await api(cmd).call<Json & { id: number; fingerprint_sha256: string }>('POST', '/certificates', { name, deployment_id: opts.deployment ?? null });
+    .option('--deployment <id>', 'the deployment it is for: one that takes client certificates accepts it besides its own', integer('--deployment'))
+    .addOption(capOption())
+    .action(async (name: string, opts: { deployment?: number; maxPriority?: Priority }, cmd: Command) => {
+      const body = { name, deployment_id: opts.deployment ?? null, ...(opts.maxPriority ? { max_priority: opts.maxPriority } : {}) };
+      const c = await api(cmd).call<Json & { id: number; fingerprint_sha256: string }>('POST', '/certificates', body);
       const f = format(cmd);
       if (f === 'json' || f === 'yaml') return print(c, f, out, [], () => '');
       out.write(`certificate ${name} (id ${c.id}, sha256 ${c.fingerprint_sha256}); get it with: infergate certs pem ${c.id} > ${name}.pem\n`);
     });
   certs
     .command('ls')
-    .description('client certificates and the deployments bound to them (by name)')
+    .description('client certificates and the deployments that accept them (by name)')
     .action(async (_opts, cmd: Command) => {
       const client = api(cmd);
       const f = format(cmd);
-      const [certList, names] = await Promise.all([client.get<{ items: { id: number; name: string; not_after: string; revoked: boolean; deployments: number[] }[] }>('/certificates'), namesFor(client, f)]);
+      type Cert = { id: number; name: string; not_after: string; revoked: boolean; max_priority?: Priority | null; deployments: number[] };
+      const [certList, names] = await Promise.all([client.get<{ items: Cert[] }>('/certificates'), namesFor(client, f)]);
       print(certList.items, f, out, [
         { header: 'ID', value: (c) => String(c.id) },
         { header: 'NAME', value: (c) => c.name },
         { header: 'EXPIRES', value: (c) => c.not_after },
         { header: 'REVOKED', value: (c) => (c.revoked ? 'yes' : 'no') },
+        capColumn<Cert>(),
         { header: 'DEPLOYMENTS', value: (c) => deploymentNames(c.deployments, names) },
       ], (c) => c.name);
     });
@@ -180,6 +215,16 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
     .action(async (id: string, _opts, cmd: Command) => {
       await api(cmd).call('POST', `/certificates/${integer('id')(id)}/revoke`);
       out.write(`certificate ${id} revoked\n`);
+    });
+  certs
+    .command('update <id>')
+    .description("change a certificate's cap on X-Priority; gateways apply it within a second")
+    .addOption(newCapOption())
+    .action(async (id: string, opts: { maxPriority: string }, cmd: Command) => {
+      const c = await api(cmd).call<{ id: number; name: string; max_priority: Priority | null }>('PATCH', `/certificates/${integer('id')(id)}`, { max_priority: capOf(opts.maxPriority) });
+      const f = format(cmd);
+      if (f === 'json' || f === 'yaml') return print(c, f, out, [], () => '');
+      out.write(`certificate ${c.name} (id ${c.id}): ${c.max_priority ? `requests capped at ${c.max_priority}` : 'no cap'}\n`);
     });
 
   const accounts = program.command('service-accounts').description('platform credentials (admins only)');

@@ -1,6 +1,7 @@
 // Owns finding deployments by name for the client: the API addresses them by family and id,
 // people by name, so every command that takes NAME looks it up in both families' lists.
 
+import { PRIORITIES, type Priority } from '../domain/priority.js';
 import type { ApiClient } from './api.js';
 import { ApiRefusal } from './errors.js';
 
@@ -34,6 +35,10 @@ export interface Deployment {
   endpoint_token_id?: number | null;
   /** ISO 8601; `ls` shows the age. */
   created_at?: string;
+  /** The queue past saturation as the gateway applies it (absent from servers before flow control). */
+  flow_control?: { max_queue: number; max_wait_seconds: Record<Priority, number> };
+  /** The deployment sets none: flow_control is the defaults. */
+  flow_control_is_default?: boolean;
   [field: string]: unknown;
 }
 
@@ -108,4 +113,17 @@ export function registryLine(d: Pick<Deployment, 'registry_credential_id' | 'reg
   if (id !== null) return `credential ${credentialName ?? `id ${id}`} (vault)`;
   if (d.registry_username) return `user ${d.registry_username} (set on the deployment)`;
   return null;
+}
+
+/**
+ * Flow control in one line for `describe`: how many requests may wait past saturation and each
+ * class's longest wait, and whether these are the defaults; null from a server without it.
+ */
+export function flowControlText(d: Pick<Deployment, 'flow_control' | 'flow_control_is_default'>): string | null {
+  const fc = d.flow_control;
+  if (!fc) return null;
+  const source = d.flow_control_is_default ? ' (the defaults)' : '';
+  if (fc.max_queue === 0) return `no queue: past saturation a request gets 429 at once${source}`;
+  const waits = PRIORITIES.map((p) => `${p} ${fc.max_wait_seconds[p]} s`).join(', ');
+  return `up to ${fc.max_queue} requests wait past saturation; longest wait ${waits}${source}`;
 }

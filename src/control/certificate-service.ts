@@ -1,11 +1,13 @@
 // Owns client certificates as the control API manages them: issuing one (the private key
 // sealed before it reaches the store), listing, the .pem a client uses (certificate and
-// unsealed key in one file), revocation, and binding to deployments. Issuance costs about
+// unsealed key in one file), revocation, binding to deployments, and the cap on the
+// X-Priority class of its requests (max_priority). Issuance costs about
 // 100 ms of key generation on the thread pool — fine here, never on the gateway's path.
 
 import { isoNow, type Clock } from '../core/clock.js';
 import { notFound, PlatformError } from '../core/errors.js';
 import type { Sealer } from '../core/secrets.js';
+import type { Priority } from '../domain/priority.js';
 import type { CertificateRecord } from '../domain/records.js';
 import type { CertificateAuthority } from '../pki/ca.js';
 import { issueClientCertificate } from '../pki/client-certs.js';
@@ -25,6 +27,8 @@ export interface CertificateCreateSpec {
   name: string;
   /** The deployment the certificate is for; it must exist. */
   deployment_id?: number | null;
+  /** The highest X-Priority class its requests get; absent or null: no cap. */
+  max_priority?: Priority | null;
 }
 
 export class CertificateService {
@@ -53,6 +57,7 @@ export class CertificateService {
           sealed_key: sealer.seal(issued.keyPem),
           not_after: issued.notAfter.toISOString(),
           revoked_at: null,
+          max_priority: spec.max_priority ?? null,
           created_at: isoNow(clock),
         }),
         { unique: [{ index: CERTIFICATE_NAME_INDEX, key: name }] },
@@ -91,6 +96,17 @@ export class CertificateService {
       await modify(this.deps.store, 'certificate', id, (c) => {
         if (c.revoked_at !== null) throw new PlatformError('conflict', `certificate ${c.name} is already revoked (at ${c.revoked_at})`);
         return { ...c, revoked_at: isoNow(this.deps.clock) };
+      })
+    ).value;
+  }
+
+  /** Raises, lowers or removes (null) the certificate's cap; gateways apply it within a second. */
+  async setMaxPriority(id: number, maxPriority: Priority | null): Promise<CertificateRecord> {
+    await this.get(id);
+    return (
+      await modify(this.deps.store, 'certificate', id, (c) => {
+        if (c.revoked_at !== null) throw new PlatformError('conflict', `certificate ${c.name} was revoked at ${c.revoked_at}; its cap no longer matters`);
+        return (c.max_priority ?? null) === maxPriority ? undefined : { ...c, max_priority: maxPriority };
       })
     ).value;
   }

@@ -1,13 +1,15 @@
 // Owns platform credentials (service accounts, which authenticate automation to the
 // control API) and endpoint bearer tokens in the vault (which protect deployed endpoints).
 // The two never stand in for each other (spec, Authentication 4). Values are shown once,
-// at creation; the store keeps only their SHA-256.
+// at creation; the store keeps only their SHA-256. A token may carry a cap on the X-Priority
+// class of its requests, set at creation and changed later by anyone who may manage tokens.
 
 import { isoNow, type Clock } from '../core/clock.js';
 import { notFound, PlatformError } from '../core/errors.js';
 import { generateCredential, hintOf, SERVICE_KEY_PREFIX, sha256Hex, TOKEN_PREFIX } from '../core/secrets.js';
+import type { Priority } from '../domain/priority.js';
 import type { ServiceAccountRecord, ServiceAccountRole, TokenRecord } from '../domain/records.js';
-import { ConflictError, type Store } from '../store/store.js';
+import { ConflictError, modify, NotFoundError, type Store } from '../store/store.js';
 import { TOKEN_HASH_INDEX } from './deployment-service.js';
 
 export const SA_KEY_INDEX = 'service-account-key';
@@ -100,12 +102,12 @@ export class Credentials {
     return this.createServiceAccount(ADMIN_ACCOUNT, 'admin', key);
   }
 
-  async createToken(name: string): Promise<{ token: TokenRecord; value: string }> {
+  async createToken(name: string, maxPriority: Priority | null = null): Promise<{ token: TokenRecord; value: string }> {
     const value = generateCredential(TOKEN_PREFIX);
     const hash = sha256Hex(value);
     const created = await this.store.create(
       'token',
-      (id) => ({ id, name, hash, hint: hintOf(value), created_at: isoNow(this.clock) }),
+      (id) => ({ id, name, hash, hint: hintOf(value), max_priority: maxPriority, created_at: isoNow(this.clock) }),
       { unique: [{ index: TOKEN_HASH_INDEX, key: hash }] },
     );
     return { token: created.value, value };
@@ -119,6 +121,16 @@ export class Credentials {
     const found = await this.store.get('token', id);
     if (!found) throw notFound('token', id);
     return found.value;
+  }
+
+  /** Raises, lowers or removes (null) the token's cap; gateways apply it within a second. */
+  async setTokenMaxPriority(id: number, maxPriority: Priority | null): Promise<TokenRecord> {
+    try {
+      return (await modify(this.store, 'token', id, (t) => ((t.max_priority ?? null) === maxPriority ? undefined : { ...t, max_priority: maxPriority }))).value;
+    } catch (err) {
+      if (err instanceof NotFoundError) throw notFound('token', id);
+      throw err;
+    }
   }
 
   /**

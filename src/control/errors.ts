@@ -8,6 +8,7 @@ import { ConflictError, NotFoundError, StoreUnavailableError, VersionConflictErr
 
 interface SchemaIssue {
   instancePath?: string;
+  schemaPath?: string;
   keyword?: string;
   message?: string;
   params?: Record<string, unknown>;
@@ -21,12 +22,23 @@ function fieldOf(issue: SchemaIssue): string {
   return base;
 }
 
+/**
+ * An enum's values in words. Nullable fields are an anyOf of the type and null (schemas.ts),
+ * so an enum met inside an anyOf also takes null.
+ */
+function oneOf(issue: SchemaIssue): string {
+  const values = (issue.params?.allowedValues as unknown[]).map(String);
+  const nullable = (issue.schemaPath ?? '').includes('/anyOf/');
+  return `one of ${values.join(', ')}${nullable ? ', or null' : ''}`;
+}
+
 function fromSchemaIssues(issues: SchemaIssue[], part: string): PlatformError {
   const first = issues[0] ?? {};
   const field = fieldOf(first);
   let message: string;
   if (first.keyword === 'additionalProperties') message = `unknown field "${field}"`;
   else if (first.keyword === 'required') message = `${field} is required`;
+  else if (first.keyword === 'enum' && Array.isArray(first.params?.allowedValues)) message = `${field || part} must be ${oneOf(first)}`;
   else message = `${field || part} ${first.message ?? 'is invalid'}`;
   if (part !== 'body') return new PlatformError('invalid_request', `${part} ${message}`, { field });
   return new PlatformError('invalid_field', message, { field });

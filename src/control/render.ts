@@ -2,13 +2,17 @@
 // revisions, tokens, service accounts and client certificates. Nothing secret passes through here — sealed
 // secrets become `has_*` flags and secret environment variables a list of names, hashes are dropped.
 
+import { acceptsCertificate } from '../domain/client-certificates.js';
 import { componentsOf, specifiedReplicas } from '../domain/components.js';
+import type { Priority } from '../domain/priority.js';
 import { isAlwaysSecret } from '../domain/secret-env.js';
 import { servedModel } from '../domain/served-model.js';
 import { ENDPOINTS_PATH_PREFIX, endpointHost, pathAddressHost, withPort } from '../domain/endpoint-address.js';
 import {
+  DEFAULT_FLOW_CONTROL,
   limitsOf,
   type CertificateRecord,
+  type FlowControl,
   type DeploymentRecord,
   type DeploymentSpec,
   type RateLimit,
@@ -64,6 +68,10 @@ export interface DeploymentView {
   max_request_body_bytes: number | null;
   first_response_timeout_seconds: number | null;
   rate_limit: RateLimit | null;
+  /** What the gateway applies: the deployment's own settings, or the defaults when it has none. */
+  flow_control: FlowControl;
+  /** The deployment has no flow control of its own (stored null): flow_control is the defaults. */
+  flow_control_is_default: boolean;
   created_at: string;
   updated_at: string;
   /** Family-specific spec and scaling fields. */
@@ -74,6 +82,8 @@ export interface TokenView {
   id: number;
   name: string;
   hint: string;
+  /** The highest X-Priority class its requests get; null: no cap. */
+  max_priority: Priority | null;
   created_at: string;
   deployments: number[];
 }
@@ -211,11 +221,24 @@ export function renderDeployment(
     endpoint_token_id: d.auth.token_id,
     client_certificate_id: d.auth.client_certificate_id,
     private_endpoint: d.auth.private_endpoint,
-    ...limitsOf(d),
+    ...limitsView(d),
     components: components(d, replicas),
     revisions: d.revisions.map(revisionSummary),
     created_at: d.created_at,
     updated_at: d.updated_at,
+  };
+}
+
+/**
+ * The limits with flow control as the gateway applies it: stored null reads as the defaults,
+ * said so by flow_control_is_default, so a client sees the queue it gets without knowing them.
+ */
+function limitsView(d: DeploymentRecord): Pick<DeploymentView, 'max_request_body_bytes' | 'first_response_timeout_seconds' | 'rate_limit' | 'flow_control' | 'flow_control_is_default'> {
+  const limits = limitsOf(d);
+  return {
+    ...limits,
+    flow_control: structuredClone(limits.flow_control ?? DEFAULT_FLOW_CONTROL),
+    flow_control_is_default: limits.flow_control === null,
   };
 }
 
@@ -224,6 +247,7 @@ export function renderToken(t: TokenRecord, deployments: DeploymentRecord[]): To
     id: t.id,
     name: t.name,
     hint: t.hint,
+    max_priority: t.max_priority ?? null,
     created_at: t.created_at,
     deployments: deployments.filter((d) => d.auth.token_id === t.id).map((d) => d.id),
   };
@@ -237,7 +261,10 @@ export interface CertificateView {
   id: number;
   name: string;
   deployment_id: number | null;
+  /** Deployments that accept it: bound to it, or issued for one that takes client certificates. */
   deployments: number[];
+  /** The highest X-Priority class its requests get; null: no cap. */
+  max_priority: Priority | null;
   serial: string;
   fingerprint_sha256: string;
   not_after: string;
@@ -253,7 +280,8 @@ export function renderCertificate(c: CertificateRecord, deployments: DeploymentR
     id: c.id,
     name: c.name,
     deployment_id: c.deployment_id,
-    deployments: deployments.filter((d) => d.auth.client_certificate_id === c.id).map((d) => d.id),
+    deployments: deployments.filter((d) => acceptsCertificate(d, c)).map((d) => d.id),
+    max_priority: c.max_priority ?? null,
     serial: c.serial,
     fingerprint_sha256: c.fingerprint_sha256,
     not_after: c.not_after,

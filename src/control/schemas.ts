@@ -4,6 +4,9 @@
 // names the field at fault in each message.
 
 import { Type, type TSchema } from 'typebox';
+import { PRIORITIES } from '../domain/priority.js';
+import { DEFAULT_FLOW_CONTROL } from '../domain/records.js';
+import { MAX_QUEUE_MAX, MAX_WAIT_MAX_SECONDS } from '../domain/validation/limits-rules.js';
 import { ALWAYS_SECRET_ENV } from '../domain/secret-env.js';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
@@ -41,6 +44,47 @@ const RateLimitRequest = Type.Object(
   { additionalProperties: true },
 );
 
+const DEFAULT_WAITS = DEFAULT_FLOW_CONTROL.max_wait_seconds;
+const waitOf = (cls: (typeof PRIORITIES)[number], what: string) =>
+  Nullable(Type.Integer({ description: `longest wait of a ${cls} request in the queue, 0 to ${MAX_WAIT_MAX_SECONDS} seconds (0: ${what}); left out or null: ${DEFAULT_WAITS[cls]}` }));
+
+/** Ranges are the domain rules' (they name the field and the value); the edge checks types. */
+const FlowControlRequest = Type.Object(
+  {
+    max_queue: Nullable(
+      Type.Integer({
+        description: `requests that may wait at once, all classes together, 0 to ${MAX_QUEUE_MAX} (0: none waits; past saturation a request gets 429 at once); left out or null: ${DEFAULT_FLOW_CONTROL.max_queue}`,
+      }),
+    ),
+    max_wait_seconds: Nullable(
+      Type.Object(
+        {
+          critical: waitOf('critical', 'never waits'),
+          standard: waitOf('standard', 'never waits'),
+          sheddable: waitOf('sheddable', 'shed as soon as the replicas are saturated'),
+        },
+        { additionalProperties: true },
+      ),
+    ),
+  },
+  {
+    additionalProperties: true,
+    description:
+      'the queue a request waits in once every replica is saturated, ordered by X-Priority (critical, standard, sheddable) and shared fairly between credentials; ' +
+      'a wait past its class\'s limit, or a full queue, is answered 429 with Retry-After. Keys left out take the defaults; a PATCH replaces the whole object; null: the defaults. Takes effect at once, no revision',
+  },
+);
+
+const FlowControlResponse = Type.Object({
+  max_queue: Type.Integer(),
+  max_wait_seconds: Type.Object({ critical: Type.Integer(), standard: Type.Integer(), sheddable: Type.Integer() }),
+});
+
+/** A credential's cap on X-Priority: an enum with null, so a refusal lists the classes. */
+const MaxPriority = (description: string) => Type.Union([Type.Enum([...PRIORITIES]), Type.Null()], { description });
+const MAX_PRIORITY_DOC =
+  'the highest X-Priority class a request with this credential gets (a request asking for more is demoted to it, never refused): critical, standard or sheddable; null: no cap';
+
 const limitFields = {
   max_request_body_bytes: Nullable(Type.Integer({ description: 'largest request body the gateway accepts (413 above it); null: the server default' })),
   first_response_timeout_seconds: Nullable(
@@ -51,6 +95,7 @@ const limitFields = {
     }),
   ),
   rate_limit: Nullable(RateLimitRequest),
+  flow_control: Nullable(FlowControlRequest),
 };
 
 const authFields = {
@@ -200,6 +245,12 @@ export const DeploymentResponse = Type.Object(
       Type.Object({ requests_per_second: Type.Union([Type.Number(), Type.Null()]), tokens_per_minute: Type.Union([Type.Integer(), Type.Null()]) }),
       Type.Null(),
     ]),
+    flow_control: Type.Object(FlowControlResponse.properties, {
+      description: 'the flow control the gateway applies: the deployment\'s own, complete, or the defaults when it has none (then flow_control_is_default is true)',
+    }),
+    flow_control_is_default: Type.Boolean({
+      description: 'true when the deployment sets no flow control of its own (null, or never given): flow_control then shows the platform defaults',
+    }),
     created_at: Type.String(),
     updated_at: Type.String(),
   },
@@ -213,7 +264,16 @@ export const RevisionResponse = Type.Object(
 
 const CredentialName = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
 
-export const TokenCreateRequest = Type.Object({ name: CredentialName }, { additionalProperties: false });
+export const TokenCreateRequest = Type.Object(
+  { name: CredentialName, max_priority: Type.Optional(MaxPriority(`${MAX_PRIORITY_DOC}; left out: no cap`)) },
+  { additionalProperties: false },
+);
+
+/** PATCH of a vault token or a client certificate: its cap is the one thing that changes. */
+export const CredentialUpdateRequest = Type.Object(
+  { max_priority: MaxPriority(`${MAX_PRIORITY_DOC}. Anyone who may manage the credential may raise or lower it; it applies to the next request`) },
+  { additionalProperties: false },
+);
 
 export const RegistryCredentialCreateRequest = Type.Object(
   {
@@ -235,6 +295,7 @@ export const TokenResponse = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   hint: Type.String(),
+  max_priority: MaxPriority(MAX_PRIORITY_DOC),
   created_at: Type.String(),
   deployments: Type.Array(Type.Integer()),
   token: Type.Optional(Type.String({ description: 'present only in the create response' })),
@@ -272,7 +333,12 @@ export const ClusterResponse = Type.Object({
 export const CertificateCreateRequest = Type.Object(
   {
     name: CredentialName,
-    deployment_id: Nullable(Id('the deployment this certificate is for (informational; bind it with client_certificate_id)')),
+    deployment_id: Nullable(
+      Id(
+        'the deployment this certificate is for: a deployment that takes client certificates (private_endpoint, or client_certificate_id bound) accepts every unrevoked certificate issued for it, besides its bound one',
+      ),
+    ),
+    max_priority: Type.Optional(MaxPriority(`${MAX_PRIORITY_DOC}; left out: no cap`)),
   },
   { additionalProperties: false },
 );
@@ -280,7 +346,8 @@ export const CertificateResponse = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   deployment_id: Type.Union([Type.Integer(), Type.Null()]),
-  deployments: Type.Array(Type.Integer(), { description: 'deployments that accept this certificate' }),
+  deployments: Type.Array(Type.Integer(), { description: 'deployments that accept this certificate: the ones it is bound to, and the one it was issued for while that one takes client certificates' }),
+  max_priority: MaxPriority(MAX_PRIORITY_DOC),
   serial: Type.String(),
   fingerprint_sha256: Type.String(),
   not_after: Type.String(),

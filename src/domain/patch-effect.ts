@@ -12,7 +12,7 @@ export type Body = Record<string, unknown>;
 export const SCALE_FIELDS: readonly string[] = ['min_replicas', 'max_replicas', 'max_concurrency', 'concurrency', 'cooldown_period'];
 
 /** Endpoint credentials and gateway limits: applied at once, no revision, no restart. */
-export const AT_ONCE_FIELDS: readonly string[] = ['endpoint_bearer_token', 'endpoint_token_id', 'client_certificate_id', 'private_endpoint', 'max_request_body_bytes', 'first_response_timeout_seconds', 'rate_limit'];
+export const AT_ONCE_FIELDS: readonly string[] = ['endpoint_bearer_token', 'endpoint_token_id', 'client_certificate_id', 'private_endpoint', 'max_request_body_bytes', 'first_response_timeout_seconds', 'rate_limit', 'flow_control'];
 
 export type Effect = 'none' | 'scale' | 'at_once' | 'revision';
 

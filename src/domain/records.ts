@@ -2,6 +2,8 @@
 // endpoint tokens, service accounts, client certificates) and observed state (replicas).
 // Field names follow docs/control-api.md; the API's response shapes are derived from these in control/.
 
+import type { Priority } from './priority.js';
+
 export type Family = 'general' | 'orchestrated';
 export type Protocol = 'http' | 'grpc';
 export type ServingMode = 'aggregated' | 'disaggregated';
@@ -136,10 +138,32 @@ export interface EndpointLimits {
   first_response_timeout_seconds: number | null;
   /** Per-credential limits; null: none. */
   rate_limit: RateLimit | null;
+  /** The gateway's queue for this endpoint when its replicas are saturated; null: the defaults (DEFAULT_FLOW_CONTROL). */
+  flow_control: FlowControl | null;
 }
 
-/** EndpointLimits as stored: records written before first_response_timeout_seconds existed lack it. */
-export type StoredLimits = Omit<EndpointLimits, 'first_response_timeout_seconds'> & { first_response_timeout_seconds?: number | null };
+/**
+ * Flow control of one endpoint: past saturation a request waits in a queue ordered by class
+ * (X-Priority) and shared fairly between credentials; a wait past its class's limit, or a
+ * full queue, is answered 429 with Retry-After.
+ */
+export interface FlowControl {
+  /** Requests that may wait at once, all classes together; 0: none waits (shed at once). */
+  max_queue: number;
+  /** Longest wait of each class, in seconds (0: never waits). */
+  max_wait_seconds: Record<Priority, number>;
+}
+
+export const DEFAULT_FLOW_CONTROL: FlowControl = Object.freeze({
+  max_queue: 1000,
+  max_wait_seconds: Object.freeze({ critical: 60, standard: 30, sheddable: 5 }),
+});
+
+/** EndpointLimits as stored: records written before first_response_timeout_seconds or flow_control existed lack them. */
+export type StoredLimits = Omit<EndpointLimits, 'first_response_timeout_seconds' | 'flow_control'> & {
+  first_response_timeout_seconds?: number | null;
+  flow_control?: FlowControl | null;
+};
 
 /** Applied to each credential (bearer token or client certificate) separately. */
 export interface RateLimit {
@@ -149,7 +173,7 @@ export interface RateLimit {
   tokens_per_minute: number | null;
 }
 
-export const NO_LIMITS: EndpointLimits = Object.freeze({ max_request_body_bytes: null, first_response_timeout_seconds: null, rate_limit: null });
+export const NO_LIMITS: EndpointLimits = Object.freeze({ max_request_body_bytes: null, first_response_timeout_seconds: null, rate_limit: null, flow_control: null });
 
 /** A record's limits, every key present: absent limits, or a key absent from an older record, read as null. */
 export function limitsOf(d: { limits?: StoredLimits }): EndpointLimits {
@@ -158,6 +182,7 @@ export function limitsOf(d: { limits?: StoredLimits }): EndpointLimits {
     max_request_body_bytes: limits.max_request_body_bytes ?? null,
     first_response_timeout_seconds: limits.first_response_timeout_seconds ?? null,
     rate_limit: limits.rate_limit ?? null,
+    flow_control: limits.flow_control ?? null,
   };
 }
 
@@ -226,6 +251,8 @@ export interface TokenRecord {
   hash: string;
   /** Last four characters, so an operator can tell tokens apart. */
   hint: string;
+  /** The highest X-Priority class a request with this token gets; null or absent (older records): any. */
+  max_priority?: Priority | null;
   created_at: string;
 }
 
@@ -251,6 +278,8 @@ export interface CertificateRecord {
   sealed_key: string;
   not_after: string;
   revoked_at: string | null;
+  /** The highest X-Priority class a request with this certificate gets; null or absent (older records): any. */
+  max_priority?: Priority | null;
   created_at: string;
 }
 

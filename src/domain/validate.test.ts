@@ -10,6 +10,7 @@ import { disaggregatedBody } from '../../test/helpers/spec-fixtures.js';
 import { DEFAULT_CATALOG } from './catalog.js';
 import { DEFAULT_IMAGE_MAP } from './image-map.js';
 import { classifyPatch } from './patch-effect.js';
+import { effectiveFlowControl } from './validation/limits-rules.js';
 import { limitsOf, type DeploymentRecord, type Family } from './records.js';
 import {
   toRequest,
@@ -773,7 +774,7 @@ describe('presets', () => {
 
 describe('endpoint limits (max_request_body_bytes, first_response_timeout_seconds, rate_limit)', () => {
   it('are optional, default to none, and are kept for both families', () => {
-    expect(ok(validateCreate('general', general(), ctx)).limits).toEqual({ max_request_body_bytes: null, first_response_timeout_seconds: null, rate_limit: null });
+    expect(ok(validateCreate('general', general(), ctx)).limits).toEqual({ max_request_body_bytes: null, first_response_timeout_seconds: null, rate_limit: null, flow_control: null });
     const draft = ok(
       validateCreate(
         'orchestrated',
@@ -781,7 +782,12 @@ describe('endpoint limits (max_request_body_bytes, first_response_timeout_second
         ctx,
       ),
     );
-    expect(draft.limits).toEqual({ max_request_body_bytes: 65_536, first_response_timeout_seconds: 120, rate_limit: { requests_per_second: 0.5, tokens_per_minute: 1000 } });
+    expect(draft.limits).toEqual({
+      max_request_body_bytes: 65_536,
+      first_response_timeout_seconds: 120,
+      rate_limit: { requests_per_second: 0.5, tokens_per_minute: 1000 },
+      flow_control: null,
+    });
   });
 
   it.each([1, 30, 86_400, null])('first_response_timeout_seconds %j is accepted (null: the gateway default)', (seconds) => {
@@ -830,7 +836,7 @@ describe('endpoint limits (max_request_body_bytes, first_response_timeout_second
     const record = { ...created('general', general()), limits: { max_request_body_bytes: 4096, first_response_timeout_seconds: null, rate_limit: null } };
     const r = ok(validatePatch(record, { first_response_timeout_seconds: 300 }, ctx));
     expect(r).toMatchObject({ specChanged: false, scalingChanged: false, authChanged: false, limitsChanged: true });
-    expect(r.draft.limits).toEqual({ max_request_body_bytes: 4096, first_response_timeout_seconds: 300, rate_limit: null });
+    expect(r.draft.limits).toEqual({ max_request_body_bytes: 4096, first_response_timeout_seconds: 300, rate_limit: null, flow_control: null });
     const set = { ...record, limits: r.draft.limits };
     expect(ok(validatePatch(set, { first_response_timeout_seconds: 300 }, ctx)).limitsChanged).toBe(false);
     expect(ok(validatePatch(set, { rate_limit: { requests_per_second: 2 } }, ctx)).draft.limits.first_response_timeout_seconds).toBe(300);
@@ -850,17 +856,107 @@ describe('endpoint limits (max_request_body_bytes, first_response_timeout_second
     delete (old as Partial<DeploymentRecord>).limits;
     expect(ok(validatePatch(old, {}, ctx)).limitsChanged).toBe(false);
     const source = { ...created('general', general()), limits: { max_request_body_bytes: 4096, first_response_timeout_seconds: 90, rate_limit: null } };
-    expect(ok(validateClone(source, { name: 'copy' }, ctx)).limits).toEqual({ max_request_body_bytes: 4096, first_response_timeout_seconds: 90, rate_limit: null });
+    expect(ok(validateClone(source, { name: 'copy' }, ctx)).limits).toEqual({ max_request_body_bytes: 4096, first_response_timeout_seconds: 90, rate_limit: null, flow_control: null });
     expect(ok(validateClone(source, { name: 'copy', first_response_timeout_seconds: null }, ctx)).limits.first_response_timeout_seconds).toBeNull();
   });
 
   it('a record whose limits predate first_response_timeout_seconds reads it as null, and is unchanged by a PATCH that does not set it', () => {
     const old = { ...created('general', general()), limits: { max_request_body_bytes: 4096, rate_limit: null } };
-    expect(limitsOf(old)).toEqual({ max_request_body_bytes: 4096, first_response_timeout_seconds: null, rate_limit: null });
-    expect(limitsOf({})).toEqual({ max_request_body_bytes: null, first_response_timeout_seconds: null, rate_limit: null });
+    expect(limitsOf(old)).toEqual({ max_request_body_bytes: 4096, first_response_timeout_seconds: null, rate_limit: null, flow_control: null });
+    expect(limitsOf({})).toEqual({ max_request_body_bytes: null, first_response_timeout_seconds: null, rate_limit: null, flow_control: null });
     expect(ok(validatePatch(old, {}, ctx)).limitsChanged).toBe(false);
     expect(ok(validatePatch(old, { min_replicas: 1 }, ctx)).limitsChanged).toBe(false);
     expect(ok(validatePatch(old, { first_response_timeout_seconds: 45 }, ctx))).toMatchObject({ specChanged: false, limitsChanged: true });
     expect(ok(validateClone(old, { name: 'copy' }, ctx)).limits.first_response_timeout_seconds).toBeNull();
+  });
+});
+
+describe('endpoint limit flow_control', () => {
+  const DEFAULTS = { max_queue: 1000, max_wait_seconds: { critical: 60, standard: 30, sheddable: 5 } };
+  /** A stored deployment with the limits its create request gave. */
+  const stored = (family: Family, body: Body): DeploymentRecord => {
+    const draft = ok(validateCreate(family, body, ctx));
+    return recordOf(draft, 1, { limits: draft.limits });
+  };
+
+  it('absent or null is the defaults, stored as null, for both families', () => {
+    expect(ok(validateCreate('general', general(), ctx)).limits.flow_control).toBeNull();
+    expect(ok(validateCreate('general', general({ flow_control: null }), ctx)).limits.flow_control).toBeNull();
+    expect(ok(validateCreate('orchestrated', aggregated({ flow_control: null }), ctx)).limits.flow_control).toBeNull();
+  });
+
+  it.each([
+    [{}, DEFAULTS],
+    [{ max_queue: 0 }, { ...DEFAULTS, max_queue: 0 }],
+    [{ max_queue: 100_000, max_wait_seconds: { sheddable: 0 } }, { max_queue: 100_000, max_wait_seconds: { critical: 60, standard: 30, sheddable: 0 } }],
+    [{ max_wait_seconds: { critical: 3600, standard: null } }, { max_queue: 1000, max_wait_seconds: { critical: 3600, standard: 30, sheddable: 5 } }],
+    [{ max_queue: null, max_wait_seconds: null }, DEFAULTS],
+  ])('%j is stored complete, keys left out taking the defaults', (given, stored) => {
+    expect(ok(validateCreate('general', general({ flow_control: given }), ctx)).limits.flow_control).toEqual(stored);
+    expect(ok(validateCreate('orchestrated', aggregated({ flow_control: given }), ctx)).limits.flow_control).toEqual(stored);
+  });
+
+  it.each([
+    [{ max_queue: -1 }, 'flow_control.max_queue', /^flow_control\.max_queue must be a whole number from 0 to 100000 .*got -1; omit it for the default, 1000$/],
+    [{ max_queue: 100_001 }, 'flow_control.max_queue', /from 0 to 100000.*got 100001/],
+    [{ max_queue: 2.5 }, 'flow_control.max_queue', /whole number.*got 2\.5/],
+    [{ max_queue: '10' }, 'flow_control.max_queue', /got a string/],
+    [{ max_wait_seconds: { sheddable: 3601 } }, 'flow_control.max_wait_seconds.sheddable', /^flow_control\.max_wait_seconds\.sheddable must be a whole number of seconds from 0 to 3600 .*got 3601; omit it for the default, 5$/],
+    [{ max_wait_seconds: { critical: -5 } }, 'flow_control.max_wait_seconds.critical', /from 0 to 3600.*got -5/],
+    [{ max_wait_seconds: { standard: true } }, 'flow_control.max_wait_seconds.standard', /got a boolean/],
+    [{ max_wait_seconds: 30 }, 'flow_control.max_wait_seconds', /must be an object \{critical, standard, sheddable\} of seconds, got a number/],
+    [{ max_wait_seconds: { urgent: 1 } }, 'flow_control.max_wait_seconds.urgent', /unknown field "flow_control\.max_wait_seconds\.urgent": the priority classes are critical, standard, sheddable/],
+    [{ queue: 5 }, 'flow_control.queue', /unknown field "flow_control\.queue": flow_control has max_queue and max_wait_seconds/],
+  ])('%j is refused naming %s', (given, field, message) => {
+    for (const [family, body] of [['general', general({ flow_control: given })], ['orchestrated', aggregated({ flow_control: given })]] as const) {
+      const problems = problemsOf(validateCreate(family, body, ctx));
+      expect(problems.map((p) => p.field)).toEqual([field]);
+      expect(problems[0]).toMatchObject({ code: 'invalid_field', message: expect.stringMatching(message) });
+    }
+  });
+
+  it.each([5, 'defaults', [1]])('flow_control %j (not an object) is refused by its shape', (given) => {
+    const problems = problemsOf(validateCreate('general', general({ flow_control: given }), ctx));
+    expect(problems.map((p) => p.field)).toEqual(['flow_control']);
+    expect(problems[0]!.message).toMatch(/^flow_control must be an object \{max_queue, max_wait_seconds: \{critical, standard, sheddable\}\}, or null for the defaults, got /);
+  });
+
+  it('a PATCH replaces the object (keys left out go back to the defaults), takes effect at once, and null clears it', () => {
+    const record = stored('general', general({ flow_control: { max_queue: 50, max_wait_seconds: { critical: 120, sheddable: 1 } } }));
+    expect(record.limits?.flow_control).toEqual({ max_queue: 50, max_wait_seconds: { critical: 120, standard: 30, sheddable: 1 } });
+    const r = ok(validatePatch(record, { flow_control: { max_wait_seconds: { standard: 10 } } }, ctx));
+    expect(r).toMatchObject({ specChanged: false, scalingChanged: false, authChanged: false, limitsChanged: true });
+    expect(r.draft.limits.flow_control).toEqual({ max_queue: 1000, max_wait_seconds: { critical: 60, standard: 10, sheddable: 5 } });
+    // Not named in the PATCH: kept as stored, and no change.
+    const kept = ok(validatePatch(record, { cooldown_period: 60 }, ctx));
+    expect(kept).toMatchObject({ limitsChanged: false });
+    expect(kept.draft.limits.flow_control).toEqual(record.limits?.flow_control);
+    expect(ok(validatePatch(record, { flow_control: structuredClone(record.limits?.flow_control) }, ctx)).limitsChanged).toBe(false);
+    const cleared = ok(validatePatch(record, { flow_control: null }, ctx));
+    expect(cleared).toMatchObject({ specChanged: false, limitsChanged: true });
+    expect(cleared.draft.limits.flow_control).toBeNull();
+    expect(problemsOf(validatePatch(record, { flow_control: { max_queue: -1 } }, ctx)).map((p) => p.field)).toEqual(['flow_control.max_queue']);
+  });
+
+  it('a clone carries it over unless overridden; toRequest gives it complete', () => {
+    const source = stored('orchestrated', aggregated({ flow_control: { max_queue: 7 } }));
+    expect(toRequest(source).flow_control).toEqual({ ...DEFAULTS, max_queue: 7 });
+    expect(ok(validateClone(source, { name: 'copy' }, ctx)).limits.flow_control).toEqual({ ...DEFAULTS, max_queue: 7 });
+    expect(ok(validateClone(source, { name: 'copy', flow_control: null }, ctx)).limits.flow_control).toBeNull();
+    expect(toRequest(stored('general', general())).flow_control).toBeUndefined();
+  });
+
+  it('the patch forecast puts flow_control with the limits that take effect at once', () => {
+    expect(classifyPatch({ flow_control: { max_queue: 1 } }, 2)).toMatchObject({ effect: 'at_once', atOnceFields: ['flow_control'], revisionFields: [] });
+  });
+
+  it('effectiveFlowControl compares what the gateway applies, and leaves a malformed value to the API', () => {
+    expect(effectiveFlowControl(null)).toEqual(DEFAULTS);
+    expect(effectiveFlowControl(undefined)).toEqual(DEFAULTS);
+    expect(effectiveFlowControl({ max_wait_seconds: { sheddable: 2 } })).toEqual({ ...DEFAULTS, max_wait_seconds: { ...DEFAULTS.max_wait_seconds, sheddable: 2 } });
+    expect(effectiveFlowControl({ max_queu: 5 })).toBeUndefined();
+    expect(effectiveFlowControl({ max_wait_seconds: { urgent: 5 } })).toBeUndefined();
+    expect(effectiveFlowControl({ max_wait_seconds: 5 })).toBeUndefined();
+    expect(effectiveFlowControl(5)).toBeUndefined();
   });
 });

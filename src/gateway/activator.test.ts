@@ -2,27 +2,10 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../core/clock.js';
 import { Activator, type HoldOutcome } from './activator.js';
+import { testRoute } from '../../test/helpers/route.js';
 import type { Route } from './routing-table.js';
 
-const route = (o: Partial<Route> = {}): Route => ({
-  deploymentId: 7,
-  name: 'zero',
-  host: 'zero.test',
-  protocol: 'http',
-  tokenHash: null,
-  clientCertFingerprint: null,
-  affinity: false,
-  routingPolicy: 'affinity',
-  paused: false,
-  scaleToZero: true,
-  status: 'ready',
-  component: 'Replica',
-  replicas: [],
-  maxBodyBytes: null,
-  firstResponseMs: null,
-  rateLimit: null,
-  ...o,
-});
+const route = (o: Partial<Route> = {}): Route => testRoute({ name: 'zero', host: 'zero.test', scaleToZero: true, ...o });
 
 function activator(queueSize = 3, timeoutMs = 5000) {
   const registry = new Registry();

@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { authenticatePhase, headersPhase, MAX_REQUEST_HEADERS, routePhase, targetPhase } from './phases.js';
+import { testRoute } from '../../test/helpers/route.js';
 import type { Route } from './routing-table.js';
 
 const raw = (...names: string[]): string[] => names.flatMap((n) => [n, 'v']);
@@ -48,24 +50,7 @@ describe('targetPhase', () => {
 
 /** A routing table of three deployments under endpoints.test, as the phase reads it. */
 function table(domain = 'endpoints.test') {
-  const route = (name: string, protocol: Route['protocol'] = 'http'): Route => ({
-    deploymentId: name.length,
-    name,
-    host: `${name}.${domain}`,
-    protocol,
-    tokenHash: null,
-    clientCertFingerprint: null,
-    affinity: false,
-    routingPolicy: 'affinity',
-    paused: false,
-    scaleToZero: false,
-    status: 'ready',
-    component: 'Replica',
-    replicas: [],
-    maxBodyBytes: null,
-    firstResponseMs: null,
-    rateLimit: null,
-  });
+  const route = (name: string, protocol: Route['protocol'] = 'http'): Route => testRoute({ deploymentId: name.length, name, host: `${name}.${domain}`, protocol });
   const routes = [route('a'), route('bb'), route('rpc', 'grpc')];
   return {
     domain,
@@ -134,5 +119,41 @@ describe('routePhase', () => {
     const r = routePhase(table(), 'localhost:8443', '/endpoints/a/v1/models', 'http');
     const auth = authenticatePhase(r.ok ? r.value.route : (undefined as never), { authorization: undefined, certificateFingerprint: null });
     expect(auth.ok ? null : auth.rejection.headers).toEqual({ 'www-authenticate': 'Bearer realm="a.endpoints.test"' });
+  });
+});
+
+describe('authenticatePhase', () => {
+  const hash = (v: string) => createHash('sha256').update(v, 'utf8').digest('hex');
+  const route = testRoute({
+    tokenHash: hash('tok-secret-1'),
+    tokenMaxPriority: 'standard',
+    clientCertificates: new Map([
+      ['aa01', 'sheddable'],
+      ['bb02', null],
+    ]),
+  });
+  const authed = (creds: { authorization?: string; certificateFingerprint?: string | null }) =>
+    authenticatePhase(route, { authorization: creds.authorization, certificateFingerprint: creds.certificateFingerprint ?? null });
+
+  it('passes any certificate the route accepts, with that certificate’s cap', () => {
+    expect(authed({ certificateFingerprint: 'aa01' })).toEqual({ ok: true, value: { method: 'certificate', credential: 'cert:aa01', maxPriority: 'sheddable' } });
+    expect(authed({ certificateFingerprint: 'bb02' })).toEqual({ ok: true, value: { method: 'certificate', credential: 'cert:bb02', maxPriority: null } });
+  });
+
+  it('passes the bound token with the token’s cap, also next to a certificate the route does not accept', () => {
+    const value = { method: 'bearer', credential: `token:${hash('tok-secret-1')}`, maxPriority: 'standard' };
+    expect(authed({ authorization: 'Bearer tok-secret-1' })).toEqual({ ok: true, value });
+    expect(authed({ authorization: 'Bearer tok-secret-1', certificateFingerprint: 'cc03' })).toEqual({ ok: true, value });
+    // A certificate it accepts wins over a dummy key (client libraries require one).
+    expect(authed({ authorization: 'Bearer dummy', certificateFingerprint: 'aa01' })).toMatchObject({ ok: true, value: { method: 'certificate' } });
+  });
+
+  it('refuses a certificate it does not accept, and says what the endpoint takes when nothing is presented', () => {
+    expect(authed({ certificateFingerprint: 'cc03' })).toMatchObject({ ok: false, rejection: { status: 401, authFailure: 'certificate_not_accepted' } });
+    expect(authed({ authorization: 'Bearer wrong' })).toMatchObject({ ok: false, rejection: { status: 401, authFailure: 'invalid_token' } });
+    const none = authed({});
+    expect(none.ok ? '' : none.rejection.message).toBe('this endpoint requires Authorization: Bearer <token> or one of its client certificates');
+    const bare = authenticatePhase(testRoute(), { authorization: undefined, certificateFingerprint: 'aa01' });
+    expect(bare).toMatchObject({ ok: false, rejection: { authFailure: 'certificate_not_accepted' } });
   });
 });

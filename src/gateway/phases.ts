@@ -8,6 +8,7 @@
 
 import { constantTimeEqualHex, sha256Hex } from '../core/secrets.js';
 import { ENDPOINTS_PATH_PREFIX, endpointHost } from '../domain/endpoint-address.js';
+import type { Priority } from '../domain/priority.js';
 import type { AuthFailureReason, Protocol } from './metrics.js';
 import { hostName, isPathHost, parsePathAddress } from './path-address.js';
 import type { RateDecision } from './rate-limiter.js';
@@ -100,11 +101,13 @@ export interface Credentials {
 
 export type AuthMethod = 'certificate' | 'bearer';
 
-/** Who passed: the method, and the credential's public identity (the key of its rate limits). */
+/** Who passed: the method, the credential's public identity (the key of its rate limits) and its cap. */
 export interface Authenticated {
   method: AuthMethod;
   /** `cert:<fingerprint>` or `token:<sha256>`: never the secret itself. */
   credential: string;
+  /** The highest X-Priority class the credential that passed may have; null: any. */
+  maxPriority: Priority | null;
 }
 
 /**
@@ -166,17 +169,21 @@ export function targetPhase(url: string | undefined, host: string | undefined): 
 /**
  * Either credential is enough when both are bound. The certificate is checked first: a client
  * using only its certificate may still send a dummy API key, as client libraries require
- * one (spec, Authentication 3). Token hashes are compared in constant time.
+ * one (spec, Authentication 3). A certificate is found by its fingerprint in the route's
+ * accepted set, a plain map lookup: a fingerprint is public, and the TLS handshake has already
+ * proved the client holds the key and that the certificate chains to the platform CA. Token
+ * hashes, derived from a secret, are compared in constant time.
  */
 export function authenticatePhase(route: Route, creds: Credentials): PhaseResult<Authenticated> {
-  if (creds.certificateFingerprint !== null && route.clientCertFingerprint !== null) {
-    if (constantTimeEqualHex(creds.certificateFingerprint, route.clientCertFingerprint)) {
-      return { ok: true, value: { method: 'certificate', credential: `cert:${route.clientCertFingerprint}` } };
+  if (creds.certificateFingerprint !== null) {
+    const cap = route.clientCertificates.get(creds.certificateFingerprint);
+    if (cap !== undefined) {
+      return { ok: true, value: { method: 'certificate', credential: `cert:${creds.certificateFingerprint}`, maxPriority: cap } };
     }
   }
   const presented = bearerOf(creds.authorization);
   if (presented !== null && route.tokenHash !== null && constantTimeEqualHex(hashOfPresented(presented), route.tokenHash)) {
-    return { ok: true, value: { method: 'bearer', credential: `token:${route.tokenHash}` } };
+    return { ok: true, value: { method: 'bearer', credential: `token:${route.tokenHash}`, maxPriority: route.tokenMaxPriority } };
   }
   const challenge = `Bearer realm="${route.host}"`;
   if (presented !== null) {
@@ -185,11 +192,11 @@ export function authenticatePhase(route: Route, creds: Credentials): PhaseResult
     }, 'invalid_token');
   }
   if (creds.certificateFingerprint !== null) {
-    return reject(401, 'unauthenticated', 'the client certificate is not accepted by this endpoint (not bound to it, or revoked)', {
+    return reject(401, 'unauthenticated', 'the client certificate is not accepted by this endpoint (neither bound to it nor issued for it, or revoked)', {
       'www-authenticate': challenge,
     }, 'certificate_not_accepted');
   }
-  const accepted = [route.tokenHash !== null ? 'Authorization: Bearer <token>' : null, route.clientCertFingerprint !== null ? 'its client certificate' : null]
+  const accepted = [route.tokenHash !== null ? 'Authorization: Bearer <token>' : null, route.clientCertificates.size > 0 ? 'one of its client certificates' : null]
     .filter(Boolean)
     .join(' or ');
   return reject(401, 'unauthenticated', `this endpoint requires ${accepted || 'a credential, and none is bound to it'}`, {

@@ -66,7 +66,7 @@ describe('RequestContext.finish', () => {
     const t = setup();
     const ctx = t.request();
     ctx.routed(route);
-    ctx.who = { method: 'bearer', credential: 'token:abc' };
+    ctx.who = { method: 'bearer', credential: 'token:abc', maxPriority: null };
     ctx.countAsLoad(route);
     ctx.attempt(replicaA);
     ctx.attempt(replicaB); // a retry: A's attempt is over
@@ -93,7 +93,7 @@ describe('RequestContext.finish', () => {
       const t = setup();
       const ctx = t.request();
       ctx.routed(route);
-      if (e.authenticated) ctx.who = { method: 'bearer', credential: 'token:abc' };
+      if (e.authenticated) ctx.who = { method: 'bearer', credential: 'token:abc', maxPriority: null };
       ctx.finish(e.outcome);
       expect(await t.count('infergate_requests_total', `deployment="chat",status="${e.outcome.status}",protocol="http"`)).toBe(1);
       expect(t.usageRows).toEqual(e.usage);
@@ -126,7 +126,7 @@ describe('RequestContext.finish', () => {
     const t = setup(true);
     const ctx = t.request();
     ctx.routed(route);
-    ctx.who = { method: 'certificate', credential: 'cert:ff' };
+    ctx.who = { method: 'certificate', credential: 'cert:ff', maxPriority: null };
     ctx.attempt(replicaA);
     ctx.finish({ status: 200 });
     ctx.finish({ status: 200 });

@@ -2,13 +2,15 @@
 // with or without a port), only the ready replicas of the routed component, the same replica
 // array kept while the set is unchanged (the balancer's caches depend on it), a bound token
 // left out when its hash is a service-account key's, and the lookup by exact name (with the
-// deployment's protocol) that path addresses use.
+// deployment's protocol) that path addresses use; the client certificates a deployment accepts
+// (its bound one and every unrevoked one issued for it, while it takes certificates) with each
+// credential's cap on X-Priority, and its flow control (the defaults when it sets none).
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ReplicaRecord } from '../domain/records.js';
+import { DEFAULT_FLOW_CONTROL, type CertificateRecord, type ReplicaRecord } from '../domain/records.js';
 import { FileStore } from '../store/file-store.js';
 import { modify } from '../store/store.js';
 import { deploymentRecord, tokenRecord } from '../store/store.contract.js';
@@ -109,5 +111,61 @@ describe('RoutingTable', () => {
     await store.delete('deployment', chat.value.id);
     await rebuilt;
     expect(table.lookupName('chat')).toBeUndefined();
+  });
+
+  it('accepts the bound certificate and every unrevoked one issued for the deployment, each with its cap; the token carries its cap', async () => {
+    const cert = (name: string, fingerprint: string, deploymentId: number | null, o: Partial<CertificateRecord> = {}) => (id: number): CertificateRecord => ({
+      id,
+      name,
+      deployment_id: deploymentId,
+      serial: `0${id}`,
+      fingerprint_sha256: fingerprint,
+      certificate_pem: '',
+      sealed_key: '',
+      not_after: new Date(0).toISOString(),
+      revoked_at: null,
+      created_at: new Date(0).toISOString(),
+      ...o,
+    });
+    const token = await store.create('token', (id) => ({ ...tokenRecord(id, 'capped', 'hash-capped'), max_priority: 'standard' as const }));
+    const bound = await store.create('certificate', cert('bound', 'AA:BB', null, { max_priority: 'sheddable' }));
+    const d = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'mtls'), auth: { token_id: token.value.id, client_certificate_id: bound.value.id, private_endpoint: true } }));
+    await store.create('certificate', cert('second', 'cc:dd', d.value.id));
+    const revoked = await store.create('certificate', cert('revoked', 'ee:ff', d.value.id, { revoked_at: new Date(0).toISOString() }));
+    await store.create('certificate', cert('elsewhere', '11:22', d.value.id + 100));
+    // Issued for a deployment that takes no certificates (token only): not accepted there.
+    const tokenOnly = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'plain'), auth: { token_id: token.value.id, client_certificate_id: null, private_endpoint: false } }));
+    await store.create('certificate', cert('unused', '33:44', tokenOnly.value.id));
+    table = new RoutingTable(store, 'endpoints.test');
+    await table.start();
+
+    const route = table.lookup('mtls.endpoints.test');
+    expect(route?.clientCertificates).toEqual(new Map([['aabb', 'sheddable'], ['ccdd', null]]));
+    expect(route).toMatchObject({ tokenHash: 'hash-capped', tokenMaxPriority: 'standard' });
+    expect(table.lookup('plain.endpoints.test')?.clientCertificates.size).toBe(0);
+    expect(revoked.value.revoked_at).not.toBeNull();
+
+    // A cap changed, the bound one revoked: the next table says so; the other still passes.
+    const rebuilt = nextRebuild(table);
+    await modify(store, 'certificate', bound.value.id, (c) => ({ ...c, revoked_at: new Date(1).toISOString() }));
+    await rebuilt;
+    const again = nextRebuild(table);
+    await modify(store, 'token', token.value.id, (t) => ({ ...t, max_priority: null }));
+    await again;
+    expect(table.lookup('mtls.endpoints.test')?.clientCertificates).toEqual(new Map([['ccdd', null]]));
+    expect(table.lookup('mtls.endpoints.test')?.tokenMaxPriority).toBeNull();
+  });
+
+  it('gives the deployment its flow control, or the defaults when it sets none', async () => {
+    const own = { max_queue: 3, max_wait_seconds: { critical: 9, standard: 2, sheddable: 0 } };
+    const base = deploymentRecord(0, 'x');
+    await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'queued'), limits: { max_request_body_bytes: null, rate_limit: null, flow_control: own } }));
+    await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'older'), limits: { max_request_body_bytes: null, rate_limit: null } }));
+    await store.create('deployment', (id) => ({ ...base, id, name: 'bare' }));
+    table = new RoutingTable(store, 'endpoints.test');
+    await table.start();
+    expect(table.lookup('queued.endpoints.test')?.flowControl).toEqual(own);
+    expect(table.lookup('older.endpoints.test')?.flowControl).toEqual(DEFAULT_FLOW_CONTROL);
+    expect(table.lookup('bare.endpoints.test')?.flowControl).toEqual(DEFAULT_FLOW_CONTROL);
   });
 });

@@ -1,17 +1,32 @@
 // Owns the gateway's routing table: hostname (and, for path addresses, name) → what the
-// request path needs to know about a deployment (credential hashes, the bound client certificate, paused, status, the ready
-// replicas it routes to, its body and rate limits). It is rebuilt in memory from the store
-// whenever the change feed reports a relevant change, so the request path never touches the
-// store. When the store cannot be read the last table keeps serving: a failed rebuild is
-// retried every second, and the store's resync (its feed was cut, events were lost) asks for
-// a full one. A bound token whose hash is also a service-account key's is left out: a platform
-// credential never opens an endpoint, whatever a record written before that rule says.
+// request path needs to know about a deployment (the bound token's hash, the client
+// certificates it accepts, each credential's cap on X-Priority, paused, status, the ready
+// replicas it routes to, its body and rate limits and its flow control). It is rebuilt in
+// memory from the store whenever the change feed reports a relevant change, so the request
+// path never touches the store. When the store cannot be read the last table keeps serving: a
+// failed rebuild is retried every second, and the store's resync (its feed was cut, events were
+// lost) asks for a full one. A bound token whose hash is also a service-account key's is left
+// out: a platform credential never opens an endpoint, whatever a record written before that
+// rule says.
 
+import { acceptsCertificate } from '../domain/client-certificates.js';
 import { routedComponent } from '../domain/components.js';
 import { endpointHost } from '../domain/endpoint-address.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { normalizeFingerprint } from '../pki/client-certs.js';
-import { NO_LIMITS, routingPolicyOf, type DeploymentRecord, type DeploymentStatus, type Kind, type Protocol, type RateLimit, type RoutingPolicy } from '../domain/records.js';
+import type { Priority } from '../domain/priority.js';
+import {
+  DEFAULT_FLOW_CONTROL,
+  limitsOf,
+  routingPolicyOf,
+  type CertificateRecord,
+  type DeploymentStatus,
+  type FlowControl,
+  type Kind,
+  type Protocol,
+  type RateLimit,
+  type RoutingPolicy,
+} from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import type { ReplicaRef } from '../balancer/selector.js';
 
@@ -24,8 +39,14 @@ export interface Route {
   protocol: Protocol;
   /** SHA-256 of the bound endpoint token, or null when the deployment uses only mTLS. */
   tokenHash: string | null;
-  /** SHA-256 fingerprint (lowercase hex) of the bound, unrevoked client certificate. */
-  clientCertFingerprint: string | null;
+  /** The bound token's cap on X-Priority; null: none (or no token). */
+  tokenMaxPriority: Priority | null;
+  /**
+   * The unrevoked client certificates it accepts — the bound one and every one issued for it
+   * (domain/client-certificates.ts) — by SHA-256 fingerprint (lowercase hex, no colons), each
+   * with its cap on X-Priority (null: none). Empty: no mTLS.
+   */
+  clientCertificates: ReadonlyMap<string, Priority | null>;
   /** X-Session-Id selects the replica by consistent hashing (general inference switch). */
   affinity: boolean;
   /**
@@ -51,7 +72,11 @@ export interface Route {
   firstResponseMs: number | null;
   /** Per-credential rate limit; null: none. */
   rateLimit: RateLimit | null;
+  /** The queue past saturation as applied: the deployment's own, else DEFAULT_FLOW_CONTROL. */
+  flowControl: FlowControl;
 }
+
+const NO_CERTIFICATES: ReadonlyMap<string, Priority | null> = new Map();
 
 /** A limit in seconds as ms; absent (a record older than the field) or null: none. */
 function secondsAsMs(seconds: number | null | undefined): number | null {
@@ -146,10 +171,8 @@ export class RoutingTable {
       this.store.list('service_account'),
     ]);
     const platformKeys = new Set(accounts.map((a) => a.value.key_hash));
-    const tokenHash = new Map(tokens.filter((t) => !platformKeys.has(t.value.hash)).map((t) => [t.value.id, t.value.hash]));
-    const liveCertificates = new Map(
-      certificates.filter((c) => c.value.revoked_at === null).map((c) => [c.value.id, normalizeFingerprint(c.value.fingerprint_sha256)]),
-    );
+    const liveTokens = new Map(tokens.filter((t) => !platformKeys.has(t.value.hash)).map((t) => [t.value.id, t.value]));
+    const liveCertificates = new LiveCertificates(certificates.map((c) => c.value).filter((c) => c.revoked_at === null));
     const next = new Map<string, Route>();
     for (const { value: d } of deployments) {
       const host = endpointHost(d.name, this.domain);
@@ -161,13 +184,16 @@ export class RoutingTable {
         .sort((a, b) => a.id - b.id)
         .map((r) => ({ id: r.id, address: r.address }));
       const previous = this.table.get(host);
+      const token = d.auth.token_id === null ? undefined : liveTokens.get(d.auth.token_id);
+      const limits = limitsOf(d);
       next.set(host, {
         deploymentId: d.id,
         name: d.name,
         host,
         protocol: d.spec.protocol,
-        tokenHash: d.auth.token_id === null ? null : (tokenHash.get(d.auth.token_id) ?? null),
-        clientCertFingerprint: d.auth.client_certificate_id === null ? null : (liveCertificates.get(d.auth.client_certificate_id) ?? null),
+        tokenHash: token?.hash ?? null,
+        tokenMaxPriority: token?.max_priority ?? null,
+        clientCertificates: liveCertificates.acceptedBy(d),
         affinity: d.spec.family === 'general' && d.spec.session_affinity,
         routingPolicy: d.spec.family === 'general' ? routingPolicyOf(d.spec) : 'affinity',
         paused: d.paused,
@@ -176,9 +202,10 @@ export class RoutingTable {
         component,
         // Keep the old array when nothing changed, so the balancer's per-set caches hold.
         replicas: previous && sameReplicas(previous.replicas, ready) ? previous.replicas : ready,
-        maxBodyBytes: (d.limits ?? NO_LIMITS).max_request_body_bytes,
-        firstResponseMs: secondsAsMs((d.limits ?? NO_LIMITS).first_response_timeout_seconds),
-        rateLimit: (d.limits ?? NO_LIMITS).rate_limit,
+        maxBodyBytes: limits.max_request_body_bytes,
+        firstResponseMs: secondsAsMs(limits.first_response_timeout_seconds),
+        rateLimit: limits.rate_limit,
+        flowControl: limits.flow_control ?? DEFAULT_FLOW_CONTROL,
       });
     }
     this.table = next;
@@ -188,6 +215,32 @@ export class RoutingTable {
       this.onRecovered();
     }
     for (const listener of this.listeners) listener(next);
+  }
+}
+
+/** The unrevoked certificates of one rebuild, indexed so each deployment finds its own without a scan. */
+class LiveCertificates {
+  private readonly byId = new Map<number, CertificateRecord>();
+  private readonly byDeployment = new Map<number, CertificateRecord[]>();
+
+  constructor(live: readonly CertificateRecord[]) {
+    for (const c of live) {
+      this.byId.set(c.id, c);
+      if (c.deployment_id === null) continue;
+      const list = this.byDeployment.get(c.deployment_id);
+      if (list) list.push(c);
+      else this.byDeployment.set(c.deployment_id, [c]);
+    }
+  }
+
+  /** Fingerprint → cap of the live certificates `d` accepts. */
+  acceptedBy(d: Parameters<typeof acceptsCertificate>[0]): ReadonlyMap<string, Priority | null> {
+    if (d.auth.client_certificate_id === null) return NO_CERTIFICATES;
+    const bound = this.byId.get(d.auth.client_certificate_id);
+    const candidates = [...(bound ? [bound] : []), ...(this.byDeployment.get(d.id) ?? [])];
+    const accepted = new Map<string, Priority | null>();
+    for (const c of candidates) if (acceptsCertificate(d, c)) accepted.set(normalizeFingerprint(c.fingerprint_sha256), c.max_priority ?? null);
+    return accepted.size === 0 ? NO_CERTIFICATES : accepted;
   }
 }
 

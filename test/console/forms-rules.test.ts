@@ -7,6 +7,7 @@ import {
   authProblems,
   checkGeneral,
   checkOrchestrated,
+  flowControlProblems,
   limitsProblems,
   linesToArgs,
   nameProblem,
@@ -123,6 +124,18 @@ describe('console form rules', () => {
     expect(parseWhole('first_response_timeout_seconds', '1.5')).toEqual({ ok: false, message: 'first_response_timeout_seconds must be a whole number' });
   });
 
+  it('checks flow_control as the API does: a queue of 0 to 100000, each class 0 to 3600 s', () => {
+    const flow = (max_queue: number, sheddable = 5) => ({ max_queue, max_wait_seconds: { critical: 60, standard: 30, sheddable } });
+    for (const ok of [flow(0), flow(100_000, 0), flow(1000, 3600), null, undefined]) expect(flowControlProblems(ok)).toEqual({});
+    expect(flowControlProblems(flow(100_001))).toEqual({ 'flow_control.max_queue': expect.stringMatching(/^flow_control\.max_queue must be a whole number from 0 to 100000 \(0: no request waits\); leave it empty/) });
+    expect(flowControlProblems(flow(-1, 3601))).toEqual({
+      'flow_control.max_queue': expect.any(String),
+      'flow_control.max_wait_seconds.sheddable': expect.stringMatching(/^flow_control\.max_wait_seconds\.sheddable must be a whole number of seconds from 0 to 3600/),
+    });
+    expect(checkGeneral({ ...minimal, flow_control: flow(7, -2) }, { mode: 'create', tokenBound: true })).toEqual({ 'flow_control.max_wait_seconds.sheddable': expect.any(String) });
+    expect(checkOrchestrated({ name: 'o', cluster_id: 1, hardware_instance_id: 1, model: 'org/m', private_endpoint: true, flow_control: flow(200_000) }, { mode: 'create', tokenBound: false })).toHaveProperty(['flow_control.max_queue']);
+  });
+
   it('reads typed numbers and argument lines', () => {
     expect(parseWhole('container_port', ' 8000 ')).toEqual({ ok: true, value: 8000 });
     expect(parseWhole('container_port', '')).toEqual({ ok: true, value: null });
@@ -156,6 +169,7 @@ describe('console PATCH forecast', () => {
     expect(plan.statement).toMatch(/^Takes effect at once; no revision/);
     expect(classifyPatch({ first_response_timeout_seconds: 30 }, 1)).toMatchObject({ effect: 'at_once', atOnceFields: ['first_response_timeout_seconds'] });
     expect(classifyPatch({ first_response_timeout_seconds: null, max_replicas: 3 }, 1).effect).toBe('scale');
+    expect(classifyPatch({ flow_control: null }, 1)).toMatchObject({ effect: 'at_once', atOnceFields: ['flow_control'] });
   });
 
   it('says what happened after saving', () => {

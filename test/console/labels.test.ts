@@ -35,6 +35,9 @@ describe('inLabels', () => {
     expect(inLabels('first_response_timeout_seconds must be a whole number of seconds from 1 to 86400 (a day), got 0')).toBe(
       'First response timeout (s) must be a whole number of seconds from 1 to 86400 (a day), got 0',
     );
+    expect(inLabels('flow_control.max_wait_seconds.sheddable must be a whole number of seconds from 0 to 3600, got 4000')).toBe(
+      'Longest wait, sheddable (s) must be a whole number of seconds from 0 to 3600, got 4000',
+    );
     expect(inLabels('config_file.filename is required: the name of the file to mount')).toBe('Filename is required: the name of the file to mount');
   });
 
@@ -91,6 +94,7 @@ describe('inLabels', () => {
         max_request_body_bytes: 1,
         first_response_timeout_seconds: 0,
         rate_limit: { requests_per_second: 0, tokens_per_minute: 0 },
+        flow_control: { max_queue: -1, max_wait_seconds: { critical: 4000, standard: -1, sheddable: 3601 } },
       },
       { mode: 'create', tokenBound: true },
     );

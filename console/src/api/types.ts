@@ -1,6 +1,11 @@
 // Owns the shapes of the control API's answers as the console reads them (docs/control-api.md).
 // Only what the console shows is typed; everything else stays in the loose records.
 
+import type { Priority } from '../../../src/domain/priority.js';
+
+/** An X-Priority class: a credential's cap (max_priority) names one. */
+export type { Priority };
+
 export type Family = 'general' | 'orchestrated';
 export type Status = 'pending' | 'ready' | 'not_ready' | 'paused' | 'failed' | 'failing' | 'deleting';
 
@@ -141,6 +146,8 @@ export interface VaultToken {
   id: number;
   name: string;
   hint: string;
+  /** The highest X-Priority class its requests get; null (or absent, an older server): no cap. */
+  max_priority?: Priority | null;
   created_at: string;
   deployments: number[];
   token?: string;
@@ -161,7 +168,10 @@ export interface Certificate {
   id: number;
   name: string;
   deployment_id: number | null;
+  /** Deployments that accept it: bound to it, or issued for one that takes client certificates. */
   deployments: number[];
+  /** The highest X-Priority class its requests get; null (or absent, an older server): no cap. */
+  max_priority?: Priority | null;
   serial: string;
   fingerprint_sha256: string;
   not_after: string;

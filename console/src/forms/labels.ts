@@ -55,6 +55,12 @@ export const FIELD_LABELS: Labels = {
   rate_limit: 'Rate limit',
   'rate_limit.requests_per_second': 'Requests per second',
   'rate_limit.tokens_per_minute': 'Tokens per minute',
+  flow_control: 'Flow control',
+  'flow_control.max_queue': 'Queue size',
+  'flow_control.max_wait_seconds': 'Longest waits',
+  'flow_control.max_wait_seconds.critical': 'Longest wait, critical (s)',
+  'flow_control.max_wait_seconds.standard': 'Longest wait, standard (s)',
+  'flow_control.max_wait_seconds.sheddable': 'Longest wait, sheddable (s)',
 };
 
 /** The heading of the endpoint's credentials (bearer token and client certificate) in every form. */

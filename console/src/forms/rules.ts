@@ -18,6 +18,12 @@ export interface RateLimitBody {
   tokens_per_minute?: number | null;
 }
 
+/** Flow control as the console sends it: always complete (blanks filled with the defaults). */
+export interface FlowControlBody {
+  max_queue: number;
+  max_wait_seconds: { critical: number; standard: number; sheddable: number };
+}
+
 /** The fields both families share, as they go on the wire. */
 export interface CommonBody {
   name?: string;
@@ -40,6 +46,7 @@ export interface CommonBody {
   max_request_body_bytes?: number | null;
   first_response_timeout_seconds?: number | null;
   rate_limit?: RateLimitBody | null;
+  flow_control?: FlowControlBody | null;
 }
 
 export interface GeneralBody extends CommonBody {
@@ -78,6 +85,9 @@ const TOKEN_MIN = 8;
 const TOKEN_MAX = 512;
 const BODY_LIMIT_MIN = 1024;
 const BODY_LIMIT_MAX = 64 * 1024 ** 3;
+export const MAX_QUEUE_MAX = 100_000;
+export const MAX_WAIT_MAX_SECONDS = 3_600;
+const PRIORITY_CLASSES = ['critical', 'standard', 'sheddable'] as const;
 const FIRST_RESPONSE_MAX_SECONDS = 86_400;
 
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
@@ -267,6 +277,23 @@ export function limitsProblems(body: CommonBody): Problems {
   const tpm = body.rate_limit?.tokens_per_minute;
   if (typeof tpm === 'number' && (tpm < 1 || tpm > 1_000_000_000_000)) {
     out['rate_limit.tokens_per_minute'] = 'rate_limit.tokens_per_minute must be a whole number from 1 to 1000000000000';
+  }
+  Object.assign(out, flowControlProblems(body.flow_control));
+  return out;
+}
+
+/** The API's flow_control ranges: a queue of 0 to 100000, each class's wait 0 to 3600 s; blank fields take the defaults. */
+export function flowControlProblems(flow: FlowControlBody | null | undefined): Problems {
+  const out: Problems = {};
+  if (!flow) return out;
+  if (flow.max_queue < 0 || flow.max_queue > MAX_QUEUE_MAX) {
+    out['flow_control.max_queue'] = `flow_control.max_queue must be a whole number from 0 to ${MAX_QUEUE_MAX} (0: no request waits); leave it empty for the default`;
+  }
+  for (const cls of PRIORITY_CLASSES) {
+    const wait = flow.max_wait_seconds[cls];
+    if (wait < 0 || wait > MAX_WAIT_MAX_SECONDS) {
+      out[`flow_control.max_wait_seconds.${cls}`] = `flow_control.max_wait_seconds.${cls} must be a whole number of seconds from 0 to ${MAX_WAIT_MAX_SECONDS}; leave it empty for the default`;
+    }
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // Owns editing a general or aggregated orchestrated deployment: the create form's controls
 // prefilled from the deployment (name, cluster and serving mode fixed: clone instead), the
-// endpoint limits, and before saving a statement of what the change will do, computed from
+// endpoint limits (flow control included), and before saving a statement of what the change will do, computed from
 // the PATCH body (only the changed fields) by spec-diff. Save asks once, repeating that
 // statement, then PATCHes and says what happened. A refusal stays next to its field.
 
@@ -13,6 +13,7 @@ import { FormError, type Problems } from '../components/form';
 import { usePoll } from '../hooks';
 import type { Account } from '../session';
 import { createVaultToken, EndpointProtection, tokenNameFor } from './endpoint-protection';
+import { FlowControlFields } from './flow-control-fields';
 import { ContainerFields, RuntimeFields } from './general-fields';
 import { HardwareFields } from './hardware-fields';
 import { TextInput } from './inputs';
@@ -42,7 +43,7 @@ const PLACED = [
   'health_check_path', 'registry_username', 'registry_password', 'registry_credential_id', 'enable_logging', 'enable_model_caching', 'session_affinity', 'routing_policy',
   'command', 'metrics_port', 'metrics_path', 'env', 'secret_env', 'config_file', 'annotations', 'min_replicas', 'max_replicas',
   'max_concurrency', 'concurrency', 'cooldown_period', 'model', 'served_model_name', 'model_hub_token', 'extra_args',
-  'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint', 'max_request_body_bytes', 'first_response_timeout_seconds', 'rate_limit',
+  'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint', 'max_request_body_bytes', 'first_response_timeout_seconds', 'rate_limit', 'flow_control',
 ];
 
 type Stored = Deployment & WithLimits;
@@ -285,6 +286,8 @@ function LimitsFields({ values, onChange, problems }: { values: LimitsValues; on
           hint="Prompt plus completion tokens; empty: no limit."
         />
       </div>
+      <h4>Flow control</h4>
+      <FlowControlFields values={values.flow} onChange={(flow) => onChange({ flow: { ...values.flow, ...flow } })} problems={problems} />
     </div>
   );
 }

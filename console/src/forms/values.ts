@@ -6,6 +6,7 @@
 // variables are write-only: the form knows a stored one by name and sends only what changes.
 
 import type { Deployment, VaultToken } from '../api/types';
+import { DEFAULT_FLOW_CONTROL } from '../../../src/domain/records';
 import { rowIsSecret, type EnvRow, type StoredSecret } from '../components/env-editor';
 import { pairsToRecord, recordToPairs, type Pair } from '../components/form';
 import {
@@ -15,6 +16,7 @@ import {
   parseDecimal,
   parseWhole,
   type CommonBody,
+  type FlowControlBody,
   type GeneralBody,
   type OrchestratedBody,
   type Problems,
@@ -85,7 +87,18 @@ export interface LimitsValues {
   first_response_timeout_seconds: string;
   requests_per_second: string;
   tokens_per_minute: string;
+  flow: FlowControlValues;
 }
+
+/** Flow control as typed: all empty means the defaults (no flow_control of its own). */
+export interface FlowControlValues {
+  max_queue: string;
+  critical: string;
+  standard: string;
+  sheddable: string;
+}
+
+export const emptyFlowControl = (): FlowControlValues => ({ max_queue: '', critical: '', standard: '', sheddable: '' });
 
 /**
  * How the endpoint token is chosen. `vault:<id>`: an existing vault token, bound by its id
@@ -228,6 +241,16 @@ export interface WithLimits {
   max_request_body_bytes?: number | null;
   first_response_timeout_seconds?: number | null;
   rate_limit?: { requests_per_second?: number | null; tokens_per_minute?: number | null } | null;
+  /** What the gateway applies: the deployment's own, or the defaults (then flow_control_is_default). */
+  flow_control?: FlowControlBody;
+  flow_control_is_default?: boolean;
+}
+
+/** The deployment's own flow control as values; empty when it has none (the defaults apply). */
+export function flowControlFrom(d: WithLimits): FlowControlValues {
+  const fc = d.flow_control;
+  if (!fc || d.flow_control_is_default === true) return emptyFlowControl();
+  return { max_queue: text(fc.max_queue), critical: text(fc.max_wait_seconds.critical), standard: text(fc.max_wait_seconds.standard), sheddable: text(fc.max_wait_seconds.sheddable) };
 }
 
 export function limitsFrom(d: Deployment & WithLimits): LimitsValues {
@@ -236,6 +259,7 @@ export function limitsFrom(d: Deployment & WithLimits): LimitsValues {
     first_response_timeout_seconds: text(d.first_response_timeout_seconds),
     requests_per_second: text(d.rate_limit?.requests_per_second),
     tokens_per_minute: text(d.rate_limit?.tokens_per_minute),
+    flow: flowControlFrom(d),
   };
 }
 
@@ -358,9 +382,34 @@ export function orchestratedBody(v: OrchestratedValues): Built<OrchestratedBody>
   return { body, problems: r.problems };
 }
 
+/**
+ * flow_control from the values: left out when every field is empty (the defaults); else complete,
+ * an empty field taking its default, so the body compares equal to the stored value it came from.
+ */
+function readFlowControl(v: FlowControlValues, r: Reader): FlowControlBody | undefined {
+  const queue = r.whole('flow_control.max_queue', v.max_queue);
+  const wait = (cls: 'critical' | 'standard' | 'sheddable') => r.whole(`flow_control.max_wait_seconds.${cls}`, v[cls]);
+  const [critical, standard, sheddable] = [wait('critical'), wait('standard'), wait('sheddable')];
+  if (queue === null && critical === null && standard === null && sheddable === null) return undefined;
+  const d = DEFAULT_FLOW_CONTROL;
+  return {
+    max_queue: queue ?? d.max_queue,
+    max_wait_seconds: { critical: critical ?? d.max_wait_seconds.critical, standard: standard ?? d.max_wait_seconds.standard, sheddable: sheddable ?? d.max_wait_seconds.sheddable },
+  };
+}
+
+/** The create forms' flow control alone: `{flow_control}` or nothing (the defaults). */
+export function flowControlBody(v: FlowControlValues): Built<Pick<CommonBody, 'flow_control'>> {
+  const r = new Reader();
+  const flow = readFlowControl(v, r);
+  return { body: flow ? { flow_control: flow } : {}, problems: r.problems };
+}
+
 export function limitsBody(v: LimitsValues): Built<CommonBody> {
   const r = new Reader();
   const body: CommonBody = {};
+  const flow = readFlowControl(v.flow, r);
+  if (flow) body.flow_control = flow;
   const bytes = r.whole('max_request_body_bytes', v.max_request_body_bytes);
   if (bytes !== null) body.max_request_body_bytes = bytes;
   const firstResponse = r.whole('first_response_timeout_seconds', v.first_response_timeout_seconds);

@@ -1,24 +1,28 @@
-// Owns the Certificates page: client certificates for mTLS. Create, list, download the .pem
-// (certificate and private key) and revoke, for good, after a confirmation.
+// Owns the Certificates page: client certificates for mTLS. Create (for a deployment, which then
+// accepts it besides its own; with an optional cap on the X-Priority class of its requests),
+// list, change a cap in place, download the .pem (certificate and private key) and revoke, for
+// good, after a confirmation.
 
 import { useState, type FormEvent } from 'react';
 import { api, ApiError, download } from '../api/client';
-import type { Certificate, Items } from '../api/types';
+import type { Certificate, Items, Priority } from '../api/types';
 import { usePoll } from '../hooks';
 import { ConfirmDialog } from '../components/confirm';
 import { Field, type Problems } from '../components/form';
 import { focusForm } from '../components/empty-state';
 import { ResourceTable } from '../components/resource-table';
 import { inLabels } from '../forms/labels';
+import { PriorityCapCell, PriorityCapField } from '../forms/priority-cap';
 import { DeploymentLinks, useDeploymentNames } from './vault';
 
-const LABELS = { name: 'Certificate name', deployment_id: 'For deployment' };
+const LABELS = { name: 'Certificate name', deployment_id: 'For deployment', max_priority: 'Max priority' };
 
 export function CertificatesPage() {
   const certs = usePoll<Items<Certificate>>('/certificates', 5000);
   const { byId, reload: reloadNames } = useDeploymentNames();
   const [name, setName] = useState('');
   const [deployment, setDeployment] = useState('');
+  const [cap, setCap] = useState<Priority | null>(null);
   const [problems, setProblems] = useState<Problems>({});
   const [toRevoke, setToRevoke] = useState<Certificate | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -27,8 +31,9 @@ export function CertificatesPage() {
     e.preventDefault();
     setProblems({});
     try {
-      await api.post<Certificate>('/certificates', { name: name.trim(), ...(deployment ? { deployment_id: Number(deployment) } : {}) });
+      await api.post<Certificate>('/certificates', { name: name.trim(), ...(deployment ? { deployment_id: Number(deployment) } : {}), ...(cap ? { max_priority: cap } : {}) });
       setName('');
+      setCap(null);
       certs.reload();
     } catch (err) {
       if (err instanceof ApiError) setProblems({ [err.field ?? 'name']: inLabels(err.message, LABELS) });
@@ -49,13 +54,21 @@ export function CertificatesPage() {
   return (
     <section>
       <h1>Certificates</h1>
-      <p className="subtle">Client certificates authenticate callers of an endpoint by mTLS. Bind one to a deployment with “Make it a private endpoint?” or in its settings.</p>
+      <p className="subtle">
+        Client certificates authenticate callers of an endpoint by mTLS. Bind one to a deployment with “Make it a private endpoint?” or in its settings; a private
+        endpoint also accepts every certificate created here for it, so each client application can have its own (and its own cap).
+      </p>
       <form className="panel" id="new-certificate" onSubmit={(e) => void create(e)}>
         <div className="grid2">
           <Field label="Certificate name" field="name" problems={problems}>
             {(p) => <input {...p} type="text" value={name} onChange={(e) => setName(e.target.value)} required maxLength={64} />}
           </Field>
-          <Field label="For deployment (optional)" field="deployment_id" problems={problems}>
+          <Field
+            label="For deployment (optional)"
+            field="deployment_id"
+            problems={problems}
+            hint="A deployment that takes client certificates (a private endpoint) accepts this one besides its own."
+          >
             {(p) => (
               <select {...p} value={deployment} onChange={(e) => setDeployment(e.target.value)}>
                 <option value="">none</option>
@@ -67,6 +80,7 @@ export function CertificatesPage() {
               </select>
             )}
           </Field>
+          <PriorityCapField value={cap} onChange={setCap} problems={problems} />
         </div>
         <button className="button primary" type="submit">
           Create certificate
@@ -93,6 +107,12 @@ export function CertificatesPage() {
         columns={[
           { header: 'Name', cell: (c) => c.name },
           { header: 'Accepted by', cell: (c) => <DeploymentLinks ids={c.deployments} byId={byId} /> },
+          {
+            header: 'Max priority',
+            cell: (c) => (
+              <PriorityCapCell route={`/certificates/${c.id}`} name={`certificate ${c.name}`} value={c.max_priority} readOnly={c.revoked} onSaved={() => { setError(null); certs.reload(); }} onError={setError} />
+            ),
+          },
           { header: 'Fingerprint (SHA-256)', cell: (c) => <code title={c.fingerprint_sha256}>{c.fingerprint_sha256.slice(0, 16)}…</code> },
           { header: 'Expires', cell: (c) => new Date(c.not_after).toLocaleDateString() },
           { header: 'State', cell: (c) => (c.revoked ? <span className="status status-failed">Revoked</span> : <span className="status status-ready">Valid</span>) },

@@ -1,13 +1,14 @@
 // Owns the create form of general inference (#/deployments/new/general): every setting of the
 // family as a labelled control, the browser's check of the API's rules next to each field, the
-// endpoint token (created on submit when asked, shown once), POST /deployments/general, then
-// the new deployment's page. A refusal is shown next to the field it names and keeps every value.
+// endpoint token (created on submit when asked, shown once), flow control (empty: the
+// defaults), POST /deployments/general, then the new deployment's page. A refusal is shown next to the field it names and keeps every value.
 
 import { useEffect, useState, type FormEvent } from 'react';
 import type { Cluster, Items, Preset, RegistryCredential, VaultToken } from '../api/types';
 import { FormError } from '../components/form';
 import { usePoll } from '../hooks';
 import { EndpointProtection } from '../forms/endpoint-protection';
+import { FlowControlFields } from '../forms/flow-control-fields';
 import { createDeployment, RefusedCreate } from '../forms/create-deployment';
 import { ContainerFields, PresetPicker, RuntimeFields } from '../forms/general-fields';
 import { defaultPlacement, HardwareFields } from '../forms/hardware-fields';
@@ -15,14 +16,14 @@ import { TextInput } from '../forms/inputs';
 import { checkGeneral, type GeneralBody } from '../forms/rules';
 import { ScalingFields } from '../forms/scaling-fields';
 import { keepFocusOnPress, useProblems } from '../forms/use-problems';
-import { authPlan, emptyAuth, emptyGeneral, generalBody, type AuthValues, type GeneralValues } from '../forms/values';
+import { authPlan, emptyAuth, emptyFlowControl, emptyGeneral, flowControlBody, generalBody, type AuthValues, type FlowControlValues, type GeneralValues } from '../forms/values';
 
 /** Fields with a control on this page; a refusal naming any other goes to the form-level error. */
 const PLACED = [
   'name', 'cluster_id', 'hardware_instance_id', 'preset', 'image', 'tag', 'container_port', 'protocol', 'health_check_path',
   'registry_username', 'registry_password', 'registry_credential_id', 'enable_logging', 'enable_model_caching', 'session_affinity', 'routing_policy', 'command',
   'metrics_port', 'metrics_path', 'env', 'secret_env', 'config_file', 'annotations', 'min_replicas', 'max_replicas', 'max_concurrency',
-  'cooldown_period', 'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint',
+  'cooldown_period', 'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint', 'flow_control',
 ];
 
 export function CreateGeneralPage() {
@@ -33,6 +34,7 @@ export function CreateGeneralPage() {
   const [name, setName] = useState('');
   const [values, setValues] = useState<GeneralValues>(emptyGeneral);
   const [auth, setAuth] = useState<AuthValues>(() => emptyAuth('new'));
+  const [flow, setFlow] = useState<FlowControlValues>(emptyFlowControl);
   const [busy, setBusy] = useState(false);
 
   // The first cluster and its first hardware type, once the catalog has loaded.
@@ -43,9 +45,10 @@ export function CreateGeneralPage() {
 
   const set = (patch: Partial<GeneralValues>) => setValues((v) => ({ ...v, ...patch }));
   const built = generalBody(values);
+  const flowBuilt = flowControlBody(flow);
   const plan = authPlan(auth, vault.data?.items ?? [], null);
-  const body: GeneralBody = { name: name.trim(), ...built.body, ...plan.body };
-  const client = { ...checkGeneral(body, { mode: 'create', tokenBound: plan.tokenBound }), ...plan.problems, ...built.problems };
+  const body: GeneralBody = { name: name.trim(), ...built.body, ...plan.body, ...flowBuilt.body };
+  const client = { ...checkGeneral(body, { mode: 'create', tokenBound: plan.tokenBound }), ...plan.problems, ...built.problems, ...flowBuilt.problems };
   const fp = useProblems(client, body as Record<string, unknown>, PLACED);
   const p = fp.shown;
 
@@ -112,6 +115,10 @@ export function CreateGeneralPage() {
         <div className="panel">
           <h2>Runtime</h2>
           <RuntimeFields values={values} set={set} problems={p} />
+        </div>
+        <div className="panel">
+          <h2>Flow control</h2>
+          <FlowControlFields values={flow} onChange={(f) => setFlow((v) => ({ ...v, ...f }))} problems={p} />
         </div>
         <FormError message={fp.formError} />
         <div className="form-actions">

@@ -2,13 +2,15 @@
 // deployments only (a Frontend and one autoscaled pool of GPU Workers); disaggregated ones are
 // made through the API. Same behaviour as the general form: the API's rules checked next to
 // each field, the endpoint token created on submit when asked and shown once, a refusal shown
-// where it belongs with every value kept, then the new deployment's page.
+// where it belongs with every value kept, then the new deployment's page. Flow control may be
+// set here too (empty: the defaults).
 
 import { useEffect, useState, type FormEvent } from 'react';
 import type { Cluster, Items, VaultToken } from '../api/types';
 import { FormError } from '../components/form';
 import { usePoll } from '../hooks';
 import { EndpointProtection } from '../forms/endpoint-protection';
+import { FlowControlFields } from '../forms/flow-control-fields';
 import { createDeployment, RefusedCreate } from '../forms/create-deployment';
 import { defaultPlacement, HardwareFields } from '../forms/hardware-fields';
 import { TextInput } from '../forms/inputs';
@@ -16,12 +18,12 @@ import { ModelFields, WorkerFields } from '../forms/orchestrated-fields';
 import { checkOrchestrated, type OrchestratedBody } from '../forms/rules';
 import { ScalingFields } from '../forms/scaling-fields';
 import { keepFocusOnPress, useProblems } from '../forms/use-problems';
-import { authPlan, emptyAuth, emptyOrchestrated, orchestratedBody, type AuthValues, type OrchestratedValues } from '../forms/values';
+import { authPlan, emptyAuth, emptyFlowControl, emptyOrchestrated, flowControlBody, orchestratedBody, type AuthValues, type FlowControlValues, type OrchestratedValues } from '../forms/values';
 
 const PLACED = [
   'name', 'cluster_id', 'model', 'serving_mode', 'hardware_instance_id', 'min_replicas', 'max_replicas', 'concurrency',
   'cooldown_period', 'served_model_name', 'model_hub_token', 'protocol', 'extra_args', 'env', 'secret_env', 'annotations', 'enable_logging',
-  'enable_model_caching', 'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint',
+  'enable_model_caching', 'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint', 'flow_control',
 ];
 
 export function CreateOrchestratedPage() {
@@ -30,6 +32,7 @@ export function CreateOrchestratedPage() {
   const [name, setName] = useState('');
   const [values, setValues] = useState<OrchestratedValues>(emptyOrchestrated);
   const [auth, setAuth] = useState<AuthValues>(() => emptyAuth('new'));
+  const [flow, setFlow] = useState<FlowControlValues>(emptyFlowControl);
   const [busy, setBusy] = useState(false);
 
   // The first cluster with orchestration enabled and its first hardware type.
@@ -40,9 +43,10 @@ export function CreateOrchestratedPage() {
 
   const set = (patch: Partial<OrchestratedValues>) => setValues((v) => ({ ...v, ...patch }));
   const built = orchestratedBody(values);
+  const flowBuilt = flowControlBody(flow);
   const plan = authPlan(auth, vault.data?.items ?? [], null);
-  const body: OrchestratedBody = { name: name.trim(), serving_mode: 'aggregated', ...built.body, ...plan.body };
-  const client = { ...checkOrchestrated(body, { mode: 'create', tokenBound: plan.tokenBound }), ...plan.problems, ...built.problems };
+  const body: OrchestratedBody = { name: name.trim(), serving_mode: 'aggregated', ...built.body, ...plan.body, ...flowBuilt.body };
+  const client = { ...checkOrchestrated(body, { mode: 'create', tokenBound: plan.tokenBound }), ...plan.problems, ...built.problems, ...flowBuilt.problems };
   const fp = useProblems(client, body as Record<string, unknown>, PLACED);
   const p = fp.shown;
   const noOrchestration = clusters.data !== null && !clusters.data.items.some((c) => c.orchestration_enabled);
@@ -109,6 +113,10 @@ export function CreateOrchestratedPage() {
         <div className="panel">
           <h2>Scaling</h2>
           <ScalingFields family="orchestrated" values={values.scaling} onChange={(s) => set({ scaling: { ...values.scaling, ...s } })} problems={p} />
+        </div>
+        <div className="panel">
+          <h2>Flow control</h2>
+          <FlowControlFields values={flow} onChange={(f) => setFlow((v) => ({ ...v, ...f }))} problems={p} />
         </div>
         <FormError message={fp.formError} />
         <div className="form-actions">

@@ -1,9 +1,11 @@
-// Owns the Vault tokens page: endpoint bearer tokens. Create shows the value once with a copy
-// button; delete warns with the endpoints still bound to the token (they stop accepting it).
+// Owns the Vault tokens page: endpoint bearer tokens. Create (with an optional cap on the
+// X-Priority class of its requests) shows the value once with a copy button; each row's cap can
+// be changed in place; delete warns with the endpoints still bound to the token (they stop
+// accepting it).
 
 import { useState, type FormEvent } from 'react';
 import { api, ApiError } from '../api/client';
-import type { Deployment, Items, VaultToken } from '../api/types';
+import type { Deployment, Items, Priority, VaultToken } from '../api/types';
 import { usePoll } from '../hooks';
 import { SecretOnce } from '../components/copy';
 import { ConfirmDialog } from '../components/confirm';
@@ -11,6 +13,7 @@ import { Field, FormError, type Problems } from '../components/form';
 import { focusForm } from '../components/empty-state';
 import { ResourceTable } from '../components/resource-table';
 import { inLabels } from '../forms/labels';
+import { PriorityCapCell, PriorityCapField } from '../forms/priority-cap';
 
 /** Deployments by id, to name the ones a credential protects; `reload` before a warning names them. */
 export function useDeploymentNames(): { byId: Map<number, Deployment>; reload: () => void } {
@@ -74,8 +77,10 @@ export function VaultPage() {
   const tokens = usePoll<Items<VaultToken>>('/vault/tokens', 5000);
   const { byId, reload: reloadNames } = useDeploymentNames();
   const [name, setName] = useState('');
+  const [cap, setCap] = useState<Priority | null>(null);
   const [problems, setProblems] = useState<Problems>({});
   const [created, setCreated] = useState<VaultToken | null>(null);
+  const [capError, setCapError] = useState<string | null>(null);
   const deletion = useVaultDelete<VaultToken>('/vault/tokens', tokens.reload, reloadNames);
   const toDelete = deletion.toDelete;
 
@@ -83,12 +88,13 @@ export function VaultPage() {
     e.preventDefault();
     setProblems({});
     try {
-      const t = await api.post<VaultToken>('/vault/tokens', { name: name.trim() });
+      const t = await api.post<VaultToken>('/vault/tokens', { name: name.trim(), ...(cap ? { max_priority: cap } : {}) });
       setCreated(t);
       setName('');
+      setCap(null);
       tokens.reload();
     } catch (err) {
-      if (err instanceof ApiError) setProblems({ name: inLabels(err.message, { name: 'Token name' }) });
+      if (err instanceof ApiError) setProblems({ [err.field ?? 'name']: inLabels(err.message, { name: 'Token name', max_priority: 'Max priority' }) });
     }
   };
 
@@ -98,14 +104,17 @@ export function VaultPage() {
       <p className="subtle">Bearer tokens that protect deployed endpoints. They never sign in to this console or the API.</p>
       {created?.token && <SecretOnce title={`Token ${created.name}`} value={created.token} onDismiss={() => setCreated(null)} />}
       <form className="panel" id="new-token" onSubmit={(e) => void create(e)}>
-        <Field label="Token name" field="name" problems={problems} hint="Letters, digits, dot, underscore, hyphen; at most 64 characters.">
-          {(p) => <input {...p} type="text" value={name} onChange={(e) => setName(e.target.value)} required maxLength={64} />}
-        </Field>
+        <div className="grid2">
+          <Field label="Token name" field="name" problems={problems} hint="Letters, digits, dot, underscore, hyphen; at most 64 characters.">
+            {(p) => <input {...p} type="text" value={name} onChange={(e) => setName(e.target.value)} required maxLength={64} />}
+          </Field>
+          <PriorityCapField value={cap} onChange={setCap} problems={problems} />
+        </div>
         <button className="button primary" type="submit">
           Create token
         </button>
       </form>
-      <FormError message={deletion.error ?? tokens.error?.message ?? null} />
+      <FormError message={capError ?? deletion.error ?? tokens.error?.message ?? null} />
       <ResourceTable
         label="Vault tokens"
         rowKey="token"
@@ -127,6 +136,12 @@ export function VaultPage() {
         columns={[
           { header: 'Name', cell: (t) => t.name },
           { header: 'Ends with', cell: (t) => <code>{t.hint}</code> },
+          {
+            header: 'Max priority',
+            cell: (t) => (
+              <PriorityCapCell route={`/vault/tokens/${t.id}`} name={`token ${t.name}`} value={t.max_priority} onSaved={() => { setCapError(null); tokens.reload(); }} onError={setCapError} />
+            ),
+          },
           { header: 'Protects', cell: (t) => <DeploymentLinks ids={t.deployments} byId={byId} /> },
           { header: 'Created', cell: (t) => new Date(t.created_at).toLocaleString() },
         ]}

@@ -1,10 +1,11 @@
 // Owns the certificate routes: client certificates for mTLS endpoints — issue, list, read,
-// download as one .pem (certificate and private key), revoke.
+// download as one .pem (certificate and private key), change the cap on the X-Priority class
+// of its requests (PATCH max_priority; any service account, as for issuing), revoke.
 
 import { Type } from 'typebox';
 import type { ControlApp, ControlContext } from '../context.js';
 import { renderCertificate } from '../render.js';
-import { CertificateCreateRequest, CertificateResponse, ErrorResponse, IdParams } from '../schemas.js';
+import { CertificateCreateRequest, CertificateResponse, CredentialUpdateRequest, ErrorResponse, IdParams } from '../schemas.js';
 
 export function registerCertificateRoutes(app: ControlApp, ctx: ControlContext): void {
   const tags = ['certificates'];
@@ -15,7 +16,7 @@ export function registerCertificateRoutes(app: ControlApp, ctx: ControlContext):
     { schema: { tags, body: CertificateCreateRequest, response: { 201: CertificateResponse, 400: ErrorResponse, 409: ErrorResponse } } },
     async (request, reply) => {
       const cert = await ctx.certificates.create(request.body);
-      request.log.info({ certificate: cert.id, by: request.account?.name }, 'client certificate issued');
+      request.log.info({ certificate: cert.id, max_priority: cert.max_priority ?? null, by: request.account?.name }, 'client certificate issued');
       return reply.status(201).send(renderCertificate(cert, await deployments()));
     },
   );
@@ -27,6 +28,16 @@ export function registerCertificateRoutes(app: ControlApp, ctx: ControlContext):
 
   app.get('/certificates/:id', { schema: { tags, params: IdParams, response: { 200: CertificateResponse, 404: ErrorResponse } } }, async (request) =>
     renderCertificate(await ctx.certificates.get(request.params.id), await deployments()),
+  );
+
+  app.patch(
+    '/certificates/:id',
+    { schema: { tags, params: IdParams, body: CredentialUpdateRequest, response: { 200: CertificateResponse, 400: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse } } },
+    async (request) => {
+      const cert = await ctx.certificates.setMaxPriority(request.params.id, request.body.max_priority);
+      request.log.info({ certificate: cert.id, max_priority: cert.max_priority ?? null, by: request.account?.name }, 'client certificate cap changed');
+      return renderCertificate(cert, await deployments());
+    },
   );
 
   app.get(

@@ -1,17 +1,19 @@
-// Owns the vault routes: endpoint bearer tokens, whose value is shown once at creation.
+// Owns the vault routes: endpoint bearer tokens, whose value is shown once at creation, and
+// their cap on the X-Priority class (max_priority), set at creation or by PATCH. Any service
+// account may manage tokens, so any may raise a cap: it is the deployment owner's policy.
 
 import { Type } from 'typebox';
 import type { ControlApp, ControlContext } from '../context.js';
 import { renderToken } from '../render.js';
-import { ErrorResponse, IdParams, TokenCreateRequest, TokenResponse } from '../schemas.js';
+import { CredentialUpdateRequest, ErrorResponse, IdParams, TokenCreateRequest, TokenResponse } from '../schemas.js';
 
 export function registerTokenRoutes(app: ControlApp, ctx: ControlContext): void {
   const tags = ['vault'];
   const deployments = async () => (await ctx.deps.store.list('deployment')).map((d) => d.value);
 
   app.post('/vault/tokens', { schema: { tags, body: TokenCreateRequest, response: { 201: TokenResponse, 400: ErrorResponse } } }, async (request, reply) => {
-    const { token, value } = await ctx.credentials.createToken(request.body.name);
-    request.log.info({ token: token.id, by: request.account?.name }, 'endpoint token created');
+    const { token, value } = await ctx.credentials.createToken(request.body.name, request.body.max_priority ?? null);
+    request.log.info({ token: token.id, max_priority: token.max_priority ?? null, by: request.account?.name }, 'endpoint token created');
     return reply.status(201).send({ ...renderToken(token, []), token: value });
   });
 
@@ -22,6 +24,16 @@ export function registerTokenRoutes(app: ControlApp, ctx: ControlContext): void 
 
   app.get('/vault/tokens/:id', { schema: { tags, params: IdParams, response: { 200: TokenResponse, 404: ErrorResponse } } }, async (request) =>
     renderToken(await ctx.credentials.getToken(request.params.id), await deployments()),
+  );
+
+  app.patch(
+    '/vault/tokens/:id',
+    { schema: { tags, params: IdParams, body: CredentialUpdateRequest, response: { 200: TokenResponse, 400: ErrorResponse, 404: ErrorResponse } } },
+    async (request) => {
+      const token = await ctx.credentials.setTokenMaxPriority(request.params.id, request.body.max_priority);
+      request.log.info({ token: token.id, max_priority: token.max_priority ?? null, by: request.account?.name }, 'endpoint token cap changed');
+      return renderToken(token, await deployments());
+    },
   );
 
   app.delete('/vault/tokens/:id', { schema: { tags, params: IdParams, response: { 204: Type.Null(), 404: ErrorResponse } } }, async (request, reply) => {

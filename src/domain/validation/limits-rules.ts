@@ -1,9 +1,11 @@
 // Owns the rules of the endpoint limits both families share: the request body size limit, the
-// wait for a replica's first response, and the per-credential rate limit (requests per second,
-// tokens per minute). They are gateway policy, not replica spec, so they never make a revision.
+// wait for a replica's first response, the per-credential rate limit (requests per second,
+// tokens per minute) and flow control (the queue past saturation: its size and each priority
+// class's longest wait). They are gateway policy, not replica spec, so they never make a revision.
 
-import type { EndpointLimits, RateLimit } from '../records.js';
-import { kindOf, type Req } from './shape.js';
+import { PRIORITIES, type Priority } from '../priority.js';
+import { DEFAULT_FLOW_CONTROL, type EndpointLimits, type FlowControl, type RateLimit } from '../records.js';
+import { isObject, kindOf, type Obj, type Req } from './shape.js';
 
 export const BODY_LIMIT_MIN = 1024;
 export const BODY_LIMIT_MAX = 64 * 1024 ** 3;
@@ -12,6 +14,10 @@ export const FIRST_RESPONSE_MAX_SECONDS = 86_400;
 const RPS_MAX = 1_000_000;
 const TPM_MAX = 1_000_000_000_000;
 const RATE_KEYS = ['requests_per_second', 'tokens_per_minute'] as const;
+export const MAX_QUEUE_MAX = 100_000;
+// An hour: a request held longer than that is better answered 429 and retried by its client.
+export const MAX_WAIT_MAX_SECONDS = 3_600;
+const FLOW_KEYS = ['max_queue', 'max_wait_seconds'] as const;
 
 function checkBodyLimit(req: Req): number | null {
   const bytes = req.int('max_request_body_bytes');
@@ -68,10 +74,96 @@ function checkRateLimit(req: Req): RateLimit | null {
   return limit.requests_per_second === null && limit.tokens_per_minute === null ? null : limit;
 }
 
+/** A number as the message quotes it: the value itself, else what it is ("a string"). */
+const got = (v: unknown): string => (typeof v === 'number' && Number.isFinite(v) ? String(v) : kindOf(v));
+
+const wholeIn = (v: unknown, max: number): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= max;
+
+function checkMaxWait(req: Req, raw: unknown): Record<Priority, number> {
+  const waits: Record<Priority, number> = { ...DEFAULT_FLOW_CONTROL.max_wait_seconds };
+  if (raw === undefined || raw === null) return waits;
+  if (!isObject(raw)) {
+    req.add('flow_control.max_wait_seconds', `flow_control.max_wait_seconds must be an object {critical, standard, sheddable} of seconds, got ${kindOf(raw)}`);
+    return waits;
+  }
+  for (const key of Object.keys(raw)) {
+    if (!(PRIORITIES as readonly string[]).includes(key)) {
+      req.add(
+        `flow_control.max_wait_seconds.${key}`,
+        `unknown field "flow_control.max_wait_seconds.${key}": the priority classes are ${PRIORITIES.join(', ')}`,
+      );
+    }
+  }
+  for (const cls of PRIORITIES) {
+    const v = raw[cls];
+    if (v === undefined || v === null) continue;
+    const field = `flow_control.max_wait_seconds.${cls}`;
+    if (wholeIn(v, MAX_WAIT_MAX_SECONDS)) waits[cls] = v;
+    else {
+      req.add(
+        field,
+        `${field} must be a whole number of seconds from 0 to ${MAX_WAIT_MAX_SECONDS} (0: a ${cls} request never waits), got ${got(v)}; ` +
+          `omit it for the default, ${DEFAULT_FLOW_CONTROL.max_wait_seconds[cls]}`,
+      );
+    }
+  }
+  return waits;
+}
+
+/**
+ * flow_control absent or null: the defaults, stored as null. An object: its keys over the
+ * defaults, so what is stored is always complete and a PATCH replaces the whole object.
+ */
+function checkFlowControl(req: Req): FlowControl | null {
+  const raw = req.obj('flow_control');
+  if (raw === undefined) return null;
+  for (const key of Object.keys(raw)) {
+    if (!(FLOW_KEYS as readonly string[]).includes(key)) {
+      req.add(`flow_control.${key}`, `unknown field "flow_control.${key}": flow_control has max_queue and max_wait_seconds`);
+    }
+  }
+  let maxQueue = DEFAULT_FLOW_CONTROL.max_queue;
+  const queue = raw.max_queue;
+  if (queue !== undefined && queue !== null) {
+    if (wholeIn(queue, MAX_QUEUE_MAX)) maxQueue = queue;
+    else {
+      req.add(
+        'flow_control.max_queue',
+        `flow_control.max_queue must be a whole number from 0 to ${MAX_QUEUE_MAX} (0: no request waits, one past saturation gets 429 at once), got ${got(queue)}; ` +
+          `omit it for the default, ${DEFAULT_FLOW_CONTROL.max_queue}`,
+      );
+    }
+  }
+  return { max_queue: maxQueue, max_wait_seconds: checkMaxWait(req, raw.max_wait_seconds) };
+}
+
+/**
+ * What the gateway applies for a flow_control value as a request gives it: the defaults for
+ * null or absent, the given keys over the defaults for an object; undefined when the value is
+ * not of that shape (the API would refuse it). For comparing a file with a deployment
+ * (`infergate apply`) by effect rather than by spelling.
+ */
+export function effectiveFlowControl(value: unknown): FlowControl | undefined {
+  if (value === undefined || value === null) return structuredClone(DEFAULT_FLOW_CONTROL);
+  if (!isObject(value)) return undefined;
+  const waits: unknown = value.max_wait_seconds ?? {};
+  if (!isObject(waits)) return undefined;
+  // A misspelt key must reach the API and be refused there, not compare equal to the defaults.
+  const known = (o: Obj, keys: readonly string[]) => Object.keys(o).every((k) => keys.includes(k));
+  if (!known(value, FLOW_KEYS) || !known(waits, PRIORITIES)) return undefined;
+  const pick = (v: unknown, fallback: number) => (v === undefined || v === null ? fallback : v);
+  const out = {
+    max_queue: pick(value.max_queue, DEFAULT_FLOW_CONTROL.max_queue),
+    max_wait_seconds: Object.fromEntries(PRIORITIES.map((p) => [p, pick((waits as Obj)[p], DEFAULT_FLOW_CONTROL.max_wait_seconds[p])])),
+  };
+  return out as FlowControl;
+}
+
 export function checkLimits(req: Req): EndpointLimits {
   return {
     max_request_body_bytes: checkBodyLimit(req),
     first_response_timeout_seconds: checkFirstResponseTimeout(req),
     rate_limit: checkRateLimit(req),
+    flow_control: checkFlowControl(req),
   };
 }

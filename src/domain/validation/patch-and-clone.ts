@@ -56,6 +56,8 @@ function limitsRequest(limits: EndpointLimits): Obj {
     max_request_body_bytes: limits.max_request_body_bytes,
     first_response_timeout_seconds: limits.first_response_timeout_seconds,
     rate_limit: limits.rate_limit === null ? null : { ...limits.rate_limit },
+    // Stored complete, so the request carries every key and re-validates to the same value.
+    flow_control: limits.flow_control === null ? null : structuredClone(limits.flow_control),
   };
 }
 

@@ -46,6 +46,7 @@ const GENERAL_FIELDS = new Map<string, FieldType>([
   ['max_request_body_bytes', 'integer'],
   ['first_response_timeout_seconds', 'integer'],
   ['rate_limit', 'object'],
+  ['flow_control', 'object'],
 ]);
 
 const ORCHESTRATED_FIELDS = new Map<string, FieldType>([
@@ -76,6 +77,7 @@ const ORCHESTRATED_FIELDS = new Map<string, FieldType>([
   ['max_request_body_bytes', 'integer'],
   ['first_response_timeout_seconds', 'integer'],
   ['rate_limit', 'object'],
+  ['flow_control', 'object'],
 ]);
 
 export const FIELDS: Record<Family, Map<string, FieldType>> = { general: GENERAL_FIELDS, orchestrated: ORCHESTRATED_FIELDS };
@@ -229,6 +231,7 @@ const EXPECTED_SHAPE: Record<string, string> = {
   config_file: 'an object {filename, mount_path, content}',
   worker_pools: 'an object {prefill: {hardware_instance_id, replicas}, decode: {hardware_instance_id, replicas}}',
   rate_limit: 'an object {requests_per_second, tokens_per_minute}',
+  flow_control: 'an object {max_queue, max_wait_seconds: {critical, standard, sheddable}}, or null for the defaults',
 };
 
 /** Unknown fields, the other family's fields, and wrong types. */

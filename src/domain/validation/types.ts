@@ -58,7 +58,7 @@ export interface PatchResult {
   specChanged: boolean;
   /** Replica counts, concurrency target, cooldown or pool sizes changed: scale in place. */
   scalingChanged: boolean;
-  /** Endpoint limits (body size, first-response timeout, rate) changed: the gateways apply them at once, no revision. */
+  /** Endpoint limits (body size, first-response timeout, rate, flow control) changed: the gateways apply them at once, no revision. */
   limitsChanged: boolean;
   authChanged: boolean;
 }

@@ -1,0 +1,17 @@
+// Owns which client certificates a deployment accepts, a rule the gateway (routing table) and
+// the control API (a certificate's `deployments`) must agree on: its bound certificate and
+// every certificate issued for it (deployment_id), so each client application can hold its
+// own — but only while the deployment takes client certificates at all (one is bound:
+// private_endpoint, or client_certificate_id). Turning private_endpoint off therefore stops
+// them all; revocation, which the caller checks, stops one. Pure.
+
+import type { CertificateRecord, DeploymentRecord } from './records.js';
+
+export function acceptsCertificate(
+  d: Pick<DeploymentRecord, 'id' | 'auth'>,
+  c: Pick<CertificateRecord, 'id' | 'deployment_id'>,
+): boolean {
+  const bound = d.auth.client_certificate_id;
+  if (bound === null) return false;
+  return c.id === bound || c.deployment_id === d.id;
+}
