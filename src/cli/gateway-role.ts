@@ -14,6 +14,7 @@ import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { LoadPublisher } from '../gateway/load-publisher.js';
 import type { CertificateAuthority } from '../pki/ca.js';
 import { coversPathHost, loadOrIssueGatewayCertificate, readOperatorCertificate } from '../pki/server-certs.js';
+import { RedisRateLimits } from '../store/redis-rate-limit.js';
 import type { Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { listen } from './listen.js';
@@ -106,6 +107,8 @@ export async function startGateway(ctx: GatewayRoleContext): Promise<StartedGate
     logger: logger.child({ component: 'gateway' }),
     accessLog: config.accessLog,
     tracing: await tracingOf(logger),
+    // Gateways on one Redis share each credential's rate limits there (docs/operations.md#rate-limits-on-redis).
+    sharedLimits: config.redisUrl !== null ? new RedisRateLimits({ url: config.redisUrl, prefix: config.redisPrefix }) : null,
   });
   await gateway.start();
   closers.push(() => gateway.close());
