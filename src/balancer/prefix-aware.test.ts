@@ -3,6 +3,7 @@ import { PrefixAwareSelector, type ReplicaSignals } from './prefix-aware.js';
 import { blockHashes, canonicalPrompt, promptBytes, requestBlocks } from './prompt-blocks.js';
 import { topLevelMembers } from './json-scan.js';
 import { PrefixIndex } from './prefix-index.js';
+import { LatencyModel } from './latency-model.js';
 import type { LoadView, ReplicaRef } from './selector.js';
 
 const replicas = (...ids: number[]): ReplicaRef[] => ids.map((id) => ({ id, address: `10.0.0.${id}:8000` }));
@@ -152,7 +153,8 @@ describe('prefix-aware choice', () => {
     expect(p.owed(2)).toBe(0);
     expect(p.choose(replicas(1, 3), loads({}), { session: 's', blocks: turn2 }).session).toBe('new');
     // Back with the same id, it starts cold: no prefix credit.
-    expect(p.cost(2, loads({}), turn2)).toBe(turn2.length);
+    expect(p.cost(2, loads({}), turn2)).toBe(new PrefixAwareSelector().cost(2, loads({}), turn2));
+    expect(p.tokensAhead(2, turn2)).toBe(p.tokens(turn2.length));
   });
 
   it('spreads prompts it knows nothing about by load', () => {
@@ -181,6 +183,87 @@ describe('prefix-aware choice', () => {
     expect(p.index.size(1)).toBeLessThanOrEqual(8);
     expect(p.index.size(1)).toBeGreaterThanOrEqual(4);
     expect(p.index.size(1)).toBeGreaterThan(small);
+  });
+});
+
+const SCOPE = 7;
+/**
+ * A latency model that has seen `n` first tokens from each replica: 40 ms + 0.2 ms a token +
+ * 1.5 ms a request in flight, times the replica's slowness, never queueing.
+ */
+function taught(slowness: Record<number, number>, n = 60): LatencyModel {
+  const model = new LatencyModel();
+  for (let k = 0; k < n; k++) {
+    for (const [id, factor] of Object.entries(slowness)) {
+      const tokensAhead = (k * 397) % 3000;
+      const inflight = k % 3;
+      model.observe({ replicaId: Number(id), scope: SCOPE, tokensAhead, inflight, ttftMs: factor * (40 + 0.2 * tokensAhead + 1.5 * inflight) });
+    }
+  }
+  return model;
+}
+
+describe('prefix-aware choice, costed by the latency model', () => {
+  it('sends new requests away from a replica the model knows to be slow, though neither has a queue', () => {
+    const model = taught({ 1: 1, 2: 3 });
+    let seed = 0;
+    const p = new PrefixAwareSelector({ model, random: () => (seed = (seed + 0.37) % 1) });
+    const counts = new Map<number, number>();
+    for (let i = 0; i < 100; i++) {
+      const id = p.choose(replicas(2, 1), loads({ 1: 1, 2: 1 }), { session: null, blocks: other, scope: SCOPE }).order[0]!.id;
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+    expect(counts.get(1)).toBe(100);
+    // The same model, asked for another deployment, knows nothing of these replicas' speed there.
+    expect(p.cost(2, loads({}), other, SCOPE + 1)).toBe(p.cost(1, loads({}), other, SCOPE + 1));
+  });
+
+  it('with no engine signals, the model alone keeps requests off a replica whose learnt limit is reached', () => {
+    const model = taught({ 1: 1, 2: 1 });
+    // Replica 1 queued twice with 4 in flight: its batch is full at 4.
+    for (let i = 0; i < 2; i++) model.observe({ replicaId: 1, scope: SCOPE, tokensAhead: 0, inflight: 4, ttftMs: 2_000 });
+    expect(model.limit(1)).toBe(4);
+    const p = new PrefixAwareSelector({ model, random: () => 0 });
+    p.dispatched({ id: 1, address: '' }, { session: null, blocks: turn1 }).end(); // its cache holds the prompt
+    const ask = (inflight: Record<number, number>) => p.choose(replicas(1, 2), loads(inflight), { session: null, blocks: turn2, scope: SCOPE }).order[0]!.id;
+    expect(ask({ 1: 3, 2: 3 })).toBe(1); // below its limit, its cache wins
+    expect(ask({ 1: 4, 2: 4 })).toBe(2); // at it, the wait outweighs the prefill
+  });
+
+  it('learns the limit from an engine that says it queues, and counts its queue and KV pressure in queue turns', () => {
+    const model = new LatencyModel();
+    const said: Record<number, ReplicaSignals> = { 2: { running: 16, waiting: 3, kvUsage: 0.5 }, 3: { running: 4, waiting: 0, kvUsage: 1 } };
+    const p = new PrefixAwareSelector({ model, random: () => 0 }, { signals: (id) => said[id] ?? null });
+    const costs = [1, 2, 3].map((id) => p.cost(id, loads({}), turn1, SCOPE));
+    expect(model.limit(2)).toBe(16);
+    expect(costs[1]! - costs[0]!).toBeCloseTo(4 * model.queueTurnMs(2, SCOPE)); // three waiting, then a slot
+    expect(costs[2]! - costs[0]!).toBeCloseTo(model.queueTurnMs(3, SCOPE)); // KV full: one turn
+    // At 17 in flight the model's own count already says 2 ahead: the engine's 4 add only 2 more.
+    expect(p.cost(2, loads({ 2: 17 }), turn1, SCOPE) - model.predict(2, SCOPE, p.tokensAhead(2, turn1), 17)).toBeCloseTo(2 * model.queueTurnMs(2, SCOPE));
+  });
+
+  it('says what prefill each attempt faced, asked before or after it started, and never feeds the model itself', () => {
+    const model = new LatencyModel();
+    const p = new PrefixAwareSelector({ model, random: () => 0 });
+    p.dispatched({ id: 1, address: '' }, { session: null, blocks: turn1 }); // owed by 1, never answered
+    p.dispatched({ id: 2, address: '' }, { session: null, blocks: turn1 }).end(); // cached at 2
+    const body = Buffer.from(JSON.stringify(chat(SYSTEM, words(40, 'u1-'), words(60, 'a1-'), words(40, 'u2-'))));
+    const placement = p.place(replicas(1, 2), loads({}), { scope: SCOPE, session: null, body });
+    const [r1, r2] = replicas(1, 2) as [ReplicaRef, ReplicaRef];
+    // At 1: turn 2's blocks past turn 1 (which it holds), and turn 1 (which it still owes).
+    const facedAt1 = p.tokens(turn2.length - turn1.length + turn1.length);
+    expect(facedAt1).toBeGreaterThan(0);
+    expect(placement.tokensAhead!(r1)).toBeCloseTo(facedAt1);
+    placement.hooks!.attemptStarted!(r1);
+    expect(placement.tokensAhead!(r1)).toBeCloseTo(facedAt1);
+    placement.hooks!.attemptStarted!(r2); // a retry: 2 owes nothing and holds turn 1
+    expect(placement.tokensAhead!(r2)).toBeCloseTo(p.tokens(turn2.length - turn1.length));
+    expect(placement.tokensAhead!(r1)).toBeCloseTo(facedAt1); // what it faced then
+    placement.hooks!.firstByte!();
+    expect(placement.tokensAhead!(r2)).toBeCloseTo(p.tokens(turn2.length - turn1.length)); // settled since, still what it faced
+    placement.hooks!.end!();
+    expect(model.describe(1)).toBeNull();
+    expect(model.describe(2)).toBeNull();
   });
 });
 

@@ -63,6 +63,12 @@ export interface Placement {
   /** What the policy did with the request's session, when it has one and the policy says. */
   session: SessionDecision | null;
   hooks: PlacementHooks | null;
+  /**
+   * For the replica an attempt went to, the prefill tokens it had to do before this request's
+   * first token (its uncached prompt and what it still owed at dispatch), for the latency
+   * model's samples; absent: the policy does not read prompts (0).
+   */
+  tokensAhead?(replica: ReplicaRef): number;
 }
 
 /** A replica-selection policy as the gateway uses it: the order, and hooks for its books. */
