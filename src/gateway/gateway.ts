@@ -2,7 +2,8 @@
 // request pipeline behind it (pipeline.ts: route → authenticate → admit → select → forward →
 // finish, docs/request-lifecycle.md), and the state they share — the routing table, kept
 // current from the store's change feed, in-flight counts, replica health, rate limits, the
-// activator, upstream connection pools — pruned together whenever the table changes.
+// activator, flow control and the latency model it and prefix_aware learn from, upstream
+// connection pools — pruned together whenever the table changes.
 
 import type tls from 'node:tls';
 import type { Logger } from 'pino';
@@ -21,6 +22,10 @@ import { PowerOfTwoSelector } from '../balancer/power-of-two.js';
 import { PrefixAwareSelector } from '../balancer/prefix-aware.js';
 import { sessionOrLoadPolicy } from '../balancer/selector.js';
 import { ReplicaSignalScraper } from './replica-signals.js';
+import { LatencyModel } from '../balancer/latency-model.js';
+import { FlowController } from './flow-control.js';
+import { FlowMetrics } from './flow-metrics.js';
+import { ReplicaCapacity } from './replica-capacity.js';
 import { GrpcForwarder } from './grpc-forward.js';
 import { HostCertificates } from './host-certificates.js';
 import { HttpForwarder } from './http-forward.js';
@@ -29,6 +34,8 @@ import { createListener, type ClientTimeouts } from './listener.js';
 import { GatewayMetrics } from './metrics.js';
 import { RequestPipeline } from './pipeline.js';
 import { RateLimiter } from './rate-limiter.js';
+import { SharedRateLimits } from './shared-rate-limit.js';
+import type { SharedLimitStore } from '../store/redis-rate-limit.js';
 import { ReplicaHealth, type EjectionOptions } from './replica-health.js';
 import type { BodyLimits } from './request-body.js';
 import { LiveRequests } from './live-requests.js';
@@ -72,6 +79,8 @@ export interface GatewayOptions {
   accessLog?: boolean;
   /** OpenTelemetry tracing (src/tracing/), when on; null or absent: off, at no cost per request. */
   tracing?: Tracing | null;
+  /** Rate limits counted in Redis, shared by every gateway on it (store/redis-rate-limit.ts); null or absent: in this process. */
+  sharedLimits?: SharedLimitStore | null;
 }
 
 export interface Gateway {
@@ -103,7 +112,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const metrics = new GatewayMetrics(registry, inflight, table);
   const connectionMeters = listenerMeters(registry, 'gateway');
   const connections = new ConnectionGuard(opts.connections ?? DEFAULTS.gateway.connections, connectionMeters);
-  const limiter = new RateLimiter(clock);
+  const shared = opts.sharedLimits ? new SharedRateLimits({ redis: opts.sharedLimits, heartbeats: opts.store, log, registry }) : null;
+  const limiter = new RateLimiter(clock, shared);
   const activator = new Activator(opts.activator ?? DEFAULTS.gateway.activator, clock, registry, () => new Map([...table.routes()].map((r) => [r.deploymentId, r.name])));
   const upstreamTimeouts = opts.timeouts ?? DEFAULTS.gateway.upstream;
   const pools = new UpstreamPools(upstreamTimeouts);
@@ -114,14 +124,19 @@ export function createGateway(opts: GatewayOptions): Gateway {
   });
   const hostCertificates = opts.perHostCertificates === false ? null : new HostCertificates(opts.ca, opts.ca.certPem, log);
 
+  // Every HTTP deployment's replicas: flow control reads the engines' queues whatever the
+  // routing policy (a gRPC replica's port speaks h2c only: it has no /metrics there).
   const signals = new ReplicaSignalScraper(
-    () => [...table.routes()].filter((r) => r.routingPolicy === 'prefix_aware').flatMap((r) => r.replicas),
+    () => [...table.routes()].filter((r) => r.protocol === 'http').flatMap((r) => r.replicas),
     (replicaId, tokens) => prefix.cacheSize(replicaId, tokens),
     DEFAULTS.gateway.scrape,
     () => performance.now(),
     log,
   );
-  const prefix = new PrefixAwareSelector({}, signals);
+  const latency = new LatencyModel();
+  const prefix = new PrefixAwareSelector({ model: latency }, signals);
+  const capacity = new ReplicaCapacity({ inflight: (id) => inflight.inflight(id), limit: (id) => latency.limit(id), signals: (id) => signals.signals(id) });
+  const flow: FlowController = new FlowController(capacity, new FlowMetrics(registry, () => table.routes(), (id) => flow.waiting(id), (id) => capacity.limit(id)));
   const pipeline = new RequestPipeline({
     table,
     metrics,
@@ -129,6 +144,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     authFailures: new AuthFailureBudget(opts.authFailures ?? DEFAULTS.gateway.authFailures, clock),
     activator,
     inflight,
+    flow,
     policies: {
       affinity: sessionOrLoadPolicy(new ConsistentHashSelector({ loadFactor: opts.loadFactor ?? DEFAULTS.gateway.loadFactor }), new PowerOfTwoSelector()),
       prefix_aware: prefix,
@@ -148,6 +164,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
       accessLog: opts.accessLog ? log.child({}, { level: 'info' }) : null,
       live: new LiveRequests(),
       tracing: opts.tracing ?? null,
+      latency,
+      flow,
     },
   });
   const listener = createListener({
@@ -176,6 +194,9 @@ export function createGateway(opts: GatewayOptions): Gateway {
     grpc.retain(addresses);
     health.retain(ids);
     prefix.retain(ids);
+    latency.retain(ids);
+    capacity.retain(ids);
+    flow.sync(routes.values());
     const routed = new Set([...routes.values()].map((r) => r.deploymentId));
     limiter.retain(routed);
     // A deleted deployment's concurrency history would otherwise stay for the life of the process.
@@ -192,19 +213,21 @@ export function createGateway(opts: GatewayOptions): Gateway {
     activator,
     hostCertificates,
     connections,
-    start: () => {
+    start: async () => {
       signals.start();
-      return table.start();
+      await Promise.all([limiter.start(), table.start()]);
     },
     close: async () => {
       signals.stop();
       table.stop();
       // Requests in flight end first, each answered 503 (gRPC UNAVAILABLE) or cut, and counted.
       pipeline.shutdown();
+      flow.close();
       activator.close();
       await listener.close();
       await pools.close();
       grpc.close();
+      await limiter.close();
       await opts.tracing?.shutdown();
     },
   };

@@ -247,7 +247,8 @@ class HttpAttempt implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return; // 1xx (e.g. 100-continue): the final response follows
     const { ctx, exchange } = this.call;
     if (ctx.ended) return controller.abort(new Error('the request has ended'));
-    ctx.responded(this.replica, statusCode);
+    const type = parsed['content-type'];
+    ctx.responded(this.replica, statusCode, typeof type === 'string' && type.includes('text/event-stream'));
     this.status = statusCode;
     const { headers, contentType, sized, encoded } = downstreamHeaders(controller.rawHeaders, parsed);
     this.tap = usageTapFor({ status: statusCode, contentType, sized, encoded }, exchange && { injected: exchange.injected, estimation: exchange });

@@ -5,6 +5,8 @@
 //   authenticate client certificate or Bearer token; repeated failures answered late;
 //   admit        rate limit, paused, the body received, then load on the deployment —
 //                held by the activator while it scales up from zero, or refused if not ready;
+//   dispatch     flow control (flow-control.ts): on at once while a replica has room, else
+//                queued by X-Priority class, fair between credentials, or refused 429/503;
 //   select       a replica order from the deployment's placement policy (balancer/selector.ts),
 //                whose hooks then see each attempt, the first byte, usage and the end;
 //   forward      one candidate loop (candidates.ts) over HTTP (undici) or gRPC (h2c)
@@ -26,11 +28,27 @@ import type { HttpForwarder } from './http-forward.js';
 import type { InflightTracker } from './inflight.js';
 import type { GatewayMetrics } from './metrics.js';
 import { admitPhase, authenticatePhase, headersPhase, pausedPhase, rateLimitPhase, routePhase, targetPhase, type Rejection } from './phases.js';
-import type { RateLimiter } from './rate-limiter.js';
+import type { RateDecision, RateLimiter } from './rate-limiter.js';
 import { BodyGate, followClient, grpcMessageCheck, receiveBody, type Body, type BodyLimits, type ReceivedBody } from './request-body.js';
 import { finishParserRefusal, RequestContext, type Accounting } from './request-context.js';
 import { bodyRejection } from './respond.js';
 import type { Route, RoutingTable } from './routing-table.js';
+import type { FlowController, Waiting } from './flow-control.js';
+import { cappedPriority, DEFAULT_PRIORITY, parsePriority } from '../domain/priority.js';
+
+const BAD_PRIORITY: Rejection = {
+  status: 400,
+  code: 'invalid_request',
+  message: 'X-Priority must be critical, standard or sheddable (absent: standard)',
+};
+
+/** Characters of prompt per token, the usual rule of thumb: what a request is charged in its fair share. */
+const CHARS_PER_TOKEN = 4;
+
+/** A request's fair-share charge: its prompt's tokens, estimated from the body's size (1 when unknown). */
+function requestCost(body: Body): number {
+  return Buffer.isBuffer(body) ? Math.max(1, Math.round(body.length / CHARS_PER_TOKEN)) : 1;
+}
 
 export interface PipelineDeps {
   table: RoutingTable;
@@ -39,6 +57,8 @@ export interface PipelineDeps {
   authFailures: AuthFailureBudget;
   activator: Activator;
   inflight: InflightTracker;
+  /** Per-deployment queues when every replica is saturated (flow-control.ts). */
+  flow: FlowController;
   /** The placement policy of each routing_policy, one instance for all its deployments. */
   policies: Readonly<Record<RoutingPolicy, PlacementPolicy>>;
   http: HttpForwarder;
@@ -101,7 +121,10 @@ export class RequestPipeline {
     const authed = authenticatePhase(route, { authorization: ctx.req.headers.authorization, certificateFingerprint: peerFingerprint(socket) });
     if (authed.ok) {
       ctx.who = authed.value;
-      ctx.trace?.phase('authenticated', { 'infergate.auth': authed.value.method });
+      const asked = parsePriority(ctx.req.headers['x-priority']);
+      if (asked === null) return ctx.refuse(BAD_PRIORITY);
+      ctx.priority = cappedPriority(asked, authed.value.maxPriority);
+      ctx.trace?.phase('authenticated', { 'infergate.auth': authed.value.method, 'infergate.priority': ctx.priority });
       return this.admit(ctx, route, path);
     }
     metrics.authFailure(route.name, authed.rejection.authFailure ?? 'missing_credential');
@@ -134,14 +157,32 @@ export class RequestPipeline {
   /**
    * Rate limit and pause first, then the body (or a gRPC call's first message): only once it
    * is in does the request become load on the deployment or enter the activator's queue.
+   * `decided`: the rate limit's answer, once it came from Redis.
    */
-  private admit(ctx: RequestContext, route: Route, path: string): void {
-    const { limiter, metrics } = this.deps;
-    const who = ctx.who!;
-    const decision = limiter.admit(route.deploymentId, route.rateLimit, who.credential);
+  private admit(ctx: RequestContext, route: Route, path: string, decided?: RateDecision): void {
+    const decision = decided ?? this.deps.limiter.admit(route.deploymentId, route.rateLimit, ctx.who!.credential);
+    if (decision instanceof Promise) {
+      // Counted in Redis, shared by every gateway: the request waits for the answer (never
+      // longer than the shared limits' timeout) holding nothing else; a client that leaves
+      // meanwhile ends as aborted.
+      const onAbort = (): void => ctx.endAborted();
+      ctx.onAbort(onAbort);
+      void decision.then(
+        (d) => {
+          if (ctx.aborted) return;
+          ctx.offAbort(onAbort);
+          this.guarded(ctx, () => this.admit(ctx, route, path, d));
+        },
+        (err: unknown) => {
+          ctx.offAbort(onAbort);
+          ctx.failedInside(err);
+        },
+      );
+      return;
+    }
     const limited = rateLimitPhase(decision);
     if (!limited.ok) {
-      if (!decision.ok) metrics.rateLimited(route.name, decision.limit);
+      if (!decision.ok) this.deps.metrics.rateLimited(route.name, decision.limit);
       return ctx.refuse(limited.rejection, { rateLimited: true });
     }
     const paused = pausedPhase(route);
@@ -183,7 +224,7 @@ export class RequestPipeline {
           this.guarded(ctx, () => {
             if (outcome.ok) {
               ctx.trace?.phase('released');
-              return this.forward(ctx, outcome.route, path, body);
+              return this.dispatch(ctx, outcome.route, path, body);
             }
             if (outcome.rejection) ctx.refuse(outcome.rejection);
             else ctx.endAborted();
@@ -194,7 +235,37 @@ export class RequestPipeline {
     }
     const admitted = admitPhase(route);
     if (!admitted.ok) return ctx.refuse(admitted.rejection);
-    this.forward(ctx, route, path, body);
+    this.dispatch(ctx, route, path, body);
+  }
+
+  /**
+   * Flow control: on at once while a replica has room and nothing waits; else the request
+   * waits its turn (by class, fair between credentials) or is refused 429/503 with Retry-After.
+   * A client that leaves while waiting gives up its place.
+   */
+  private dispatch(ctx: RequestContext, route: Route, path: string, body: Body): void {
+    if (ctx.aborted) return ctx.endAborted();
+    let waiting: Waiting | null = null;
+    const onAbort = (): void => {
+      if (waiting?.cancel()) ctx.endAborted();
+    };
+    waiting = this.deps.flow.admit(route, {
+      priority: ctx.priority ?? DEFAULT_PRIORITY,
+      credential: ctx.who?.credential ?? '',
+      cost: requestCost(body),
+      go: (current) => {
+        ctx.offAbort(onAbort);
+        if (waiting !== null) ctx.trace?.phase('dispatched');
+        this.guarded(ctx, () => this.forward(ctx, current, path, body));
+      },
+      refuse: (r, reason) => {
+        ctx.offAbort(onAbort);
+        ctx.refuse(r, { shed: reason });
+      },
+    });
+    if (waiting === null) return;
+    ctx.trace?.phase('queued', { 'infergate.queue': 'flow_control' });
+    ctx.onAbort(onAbort);
   }
 
   private forward(ctx: RequestContext, route: Route, path: string, body: Body): void {

@@ -1,4 +1,4 @@
-// Owns what the replicas of prefix-aware deployments say about themselves: once a second the
+// Owns what the replicas of HTTP deployments say about themselves: once a second the
 // gateway reads each one's Prometheus /metrics (vLLM's names, which the reference engine and
 // vLLM-compatible servers expose) for its running and waiting sequences, its KV cache usage
 // and its cache size. A replica that exposes none of them, or does not answer within the
@@ -20,6 +20,9 @@ import type { ReplicaRef } from '../balancer/selector.js';
  * comes after the first MiB is not read at all: the connection is closed.
  */
 export const MAX_METRICS_BYTES = 1024 * 1024;
+
+/** How a replica (and its logs) tells the gateway's own scrapes from forwarded client requests. */
+export const SCRAPER_USER_AGENT = 'infergate-gateway-scraper';
 
 export interface ScrapeOptions {
   intervalMs: number;
@@ -172,7 +175,7 @@ export class ReplicaSignalScraper implements SignalView {
   private async scrape(r: ReplicaRef): Promise<void> {
     this.busy.add(r.id);
     try {
-      const res = await request(`http://${r.address}/metrics`, { signal: AbortSignal.timeout(this.opts.timeoutMs) });
+      const res = await request(`http://${r.address}/metrics`, { headers: { 'user-agent': SCRAPER_USER_AGENT }, signal: AbortSignal.timeout(this.opts.timeoutMs) });
       if (res.statusCode !== 200) {
         await res.body.dump();
         return;

@@ -11,6 +11,8 @@
 // Forwarders only report what happened (ForwardReport).
 
 import type { Logger } from 'pino';
+import type { Priority } from '../domain/priority.js';
+import type { ShedReason } from './flow-control.js';
 import type { Clock } from '../core/clock.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import type { Placement, PlacementHooks, ReplicaRef } from '../balancer/selector.js';
@@ -37,6 +39,8 @@ export interface Outcome {
   bodyRefused?: BodyFailureKind;
   /** Refused by the credential's rate limit. */
   rateLimited?: boolean;
+  /** Refused by flow control: why (flow-control.ts). */
+  shed?: ShedReason;
 }
 
 /** Why a request was ended before its answer: the signal's reason. */
@@ -83,12 +87,27 @@ export interface ForwardReport {
   connectionFailed(replica: ReplicaRef): void;
   /** The request goes on to the next candidate. */
   retrying(): void;
-  /** The replica's response headers arrived: it is healthy, and the first byte is in. */
-  responded(replica: ReplicaRef, status?: number): void;
+  /**
+   * The replica's response headers arrived: it is healthy, and the first byte is in.
+   * `streaming`: an SSE stream, whose first chunk is the first token.
+   */
+  responded(replica: ReplicaRef, status?: number, streaming?: boolean): void;
   /** The first byte of the response body went to the client (a stream's first token). */
   firstChunk(): void;
   upstreamError(replica: ReplicaRef, err: Error): void;
   finish(outcome: Outcome): void;
+}
+
+/** What the latency model (balancer/latency-model.ts) learns from: one streamed response's first token. */
+export interface LatencySample {
+  replicaId: number;
+  /** The deployment: its replicas share a prior. */
+  scope: number;
+  /** Prefill tokens the replica had to do first (its uncached prompt and what it owed); 0: unknown. */
+  tokensAhead: number;
+  /** Requests in flight on the replica when this one was sent, itself excluded. */
+  inflight: number;
+  ttftMs: number;
 }
 
 /** The gateway's shared books, written only from here. */
@@ -106,6 +125,10 @@ export interface Accounting {
   live?: LiveRequests<RequestContext>;
   /** OpenTelemetry tracing when it is on; absent or null: off, and nothing is traced. */
   tracing?: Tracing | null;
+  /** Learns each replica's time to first token from streamed responses; absent: nothing learns. */
+  latency?: { observe(sample: LatencySample): void };
+  /** Told when a request that held a replica ends: flow control may dispatch a waiting one. */
+  flow?: { released(deploymentId: number): void };
 }
 
 const GRPC_TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
@@ -138,6 +161,8 @@ export class RequestContext implements ForwardReport, LiveLinks {
   route: Route | null = null;
   /** The credential, once authenticated: from then on the request is the owner's usage. */
   who: Authenticated | null = null;
+  /** Its class for flow control (X-Priority, capped by the credential), once authenticated. */
+  priority: Priority | null = null;
   private meters: DeploymentMeters;
   /** The deployment whose in-flight count holds this request (admitted or held). */
   private loadOn: number | null = null;
@@ -147,6 +172,13 @@ export class RequestContext implements ForwardReport, LiveLinks {
   private chunked = false;
   /** The hooks of the policy that placed the request (placed). */
   private hooks: PlacementHooks | null = null;
+  private placement: Placement | null = null;
+  /** The current attempt, as the latency model needs it: when it started, the replica's load then, its prefill ahead. */
+  private attemptAt = 0;
+  private inflightAt = 0;
+  private tokensAhead = 0;
+  /** The response is a stream (SSE) whose first chunk is the first token: worth a latency sample. */
+  private streaming = false;
   private reason: RequestAborted | null = null;
   /** Who to tell when the request is aborted: one function or several (one is the common case). */
   private abortListeners: (() => void) | Array<() => void> | null = null;
@@ -305,6 +337,7 @@ export class RequestContext implements ForwardReport, LiveLinks {
   /** The policy that chose this request's replicas: its hooks see each attempt, the first byte, usage and the end. */
   placed(placement: Placement): void {
     this.hooks = placement.hooks;
+    this.placement = placement;
   }
 
   attempt(replica: ReplicaRef): void {
@@ -312,7 +345,11 @@ export class RequestContext implements ForwardReport, LiveLinks {
     if (this.replica) inflight.replicaEnd(this.replica.id);
     this.replica = replica;
     this.attempts++;
+    this.attemptAt = performance.now();
+    this.inflightAt = inflight.inflight(replica.id);
+    this.streaming = false;
     inflight.replicaStart(replica.id);
+    this.tokensAhead = this.placement?.tokensAhead?.(replica) ?? 0;
     this.hooks?.attemptStarted?.(replica);
     if (this.trace) {
       this.attemptTrace?.end('retried');
@@ -332,7 +369,8 @@ export class RequestContext implements ForwardReport, LiveLinks {
     this.meters.retry();
   }
 
-  responded(replica: ReplicaRef, status?: number): void {
+  responded(replica: ReplicaRef, status?: number, streaming = false): void {
+    this.streaming = streaming && status === 200;
     this.attemptTrace?.end('responded', status);
     this.books.health.success(replica.id);
     this.meters.timeToFirstByte((performance.now() - this.startedAt) / 1000);
@@ -343,6 +381,15 @@ export class RequestContext implements ForwardReport, LiveLinks {
     this.chunked = true;
     // The replica's prefill for this request is over: it no longer owes it (prefix-aware.ts).
     this.hooks?.firstByte?.();
+    if (this.streaming && this.replica !== null && this.route !== null && this.books.latency) {
+      this.books.latency.observe({
+        replicaId: this.replica.id,
+        scope: this.route.deploymentId,
+        tokensAhead: this.tokensAhead,
+        inflight: this.inflightAt,
+        ttftMs: performance.now() - this.attemptAt,
+      });
+    }
     const seconds = (performance.now() - this.startedAt) / 1000;
     this.meters.timeToFirstChunk(seconds);
     this.trace?.firstByte(seconds);
@@ -380,15 +427,17 @@ export class RequestContext implements ForwardReport, LiveLinks {
       });
       if (tokens) limiter.spendTokens(route.deploymentId, route.rateLimit, this.who.credential, tokens.prompt + tokens.completion);
     }
-    if (this.books.accessLog) this.logLine(this.books.accessLog, status);
+    if (this.books.accessLog) this.logLine(this.books.accessLog, status, outcome.shed ?? null);
     if (this.trace) {
       this.attemptTrace?.end(status === 499 ? 'cancelled' : status >= 500 ? 'failed' : 'responded');
       this.trace.end(status, tokens);
     }
+    // Last: a waiting request may be dispatched from here, and this one's books are closed.
+    if (this.replica && this.loadOn !== null) this.books.flow?.released(this.loadOn);
   }
 
   /** The access log: who asked what of which deployment, and how it ended; never a secret. */
-  private logLine(log: Logger, status: number): void {
+  private logLine(log: Logger, status: number, shed: ShedReason | null): void {
     const url = this.req.url ?? '';
     const query = url.indexOf('?');
     log.info(
@@ -399,6 +448,8 @@ export class RequestContext implements ForwardReport, LiveLinks {
         path: query === -1 ? url : url.slice(0, query),
         status,
         auth: this.who?.method ?? null,
+        priority: this.priority,
+        shed,
         replica: this.replica?.id ?? null,
         attempts: this.attempts,
         ms: Math.round((performance.now() - this.startedAt) * 10) / 10,
