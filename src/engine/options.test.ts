@@ -20,6 +20,7 @@ describe('parseEngineOptions', () => {
       maxTokensDefault: 16,
       replicaId: 'sim-42',
       cacheDir: null,
+      metrics: true,
       metricsPort: null,
       pullMs: 1500,
       shutdownGraceMs: 5000,
@@ -51,6 +52,12 @@ describe('parseEngineOptions', () => {
       {},
     );
     expect(o).toMatchObject({ flavor: 'ollama', itlGrowth: 0.5, warmLoadRatio: 0.25, maxRunning: 2, metricsPort: 9100, ttftMs: 1.5 });
+  });
+
+  it('--metrics false turns the exporter off; anything but true or false is refused', () => {
+    expect(parseEngineOptions(['--metrics', 'false', '--metrics-port', '9100'], {})).toMatchObject({ metrics: false, metricsPort: 9100 });
+    expect(() => parseEngineOptions(['--metrics', 'no'], {})).toThrow(/--metrics must be true or false, not "no"/);
+    expect(engineHelp()).toMatch(/^\s+--metrics\s.*GET \/metrics answers 404/m);
   });
 
   it.each([

@@ -29,6 +29,12 @@ export interface EngineOptions {
   maxTokensDefault: number;
   replicaId: string;
   cacheDir: string | null;
+  /**
+   * Whether the engine exports Prometheus metrics at all. False stands for servers that export
+   * none (TGI without its exporter, Triton with metrics off, a custom server): GET /metrics
+   * answers 404 and no --metrics-port listener opens, so whatever scrapes it finds nothing.
+   */
+  metrics: boolean;
   /** A second listener serving only GET /metrics; null: /metrics on the main port only (v2: none). */
   metricsPort: number | null;
   pullMs: number;
@@ -91,6 +97,7 @@ export const ENGINE_OPTIONS: FlagSpec[] = [
   { flag: 'max-tokens-default', default: '16', help: 'completion length cap when a request gives no max_tokens' },
   { flag: 'replica-id', env: 'INFERGATE_REPLICA_ID', default: '', help: 'reported as system_fingerprint [default: sim-<pid>]' },
   { flag: 'cache-dir', env: 'INFERGATE_MODEL_CACHE_DIR', default: '', help: 'model cache directory shared by replicas [default: none]' },
+  { flag: 'metrics', default: 'true', help: 'true | false: export Prometheus metrics; false: GET /metrics answers 404 and no --metrics-port listener opens, as a server without metrics' },
   { flag: 'metrics-port', default: '', help: 'also serve GET /metrics on this port; v2 serves /metrics only here (its --port is gRPC only, no HTTP) [default: main port only; v2: no /metrics]' },
   { flag: 'pull-ms', default: '1500', help: 'simulated pull duration (ollama)' },
   { flag: 'shutdown-grace-ms', default: '5000', help: 'on SIGTERM/SIGINT, how long running sequences may finish' },
@@ -161,6 +168,7 @@ export function parseEngineOptions(argv: string[], env: NodeJS.ProcessEnv, pid =
     maxTokensDefault: f.integer('max-tokens-default', 1, 1_000_000),
     replicaId,
     cacheDir: f.optional('cache-dir'),
+    metrics: f.oneOf('metrics', ['true', 'false'] as const) === 'true',
     metricsPort: f.optional('metrics-port') === null ? null : f.port('metrics-port'),
     pullMs: f.integer('pull-ms', 0, 86_400_000),
     shutdownGraceMs: f.integer('shutdown-grace-ms', 0, 3_600_000),

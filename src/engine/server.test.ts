@@ -1,8 +1,9 @@
 // The engine server in-process on an ephemeral port: a client that goes away frees its slot
-// at once, /metrics speaks vLLM's names, unknown routes get JSON errors, and shutdown lets a
-// running stream finish.
+// at once, /metrics speaks vLLM's names (or is absent with --metrics false), unknown routes
+// get JSON errors, and shutdown lets a running stream finish.
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../../test/helpers/ports.js';
 import { parseEngineOptions } from './options.js';
 import { createEngine, type Engine } from './server.js';
 
@@ -110,6 +111,26 @@ describe('engine server', () => {
     }
     expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
     await stopped;
+  });
+
+  it('with --metrics false exports nothing: /metrics answers 404 and --metrics-port never opens, while inference goes on', async () => {
+    const port = await freePort();
+    const withMetrics = await start(['--ttft-ms', '0', '--itl-ms', '0']);
+    expect((await fetch(`${withMetrics.url}/metrics`)).status).toBe(200);
+    const options = parseEngineOptions(['--host', '127.0.0.1', '--port', '0', '--startup-ms', '0', '--metrics', 'false', '--metrics-port', String(port), '--ttft-ms', '0', '--itl-ms', '0'], {});
+    const engine = createEngine({ options, log: pino({ level: 'silent' }), env: {}, release: '0.0.0-test' });
+    engines.push(engine);
+    const address = await engine.start();
+    await engine.loaded;
+    expect(address.metricsPort).toBeNull();
+    const url = `http://127.0.0.1:${address.port}`;
+    const res = await fetch(`${url}/metrics`);
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/exports no metrics/);
+    await expect(fetch(`http://127.0.0.1:${port}/metrics`)).rejects.toThrow();
+    const answer = await chat(url, { max_tokens: 2 });
+    expect(answer.status).toBe(200);
+    await answer.json();
   });
 
   it('serves /v1/health/ready in every flavor', async () => {

@@ -1,7 +1,7 @@
 // Owns one engine process's HTTP server (node:http, no framework: the engine is a leaf and
 // should cost the benchmark nothing): the route table of its flavor, the model's lifecycle
-// (listening at once, loading, ready or failed), /metrics, and the drain on shutdown. The
-// protocol details live in openai-api.ts, ollama-api.ts and nim-api.ts.
+// (listening at once, loading, ready or failed), /metrics (or none, with --metrics false), and
+// the drain on shutdown. The protocol details live in openai-api.ts, ollama-api.ts and nim-api.ts.
 
 import { stat } from 'node:fs/promises';
 import http from 'node:http';
@@ -121,6 +121,9 @@ export function createEngine(deps: EngineDeps): Engine {
   };
 
   const serveMetrics: Handler = async (_req, res) => {
+    // A server that exports nothing answers as one would (404), not with an empty exposition,
+    // which a scraper could read as "no running requests".
+    if (!options.metrics) return notFound(res, 'this engine exports no metrics (--metrics false)');
     const { contentType, body } = await metrics.exposition();
     res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
     res.end(body);
@@ -203,7 +206,7 @@ export function createEngine(deps: EngineDeps): Engine {
   server.requestTimeout = 0;
 
   let metricsServer: http.Server | null = null;
-  if (options.metricsPort !== null) {
+  if (options.metricsPort !== null && options.metrics) {
     metricsServer = http.createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0];
       if (req.method === 'GET' && path === '/metrics') {
@@ -249,6 +252,7 @@ export function createEngine(deps: EngineDeps): Engine {
         `infergate reference engine: SIMULATED ${options.flavor} inference server, no GPU and no real model`,
       );
       log.info({ port, metrics_port: metricsPort }, `listening on http://${options.host}:${port}` + (metricsPort !== null ? ` (metrics also on port ${metricsPort})` : ''));
+      if (!options.metrics) log.info(options.metricsPort !== null ? `--metrics false: no metrics exported; --metrics-port ${options.metricsPort} is not opened` : '--metrics false: no metrics exported (GET /metrics answers 404)');
       await logConfigFile();
       await kvWorker?.start(options.host).catch((err: Error) => {
         throw new EngineListenError(err.message);

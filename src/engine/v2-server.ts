@@ -247,7 +247,8 @@ export function createV2Engine(deps: EngineDeps): Engine {
   server.addService(services.health, { Check: check, Watch: watch });
 
   let metricsServer: http.Server | null = null;
-  if (options.metricsPort !== null) {
+  // --metrics false: no listener at all, as a Triton started with metrics off.
+  if (options.metricsPort !== null && options.metrics) {
     metricsServer = http.createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0];
       if (req.method === 'GET' && path === '/metrics') {
