@@ -1,14 +1,17 @@
 // Owns `npm run bench:llm`: which replica an LLM chat request goes to, compared on one
-// multi-turn chat workload across four targets, each on 4 fresh reference-engine replicas
+// multi-turn chat workload across five targets, each on 4 fresh reference-engine replicas
 // with prefix caching — HAProxy hashing X-Session-Id (consistent, bounded load), HAProxy
-// least-connections, and infergate's gateway with routing_policy affinity and prefix_aware.
+// least-connections, and infergate's gateway with routing_policy affinity and prefix_aware,
+// the latter also on engines that export no metrics (so the gateway has no scraped signal).
 // Loopback only, bounded in time, one run. Measures the saturation throughput first (closed
 // loop through least-connections), then drives every target open-loop at a fraction of it
 // with the same seeded schedule; reports TTFT percentiles, end-to-end p99, output tokens/s,
 // the cached-token ratio, the busiest replica's share, errors and the proxy's CPU per request,
-// refuses to print the figures of a run that fails its validity checks, and writes
+// refuses to print the figures of a run that fails its validity checks. Then, unless
+// --skip-overload, the overload phase (lib/llm-overload.ts): three credentials with priority
+// classes on one prefix_aware deployment at 1.5 × saturation. Writes
 // bench/results/llm-routing-<date>.json.
-//   npm run bench:llm [-- --duration 60 --warmup 20 --sessions 200 --seed 1 --targets haproxy-hash,infergate-prefix]
+//   npm run bench:llm [-- --duration 60 --warmup 20 --sessions 200 --seed 1 --targets haproxy-hash,infergate-prefix --skip-overload]
 
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -17,13 +20,14 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadOrCreateCa } from '../src/pki/ca.js';
 import { probeSaturation, runOpenLoop, type ChatTarget, type ProbeResult } from './lib/llm-client.js';
-import { engineFlags, startEngines, startInfergate } from './lib/llm-targets.js';
+import { engineFlags, startEngines, startInfergate, type ReplicaMetricsProbe } from './lib/llm-targets.js';
+import { overloadPhase, type OverloadReport } from './lib/llm-overload.js';
 import { startBalancedHaproxy } from './lib/targets.js';
 import { Workload, type EngineTiming, type ScheduledTurn, type WorkloadOptions } from './lib/llm-workload.js';
 import { cpuMicros, onCleanup, stopAll } from './lib/processes.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const TARGETS = ['haproxy-hash', 'haproxy-leastconn', 'infergate-affinity', 'infergate-prefix'] as const;
+const TARGETS = ['haproxy-hash', 'haproxy-leastconn', 'infergate-affinity', 'infergate-prefix', 'infergate-prefix-nometrics'] as const;
 type TargetName = (typeof TARGETS)[number];
 
 const { values } = parseArgs({
@@ -42,6 +46,14 @@ const { values } = parseArgs({
     'kv-capacity-tokens': { type: 'string', default: '65536' },
     drain: { type: 'string', default: '120' },
     targets: { type: 'string', default: TARGETS.join(',') },
+    'skip-overload': { type: 'boolean', default: false },
+    'overload-factor': { type: 'string', default: '1.5' },
+    'interactive-share': { type: 'string', default: '0.25' },
+    'overload-duration': { type: 'string', default: '' },
+    'overload-warmup': { type: 'string', default: '' },
+    'unloaded-duration': { type: 'string', default: '' },
+    'refusal-slack': { type: 'string', default: '2' },
+    'overload-contrast': { type: 'boolean', default: false },
   },
 });
 const num = (flag: keyof typeof values, min: number): number => {
@@ -49,6 +61,8 @@ const num = (flag: keyof typeof values, min: number): number => {
   if (!Number.isFinite(v) || v < min) throw new Error(`--${flag} must be a number ≥ ${min}, not "${String(values[flag])}"`);
   return v;
 };
+/** A number flag whose empty default means another figure (e.g. --overload-duration: --duration). */
+const numOr = (flag: keyof typeof values, fallback: number, min: number): number => (values[flag] === '' ? fallback : num(flag, min));
 const durationS = num('duration', 1);
 const warmupS = num('warmup', 0);
 const kvCapacity = Math.round(num('kv-capacity-tokens', 1024));
@@ -129,6 +143,8 @@ interface TargetReport {
   proxyPid: number;
   proxyCpuUsPerRequest: number;
   gatewayCounters?: Record<string, number>;
+  /** prefix_aware targets: GET /metrics on each replica, at the gateway's scrape address, before and after the load. */
+  replicaMetrics?: { before: ReplicaMetricsProbe[]; after: ReplicaMetricsProbe[] };
   /** The slowest 2 % of first tokens, to see what the tail is made of (JSON only). */
   slowest: Array<{ ttftMs: number; promptTokens: number | null; cachedTokens: number | null; turn: number; session: string; replica: string | null; heldMs: number }>;
 }
@@ -189,11 +205,28 @@ function report(name: TargetName, run: Awaited<ReturnType<typeof runOpenLoop>>, 
   };
 }
 
+function describeProbes(probes: readonly ReplicaMetricsProbe[]): string {
+  return probes.map((p) => `${p.replica} ${p.status === 0 ? 'no answer' : p.status}${p.vllmSignals ? ' (vLLM signals)' : ''}`).join(', ') || 'no scrape target published';
+}
+
+/**
+ * Why a prefix_aware run does not show what its name says: without metrics, every replica's
+ * /metrics must answer 404 (the gateway's scrape then finds no signal); with them, every one
+ * must expose vLLM's running-requests gauge.
+ */
+function signalReasons(noMetrics: boolean, probes: readonly ReplicaMetricsProbe[], when: string): string[] {
+  if (probes.length !== REPLICAS) return [`${probes.length} scrape targets published for the deployment ${when}, not ${REPLICAS}`];
+  const wrong = probes.filter((p) => (noMetrics ? p.status !== 404 : !p.vllmSignals));
+  if (wrong.length === 0) return [];
+  return [`${when}, ${noMetrics ? 'replicas export metrics the gateway can scrape' : 'replicas expose no vLLM signals'}: ${describeProbes(wrong)}`];
+}
+
 async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-bench-llm-'));
   onCleanup(() => rm(dir, { recursive: true, force: true }));
   const ca = await loadOrCreateCa(path.join(dir, 'certs'));
-  const engine = engineArgs(engineFlags(root));
+  const known = engineFlags(root);
+  const engine = engineArgs(known);
   if (engine.missing.length > 0) console.log(`bench: NOTE: the built engine has no ${engine.missing.join(', ')}: the replicas run without them, so cached-token figures and the verdicts below say nothing about prefix caching`);
   console.log(`bench: ${REPLICAS} reference-engine replicas per target, fresh for each: ${engine.args.join(' ')}`);
   const workload = new Workload(workloadOptions);
@@ -271,17 +304,33 @@ async function main(): Promise<void> {
       versions.haproxy = h.hap.version;
     } else {
       const policy = name === 'infergate-affinity' ? 'affinity' : 'prefix_aware';
-      const g = await startInfergate('llm', policy, REPLICAS, engine.args, TOKEN);
+      const noMetrics = name === 'infergate-prefix-nometrics';
+      if (noMetrics && !known.has('metrics')) {
+        console.log(`bench: ${name}: skipped: the built engine has no --metrics flag, so its replicas cannot run without metrics`);
+        continue;
+      }
+      const g = await startInfergate('llm', policy, REPLICAS, noMetrics ? [...engine.args, '--metrics', 'false'] : engine.args, TOKEN);
       chat = { name, origin: `https://${g.host}:${g.port}`, ca: g.caPem, headers: { authorization: `Bearer ${TOKEN}` }, model: 'sim/model' };
       expected = await g.replicaNames();
       const routed = await g.routedReplicas();
       if (routed !== REPLICAS) throw new Error(`${name}: the gateway routes the endpoint to ${routed} replicas, not ${REPLICAS}`);
       pid = g.serve.proc.pid;
       stop = () => g.serve.proc.stop();
+      // prefix_aware reads each replica's /metrics: prove what that scrape finds, before and after.
+      const before = policy === 'prefix_aware' ? await g.replicaMetrics() : null;
+      if (before) console.log(`bench: ${name}: GET /metrics on its replicas (the gateway's scrape targets): ${describeProbes(before)}`);
       after = async (r) => {
         r.gatewayCounters = await g.gatewayCounters();
+        const sum = (series: string) => Object.entries(r.gatewayCounters ?? {}).reduce((a, [k, v]) => (k.startsWith(`${series}{`) ? a + v : a), 0);
+        const waited = sum('infergate_flow_wait_seconds_count');
+        if (waited > 0) console.log(`bench: ${name}: the gateway's flow-control queue held ${waited} requests (${Math.round((sum('infergate_flow_wait_seconds_sum') / waited) * 1000)} ms on average), refused ${sum('infergate_flow_shed_total')}`);
         const routedAfter = await g.routedReplicas();
         if (routedAfter !== REPLICAS) r.reasons.push(`the gateway routed to ${routedAfter} replicas by the end`);
+        if (before) {
+          const afterProbes = await g.replicaMetrics();
+          r.replicaMetrics = { before, after: afterProbes };
+          r.reasons.push(...signalReasons(noMetrics, before, 'before the load'), ...signalReasons(noMetrics, afterProbes, 'after the load'));
+        }
         r.valid = r.reasons.length === 0;
       };
     }
@@ -330,15 +379,73 @@ async function main(): Promise<void> {
   const lc = usable('haproxy-leastconn');
   const aff = usable('infergate-affinity');
   const allErrors = reports.reduce((a, r) => a + r.errors, 0);
+  // The best peer of the same run, per figure: the lower of HAProxy's two.
+  const bestPeer = (figure: 'ttftP50Ms' | 'ttftP99Ms'): { ms: number; by: string } | null =>
+    hash && lc ? (hash[figure] <= lc[figure] ? { ms: hash[figure], by: 'HAProxy hash' } : { ms: lc[figure], by: 'HAProxy leastconn' }) : null;
+  const p50 = bestPeer('ttftP50Ms');
+  const p99 = bestPeer('ttftP99Ms');
+  const peers: TargetName[] = ['haproxy-hash', 'haproxy-leastconn'];
+  const prefixVerdicts = (
+    [
+      ['infergate-prefix', 'prefix_aware with engine metrics'],
+      ['infergate-prefix-nometrics', 'prefix_aware without engine metrics'],
+    ] as const
+  ).flatMap(([t, label]) => {
+    const r = usable(t);
+    return [
+      verdict(`infergate ${label} p50 TTFT ${r?.ttftP50Ms ?? '?'} ms ≤ best peer p50 ${p50 ? `${p50.ms} ms (${p50.by})` : '?'}`, [t, ...peers], () => r!.ttftP50Ms <= p50!.ms),
+      verdict(`infergate ${label} p99 TTFT ${r?.ttftP99Ms ?? '?'} ms ≤ 0.7 × best peer p99 ${p99 ? `${p99.ms} ms (${p99.by}) = ${round(0.7 * p99.ms, 1)} ms` : '?'}`, [t, ...peers], () => r!.ttftP99Ms <= 0.7 * p99!.ms),
+    ];
+  });
   const verdicts = [
-    verdict(`infergate prefix_aware p50 TTFT ${pa?.ttftP50Ms ?? '?'} ms ≤ HAProxy hash p50 ${hash?.ttftP50Ms ?? '?'} ms`, ['infergate-prefix', 'haproxy-hash'], () => pa!.ttftP50Ms <= hash!.ttftP50Ms),
-    verdict(`infergate prefix_aware p99 TTFT ${pa?.ttftP99Ms ?? '?'} ms ≤ 0.7 × HAProxy leastconn p99 ${lc?.ttftP99Ms ?? '?'} ms (${lc ? round(0.7 * lc.ttftP99Ms, 1) : '?'} ms)`, ['infergate-prefix', 'haproxy-leastconn'], () => pa!.ttftP99Ms <= 0.7 * lc!.ttftP99Ms),
-    { text: `zero errors on every target run (${allErrors})`, result: allErrors === 0 && reports.length > 0 ? ('PASS' as const) : ('MISS' as const) },
+    ...prefixVerdicts,
+    {
+      text: `zero errors on every target run (${allErrors})${reports.length === 0 ? ' — no target run' : ''}`,
+      result: reports.length === 0 ? ('n/a' as const) : allErrors === 0 ? ('PASS' as const) : ('MISS' as const),
+    },
     verdict(`gateway CPU per request prefix_aware ${pa?.proxyCpuUsPerRequest ?? '?'} µs ≤ 1.3 × affinity ${aff?.proxyCpuUsPerRequest ?? '?'} µs (${aff ? round(1.3 * aff.proxyCpuUsPerRequest, 1) : '?'} µs)`, ['infergate-prefix', 'infergate-affinity'], () => pa!.proxyCpuUsPerRequest <= 1.3 * aff!.proxyCpuUsPerRequest),
   ];
   console.log('');
   for (const v of verdicts) console.log(`${v.result.padEnd(4)}  ${v.text}`);
   if (engine.missing.length > 0) console.log(`NOTE  the engine ran without ${engine.missing.join(', ')}: these verdicts are not about prefix caching`);
+
+  // The overload phase: priorities and flow control past saturation, on its own deployment.
+  let overload: OverloadReport | null = null;
+  let overloadError: string | null = null;
+  if (!values['skip-overload']) {
+    const saturation = probe ? probe.requestsPerSecond : rate / num('load', 0.01);
+    if (!probe) console.log(`\nbench: overload: saturation taken as --rate ÷ --load = ${round(saturation)} req/s (no probe ran)`);
+    // A phase that cannot run still leaves the targets' results written, with the reason.
+    overload = await overloadPhase({
+      saturation,
+      factor: num('overload-factor', 1),
+      interactiveShare: num('interactive-share', 0.01),
+      warmupS: numOr('overload-warmup', warmupS, 0),
+      durationS: numOr('overload-duration', durationS, 1),
+      unloadedS: numOr('unloaded-duration', durationS, 1),
+      drainS: num('drain', 1),
+      slackS: num('refusal-slack', 0),
+      replicas: REPLICAS,
+      engineArgs: engine.args,
+      token: TOKEN,
+      workload,
+      contrast: values['overload-contrast']
+        ? async () => {
+            const h = await haproxyTarget('overload-contrast', ['balance leastconn']);
+            return { target: h.target, replicas: h.engines.ids, stop: h.stop };
+          }
+        : null,
+    }).catch((err: Error) => {
+      overloadError = err.message;
+      return null;
+    });
+    console.log('');
+    if (overload === null) console.log(`INVALID  overload: the phase could not run: ${overloadError}`);
+    else {
+      for (const v of overload.verdicts) console.log(`${v.result.padEnd(4)}  overload: ${v.text}`);
+      if (!overload.valid) console.log(`INVALID  overload: ${overload.reasons.join('; ')}`);
+    }
+  }
 
   const date = new Date().toISOString();
   await mkdir(path.join(root, 'bench/results'), { recursive: true });
@@ -350,7 +457,18 @@ async function main(): Promise<void> {
         date,
         machine: `${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), shared by the client, the proxies and the engines`,
         versions,
-        settings: { durationS, warmupS, replicas: REPLICAS, timing, kvCapacityTokens: kvCapacity, engineArgs: engine.args, engineFlagsMissing: engine.missing, workload: workloadOptions, targets },
+        settings: {
+          durationS,
+          warmupS,
+          replicas: REPLICAS,
+          timing,
+          kvCapacityTokens: kvCapacity,
+          engineArgs: engine.args,
+          engineFlagsMissing: engine.missing,
+          workload: workloadOptions,
+          targets,
+          overload: values['skip-overload'] ? null : { factor: Number(values['overload-factor']), interactiveShare: Number(values['interactive-share']), refusalSlackS: Number(values['refusal-slack']), contrast: values['overload-contrast'] },
+        },
         saturation: probe,
         rate,
         load: values.rate === '' ? Number(values.load) : null,
@@ -359,6 +477,8 @@ async function main(): Promise<void> {
         overbookedTurns: overbooked,
         reports,
         verdicts,
+        overload,
+        overloadError,
       },
       null,
       2,

@@ -2,7 +2,8 @@
 // TLS keep-alive (undici), timed to its first content chunk and to its end, with the replica
 // that answered (system_fingerprint) and the usage of its final chunk; the open-loop run of a
 // schedule (llm-workload.ts) with one conversation at a time per session slot; and the
-// closed-loop probe that finds the throughput at which the replicas saturate.
+// closed-loop probe that finds the throughput at which the replicas saturate. A target may
+// present a client certificate (mTLS) instead of, or beside, its headers.
 
 import { setMaxListeners } from 'node:events';
 import type { LookupFunction } from 'node:net';
@@ -16,6 +17,8 @@ export interface ChatTarget {
   ca: string;
   headers: Record<string, string>;
   model: string;
+  /** A client certificate and its key in one PEM (GET /certificates/{id}/pem), presented in the TLS handshake. */
+  clientPem?: string;
 }
 
 export interface ChatOutcome {
@@ -28,6 +31,8 @@ export interface ChatOutcome {
   outputTokens: number;
   promptTokens: number | null;
   cachedTokens: number | null;
+  /** The Retry-After header of a non-200 answer, as sent; null when absent. */
+  retryAfter: string | null;
 }
 
 export interface TurnResult extends ChatOutcome {
@@ -49,7 +54,8 @@ const loopback = ((_host: string, options: { all?: boolean }, cb: (...args: unkn
   options.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4)) as unknown as LookupFunction;
 
 export function clientFor(target: ChatTarget): Agent {
-  return new Agent({ connect: { ca: target.ca, lookup: loopback }, connections: 1024, pipelining: 1, keepAliveTimeout: 60_000, bodyTimeout: 300_000, headersTimeout: 300_000 });
+  const identity = target.clientPem !== undefined ? { cert: target.clientPem, key: target.clientPem } : {};
+  return new Agent({ connect: { ca: target.ca, lookup: loopback, ...identity }, connections: 1024, pipelining: 1, keepAliveTimeout: 60_000, bodyTimeout: 300_000, headersTimeout: 300_000 });
 }
 
 interface StreamChunk {
@@ -61,7 +67,7 @@ interface StreamChunk {
 /** One streamed chat completion; never throws (an abort, too, is an outcome with an error). */
 export async function streamChat(target: ChatTarget, dispatcher: Dispatcher, session: string, messages: ChatMessage[], maxTokens: number, signal: AbortSignal, onToken?: () => void): Promise<ChatOutcome> {
   const started = performance.now();
-  const outcome: ChatOutcome = { status: 0, error: null, ttftMs: null, e2eMs: 0, replica: null, text: '', outputTokens: 0, promptTokens: null, cachedTokens: null };
+  const outcome: ChatOutcome = { status: 0, error: null, ttftMs: null, e2eMs: 0, replica: null, text: '', outputTokens: 0, promptTokens: null, cachedTokens: null, retryAfter: null };
   try {
     const res = await request(`${target.origin}/v1/chat/completions`, {
       method: 'POST',
@@ -72,6 +78,8 @@ export async function streamChat(target: ChatTarget, dispatcher: Dispatcher, ses
     });
     outcome.status = res.statusCode;
     if (res.statusCode !== 200) {
+      const retryAfter = res.headers['retry-after'];
+      outcome.retryAfter = retryAfter === undefined ? null : String(retryAfter);
       outcome.error = `status ${res.statusCode}: ${(await res.body.text()).slice(0, 160)}`;
       return outcome;
     }

@@ -2,7 +2,8 @@
 // N engines started directly behind HAProxy (TLS at the front, plain HTTP to the engines, the
 // balance algorithm given by the caller), or `infergate serve` with a general deployment of
 // the reference engine whose own N replicas it starts and routes to with a routing policy.
-// Also which engine flags the built engine knows, so a run can say what it could not set.
+// Also which engine flags the built engine knows, so a run can say what it could not set, and
+// what each replica's own /metrics answers at the address the gateway scrapes.
 
 import { execFileSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
@@ -54,9 +55,22 @@ export async function startEngines(root: string, count: number, idPrefix: string
   return { ports, ids, procs, stop: async () => void (await Promise.all(procs.map((p) => p.stop()))) };
 }
 
+/** What one replica's own /metrics answers, at the address the gateway scrapes. */
+export interface ReplicaMetricsProbe {
+  replica: string;
+  address: string;
+  /** HTTP status, or 0 when nothing answered. */
+  status: number;
+  /** Whether the answer holds vLLM's running-requests gauge, a signal prefix_aware reads. */
+  vllmSignals: boolean;
+}
+
 export interface InfergateTarget {
   serve: BenchService;
   deploymentId: number;
+  /** The control API's base URL and the admin's headers. */
+  api: string;
+  adminHeaders: Record<string, string>;
   /** The endpoint's host name (SNI and Host). */
   host: string;
   port: number;
@@ -65,16 +79,28 @@ export interface InfergateTarget {
   replicaNames(): Promise<string[]>;
   /** Ready replicas the gateway routes the endpoint to (its own gauge). */
   routedReplicas(): Promise<number>;
-  /** The gateway's counters for this deployment, by series and labels. */
+  /**
+   * The gateway's counters for this deployment, by series and labels: sessions, tokens, the
+   * concurrency limits it learnt per replica, and its flow-control queue's waits and refusals.
+   */
   gatewayCounters(): Promise<Record<string, number>>;
+  /** The process's Prometheus text (gateway, control plane, runtime). */
+  metricsText(): Promise<string>;
+  /**
+   * GET /metrics on each ready replica of the deployment, at the scrape target the service
+   * publishes for Prometheus (/sd/replicas): the replica's own address, the one the gateway's
+   * prefix_aware scrape reads.
+   */
+  replicaMetrics(): Promise<ReplicaMetricsProbe[]>;
 }
 
 /**
  * `infergate serve` (built, in a temp dir) with one general deployment of the reference
  * engine: `replicas` replicas (min = max), session affinity on, the given routing policy, a
- * bearer token; resolves once every replica is ready.
+ * bearer token, and any further fields of the create body in `spec`; resolves once every
+ * replica is ready.
  */
-export async function startInfergate(name: string, policy: 'affinity' | 'prefix_aware', replicas: number, engineArgs: string[], token: string): Promise<InfergateTarget> {
+export async function startInfergate(name: string, policy: 'affinity' | 'prefix_aware', replicas: number, engineArgs: string[], token: string, spec: Record<string, unknown> = {}): Promise<InfergateTarget> {
   const serve = await startService(`llm-${policy}`, []);
   const api = `http://127.0.0.1:${serve.ports.api}`;
   const headers = { authorization: `Bearer ${BENCH_ADMIN_KEY}` };
@@ -91,6 +117,7 @@ export async function startInfergate(name: string, policy: 'affinity' | 'prefix_
     session_affinity: true,
     routing_policy: policy,
     endpoint_bearer_token: token,
+    ...spec,
   });
   const deadline = Date.now() + 90_000;
   let endpoint = '';
@@ -109,6 +136,8 @@ export async function startInfergate(name: string, policy: 'affinity' | 'prefix_
   const target: InfergateTarget = {
     serve,
     deploymentId,
+    api,
+    adminHeaders: headers,
     host,
     port: serve.ports.gateway,
     caPem: await serve.caPem(),
@@ -124,11 +153,25 @@ export async function startInfergate(name: string, policy: 'affinity' | 'prefix_
       const out: Record<string, number> = {};
       for (const l of (await metrics()).split('\n')) {
         if (!l.includes(`deployment="${name}"`)) continue;
-        if (!/^infergate_(session_routing_total|tokens_total)\{/.test(l)) continue;
+        if (!/^infergate_(session_routing_total|tokens_total|replica_concurrency_limit|flow_shed_total|flow_wait_seconds_count|flow_wait_seconds_sum)\{/.test(l)) continue;
         const at = l.lastIndexOf(' ');
         out[l.slice(0, at)] = Number(l.slice(at + 1));
       }
       return out;
+    },
+    metricsText: metrics,
+    replicaMetrics: async () => {
+      const groups = (await (await fetch(`http://127.0.0.1:${serve.ports.metrics}/sd/replicas`)).json()) as Array<{ targets: string[]; labels: Record<string, string> }>;
+      const probes: ReplicaMetricsProbe[] = [];
+      for (const g of groups.filter((x) => x.labels.deployment === name)) {
+        for (const address of g.targets) {
+          const probe = await fetch(`http://${address}${g.labels.__metrics_path__ ?? '/metrics'}`, { signal: AbortSignal.timeout(2000) })
+            .then(async (r) => ({ status: r.status, text: await r.text() }))
+            .catch(() => ({ status: 0, text: '' }));
+          probes.push({ replica: g.labels.replica ?? '?', address, status: probe.status, vllmSignals: probe.status === 200 && /^vllm:num_requests_running\{/m.test(probe.text) });
+        }
+      }
+      return probes;
     },
   };
   // The gateway learns of ready replicas through the store: wait until it routes to all of them.

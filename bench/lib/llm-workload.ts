@@ -1,7 +1,8 @@
 // Bench helper: the multi-turn chat workload of bench/llm-routing.ts, built in advance from a
 // seed so every target gets the same one — group system prompts, Zipf-popular session slots,
 // user turns, lognormal output lengths, and a Poisson arrival schedule with each arrival's
-// session and turn fixed before anything runs. Pure: no I/O, no clock.
+// session and turn fixed before anything runs; and independent single-turn chats for the
+// overload phase. Pure: no I/O, no clock.
 //
 // Tokens are counted as the reference engine counts them: one word is one token, plus 4 per
 // message (src/engine/text.ts).
@@ -155,6 +156,37 @@ export class Workload {
         turnsDone[slot] = n + 1;
         const estimate = timing.ttftMs + promptTokens * timing.prefillMsPerToken + maxTokens * fullBatchItl;
         busyUntil[slot] = Math.max(busyUntil[slot]!, at) + estimate + o.thinkMs;
+      }
+      offset += seconds * 1000;
+    }
+    return out;
+  }
+
+  /**
+   * Independent single-turn chats at `rate` per second (the overload phase): each arrival is
+   * one request — a system prompt (groups drawn by Zipf, s = 1), a user turn, an output length
+   * as in schedule() — with its own session id `<label>-<n>`, so no request ever waits for
+   * another and the arrivals stay open-loop however slow the replicas get. Instants as in
+   * schedule(): round(rate × s) uniform ones per phase. `stream` keeps the draws of one caller
+   * apart from another's (a different stream, a different sequence).
+   */
+  singleTurns(label: string, stream: number, rate: number, phases: Array<{ phase: Phase; seconds: number }>): ScheduledTurn[] {
+    const o = this.options;
+    const random = prng((o.seed * 7919 + stream * 104729) ^ 0x2545f491);
+    const pickGroup = zipf(o.groups, 1, random);
+    const out: ScheduledTurn[] = [];
+    let offset = 0;
+    for (const { phase, seconds } of phases) {
+      const count = Math.round(rate * seconds);
+      const instants = Array.from({ length: count }, () => offset + random() * seconds * 1000).sort((a, b) => a - b);
+      for (const at of instants) {
+        const group = pickGroup();
+        const userWords = o.userWordsMin + Math.floor(random() * (o.userWordsMax - o.userWordsMin + 1));
+        const userText = words(random, userWords);
+        const drawn = Math.round(o.outputMedian * Math.exp(o.outputSigma * normal(random)));
+        const maxTokens = Math.max(o.outputMin, Math.min(o.outputMax, drawn));
+        const promptTokens = this.systemTokens[group]! + userWords + PER_MESSAGE_TOKENS;
+        out.push({ index: out.length, at, phase, slot: out.length, session: `${label}-${out.length}`, turn: 0, group, userText, maxTokens, promptTokens });
       }
       offset += seconds * 1000;
     }
