@@ -9,7 +9,7 @@ import type { Route } from './routing-table.js';
 /** Replicas 1 and 2 with a slot count each; a dispatch takes a slot, `free` gives one back. */
 function rig(slots: Record<number, number>, flowControl: FlowControl = DEFAULT_FLOW_CONTROL) {
   const used = new Map<number, number>();
-  const capacity = { saturated: (id: number) => (used.get(id) ?? 0) >= (slots[id] ?? 0) };
+  const capacity = { room: (id: number) => (slots[id] ?? 0) - (used.get(id) ?? 0), limit: (id: number) => slots[id] ?? 0 };
   const shed: Array<{ priority: Priority; reason: ShedReason }> = [];
   const waits: number[] = [];
   const meters: FlowMeters = { shed: (_d, priority, reason) => shed.push({ priority, reason }), waited: (_d, _p, s) => waits.push(s) };
@@ -165,6 +165,33 @@ describe('FlowController', () => {
     p.admit('b');
     p.setRoute({ paused: true });
     expect(p.refusals[0]!.r.message).toMatch(/paused/);
+  });
+
+  it('while interactive requests come, sheddable ones leave part of each replica free for them; a flood alone takes every slot', () => {
+    const r = rig({ 1: 8, 2: 0 });
+    for (let i = 0; i < 8; i++) r.admit(`s${i}`, 'sheddable', 'flood');
+    expect(r.log).toHaveLength(8); // nothing interactive seen: all 8 slots
+    r.admit('s8', 'sheddable', 'flood'); // queued: the flow exists from here
+    r.free(1);
+    r.free(1);
+    r.admit('c0', 'critical', 'user'); // an interactive request: the reserve (1 of 8) applies now
+    expect(r.log).toEqual(['s0', 's1', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 'c0']);
+    r.free(1);
+    r.admit('s9', 'sheddable', 'flood');
+    // One slot free, and it is the reserve: the sheddable request waits, a critical one goes.
+    expect(r.log.at(-1)).toBe('c0');
+    r.admit('c1', 'critical', 'user');
+    expect(r.log.at(-1)).toBe('c1');
+    r.free(1);
+    r.free(1);
+    expect(r.log.at(-1)).toBe('s9');
+  });
+
+  it('with no limit known, a sheddable request goes at once even while interactive ones come', () => {
+    const r = rig({ 1: Infinity, 2: 0 });
+    r.admit('c', 'critical');
+    r.admit('s', 'sheddable');
+    expect(r.log).toEqual(['c', 's']);
   });
 
   it('looks again on its own while requests wait, for limits that change without a request ending', async () => {

@@ -19,9 +19,11 @@ import type { Route } from './routing-table.js';
 /** Why a waiting request was refused, for the metrics. */
 export type ShedReason = 'wait_timeout' | 'queue_full' | 'displaced' | 'unavailable';
 
-/** Whether a replica can take one more request now. */
+/** How many more requests a replica can take now, and its limit; Infinity while not known. */
 export interface CapacityView {
-  saturated(replicaId: number): boolean;
+  /** limit − in flight: 0 or less is saturated. */
+  room(replicaId: number): number;
+  limit(replicaId: number): number;
 }
 
 /** What flow control reports, for the metrics (flow-metrics.ts). */
@@ -50,6 +52,14 @@ interface Waiter extends QueueEntry {
   flow: DeploymentFlow;
 }
 
+/**
+ * The share of a replica's limit sheddable requests leave free while interactive (critical or
+ * standard) requests have been seen lately: a critical request arriving under a sheddable flood
+ * then finds a free slot instead of waiting for one to end. A flood alone uses every slot.
+ */
+const SHEDDABLE_RESERVE = 0.125;
+/** How long after the last interactive request the reserve is kept. */
+const INTERACTIVE_MEMORY_MS = 10_000;
 /** How long a pump waits before looking again while requests wait and nothing has ended. */
 const REPOLL_MS = 50;
 /** The time constant of the dispatch-rate estimate behind Retry-After. */
@@ -62,6 +72,8 @@ class DeploymentFlow {
   rate = 0;
   rateAt = 0;
   repoll: NodeJS.Timeout | null = null;
+  /** When a critical or standard request last arrived (-Infinity: never). */
+  interactiveAt = -Infinity;
   constructor(public route: Route) {}
 }
 
@@ -81,12 +93,15 @@ export class FlowController {
   ) {}
 
   /**
-   * Lets the request go now (`go` is called before this returns, and null comes back), or
-   * queues it (a handle comes back; `go` or `refuse` is called later), or refuses it at once.
+   * Lets the request go now (`go` is called before this returns), or refuses it at once (the
+   * same, with `refuse`) — null comes back — or queues it: a handle comes back, and `go` or
+   * `refuse` is called later.
    */
   admit(route: Route, request: FlowRequest): Waiting | null {
+    // A deployment whose requests never waited has no flow yet, and nothing to reserve for.
     const flow = this.flows.get(route.deploymentId);
-    if ((flow === undefined || flow.queue.size === 0) && this.hasRoom(route)) {
+    if (request.priority !== 'sheddable' && flow !== undefined) flow.interactiveAt = this.now();
+    if ((flow === undefined || flow.queue.size === 0) && this.hasRoom(route, request.priority, flow)) {
       if (flow !== undefined) this.dispatched(flow);
       request.go(route);
       return null;
@@ -134,8 +149,17 @@ export class FlowController {
     this.flows.clear();
   }
 
-  private hasRoom(route: Route): boolean {
-    for (const r of route.replicas) if (!this.capacity.saturated(r.id)) return true;
+  /**
+   * Whether a request of this class may go now: a replica with room — for a sheddable one while
+   * interactive requests were seen lately, room beyond the reserve it leaves them.
+   */
+  private hasRoom(route: Route, priority: Priority, flow: DeploymentFlow | undefined): boolean {
+    const reserving = priority === 'sheddable' && flow !== undefined && this.now() - flow.interactiveAt < INTERACTIVE_MEMORY_MS;
+    for (const r of route.replicas) {
+      const room = this.capacity.room(r.id);
+      if (room <= 0) continue;
+      if (!reserving || room === Infinity || room > Math.floor(this.capacity.limit(r.id) * SHEDDABLE_RESERVE)) return true;
+    }
     return false;
   }
 
@@ -175,8 +199,9 @@ export class FlowController {
       this.shed(flow, request, 'wait_timeout', this.now() - waiter.since, `deployment ${route.name} is at capacity: this ${priority} request waited ${maxWaitS} s (its class's limit) for a replica`);
     }, maxWaitS * 1000);
     waiter.timer.unref();
-    this.schedulePoll(flow);
-    return { cancel: () => this.cancel(waiter) };
+    // It may go at once: a critical request behind sheddable ones held back by the reserve.
+    this.pump(flow);
+    return waiter.queued ? { cancel: () => this.cancel(waiter) } : null;
   }
 
   private cancel(waiter: Waiter): boolean {
@@ -204,8 +229,8 @@ export class FlowController {
       return;
     }
     let room = 0;
-    for (const r of route.replicas) if (!this.capacity.saturated(r.id)) room++;
-    while (room-- > 0 && flow.queue.size > 0 && this.hasRoom(route)) {
+    for (const r of route.replicas) if (this.capacity.room(r.id) > 0) room++;
+    for (let next = flow.queue.peek(); room-- > 0 && next !== null && this.hasRoom(route, next, flow); next = flow.queue.peek()) {
       const waiter = flow.queue.pop() as Waiter;
       this.settle(waiter);
       this.meters.waited(route.name, waiter.priority, (this.now() - waiter.since) / 1000);

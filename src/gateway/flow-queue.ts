@@ -83,6 +83,12 @@ export class FlowQueue {
     entry.queued = true;
   }
 
+  /** The class of the request pop() would take; null: empty. */
+  peek(): Priority | null {
+    for (let rank = 0; rank < this.bands.length; rank++) if (this.bands[rank]!.count > 0) return PRIORITIES[rank]!;
+    return null;
+  }
+
   /** The next request to dispatch, taken out and its cost charged to its credential; null: empty. */
   pop(): QueueEntry | null {
     for (const band of this.bands) {

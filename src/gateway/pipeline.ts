@@ -254,8 +254,10 @@ export class RequestPipeline {
       credential: ctx.who?.credential ?? '',
       cost: requestCost(body),
       go: (current) => {
-        ctx.offAbort(onAbort);
-        if (waiting !== null) ctx.trace?.phase('dispatched');
+        if (waiting !== null) {
+          ctx.offAbort(onAbort);
+          ctx.trace?.phase('dispatched');
+        }
         this.guarded(ctx, () => this.forward(ctx, current, path, body));
       },
       refuse: (r, reason) => {
@@ -263,10 +265,12 @@ export class RequestPipeline {
         ctx.refuse(r, { shed: reason });
       },
     });
+    // null: it went on, or was refused, before admit returned.
     if (waiting === null) return;
     ctx.trace?.phase('queued', { 'infergate.queue': 'flow_control' });
     ctx.onAbort(onAbort);
   }
+
 
   private forward(ctx: RequestContext, route: Route, path: string, body: Body): void {
     if (ctx.aborted) return ctx.endAborted();

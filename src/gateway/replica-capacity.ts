@@ -29,9 +29,11 @@ export class ReplicaCapacity implements CapacityView {
   constructor(private readonly deps: ReplicaCapacityDeps) {}
 
   saturated(replicaId: number): boolean {
-    const inflight = this.deps.inflight(replicaId);
-    if (inflight >= this.deps.limit(replicaId)) return true;
-    return inflight >= this.engineLimit(replicaId);
+    return this.room(replicaId) <= 0;
+  }
+
+  room(replicaId: number): number {
+    return this.limit(replicaId) - this.deps.inflight(replicaId);
   }
 
   /** The in-flight count at which the replica is saturated; Infinity while nothing says. */

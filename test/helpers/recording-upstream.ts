@@ -8,6 +8,7 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
+import { SCRAPER_USER_AGENT } from '../../src/gateway/replica-signals.js';
 
 export interface RecordedRequest {
   /** 'request', or the node event the request arrived as ('upgrade', 'connect'). */
@@ -27,6 +28,11 @@ export interface RecordingUpstream {
   close(): Promise<void>;
 }
 
+/** The gateway's GET /metrics: its scraper's user agent, never forwarded (no X-Forwarded-For). */
+function isGatewayScrape(req: http.IncomingMessage): boolean {
+  return req.method === 'GET' && req.url === '/metrics' && req.headers['user-agent'] === SCRAPER_USER_AGENT && req.headers['x-forwarded-for'] === undefined;
+}
+
 export async function startRecordingUpstream(name: string): Promise<RecordingUpstream> {
   const sockets = new Set<Socket>();
   const seen: RecordedRequest[] = [];
@@ -36,6 +42,12 @@ export async function startRecordingUpstream(name: string): Promise<RecordingUps
     return entry;
   };
   const server = http.createServer((req, res) => {
+    // The gateway's own scrape of /metrics (flow control reads engine queues) is not a request
+    // a client sent: answered 404 as a replica without metrics would, and not recorded.
+    if (isGatewayScrape(req)) {
+      res.writeHead(404).end();
+      return;
+    }
     const entry = record('request', req);
     req.setEncoding('utf8');
     req.on('data', (c: string) => (entry.body += c));

@@ -3,7 +3,6 @@
 // client certificate only, both — each routed to a replica of its own that records every
 // request it receives. Shared assertions: the shape of every 401, and "no replica saw it".
 
-import { SCRAPER_USER_AGENT } from '../../src/gateway/replica-signals.js';
 import { X509Certificate } from 'node:crypto';
 import { expect } from 'vitest';
 import { normalizeFingerprint } from '../../src/pki/client-certs.js';
@@ -101,19 +100,12 @@ export async function startSecurityEnv(): Promise<SecurityEnv> {
     storeCertificate,
     allSeen: () => all().flatMap((d) => d.upstream.seen),
     mark: () => new Map(all().map((d) => [d.name, d.upstream.seen.length])),
-    // The gateway's own scrapes of /metrics (for flow control and routing) are not client requests.
-    seenSince: (mark) =>
-      Object.fromEntries(all().map((d) => [d.name, d.upstream.seen.slice(mark.get(d.name) ?? 0).filter((r) => !isGatewayScrape(r))])),
+    seenSince: (mark) => Object.fromEntries(all().map((d) => [d.name, d.upstream.seen.slice(mark.get(d.name) ?? 0)])),
     close: async () => {
       await env.close();
       for (const d of all()) await d.upstream.close();
     },
   };
-}
-
-/** The gateway's own GET /metrics (never forwarded: no X-Forwarded-For), not a client's request. */
-function isGatewayScrape(r: RecordedRequest): boolean {
-  return r.method === 'GET' && r.path === '/metrics' && r.headers['user-agent'] === SCRAPER_USER_AGENT && r.headers['x-forwarded-for'] === undefined;
 }
 
 /** Asserts that no replica received anything since `mark`. */
