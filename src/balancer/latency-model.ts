@@ -15,22 +15,9 @@
 //                    queue turn (ms a request waits per request queued ahead of it).
 // Every observe and predict is O(1): the gateway predicts for every replica on every request.
 
-/** One request's first token, as the gateway saw it. */
-export interface LatencySample {
-  replicaId: number;
-  /** The deployment: replicas of one deployment share a prior. */
-  scope: number;
-  /**
-   * Prefill tokens the replica had to do before this request's first token: its uncached
-   * prompt tokens + what it still owed at dispatch (0 when unknown, e.g. a policy that does
-   * not read prompts).
-   */
-  tokensAhead: number;
-  /** Requests in flight on that replica at dispatch, this one excluded. */
-  inflight: number;
-  /** Dispatch → first byte of the response body. */
-  ttftMs: number;
-}
+import type { LatencySample } from './selector.js';
+
+export type { LatencySample };
 
 export interface LatencyModelOptions {
   /** Forgetting factor of the fleet fit (default 0.985: about the last 70 samples count). */

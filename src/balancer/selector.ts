@@ -71,6 +71,27 @@ export interface Placement {
   tokensAhead?(replica: ReplicaRef): number;
 }
 
+/**
+ * One request's first token, as the gateway saw it: what the latency model (latency-model.ts)
+ * learns from. Declared with the placement interface because the gateway's request path
+ * reports it, and that path knows the balancer only through this file.
+ */
+export interface LatencySample {
+  replicaId: number;
+  /** The deployment: replicas of one deployment share a prior. */
+  scope: number;
+  /**
+   * Prefill tokens the replica had to do before this request's first token: its uncached
+   * prompt tokens + what it still owed at dispatch (0 when unknown, e.g. a policy that does
+   * not read prompts).
+   */
+  tokensAhead: number;
+  /** Requests in flight on that replica at dispatch, this one excluded. */
+  inflight: number;
+  /** Dispatch → first byte of the response body. */
+  ttftMs: number;
+}
+
 /** A replica-selection policy as the gateway uses it: the order, and hooks for its books. */
 export interface PlacementPolicy {
   place(replicas: readonly ReplicaRef[], load: LoadView, request: PlacementRequest): Placement;

@@ -15,7 +15,7 @@ import type { Priority } from '../domain/priority.js';
 import type { ShedReason } from './flow-control.js';
 import type { Clock } from '../core/clock.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
-import type { Placement, PlacementHooks, ReplicaRef } from '../balancer/selector.js';
+import type { LatencySample, Placement, PlacementHooks, ReplicaRef } from '../balancer/selector.js';
 import { protocolOf, type DownstreamRequest, type DownstreamResponse } from './downstream.js';
 import type { InflightTracker } from './inflight.js';
 import type { DeploymentMeters, GatewayMetrics, Protocol } from './metrics.js';
@@ -96,18 +96,6 @@ export interface ForwardReport {
   firstChunk(): void;
   upstreamError(replica: ReplicaRef, err: Error): void;
   finish(outcome: Outcome): void;
-}
-
-/** What the latency model (balancer/latency-model.ts) learns from: one streamed response's first token. */
-export interface LatencySample {
-  replicaId: number;
-  /** The deployment: its replicas share a prior. */
-  scope: number;
-  /** Prefill tokens the replica had to do first (its uncached prompt and what it owed); 0: unknown. */
-  tokensAhead: number;
-  /** Requests in flight on the replica when this one was sent, itself excluded. */
-  inflight: number;
-  ttftMs: number;
 }
 
 /** The gateway's shared books, written only from here. */

@@ -6,7 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { browserAvailable, ensureConsoleBuilt, launchBrowser, watchPage } from '../helpers/browser.js';
+import { browserAvailable, ensureConsoleBuilt, launchBrowser, signedInPage } from '../helpers/browser.js';
 import { engineBody, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from '../helpers/platform.js';
 
 const run = browserAvailable();
@@ -25,12 +25,7 @@ describe.runIf(run)('console flow control and priority caps in Chromium', { time
   beforeAll(async () => {
     ensureConsoleBuilt();
     browser = await launchBrowser();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    seen = watchPage(page);
-    await page.goto(`${platform.apiUrl}/`);
-    await page.getByLabel('Service-account key').fill(PLATFORM_ADMIN_KEY);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Deployments', exact: true }).waitFor();
+    ({ page, seen } = await signedInPage(browser, platform.apiUrl, PLATFORM_ADMIN_KEY));
   }, 120_000);
 
   afterAll(async () => {

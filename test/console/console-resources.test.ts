@@ -12,7 +12,7 @@
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { browserAvailable, ensureConsoleBuilt, launchBrowser, watchPage } from '../helpers/browser.js';
+import { browserAvailable, ensureConsoleBuilt, launchBrowser, signedInPage } from '../helpers/browser.js';
 import { engineBody, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from '../helpers/platform.js';
 
 const run = browserAvailable();
@@ -30,12 +30,7 @@ describe.runIf(run)('console resource pages in Chromium', { timeout: 90_000 }, (
   beforeAll(async () => {
     ensureConsoleBuilt();
     browser = await launchBrowser();
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-    seen = watchPage(page);
-    await page.goto(`${platform.apiUrl}/`);
-    await page.getByLabel('Service-account key').fill(PLATFORM_ADMIN_KEY);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Deployments', exact: true }).waitFor();
+    ({ page, seen } = await signedInPage(browser, platform.apiUrl, PLATFORM_ADMIN_KEY));
   }, 120_000);
 
   afterAll(async () => {

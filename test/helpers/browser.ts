@@ -77,3 +77,17 @@ export function watchPage(page: Page): { dialogs: string[]; errors: string[] } {
   });
   return seen;
 }
+
+/**
+ * A new page of the console at `apiUrl`, watched (watchPage) and signed in with `key`: on the
+ * Deployments page when this resolves.
+ */
+export async function signedInPage(browser: Browser, apiUrl: string, key: string): Promise<{ page: Page; seen: { dialogs: string[]; errors: string[] } }> {
+  const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  const seen = watchPage(page);
+  await page.goto(`${apiUrl}/`);
+  await page.getByLabel('Service-account key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Deployments', exact: true }).waitFor();
+  return { page, seen };
+}
