@@ -94,7 +94,7 @@ afterAll(async () => {
 
 describe('flow control', () => {
   it('answers a sheddable flood 429 with Retry-After while critical requests are served; a capped credential asking for critical is demoted', async () => {
-    // One sequence at a time, about 0.2 s each: a handful of clients saturate it.
+    // One sequence at a time, about 0.4 s each: a handful of clients saturate it.
     const engine = await startEngine('busy-1', ['--max-running', '1', '--ttft-ms', '5', '--itl-ms', '20']);
     const id = await deployOn('fc-flood', [engine], {
       private_endpoint: true,
@@ -108,12 +108,14 @@ describe('flow control', () => {
     let stop = false;
     const flood: { bearer: Answer[]; capped: Answer[] } = { bearer: [], capped: [] };
     const loop = async (into: Answer[], opts: Parameters<typeof chat>[1]) => {
-      while (!stop) into.push(await chat('fc-flood', { ...opts, maxTokens: 10 }));
+      while (!stop) into.push(await chat('fc-flood', { ...opts, maxTokens: 20 }));
     };
+    // Twelve clients on one slot of about 0.4 s: a turn comes every ~5 s, far past the 1 s a
+    // sheddable request may wait, however fast or slow the machine.
     const loops = [
-      ...Array.from({ length: 3 }, () => loop(flood.bearer, { priority: 'sheddable' })),
+      ...Array.from({ length: 6 }, () => loop(flood.bearer, { priority: 'sheddable' })),
       // Asks for critical; its certificate caps it at sheddable.
-      ...Array.from({ length: 3 }, () => loop(flood.capped, { priority: 'critical', pem })),
+      ...Array.from({ length: 6 }, () => loop(flood.capped, { priority: 'critical', pem })),
     ];
     try {
       await expect.poll(() => flood.bearer.filter((a) => a.status === 429).length, { timeout: 20_000, interval: 50 }).toBeGreaterThan(0);

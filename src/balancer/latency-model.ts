@@ -347,7 +347,9 @@ export class LatencyModel {
       if (r.limit !== cap) r.limit = cap;
     } else {
       const r = this.replicas.get(replicaId);
-      if (r !== undefined && cap >= r.limit) r.limit = cap + 1;
+      // More running than the limit, none waiting: the limit was low. Exactly the limit running
+      // with none waiting is a full batch, not a bigger one.
+      if (r !== undefined && cap > r.limit) r.limit = cap;
     }
   }
 
@@ -358,6 +360,11 @@ export class LatencyModel {
       this.leave(r);
       this.replicas.delete(id);
     }
+  }
+
+  /** The replica's learnt ms per prefill token (its speed included); the prior while it has no samples. */
+  msPerToken(replicaId: number): number {
+    return this.describe(replicaId)?.msPerToken ?? this.prior[1] / TOKEN_UNIT;
   }
 
   /** For metrics and docs: what it believes of a replica. */

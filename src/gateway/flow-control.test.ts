@@ -9,7 +9,12 @@ import type { Route } from './routing-table.js';
 /** Replicas 1 and 2 with a slot count each; a dispatch takes a slot, `free` gives one back. */
 function rig(slots: Record<number, number>, flowControl: FlowControl = DEFAULT_FLOW_CONTROL) {
   const used = new Map<number, number>();
-  const capacity = { room: (id: number) => (slots[id] ?? 0) - (used.get(id) ?? 0), limit: (id: number) => slots[id] ?? 0 };
+  const prefillAhead = new Map<number, number>();
+  const capacity = {
+    room: (id: number) => (slots[id] ?? 0) - (used.get(id) ?? 0),
+    limit: (id: number) => slots[id] ?? 0,
+    prefillAheadMs: (id: number) => prefillAhead.get(id) ?? 0,
+  };
   const shed: Array<{ priority: Priority; reason: ShedReason }> = [];
   const waits: number[] = [];
   const meters: FlowMeters = { shed: (_d, priority, reason) => shed.push({ priority, reason }), waited: (_d, _p, s) => waits.push(s) };
@@ -43,7 +48,7 @@ function rig(slots: Record<number, number>, flowControl: FlowControl = DEFAULT_F
     route = { ...route, ...o };
     flow.sync([route]);
   };
-  return { flow, admit, free, log, refusals, shed, waits, setRoute, used };
+  return { flow, admit, free, log, refusals, shed, waits, setRoute, used, prefillAhead };
 }
 
 beforeEach(() => {
@@ -185,6 +190,23 @@ describe('FlowController', () => {
     r.free(1);
     r.free(1);
     expect(r.log.at(-1)).toBe('s9');
+  });
+
+  it('while interactive requests come, a sheddable one waits for a replica whose prefill ahead is short; critical ones do not', () => {
+    const r = rig({ 1: 4, 2: 4 });
+    for (let i = 0; i < 8; i++) r.admit(`f${i}`, 'sheddable');
+    r.admit('q', 'sheddable'); // waits: every slot is taken
+    r.prefillAhead.set(1, 400);
+    r.prefillAhead.set(2, 400);
+    r.admit('c', 'critical');
+    r.free(1);
+    expect(r.log.slice(8)).toEqual(['c']);
+    r.free(2);
+    // A slot on replica 2, but 400 ms of prefill ahead there: the sheddable request keeps waiting.
+    expect(r.log.slice(8)).toEqual(['c']);
+    r.prefillAhead.set(2, 10);
+    r.flow.released(7);
+    expect(r.log.slice(8)).toEqual(['c', 'q']);
   });
 
   it('with no limit known, a sheddable request goes at once even while interactive ones come', () => {

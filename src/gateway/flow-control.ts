@@ -1,4 +1,4 @@
-// Owns flow control at the gateway (docs/routing.md#flow-control), per deployment and for
+// Owns flow control at the gateway (docs/flow-control.md), per deployment and for
 // every routing policy: a request is dispatched only while some replica of its deployment is
 // below saturation — by the latency model the gateway learns, or by the engine's own queue,
 // whichever says saturated first (the CapacityView decides, gateway.ts builds it). Otherwise
@@ -7,6 +7,8 @@
 // class's limit — answered 429 with Retry-After, as is a request that finds the queue full
 // (the lowest class below it is shed first, to make room). A deployment that can no longer
 // serve at all (no ready replica, paused) answers its waiting requests 503 with Retry-After.
+// While interactive requests come, sheddable ones leave part of each replica free for them
+// (room, and a short prefill queue): a class at the gateway cannot reorder an engine's queue.
 // Nothing here runs for a deployment whose replicas have room and whose queue is empty: that
 // is one check per request (llm-d's flow control and Envoy's admission control do the same).
 
@@ -24,6 +26,8 @@ export interface CapacityView {
   /** limit − in flight: 0 or less is saturated. */
   room(replicaId: number): number;
   limit(replicaId: number): number;
+  /** Predicted ms of prefill the replica still has to do for requests already sent (0: none known). */
+  prefillAheadMs(replicaId: number): number;
 }
 
 /** What flow control reports, for the metrics (flow-metrics.ts). */
@@ -58,6 +62,12 @@ interface Waiter extends QueueEntry {
  * then finds a free slot instead of waiting for one to end. A flood alone uses every slot.
  */
 const SHEDDABLE_RESERVE = 0.125;
+/**
+ * …and they wait while a replica's prefill ahead is longer than this: an engine prefills new
+ * prompts one after another, so a critical request sent to a replica behind a flood's
+ * prefills waits for all of them, whatever its class at the gateway.
+ */
+const SHEDDABLE_PREFILL_AHEAD_MS = 50;
 /** How long after the last interactive request the reserve is kept. */
 const INTERACTIVE_MEMORY_MS = 10_000;
 /** How long a pump waits before looking again while requests wait and nothing has ended. */
@@ -158,7 +168,9 @@ export class FlowController {
     for (const r of route.replicas) {
       const room = this.capacity.room(r.id);
       if (room <= 0) continue;
-      if (!reserving || room === Infinity || room > Math.floor(this.capacity.limit(r.id) * SHEDDABLE_RESERVE)) return true;
+      if (!reserving) return true;
+      if (this.capacity.prefillAheadMs(r.id) > SHEDDABLE_PREFILL_AHEAD_MS) continue;
+      if (room === Infinity || room > Math.floor(this.capacity.limit(r.id) * SHEDDABLE_RESERVE)) return true;
     }
     return false;
   }

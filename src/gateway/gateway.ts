@@ -135,7 +135,16 @@ export function createGateway(opts: GatewayOptions): Gateway {
   );
   const latency = new LatencyModel();
   const prefix = new PrefixAwareSelector({ model: latency }, signals);
-  const capacity = new ReplicaCapacity({ inflight: (id) => inflight.inflight(id), limit: (id) => latency.limit(id), signals: (id) => signals.signals(id) });
+  const capacity = new ReplicaCapacity({
+    inflight: (id) => inflight.inflight(id),
+    limit: (id) => latency.limit(id),
+    signals: (id) => signals.signals(id),
+    // Owed prefill is known where prefix_aware placed the requests; elsewhere it is 0.
+    prefillAheadMs: (id) => {
+      const owed = prefix.owed(id);
+      return owed === 0 ? 0 : prefix.tokens(owed) * latency.msPerToken(id);
+    },
+  });
   const flow: FlowController = new FlowController(capacity, new FlowMetrics(registry, () => table.routes(), (id) => flow.waiting(id), (id) => capacity.limit(id)));
   const pipeline = new RequestPipeline({
     table,

@@ -10,6 +10,7 @@ function rig() {
     inflight: (id) => inflight.get(id) ?? 0,
     limit: (id) => limits.get(id) ?? Infinity,
     signals: (id) => signals.get(id) ?? null,
+    prefillAheadMs: () => 0,
   });
   return { capacity, inflight, limits, signals };
 }
@@ -48,8 +49,11 @@ describe('ReplicaCapacity', () => {
     const r = rig();
     r.signals.set(1, { running: 4, waiting: 1, kvUsage: null });
     expect(r.capacity.engineLimit(1)).toBe(4);
+    // A full batch with none waiting says nothing new.
+    r.signals.set(1, { running: 4, waiting: 0, kvUsage: null });
+    expect(r.capacity.engineLimit(1)).toBe(4);
     r.signals.set(1, { running: 6, waiting: 0, kvUsage: null });
-    expect(r.capacity.engineLimit(1)).toBe(7);
+    expect(r.capacity.engineLimit(1)).toBe(6);
     r.capacity.retain(new Set());
     r.signals.delete(1);
     expect(r.capacity.engineLimit(1)).toBe(Infinity);

@@ -20,6 +20,8 @@ export interface ReplicaCapacityDeps {
   limit(replicaId: number): number;
   /** The replica's fresh scraped signals; null: none. */
   signals(replicaId: number): ReplicaSignals | null;
+  /** Predicted ms of prefill it owes for requests already sent (prefix_aware's books and the latency model). */
+  prefillAheadMs(replicaId: number): number;
 }
 
 export class ReplicaCapacity implements CapacityView {
@@ -30,6 +32,10 @@ export class ReplicaCapacity implements CapacityView {
 
   saturated(replicaId: number): boolean {
     return this.room(replicaId) <= 0;
+  }
+
+  prefillAheadMs(replicaId: number): number {
+    return this.deps.prefillAheadMs(replicaId);
   }
 
   room(replicaId: number): number {
@@ -45,11 +51,12 @@ export class ReplicaCapacity implements CapacityView {
   engineLimit(replicaId: number): number {
     const s = this.deps.signals(replicaId);
     if (s !== null && s.waiting !== null && s.running !== null && s.running > 0) {
-      // Queueing: its batch is full at `running`. Not queueing with more running than the cap
-      // remembered: the cap was low (the batch grew, or another gateway's requests ended).
+      // Queueing: its batch is full at `running`. Running more than the cap remembered, with
+      // none waiting: the cap was low (the batch grew) — but running exactly the cap with none
+      // waiting is a full batch, not a bigger one.
       const known = this.engineCap.get(replicaId);
       if (s.waiting > 0) this.engineCap.set(replicaId, s.running);
-      else if (known !== undefined && s.running >= known) this.engineCap.set(replicaId, s.running + 1);
+      else if (known !== undefined && s.running > known) this.engineCap.set(replicaId, s.running);
     }
     return this.engineCap.get(replicaId) ?? Infinity;
   }
