@@ -127,6 +127,23 @@ describe('prefix-aware choice', () => {
     expect(q.owed(1)).toBe(0);
   });
 
+  it('puts a replica flow control says has no room after every one with room, cached or not, and keeps a session where all are full', () => {
+    const p = warmed(3);
+    const full = new Set([3]);
+    const room = (id: number) => (full.has(id) ? 0 : 4);
+    const { order } = p.choose(replicas(1, 2, 3, 4), loads({}), { session: null, blocks: turn2, room });
+    expect(order[0]!.id).not.toBe(3);
+    expect(order.at(-1)!.id).toBe(3);
+    // Every replica full: the choice is by cost again, and a session stays where its cache is.
+    p.dispatched({ id: 3, address: '' }, { session: 's', blocks: turn1 }).end();
+    const none = () => 0;
+    const all = p.choose(replicas(1, 2, 3, 4), loads({}), { session: 's', blocks: turn2, room: none });
+    expect([all.session, all.order[0]!.id]).toEqual(['kept', 3]);
+    // Its replica full and another with room: the session moves.
+    const moved = p.choose(replicas(1, 2, 3, 4), loads({}), { session: 's', blocks: turn2, room });
+    expect(moved.session).toBe('moved');
+  });
+
   it('moves a session only when staying costs more than the margin', () => {
     const p = new PrefixAwareSelector({ random: () => 0 });
     p.dispatched({ id: 2, address: '' }, { session: 's', blocks: turn1 }).end();

@@ -53,6 +53,8 @@ export interface PrefixRequest {
   blocks: readonly number[] | null;
   /** The deployment, whose replicas share what the latency model learnt (default 0). */
   scope?: number;
+  /** Flow control's room per replica (PlacementRequest.room); absent: not known. */
+  room?(replicaId: number): number;
 }
 
 
@@ -92,6 +94,9 @@ export interface PrefixAwareOptions {
   sessions?: number;
   random?: () => number;
 }
+
+/** Added to the cost of a replica with no room, so that any replica with room is cheaper. */
+const SATURATED_MS = 1e9;
 
 const NO_SIGNALS: SignalView = { signals: () => null };
 
@@ -139,6 +144,7 @@ export class PrefixAwareSelector implements Selector, PlacementPolicy {
       session: request.session === null ? null : `${request.scope}\u0000${request.session}`,
       blocks: request.body === null ? null : requestBlocks(request.body),
       scope: request.scope,
+      room: request.room,
     };
     const choice = this.choose(replicas, load, prefix);
     const chosen = choice.order[0]?.id;
@@ -182,6 +188,7 @@ export class PrefixAwareSelector implements Selector, PlacementPolicy {
     if (n === 0) return { order: [], session: null, tokensAhead: 0 };
     const costs = new Float64Array(n);
     const ahead = new Float64Array(n);
+    const saturated = new Float64Array(n);
     const start = Math.floor(this.random() * n);
     const scope = request.scope ?? 0;
     let best = -1;
@@ -191,6 +198,10 @@ export class PrefixAwareSelector implements Selector, PlacementPolicy {
       const r = replicas[i]!;
       ahead[i] = this.tokensAhead(r.id, request.blocks);
       costs[i] = this.costAt(r.id, load, ahead[i]!, scope);
+      // A replica at its limit makes the request wait for one of its requests to end, which
+      // the learnt queue turn underestimates when requests are long: one with room comes first.
+      saturated[i] = request.room !== undefined && request.room(r.id) <= 0 ? SATURATED_MS : 0;
+      costs[i]! += saturated[i]!;
       if (best === -1 || costs[i]! < costs[best]!) best = i;
       if (r.id === previous) stay = i;
     }
@@ -198,7 +209,7 @@ export class PrefixAwareSelector implements Selector, PlacementPolicy {
     let session: SessionDecision | null = null;
     if (request.session !== null) {
       if (stay === -1) session = 'new';
-      else if (costs[stay]! - costs[best]! <= Math.max(this.moveFloorMs, this.moveMargin * costs[stay]!)) {
+      else if (costs[stay]! - costs[best]! <= Math.max(this.moveFloorMs, this.moveMargin * (costs[stay]! - saturated[stay]!))) {
         chosen = stay;
         session = 'kept';
       } else session = 'moved';

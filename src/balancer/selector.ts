@@ -28,6 +28,12 @@ export interface PlacementRequest {
   session: string | null;
   /** The request body when it is already in whole (an LLM prompt); null: not known yet. */
   body: Buffer | null;
+  /**
+   * How many more requests each replica takes before it queues (flow control's view; 0 or
+   * less: saturated). A policy that weighs load may send a request to a replica with room
+   * first; absent: not known.
+   */
+  room?(replicaId: number): number;
 }
 
 /** Tokens a response reported (or the gateway estimated), for policies that learn from them. */

@@ -154,6 +154,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     activator,
     inflight,
     flow,
+    room: (id) => capacity.room(id),
     policies: {
       affinity: sessionOrLoadPolicy(new ConsistentHashSelector({ loadFactor: opts.loadFactor ?? DEFAULTS.gateway.loadFactor }), new PowerOfTwoSelector()),
       prefix_aware: prefix,

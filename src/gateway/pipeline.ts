@@ -59,6 +59,8 @@ export interface PipelineDeps {
   inflight: InflightTracker;
   /** Per-deployment queues when every replica is saturated (flow-control.ts). */
   flow: FlowController;
+  /** How many more requests a replica takes before it is saturated (replica-capacity.ts). */
+  room: (replicaId: number) => number;
   /** The placement policy of each routing_policy, one instance for all its deployments. */
   policies: Readonly<Record<RoutingPolicy, PlacementPolicy>>;
   http: HttpForwarder;
@@ -284,6 +286,7 @@ export class RequestPipeline {
       scope: route.deploymentId,
       session,
       body: Buffer.isBuffer(body) ? body : null,
+      room: this.deps.room,
     });
     if (placement.session !== null) this.deps.metrics.sessionRouted(route.name, placement.session);
     ctx.placed(placement);
