@@ -108,15 +108,26 @@ export class FlowController {
    * `refuse` is called later.
    */
   admit(route: Route, request: FlowRequest): Waiting | null {
-    // A deployment whose requests never waited has no flow yet, and nothing to reserve for.
-    const flow = this.flows.get(route.deploymentId);
-    if (request.priority !== 'sheddable' && flow !== undefined) flow.interactiveAt = this.now();
-    if ((flow === undefined || flow.queue.size === 0) && this.hasRoom(route, request.priority, flow)) {
-      if (flow !== undefined) this.dispatched(flow);
+    if (this.mayGoNow(route, request.priority)) {
       request.go(route);
       return null;
     }
     return this.enqueue(this.flowOf(route), route.flowControl, request);
+  }
+
+  /**
+   * Whether a request of this class may go on now, without waiting: nothing of its deployment
+   * waits and a replica has room. True counts it as dispatched. The request path asks this
+   * first, so the common case builds no FlowRequest at all.
+   */
+  mayGoNow(route: Route, priority: Priority): boolean {
+    // A deployment whose requests never waited has no flow yet, and nothing to reserve for.
+    const flow = this.flows.get(route.deploymentId);
+    if (flow === undefined) return this.hasRoom(route, priority, undefined);
+    if (priority !== 'sheddable') flow.interactiveAt = this.now();
+    if (flow.queue.size > 0 || !this.hasRoom(route, priority, flow)) return false;
+    this.dispatched(flow);
+    return true;
   }
 
   /** A replica of the deployment may have freed a slot (a request ended): dispatch what waits. */

@@ -247,12 +247,14 @@ export class RequestPipeline {
    */
   private dispatch(ctx: RequestContext, route: Route, path: string, body: Body): void {
     if (ctx.aborted) return ctx.endAborted();
+    const priority = ctx.priority ?? DEFAULT_PRIORITY;
+    if (this.deps.flow.mayGoNow(route, priority)) return this.forward(ctx, route, path, body);
     let waiting: Waiting | null = null;
     const onAbort = (): void => {
       if (waiting?.cancel()) ctx.endAborted();
     };
     waiting = this.deps.flow.admit(route, {
-      priority: ctx.priority ?? DEFAULT_PRIORITY,
+      priority,
       credential: ctx.who?.credential ?? '',
       cost: requestCost(body),
       go: (current) => {
