@@ -15,7 +15,10 @@ usePlatform('prefix-routing', [], (p) => (platform = p));
 
 const TOKEN = 'tok-prefix-routing-0123456789';
 const NAME = 'prefixed';
-const ENGINE = [...FAST_ENGINE, '--enable-prefix-caching', 'true', '--prefill-ms-per-token', '0.02'];
+// A prefill cost of a real GPU's order (0.1 ms a token: ~120 ms for a 1,200-token prompt not
+// cached): the policy weighs a cache hit in the time it saves, so a prefill that costs
+// nothing would rightly make the cache worth nothing, and a loaded host's noise decide.
+const ENGINE = [...FAST_ENGINE, '--enable-prefix-caching', 'true', '--prefill-ms-per-token', '0.1'];
 
 type Message = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 
@@ -98,8 +101,9 @@ describe('routing_policy prefix_aware', () => {
   });
 
   it('forwards a body over the 1 MiB bound whole, chosen for without its prompt', async () => {
-    const words = 260_000; // ~1.3 MB of JSON
-    const big = Array.from({ length: words }, (_, i) => `w${i % 1000}`).join(' ');
+    // ~1.2 MB of JSON in 80,000 words (the engine counts a word as a token: 8 s of prefill).
+    const words = 80_000;
+    const big = Array.from({ length: words }, (_, i) => `word${String(i % 1000).padStart(9, '0')}`).join(' ');
     expect(big.length).toBeGreaterThan(1 << 20);
     const client = platform.client(NAME, TOKEN);
     const r = await turn(client, [{ role: 'user', content: big }], 'session-big');

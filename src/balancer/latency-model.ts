@@ -57,6 +57,13 @@ const MIN_PREDICTION_MS = 1;
  * cheaper than an otherwise equal one, so equal replicas still share load evenly.
  */
 const MIN_MS_PER_INFLIGHT = 0.1;
+/**
+ * Nor does more prefill ever predict a faster answer, and a cached prompt is never worth
+ * nothing: a fit learnt from noisy first tokens (a cheap prefill, a loaded host) may find no
+ * cost per token at all, and prefix locality would then be left to chance. 5 µs a token (per
+ * 1,000: TOKEN_UNIT) is far below any GPU's prefill, so it only breaks ties.
+ */
+const MIN_MS_PER_KTOKEN = 5;
 const SPEED_MIN = 1 / 8;
 const SPEED_MAX = 16;
 const LOG_SPEED_MIN = Math.log(SPEED_MIN);
@@ -135,7 +142,7 @@ class FleetFit {
 
   predict(tokens: number, inflight: number): number {
     const t = this.theta;
-    const ms = Math.max(0, t[0]!) + Math.max(0, t[1]!) * (tokens / TOKEN_UNIT) + Math.max(MIN_MS_PER_INFLIGHT, t[2]!) * inflight;
+    const ms = Math.max(0, t[0]!) + Math.max(MIN_MS_PER_KTOKEN, t[1]!) * (tokens / TOKEN_UNIT) + Math.max(MIN_MS_PER_INFLIGHT, t[2]!) * inflight;
     return ms > MIN_PREDICTION_MS ? ms : MIN_PREDICTION_MS;
   }
 
