@@ -112,6 +112,15 @@ export class FlowController {
       request.go(route);
       return null;
     }
+    return this.wait(route, request);
+  }
+
+  /**
+   * The request cannot go now (mayGoNow said no): queues it — a handle comes back, and `go` or
+   * `refuse` is called later — or refuses it at once, or lets it go at once if its class may
+   * pass those waiting (null then).
+   */
+  wait(route: Route, request: FlowRequest): Waiting | null {
     return this.enqueue(this.flowOf(route), route.flowControl, request);
   }
 

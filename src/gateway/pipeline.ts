@@ -253,7 +253,8 @@ export class RequestPipeline {
     const onAbort = (): void => {
       if (waiting?.cancel()) ctx.endAborted();
     };
-    waiting = this.deps.flow.admit(route, {
+    // mayGoNow said no: straight to the queue, without asking again.
+    waiting = this.deps.flow.wait(route, {
       priority,
       credential: ctx.who?.credential ?? '',
       cost: requestCost(body),

@@ -19,30 +19,30 @@ describe('ReplicaCapacity', () => {
   it('a replica nothing is known of always has room', () => {
     const r = rig();
     r.inflight.set(1, 500);
-    expect(r.capacity.saturated(1)).toBe(false);
+    expect(r.capacity.room(1)).toBeGreaterThan(0);
   });
 
   it('is saturated at the latency model’s learnt limit, without any engine metric', () => {
     const r = rig();
     r.limits.set(1, 4);
     r.inflight.set(1, 3);
-    expect(r.capacity.saturated(1)).toBe(false);
+    expect(r.capacity.room(1)).toBeGreaterThan(0);
     r.inflight.set(1, 4);
-    expect(r.capacity.saturated(1)).toBe(true);
+    expect(r.capacity.room(1)).toBeLessThanOrEqual(0);
   });
 
   it('is saturated at the batch the engine ran when it said it queued, and has room again as soon as requests end', () => {
     const r = rig();
     r.signals.set(1, { running: 8, waiting: 2, kvUsage: null });
     r.inflight.set(1, 10);
-    expect(r.capacity.saturated(1)).toBe(true);
+    expect(r.capacity.room(1)).toBeLessThanOrEqual(0);
     // The scrape is stale but the gateway's count is not: two ended, below the batch of 8.
     r.inflight.set(1, 7);
-    expect(r.capacity.saturated(1)).toBe(false);
+    expect(r.capacity.room(1)).toBeGreaterThan(0);
     // Signals gone (stale, or a replica without metrics): the remembered batch still counts.
     r.signals.delete(1);
     r.inflight.set(1, 8);
-    expect(r.capacity.saturated(1)).toBe(true);
+    expect(r.capacity.room(1)).toBeLessThanOrEqual(0);
   });
 
   it('raises the remembered batch when the engine later runs more without queueing', () => {

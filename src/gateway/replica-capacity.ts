@@ -30,10 +30,6 @@ export class ReplicaCapacity implements CapacityView {
 
   constructor(private readonly deps: ReplicaCapacityDeps) {}
 
-  saturated(replicaId: number): boolean {
-    return this.room(replicaId) <= 0;
-  }
-
   prefillAheadMs(replicaId: number): number {
     return this.deps.prefillAheadMs(replicaId);
   }
