@@ -110,3 +110,22 @@ export interface ActivityView {
 export interface ActivitySource {
   view(d: DeploymentRecord): ActivityView;
 }
+
+/** One revision of a deployment compared with the others over the last minutes (the console's side-by-side view). */
+export interface RevisionMetrics {
+  revision: number;
+  requests: number;
+  errors: number;
+  ttft_p50_ms: number | null;
+  ttft_p99_ms: number | null;
+  tokens_per_second: number;
+}
+
+/**
+ * What the gateways measured of each revision of a deployment over a window (summed over
+ * every gateway reporting to this process); lives where the autoscaler runs.
+ */
+export interface RevisionMetricsSource {
+  /** Every revision that served in the window, by number; `windowSeconds` at most 300. */
+  revisions(deploymentId: number, windowSeconds: number): RevisionMetrics[];
+}

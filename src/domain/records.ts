@@ -3,6 +3,8 @@
 // Field names follow docs/control-api.md; the API's response shapes are derived from these in control/.
 
 import type { Priority } from './priority.js';
+import type { AutoscalingMetric } from './autoscaling-signal.js';
+import type { RolloutMode, TrafficTarget } from './traffic.js';
 
 export type Family = 'general' | 'orchestrated';
 export type Protocol = 'http' | 'grpc';
@@ -112,6 +114,14 @@ export interface ScalingSpec {
   cooldown_period: number;
   /** Disaggregated only: fixed pool sizes. */
   pools: { prefill: number; decode: number } | null;
+  /** The signal the autoscaler scales on (domain/autoscaling-signal.ts); absent in older records: `concurrency`. */
+  autoscaling_metric?: AutoscalingMetric;
+  /**
+   * The target of a signal other than concurrency (waiting requests per replica, KV cache
+   * percent, or a p90 time to first token in ms); null or absent for `concurrency`, whose
+   * target is target_concurrency.
+   */
+  autoscaling_target?: number | null;
 }
 
 /** How clients of the deployed endpoint authenticate; not part of a revision. */
@@ -231,6 +241,13 @@ export interface DeploymentRecord {
   /** The revision whose replicas serve: the last one fully rolled out (observed state). */
   serving_revision?: number | null;
   rollout?: RolloutState | null;
+  /**
+   * How requests are split between revisions (domain/traffic.ts): desired state, never part
+   * of a revision. Absent or null: every request goes to the newest revision (rolling update).
+   */
+  traffic?: TrafficTarget[] | null;
+  /** `manual`: a spec change makes a revision at 0 % until `traffic` gives it a share; absent: `automatic`. */
+  rollout_mode?: RolloutMode;
   /** Paused: the controller runs no replica; `scaling` is kept, so resume restores it. */
   paused: boolean;
   status: DeploymentStatus;
