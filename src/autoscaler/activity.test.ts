@@ -1,7 +1,8 @@
 // The activity history over a fake clock: 5-second buckets from one-second ticks, the mean and
 // peak of the gateway's samples (each counted once, none from before the record began), held
-// and desired and ready as the bucket ends, a 15-minute ring that never grows, gaps left as
-// gaps, deployments forgotten, and no points for pools of fixed size.
+// and desired and ready as the bucket ends, the signal's last figure, the metric and target
+// the deployment scales on, a 15-minute ring that never grows, gaps left as gaps, deployments
+// forgotten, and no points for pools of fixed size.
 
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../core/clock.js';
@@ -25,7 +26,7 @@ function harness(start = T0) {
     history.push({ second: clock.now(), average: c });
     if (history.length > 180) history.shift();
     clock.advance(1000);
-    recorder.record(1, { samples: history.slice(), held: o.held ?? 0, desired: o.desired === undefined ? 1 : o.desired, ready: o.ready ?? 1 });
+    recorder.record(1, { samples: history.slice(), held: o.held ?? 0, desired: o.desired === undefined ? 1 : o.desired, ready: o.ready ?? 1, signal: o.signal ?? null });
   };
   return { clock, recorder, tick, view: () => recorder.view(deploymentRecord(1, 'd1')) };
 }
@@ -39,15 +40,33 @@ describe('ActivityRecorder', () => {
     h.tick(7, { desired: 2, ready: 2 });
     h.tick(0, { desired: null, ready: 0 });
     const v = h.view();
-    expect(v).toMatchObject({ step_seconds: 5, window_seconds: 900, component: 'Replica' });
+    expect(v).toMatchObject({ step_seconds: 5, window_seconds: 900, component: 'Replica', metric: 'concurrency', target: null });
     expect(v.points).toEqual([
       // Seconds :00–:04 (1, 2, 3, 4, 0.5); the 9 of 11:59:59 predates the record.
-      { t: '2026-03-01T12:00:00.000Z', in_flight: 2.1, in_flight_max: 4, held: 3, desired: 4, ready: 3 },
+      { t: '2026-03-01T12:00:00.000Z', in_flight: 2.1, in_flight_max: 4, held: 3, desired: 4, ready: 3, signal: null },
       // Seconds :05–:09 (0.25, 0, 0, 0, 7).
-      { t: '2026-03-01T12:00:05.000Z', in_flight: 1.45, in_flight_max: 7, held: 0, desired: 2, ready: 2 },
+      { t: '2026-03-01T12:00:05.000Z', in_flight: 1.45, in_flight_max: 7, held: 0, desired: 2, ready: 2, signal: null },
       // Second :10 so far; the autoscaler has not decided (null) at its last tick.
-      { t: '2026-03-01T12:00:10.000Z', in_flight: 0, in_flight_max: 0, held: 0, desired: null, ready: 0 },
+      { t: '2026-03-01T12:00:10.000Z', in_flight: 0, in_flight_max: 0, held: 0, desired: null, ready: 0, signal: null },
     ]);
+  });
+
+  it("keeps the signal's last figure in each step, and says the metric and target the deployment scales on", () => {
+    const h = harness();
+    // :01–:04 in the first step: read 3.456, then 7, then nothing (a tick without a reading keeps the last).
+    h.tick(1, { signal: 3.456 });
+    h.tick(1, { signal: 7 });
+    h.tick(1, { signal: null });
+    h.tick(1);
+    h.tick(1, { signal: null }); // :05, the next step: nothing read in it yet
+    expect(h.view().points.map((p) => p.signal)).toEqual([7, null]);
+    const d = { ...deploymentRecord(1, 'd1') };
+    d.scaling = { ...d.scaling, autoscaling_metric: 'queue_depth', autoscaling_target: 5 };
+    expect(h.recorder.view(d)).toMatchObject({ metric: 'queue_depth', target: 5 });
+    d.scaling = { ...d.scaling, autoscaling_metric: 'concurrency', autoscaling_target: null, target_concurrency: 4 };
+    expect(h.recorder.view(d)).toMatchObject({ metric: 'concurrency', target: 4 });
+    h.tick(1, { signal: 1 / 3 });
+    expect(h.view().points.at(-1)?.signal).toBe(0.33);
   });
 
   it('counts each sample once, however often it is handed in', () => {
@@ -57,8 +76,8 @@ describe('ActivityRecorder', () => {
       { second: T0 + 1000, average: 4 },
     ];
     h.clock.advance(2000);
-    for (let i = 0; i < 5; i++) h.recorder.record(1, { samples, held: 0, desired: 1, ready: 1 });
-    expect(h.view().points).toEqual([{ t: new Date(T0).toISOString(), in_flight: 3, in_flight_max: 4, held: 0, desired: 1, ready: 1 }]);
+    for (let i = 0; i < 5; i++) h.recorder.record(1, { samples, held: 0, desired: 1, ready: 1, signal: null });
+    expect(h.view().points).toEqual([{ t: new Date(T0).toISOString(), in_flight: 3, in_flight_max: 4, held: 0, desired: 1, ready: 1, signal: null }]);
   });
 
   it('keeps 15 minutes in a fixed ring and leaves a bucket no tick reached as a gap', () => {

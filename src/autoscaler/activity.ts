@@ -1,11 +1,13 @@
 // Owns the activity history: per deployment, the last 15 minutes of what the autoscaler saw
 // and decided, in 5-second buckets of a fixed ring (180 of them) — in-flight requests (mean and
 // peak of the gateway's per-second concurrency), requests held for a replica, the desired count
-// and the ready replicas of the scaled component. The autoscaler records once per tick; the
-// control API reads it for the console's Activity tab. In memory only: it is a view of recent
-// behaviour, rebuilt from nothing after a restart.
+// and the ready replicas of the scaled component (every revision's, when traffic splits), and
+// the figure of the signal it scales on. The autoscaler records once per tick; the control API
+// reads it for the console's Activity tab. In memory only: it is a view of recent behaviour,
+// rebuilt from nothing after a restart.
 
 import type { Clock } from '../core/clock.js';
+import { autoscalingMetricOf, autoscalingTargetOf } from '../domain/autoscaling-signal.js';
 import type { DeploymentRecord } from '../domain/records.js';
 import { scaledComponent } from '../domain/components.js';
 import type { ActivityPoint, ActivityView } from '../domain/ports.js';
@@ -21,6 +23,8 @@ export interface ActivityObservation {
   held: number;
   desired: number | null;
   ready: number;
+  /** The autoscaling metric's figure the tick read (Decision.signal; in a split, the highest of its revisions'); null: none. */
+  signal: number | null;
 }
 
 interface Bucket {
@@ -31,6 +35,7 @@ interface Bucket {
   held: number;
   desired: number | null;
   ready: number;
+  signal: number | null;
 }
 
 const bucketStart = (ms: number) => ms - (((ms % ACTIVITY_STEP_MS) + ACTIVITY_STEP_MS) % ACTIVITY_STEP_MS);
@@ -50,6 +55,7 @@ class DeploymentActivity {
     current.held = Math.max(current.held, o.held);
     current.desired = o.desired;
     current.ready = o.ready;
+    if (o.signal !== null) current.signal = o.signal;
     for (const s of o.samples) {
       if (s.second <= this.lastSecond) continue;
       this.lastSecond = s.second;
@@ -75,6 +81,7 @@ class DeploymentActivity {
         held: b.held,
         desired: b.desired,
         ready: b.ready,
+        signal: b.signal === null ? null : round2(b.signal),
       }));
   }
 
@@ -84,7 +91,7 @@ class DeploymentActivity {
     const found = this.ring[i];
     if (found?.start === start) return found;
     if (!create) return undefined;
-    const fresh: Bucket = { start, sum: 0, count: 0, max: 0, held: 0, desired: null, ready: 0 };
+    const fresh: Bucket = { start, sum: 0, count: 0, max: 0, held: 0, desired: null, ready: 0, signal: null };
     this.ring[i] = fresh;
     return fresh;
   }
@@ -120,6 +127,8 @@ export class ActivityRecorder {
       step_seconds: ACTIVITY_STEP_MS / 1000,
       window_seconds: (ACTIVITY_STEP_MS * ACTIVITY_BUCKETS) / 1000,
       component,
+      metric: autoscalingMetricOf(d.scaling),
+      target: autoscalingTargetOf(d.scaling),
       points: activity ? activity.points(this.clock.now()) : [],
     };
   }

@@ -2,7 +2,9 @@
 // deployment from the gateway's samples, tells the controller when a figure changes, scales
 // orchestrated aggregated Workers too, leaves disaggregated pools and paused deployments alone,
 // keeps the activity history of what it saw and decided, and tells each change of a desired
-// count as an event with its figures (and nothing while the figure stays).
+// count as an event with its figures (and nothing while the figure stays). With traffic split
+// between revisions it decides per revision, on that revision's figures; on the LLM signals it
+// reads the engines' gauges, the flow-control queue and the TTFT steps, and says the signal.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -19,12 +21,21 @@ import { orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
 import { ActivityRecorder } from './activity.js';
 import { Autoscaler } from './autoscaler.js';
 import type { EventNote } from '../store/event-writer.js';
+import { STATS_STEP_MS, emptyStats, ttftBucket, type RevisionStep } from '../domain/revision-stats.js';
+import type { TrafficTarget } from '../domain/traffic.js';
+import type { ReplicaEngineSignals } from './autoscaler.js';
 import type { ConcurrencySample } from './decide.js';
 
 let dir: string;
 let store: FileStore;
 const clock = new ManualClock(1_000_000);
 const samples = new Map<number, ConcurrencySample[]>();
+/** Per `${deployment}/${revision}`: that revision's concurrency samples and TTFT steps. */
+const revisionSamples = new Map<string, ConcurrencySample[]>();
+const steps = new Map<string, RevisionStep[]>();
+const queued = new Map<number, number>();
+const engines = new Map<number, ReplicaEngineSignals>();
+const held = new Map<number, number>();
 let changes = 0;
 let autoscaler: Autoscaler;
 let registry: Registry;
@@ -39,11 +50,19 @@ beforeEach(async () => {
   registry = new Registry();
   activity = new ActivityRecorder(clock);
   told = [];
+  for (const m of [samples, revisionSamples, steps, queued, engines, held]) m.clear();
   autoscaler = new Autoscaler({
     events: (id, note) => told.push({ id, note }),
     activity,
     store,
-    load: { samples: (id) => samples.get(id) ?? [], held: () => 0 },
+    load: {
+      samples: (id) => samples.get(id) ?? [],
+      held: (id) => held.get(id) ?? 0,
+      revisionSamples: (id, revision) => revisionSamples.get(`${id}/${revision}`) ?? [],
+      queued: (id) => queued.get(id) ?? 0,
+      replicaSignals: (replicaId) => engines.get(replicaId) ?? null,
+      revisionSteps: (id, revision) => steps.get(`${id}/${revision ?? 'all'}`) ?? [],
+    },
     clock,
     windows: { stableMs: 10_000, panicMs: 2_000, scaleToZeroGraceMs: 0 },
     logger: pino({ level: 'silent' }),
@@ -65,9 +84,34 @@ async function add(o: Partial<DeploymentRecord>, scaling: Partial<DeploymentReco
 }
 
 /** Steady concurrency `c` over the last `seconds`. */
+const series = (c: number, seconds = 10): ConcurrencySample[] => Array.from({ length: seconds }, (_, i) => ({ second: clock.now() - (seconds - i) * 1000, average: c }));
 function load(id: number, c: number, seconds = 10): void {
-  const now = clock.now();
-  samples.set(id, Array.from({ length: seconds }, (_, i) => ({ second: now - (seconds - i) * 1000, average: c })));
+  samples.set(id, series(c, seconds));
+}
+
+/** `n` replicas of revision `revision` of deployment `id`, in `state`; their ids. */
+async function replicasOf(id: number, revision: number, n: number, state: 'ready' | 'starting' = 'ready'): Promise<number[]> {
+  const ids: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = await store.create('replica', (rid) => ({ ...replicaRecord(rid), deployment_id: id, revision, component: 'Replica', state }));
+    ids.push(r.value.id);
+  }
+  return ids;
+}
+
+/** A 90/10 split of deployment at revision 3: revision 2 at 90 %, the latest (3) at 10 % tagged canary. */
+const SPLIT: TrafficTarget[] = [
+  { revision: 2, latest: false, percent: 90, tag: null },
+  { revision: null, latest: true, percent: 10, tag: 'canary' },
+];
+
+/** First tokens of `count` streamed requests at `ms` each, in the step now. */
+function ttft(key: string, ms: number, count = 10): void {
+  const start = clock.now() - (clock.now() % STATS_STEP_MS);
+  const step = { start, ...emptyStats() };
+  step.requests = count;
+  step.ttft[ttftBucket(ms)] = count;
+  steps.set(key, [step]);
 }
 
 async function tick(): Promise<void> {
@@ -137,5 +181,135 @@ describe('Autoscaler', () => {
     await store.delete('deployment', other);
     await tick();
     expect(activity.has(other)).toBe(false);
+  });
+
+  it('with a split, decides per revision on its own figures, within [max(1, min), max]; desiredFor and desired agree', async () => {
+    const id = await add({ revision: 3, traffic: SPLIT }, { min_replicas: 0, max_replicas: 6, target_concurrency: 2 });
+    await replicasOf(id, 2, 2);
+    await replicasOf(id, 3, 1);
+    load(id, 8.2);
+    revisionSamples.set(`${id}/2`, series(8));
+    revisionSamples.set(`${id}/3`, series(0.2));
+    await tick();
+    expect(autoscaler.desiredFor(id, 2)).toBe(4);
+    // An idle canary keeps one replica: no scale to zero inside a split.
+    expect(autoscaler.desiredFor(id, 3)).toBe(1);
+    expect(autoscaler.desiredFor(id, null)).toBeUndefined();
+    expect(autoscaler.decision(id)).toBeUndefined();
+    expect(autoscaler.desired(id)).toBe(5);
+    expect(await registry.metrics()).toMatch(/infergate_autoscaler_desired_replicas\{deployment="d1"\} 5/);
+    expect(told.map((t) => t.note.message)).toEqual([expect.stringMatching(/^desired replicas 2 → 4 for revision 2: concurrency 8 over the/)]);
+    const metrics = await registry.metrics();
+    expect(metrics).toMatch(/infergate_autoscaler_signal\{deployment="d1",revision="2",metric="concurrency"\} 4\b/);
+    expect(metrics).toMatch(/infergate_autoscaler_signal\{deployment="d1",revision="3",metric="concurrency"\} 0\.2\b/);
+    const view = activity.view((await store.get('deployment', id))!.value);
+    expect(view.points.at(-1)).toMatchObject({ desired: 5, ready: 3, signal: 4 });
+  });
+
+  it('a revision that leaves the split is forgotten; back to one revision, the deployment is one unit again', async () => {
+    const id = await add({ revision: 3, traffic: SPLIT }, { min_replicas: 1, max_replicas: 6, target_concurrency: 2 });
+    await replicasOf(id, 2, 1);
+    await replicasOf(id, 3, 1);
+    await tick();
+    expect(autoscaler.desiredFor(id, 2)).toBe(1);
+    await modify(store, 'deployment', id, (d) => ({ ...d, traffic: [{ revision: null, latest: true, percent: 100, tag: null }] }));
+    clock.advance(1000);
+    await tick();
+    expect(autoscaler.desiredFor(id, 2)).toBeUndefined();
+    expect(autoscaler.desiredFor(id, 3)).toBeUndefined();
+    expect(autoscaler.desiredFor(id, null)).toBe(1);
+    expect(await registry.metrics()).not.toMatch(/infergate_autoscaler_signal\{[^}]*revision="2"/);
+  });
+
+  it('a revision joining a split starts from the replicas it runs, or from what the controller last applied to it', async () => {
+    const id = await add({ revision: 3, traffic: SPLIT, revision_desired: { '3': { Replica: 2 } } }, { min_replicas: 1, max_replicas: 6, target_concurrency: 10, cooldown_period: 600 });
+    await replicasOf(id, 2, 3);
+    await replicasOf(id, 3, 2);
+    await tick();
+    expect(autoscaler.desiredFor(id, 2)).toBe(3);
+    expect(autoscaler.desiredFor(id, 3)).toBe(2);
+    expect(told).toEqual([]);
+  });
+
+  it("queue_depth: scales up on the engines' waiting requests and the flow-control queue while in-flight concurrency stays below target", async () => {
+    const id = await add({}, { min_replicas: 1, max_replicas: 8, target_concurrency: 4, autoscaling_metric: 'queue_depth', autoscaling_target: 5 });
+    const [a, b] = await replicasOf(id, 1, 2);
+    load(id, 3);
+    engines.set(a!, { waiting: 9, kvCachePercent: 40 });
+    engines.set(b!, { waiting: 5, kvCachePercent: null });
+    queued.set(id, 2);
+    await tick();
+    // 16 waiting over 2 replicas: 8 per replica against 5 → ceil(2 × 8 / 5) = 4; by concurrency (3 against 4) it would be 1.
+    expect(autoscaler.desired(id)).toBe(4);
+    expect(autoscaler.decision(id)).toMatchObject({ metric: 'queue_depth', target: 5, stableValue: 8, signal: 8 });
+    expect(autoscaler.decision(id)!.stableConcurrency).toBeLessThan(4);
+    expect(told.at(-1)?.note).toMatchObject({ reason: 'ScaledUp' });
+    expect(told.at(-1)?.note.message).toMatch(/^desired replicas 1 → 4: queue_depth 8 waiting requests per replica over the (2 s panic|10 s stable) window, target 5/);
+    expect(await registry.metrics()).toMatch(/infergate_autoscaler_signal\{deployment="d1",revision="",metric="queue_depth"\} 8\b/);
+    expect(activity.view((await store.get('deployment', id))!.value)).toMatchObject({ metric: 'queue_depth', target: 5 });
+    expect(activity.view((await store.get('deployment', id))!.value).points.at(-1)?.signal).toBe(8);
+  });
+
+  it("queue_depth in a split: each revision counts its replicas' engines and its share of the gateway's queue", async () => {
+    const id = await add({ revision: 3, traffic: SPLIT }, { min_replicas: 1, max_replicas: 8, target_concurrency: 4, autoscaling_metric: 'queue_depth', autoscaling_target: 5 });
+    const [old] = await replicasOf(id, 2, 1);
+    const [canary] = await replicasOf(id, 3, 1);
+    engines.set(old!, { waiting: 1, kvCachePercent: null });
+    engines.set(canary!, { waiting: 0, kvCachePercent: null });
+    queued.set(id, 10);
+    await tick();
+    // Revision 2: 1 + 90 % of 10 = 10 waiting → 2; revision 3: 10 % of 10 = 1 → stays 1.
+    expect(autoscaler.decisionFor(id, 2)).toMatchObject({ stableValue: 10, desired: 2 });
+    expect(autoscaler.decisionFor(id, 3)).toMatchObject({ stableValue: 1, desired: 1 });
+  });
+
+  it('kv_cache: the mean over ready replicas that report it; none reporting keeps the figure', async () => {
+    const id = await add({}, { min_replicas: 0, max_replicas: 8, target_concurrency: 4, autoscaling_metric: 'kv_cache', autoscaling_target: 80 });
+    const [a, b, c] = await replicasOf(id, 1, 3);
+    await replicasOf(id, 1, 1, 'starting');
+    load(id, 2);
+    await tick();
+    expect(autoscaler.decision(id)).toMatchObject({ reason: 'hold_no_signal', signal: null });
+    expect(await registry.metrics()).not.toMatch(/infergate_autoscaler_signal\{/);
+    engines.set(a!, { waiting: null, kvCachePercent: 100 });
+    engines.set(b!, { waiting: null, kvCachePercent: 90 });
+    engines.set(c!, { waiting: 3, kvCachePercent: null });
+    clock.advance(1000);
+    await tick();
+    // Mean 95 % over the reporting replicas, for the 3 ready: ceil(3 × 95 / 80) = 4.
+    expect(autoscaler.decision(id)).toMatchObject({ metric: 'kv_cache', stableValue: 95, desired: 4 });
+  });
+
+  it("ttft: the p90 of the unit's steps over the window; in a split each revision's own", async () => {
+    const id = await add({ revision: 3, traffic: SPLIT }, { min_replicas: 1, max_replicas: 8, target_concurrency: 4, autoscaling_metric: 'ttft', autoscaling_target: 500 });
+    await replicasOf(id, 2, 2);
+    await replicasOf(id, 3, 1);
+    ttft(`${id}/2`, 200);
+    ttft(`${id}/3`, 700);
+    ttft(`${id}/all`, 5000);
+    revisionSamples.set(`${id}/2`, series(1));
+    revisionSamples.set(`${id}/3`, series(0.5));
+    await tick();
+    expect(autoscaler.decisionFor(id, 2)).toMatchObject({ metric: 'ttft', desired: 2 });
+    expect(autoscaler.decisionFor(id, 2)!.stableValue).toBeLessThan(200);
+    expect(autoscaler.decisionFor(id, 3)).toMatchObject({ metric: 'ttft', stableValue: 725, desired: 2 });
+    // One ready replica asked to double: the panic window's figure, at once.
+    expect(told.map((t) => t.note.message)).toEqual([
+      'desired replicas 1 → 2 for revision 3: ttft 725 ms p90 time to first token over the 2 s panic window, target 500 (panic mode: up at once, no scale-down while it lasts)',
+    ]);
+  });
+
+  it('changing the metric replaces the signal series and starts its readings afresh', async () => {
+    const id = await add({}, { min_replicas: 1, max_replicas: 8, target_concurrency: 4, autoscaling_metric: 'queue_depth', autoscaling_target: 5 });
+    const [a] = await replicasOf(id, 1, 1);
+    engines.set(a!, { waiting: 2, kvCachePercent: 50 });
+    await tick();
+    expect(await registry.metrics()).toMatch(/metric="queue_depth"\} 2\b/);
+    await modify(store, 'deployment', id, (d) => ({ ...d, scaling: { ...d.scaling, autoscaling_metric: 'kv_cache', autoscaling_target: 80 } }));
+    clock.advance(1000);
+    await tick();
+    const metrics = await registry.metrics();
+    expect(metrics).not.toMatch(/metric="queue_depth"/);
+    expect(metrics).toMatch(/metric="kv_cache"\} 50\b/);
   });
 });

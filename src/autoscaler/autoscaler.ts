@@ -1,27 +1,50 @@
 // Owns the autoscaler's loop (collect → decide → actuate): every tick (1 s), and at once when
-// the activator pokes it, it reads each deployment's concurrency samples and held requests
-// from the gateway and its replicas' readiness from the store, runs decide(), keeps the
-// per-deployment state, and tells the controller when a desired count changed. The
-// controller asks `desired()` for the figure it applies. Metrics: desired replicas, panic
-// mode and decisions by reason; each tick's figures also go to the activity history, and each
-// change of a desired count to the deployment's events (ScaledUp, ScaledDown, ScaledToZero).
+// the activator pokes it, it reads each deployment's load from the gateways (concurrency
+// samples, held requests, and for the LLM signals the engines' scraped gauges, the flow-control
+// queue and the TTFT steps) and its replicas' readiness from the store, runs decide() per unit,
+// keeps each unit's state, and tells the controller when a desired count changed. A unit is
+// the deployment while its traffic names one revision, else each revision of its split
+// (domain/traffic.ts), scaled on that revision's own figures. The controller asks
+// `desiredFor()` for the figure it applies. Metrics: desired replicas, panic mode, decisions
+// by reason and the signal's figure; each tick's figures also go to the activity history, and
+// each change of a desired count to the deployment's events (ScaledUp, ScaledDown, ScaledToZero).
 
 import { scaledComponent } from '../domain/components.js';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
+import { autoscalingMetricOf, autoscalingTargetOf, type AutoscalingMetric } from '../domain/autoscaling-signal.js';
 import type { DeploymentRecord, ReplicaRecord } from '../domain/records.js';
+import { splitOf } from '../domain/traffic.js';
 import { StoreUnavailableError, type Store } from '../store/store.js';
 import type { ActivityRecorder } from './activity.js';
 import type { EventSink } from '../store/event-writer.js';
-import { decide, initialState, type AutoscaleState, type AutoscaleWindows, type ConcurrencySample, type Decision } from './decide.js';
+import { decide, initialState, type AutoscaleSpec, type AutoscaleState, type AutoscaleWindows, type ConcurrencySample, type Decision, type SignalFigures } from './decide.js';
 import { decisionEvent } from './decision-event.js';
+import { STATS_STEP_MS, type RevisionStep } from '../domain/revision-stats.js';
+import { readingOf, remember, signalFigures, type SignalReading } from './signals.js';
+
+/** What a replica's engine says of its load (vLLM's gauges), as the autoscaler reads it. */
+export interface ReplicaEngineSignals {
+  /** Requests waiting in the engine's queue; null: the engine does not say. */
+  waiting: number | null;
+  /** KV cache in use, 0–100; null: the engine does not say. */
+  kvCachePercent: number | null;
+}
 
 /** What the gateway measures (in this process): the autoscaler's input. */
 export interface LoadSource {
   samples(deploymentId: number): readonly ConcurrencySample[];
   held(deploymentId: number): number;
+  /** Time-weighted concurrency of the requests sent to one revision's replicas (revisions split by traffic scale apart). */
+  revisionSamples(deploymentId: number, revision: number): readonly ConcurrencySample[];
+  /** Requests waiting in the gateways' flow-control queue of the deployment now. */
+  queued(deploymentId: number): number;
+  /** A replica's engine as the gateways last scraped it (fresh figures only); null: nothing known. */
+  replicaSignals(replicaId: number): ReplicaEngineSignals | null;
+  /** The 5-second steps of a revision's requests, errors, tokens and TTFT histogram (the last five minutes); null revision: all of the deployment's. */
+  revisionSteps(deploymentId: number, revision: number | null): readonly RevisionStep[];
   /** Brings the figures up to date before a tick (load reported by other processes). */
   refresh?(): Promise<void>;
 }
@@ -45,9 +68,24 @@ export interface AutoscalerOptions {
 /** The component whose count the autoscaler moves (domain/components.ts). */
 export { scaledComponent };
 
+/** What one decision state is for: a deployment (revision null: it runs one revision), or one revision of its split. */
+interface Unit {
+  deploymentId: number;
+  revision: number | null;
+}
+
+/** Labels of one series of infergate_autoscaler_signal. */
+type SignalLabels = { deployment: string; revision: string; metric: string };
+
+const unitKey = (deploymentId: number, revision: number | null) => (revision === null ? `${deploymentId}` : `${deploymentId}/r${revision}`);
+
 export class Autoscaler {
-  private readonly states = new Map<number, AutoscaleState>();
-  private readonly last = new Map<number, Decision>();
+  private readonly units = new Map<string, Unit>();
+  private readonly states = new Map<string, AutoscaleState>();
+  private readonly last = new Map<string, Decision>();
+  /** Per unit, its gauge readings of the last stable window (the metric they were read for). */
+  private readonly histories = new Map<string, { metric: AutoscalingMetric; readings: SignalReading[] }>();
+  private readonly signalSeries = new Map<string, SignalLabels>();
   private timer: NodeJS.Timeout | null = null;
   // An unreachable store is logged once by the store monitor; the next tick tries again.
   private readonly ticks = new CoalescingRunner(
@@ -56,13 +94,20 @@ export class Autoscaler {
   );
   private readonly desiredGauge: Gauge<'deployment'>;
   private readonly panicGauge: Gauge<'deployment'>;
+  private readonly signalGauge: Gauge<'deployment' | 'revision' | 'metric'>;
   private readonly decisions: Counter<'deployment' | 'reason'>;
   private readonly names = new Map<number, string>();
 
   constructor(private readonly opts: AutoscalerOptions) {
-    this.desiredGauge = new Gauge({ name: 'infergate_autoscaler_desired_replicas', help: 'Replicas the autoscaler wants, per deployment', labelNames: ['deployment'], registers: [opts.registry] });
-    this.panicGauge = new Gauge({ name: 'infergate_autoscaler_panic', help: '1 while the deployment is in panic mode', labelNames: ['deployment'], registers: [opts.registry] });
-    this.decisions = new Counter({ name: 'infergate_autoscaler_decisions_total', help: 'Autoscaler decisions by reason (one per deployment and tick)', labelNames: ['deployment', 'reason'], registers: [opts.registry] });
+    this.desiredGauge = new Gauge({ name: 'infergate_autoscaler_desired_replicas', help: 'Replicas the autoscaler wants, per deployment (every revision of a split summed)', labelNames: ['deployment'], registers: [opts.registry] });
+    this.panicGauge = new Gauge({ name: 'infergate_autoscaler_panic', help: '1 while the deployment (any revision of a split) is in panic mode', labelNames: ['deployment'], registers: [opts.registry] });
+    this.signalGauge = new Gauge({
+      name: 'infergate_autoscaler_signal',
+      help: "The autoscaling metric over the stable window, in its target's unit (in-flight or waiting requests per replica, KV cache percent, p90 TTFT ms); revision empty unless traffic splits",
+      labelNames: ['deployment', 'revision', 'metric'],
+      registers: [opts.registry],
+    });
+    this.decisions = new Counter({ name: 'infergate_autoscaler_decisions_total', help: 'Autoscaler decisions by reason (one per deployment, or revision of a split, and tick)', labelNames: ['deployment', 'reason'], registers: [opts.registry] });
   }
 
   start(): void {
@@ -77,13 +122,29 @@ export class Autoscaler {
     return this.ticks.current();
   }
 
-  /** The autoscaler's figure for a deployment, once it has decided; the controller applies it. */
+  /** The autoscaler's figure for a deployment, once it has decided: every revision of a split summed. */
   desired(deploymentId: number): number | undefined {
-    return this.last.get(deploymentId)?.desired;
+    const whole = this.last.get(unitKey(deploymentId, null));
+    if (whole) return whole.desired;
+    const parts = this.revisionDecisions(deploymentId);
+    return parts.length === 0 ? undefined : parts.reduce((s, [, d]) => s + d.desired, 0);
   }
 
+  /**
+   * The figure the controller applies: `revision` null for a deployment whose traffic names one
+   * revision, else that revision of its split. Undefined until decided for exactly that unit.
+   */
+  desiredFor(deploymentId: number, revision: number | null): number | undefined {
+    return this.last.get(unitKey(deploymentId, revision))?.desired;
+  }
+
+  /** The last decision for a deployment that runs one revision (undefined in a split: see decisionFor). */
   decision(deploymentId: number): Decision | undefined {
-    return this.last.get(deploymentId);
+    return this.last.get(unitKey(deploymentId, null));
+  }
+
+  decisionFor(deploymentId: number, revision: number | null): Decision | undefined {
+    return this.last.get(unitKey(deploymentId, revision));
   }
 
   /** Decide now (the activator holds a request, or the tick is due); coalesced. */
@@ -91,11 +152,22 @@ export class Autoscaler {
     this.ticks.trigger();
   }
 
+  private revisionDecisions(deploymentId: number): [number, Decision][] {
+    const out: [number, Decision][] = [];
+    for (const [key, unit] of this.units) {
+      if (unit.deploymentId !== deploymentId || unit.revision === null) continue;
+      const d = this.last.get(key);
+      if (d) out.push([unit.revision, d]);
+    }
+    return out;
+  }
+
   private async tick(): Promise<void> {
-    const { store, load, clock, windows, logger } = this.opts;
+    const { store, load, clock } = this.opts;
     const [deployments, replicas] = await Promise.all([store.list('deployment'), store.list('replica'), load.refresh?.()]);
     const now = clock.now();
     const seen = new Set<number>();
+    const live = new Set<string>();
     let changed = false;
     for (const { value: d } of deployments) {
       const component = scaledComponent(d);
@@ -108,41 +180,36 @@ export class Autoscaler {
       const held = load.held(d.id);
       if (d.paused) {
         // A paused deployment runs nothing; on resume the decision starts again from min.
-        this.states.delete(d.id);
-        this.last.delete(d.id);
-        this.opts.activity?.record(d.id, { samples, held, desired: null, ready }, now);
+        this.opts.activity?.record(d.id, { samples, held, desired: null, ready, signal: null }, now);
         continue;
       }
-      const starting = mine.filter((r) => r.state === 'starting').length;
-      const spec = { min: d.scaling.min_replicas, max: d.scaling.max_replicas, target: d.scaling.target_concurrency, cooldownMs: d.scaling.cooldown_period * 1000 };
-      // A new deployment starts with at least one replica, even at min 0, so its revision is
-      // seen to become ready (Knative's initial scale); it goes to zero when idle.
-      const initial = d.desired_replicas?.[component] ?? Math.min(spec.max, Math.max(spec.min, 1));
-      const state = this.states.get(d.id) ?? initialState(now, initial);
-      const decision = decide(spec, windows, { samples, held, ready, starting }, state, now);
-      this.states.set(d.id, decision.state);
-      this.opts.activity?.record(d.id, { samples, held, desired: decision.desired, ready }, now);
-      const before = this.last.get(d.id)?.desired;
-      this.last.set(d.id, decision);
-      this.desiredGauge.set({ deployment: d.name }, decision.desired);
-      this.panicGauge.set({ deployment: d.name }, decision.panic ? 1 : 0);
-      this.decisions.inc({ deployment: d.name, reason: decision.reason });
-      if (before !== decision.desired) {
-        changed = true;
-        const from = before ?? state.desired;
-        logger.info(
-          { deployment: d.name, from, to: decision.desired, reason: decision.reason, stable: round(decision.stableConcurrency), panic: round(decision.panicConcurrency), held },
-          'autoscaler decision',
-        );
-        const note = decisionEvent(from, decision, spec, windows, held, component);
-        if (note !== null) this.opts.events?.(d.id, note);
+      const split = splitOf(d);
+      // Without a split the deployment's replicas of every revision are one unit (a rolling
+      // update's old and new together); in a split each revision's are its own.
+      const units = split === null ? [{ revision: null, share: 1 }] : split.map((s) => ({ revision: s.revision, share: s.percent / 100 }));
+      let desired = 0;
+      let panic = false;
+      let signal: number | null = null;
+      for (const u of units) {
+        const key = unitKey(d.id, u.revision);
+        live.add(key);
+        this.units.set(key, { deploymentId: d.id, revision: u.revision });
+        const theirs = u.revision === null ? mine : mine.filter((r) => r.revision === u.revision);
+        const decision = this.decideUnit(d, component, key, u.revision, u.share, theirs, u.revision === null ? samples : load.revisionSamples(d.id, u.revision), held, now);
+        if (decision.changed) changed = true;
+        desired += decision.desired;
+        panic ||= decision.panic;
+        if (decision.signal !== null) signal = Math.max(signal ?? decision.signal, decision.signal);
       }
+      this.desiredGauge.set({ deployment: d.name }, desired);
+      this.panicGauge.set({ deployment: d.name }, panic ? 1 : 0);
+      this.opts.activity?.record(d.id, { samples, held, desired, ready, signal }, now);
     }
-    for (const id of [...this.states.keys()]) {
-      if (seen.has(id)) continue;
-      this.states.delete(id);
-      this.last.delete(id);
-      const name = this.names.get(id);
+    for (const [key, unit] of [...this.units]) {
+      if (live.has(key)) continue;
+      this.forget(key);
+      if (seen.has(unit.deploymentId)) continue;
+      const name = this.names.get(unit.deploymentId);
       if (name !== undefined) {
         this.desiredGauge.remove({ deployment: name });
         this.panicGauge.remove({ deployment: name });
@@ -151,6 +218,108 @@ export class Autoscaler {
     this.opts.activity?.retain(seen);
     if (changed) this.opts.onChange();
   }
+
+  /** Decides for one unit, keeps its state and says so (metrics, log, event); `changed`: its figure moved. */
+  private decideUnit(
+    d: DeploymentRecord,
+    component: string,
+    key: string,
+    revision: number | null,
+    share: number,
+    replicas: readonly ReplicaRecord[],
+    samples: readonly ConcurrencySample[],
+    deploymentHeld: number,
+    now: number,
+  ): Decision & { changed: boolean } {
+    const { load, windows, logger } = this.opts;
+    const readyReplicas = replicas.filter((r) => r.state === 'ready');
+    const ready = readyReplicas.length;
+    const starting = replicas.filter((r) => r.state === 'starting').length;
+    const metric = autoscalingMetricOf(d.scaling);
+    // A revision of a split never goes to zero: the gateway's split needs its replicas.
+    const min = revision === null ? d.scaling.min_replicas : Math.max(1, d.scaling.min_replicas);
+    const spec: AutoscaleSpec = { min, max: d.scaling.max_replicas, metric, target: autoscalingTargetOf(d.scaling), cooldownMs: d.scaling.cooldown_period * 1000 };
+    // The activator's held requests are the deployment's; a revision's demand is its share of them.
+    const held = revision === null ? deploymentHeld : share > 0 ? Math.ceil(deploymentHeld * share) : 0;
+
+    let signal: SignalFigures | undefined;
+    if (metric !== 'concurrency') {
+      const engines = readyReplicas.map((r) => load.replicaSignals(r.id));
+      const queued = metric === 'queue_depth' ? load.queued(d.id) * share : 0;
+      const kept = this.histories.get(key);
+      const readings = remember(kept?.metric === metric ? kept.readings : [], readingOf(metric, engines, queued, now), windows.stableMs + STATS_STEP_MS);
+      this.histories.set(key, { metric, readings });
+      signal = signalFigures(metric, readings, metric === 'ttft' ? load.revisionSteps(d.id, revision) : [], now, windows, ready);
+    } else {
+      this.histories.delete(key);
+    }
+
+    const state = this.states.get(key) ?? initialState(now, this.initialCount(d, component, revision, spec, replicas));
+    const decision = decide(spec, windows, { samples, held, ready, starting, ...(signal ? { signal } : {}) }, state, now);
+    this.states.set(key, decision.state);
+    const before = this.last.get(key)?.desired;
+    this.last.set(key, decision);
+    this.decisions.inc({ deployment: d.name, reason: decision.reason });
+    this.setSignal(key, { deployment: d.name, revision: revision === null ? '' : String(revision), metric }, decision.signal);
+    if (before === decision.desired) return { ...decision, changed: false };
+    const from = before ?? state.desired;
+    const panic = decision.reason === 'panic';
+    logger.info(
+      {
+        deployment: d.name,
+        ...(revision === null ? {} : { revision }),
+        from,
+        to: decision.desired,
+        reason: decision.reason,
+        metric,
+        value: roundOrNull(panic ? decision.panicValue : decision.stableValue),
+        target: decision.target,
+        stable: round(decision.stableConcurrency),
+        panic: round(decision.panicConcurrency),
+        held,
+      },
+      'autoscaler decision',
+    );
+    const note = decisionEvent(from, decision, spec, windows, held, component, revision);
+    if (note !== null) this.opts.events?.(d.id, note);
+    return { ...decision, changed: true };
+  }
+
+  /**
+   * Where a new unit starts: the count last applied (the deployment's, or the revision's in a
+   * split), else for a deployment at least one replica even at min 0, so its revision is seen
+   * to become ready (Knative's initial scale; it goes to zero when idle), and for a revision
+   * joining a split the replicas it runs already (it served alone until now).
+   */
+  private initialCount(d: DeploymentRecord, component: string, revision: number | null, spec: AutoscaleSpec, replicas: readonly ReplicaRecord[]): number {
+    const clamp = (v: number) => Math.min(spec.max, Math.max(spec.min, v));
+    if (revision === null) return d.desired_replicas?.[component] ?? clamp(1);
+    const applied = d.revision_desired?.[String(revision)]?.[component];
+    if (applied !== undefined) return applied;
+    return clamp(replicas.filter((r) => r.state === 'ready' || r.state === 'starting').length);
+  }
+
+  private setSignal(key: string, labels: SignalLabels, value: number | null): void {
+    const previous = this.signalSeries.get(key);
+    if (previous && (previous.metric !== labels.metric || previous.deployment !== labels.deployment || value === null)) {
+      this.signalGauge.remove(previous);
+      this.signalSeries.delete(key);
+    }
+    if (value === null) return;
+    this.signalGauge.set(labels, Math.round(value * 1000) / 1000);
+    this.signalSeries.set(key, labels);
+  }
+
+  private forget(key: string): void {
+    this.units.delete(key);
+    this.states.delete(key);
+    this.last.delete(key);
+    this.histories.delete(key);
+    const series = this.signalSeries.get(key);
+    if (series) this.signalGauge.remove(series);
+    this.signalSeries.delete(key);
+  }
 }
 
 const round = (v: number) => Math.round(v * 100) / 100;
+const roundOrNull = (v: number | null) => (v === null ? null : round(v));

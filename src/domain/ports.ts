@@ -3,6 +3,7 @@
 // runtime nor starts a process itself: the runtime implements these, cli/ wires them in —
 // and the autoscaler's activity history, which lives where the autoscaler runs. Types only.
 
+import type { AutoscalingMetric } from './autoscaling-signal.js';
 import type { DeploymentRecord } from './records.js';
 
 export interface LogFilter {
@@ -95,6 +96,12 @@ export interface ActivityPoint {
   desired: number | null;
   /** Ready replicas of the scaled component at the step's end. */
   ready: number;
+  /**
+   * The figure of the autoscaling metric the autoscaler last read in the step (per replica for
+   * queue_depth, percent for kv_cache, p90 ms for ttft, in-flight per replica for concurrency);
+   * null when it read none.
+   */
+  signal: number | null;
 }
 
 export interface ActivityView {
@@ -102,6 +109,9 @@ export interface ActivityView {
   window_seconds: number;
   /** The component the autoscaler moves; null when the pools have fixed sizes (no points then). */
   component: string | null;
+  /** The signal the deployment scales on, and its target (null: a fixed size). */
+  metric: AutoscalingMetric;
+  target: number | null;
   /** Oldest first; the last is the step being filled now. */
   points: ActivityPoint[];
 }

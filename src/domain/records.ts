@@ -4,7 +4,6 @@
 
 import type { Priority } from './priority.js';
 import type { AutoscalingMetric } from './autoscaling-signal.js';
-import type { RolloutMode, TrafficTarget } from './traffic.js';
 
 export type Family = 'general' | 'orchestrated';
 export type Protocol = 'http' | 'grpc';
@@ -196,6 +195,20 @@ export function limitsOf(d: { limits?: StoredLimits }): EndpointLimits {
   };
 }
 
+/** One entry of a deployment's traffic list, as stored (and as the API shows it). */
+export interface TrafficTarget {
+  /** A fixed revision number; null when the entry follows the newest revision (`latest`). */
+  revision: number | null;
+  /** Follows the newest revision: a spec change (automatic rollout) moves this share to it. */
+  latest: boolean;
+  /** Whole percent, 0–100; the list sums to 100. */
+  percent: number;
+  /** Gives the revision its own host `<tag>-<name>.<domain>`; null: none. */
+  tag: string | null;
+}
+
+/** `automatic`: a spec change rolls out to the new revision (its `latest` share); `manual`: it starts at 0 %. */
+export type RolloutMode = 'automatic' | 'manual';
 export interface RevisionRecord {
   revision: number;
   created_at: string;
@@ -238,6 +251,12 @@ export interface DeploymentRecord {
    * by the controller; the autoscaler moves them within [min, max]). Absent until reconciled.
    */
   desired_replicas?: Record<string, number>;
+  /**
+   * While traffic splits between revisions (domain/traffic.ts: splitOf): per revision number,
+   * its desired replicas per component (observed state written by the controller; each
+   * revision is autoscaled on its own). Absent or null without a split.
+   */
+  revision_desired?: Record<string, Record<string, number>> | null;
   /** The revision whose replicas serve: the last one fully rolled out (observed state). */
   serving_revision?: number | null;
   rollout?: RolloutState | null;

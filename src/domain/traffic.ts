@@ -9,22 +9,10 @@
 // revision; `latest` names the newest revision (`revision` of the record).
 
 import type { FieldProblem } from '../core/errors.js';
-import type { DeploymentRecord, RevisionRecord } from './records.js';
+import type { DeploymentRecord, RevisionRecord, RolloutMode, TrafficTarget } from './records.js';
 
-/** One entry of a deployment's traffic list, as stored (and as the API shows it). */
-export interface TrafficTarget {
-  /** A fixed revision number; null when the entry follows the newest revision (`latest`). */
-  revision: number | null;
-  /** Follows the newest revision: a spec change (automatic rollout) moves this share to it. */
-  latest: boolean;
-  /** Whole percent, 0–100; the list sums to 100. */
-  percent: number;
-  /** Gives the revision its own host `<tag>-<name>.<domain>`; null: none. */
-  tag: string | null;
-}
+export type { RolloutMode, TrafficTarget };
 
-/** `automatic`: a spec change rolls out to the new revision (its `latest` share); `manual`: it starts at 0 %. */
-export type RolloutMode = 'automatic' | 'manual';
 export const ROLLOUT_MODES: readonly RolloutMode[] = ['automatic', 'manual'];
 
 /** The list of a deployment that has none: everything to the newest revision. */
