@@ -15,3 +15,19 @@ export function hash32(text: string): number {
   h ^= h >>> 16;
   return h >>> 0;
 }
+
+/**
+ * Another hash of a key from its hash32: fmix32 again, after a constant. A choice made with it
+ * does not line up with the ring position hash32 gives the same key — a session's revision
+ * (gateway/traffic-split.ts) and then its replica inside that revision stay independent, so the
+ * sessions of a 10 % revision spread over its whole ring rather than one tenth of it.
+ */
+export function rehash32(h: number): number {
+  h ^= 0x9e3779b9;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}

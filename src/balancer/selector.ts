@@ -5,6 +5,8 @@
 export interface ReplicaRef {
   readonly id: number;
   readonly address: string;
+  /** The deployment revision the replica runs (set by the gateway's routing table; absent elsewhere). */
+  readonly revision?: number;
 }
 
 /** In-flight requests per replica, as counted by the gateway right now. */

@@ -115,7 +115,7 @@ export async function startGateway(ctx: GatewayRoleContext): Promise<StartedGate
   // Other processes on a shared store (--redis) see this gateway's load through it.
   const publisher = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   if (config.redisUrl !== null) {
-    const loads = new LoadPublisher(store, gateway.inflight, gateway.activator, gateway.table, logger.child({ component: 'gateway' }), {
+    const loads = new LoadPublisher(store, gateway, logger.child({ component: 'gateway' }), {
       publisher,
       intervalMs: settings.loadReports.intervalMs,
       ttlMs: settings.loadReports.ttlMs,

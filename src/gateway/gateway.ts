@@ -2,8 +2,9 @@
 // request pipeline behind it (pipeline.ts: route → authenticate → admit → select → forward →
 // finish, docs/request-lifecycle.md), and the state they share — the routing table, kept
 // current from the store's change feed, in-flight counts, replica health, rate limits, the
-// activator, flow control and the latency model it and prefix_aware learn from, upstream
-// connection pools — pruned together whenever the table changes.
+// activator, flow control and the latency model it and prefix_aware learn from, the split of
+// traffic between revisions and what is measured per revision, upstream connection pools —
+// pruned together whenever the table changes.
 
 import type tls from 'node:tls';
 import type { Logger } from 'pino';
@@ -39,7 +40,10 @@ import type { SharedLimitStore } from '../store/redis-rate-limit.js';
 import { ReplicaHealth, type EjectionOptions } from './replica-health.js';
 import type { BodyLimits } from './request-body.js';
 import { LiveRequests } from './live-requests.js';
-import { RoutingTable } from './routing-table.js';
+import { RoutingTable, type Route } from './routing-table.js';
+import { RevisionHistory } from './revision-history.js';
+import { TrafficSplitter } from './traffic-split.js';
+import type { EngineReport } from '../domain/load-report.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { UpstreamPools, type UpstreamTimeouts } from './upstream-pools.js';
 import { DEFAULTS } from '../config/defaults.js';
@@ -87,6 +91,12 @@ export interface Gateway {
   server: tls.Server;
   table: RoutingTable;
   inflight: InflightTracker;
+  /** Per revision 5-second steps (requests, errors, tokens, time to first token) of the last five minutes. */
+  revisionHistory: RevisionHistory;
+  /** Requests waiting in the deployment's flow-control queue now. */
+  queued(deploymentId: number): number;
+  /** What a replica's engine said at its last scrape, dated (ms since the epoch); null: nothing fresh. */
+  engineSignals(replicaId: number): EngineReport | null;
   /** Holds requests of deployments at zero; its held counts are demand for the autoscaler. */
   activator: Activator;
   hostCertificates: HostCertificates | null;
@@ -107,6 +117,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
     () => log.info('routing table rebuilt from the store again'),
   );
   const inflight = new InflightTracker(clock);
+  const revisionHistory = new RevisionHistory(clock);
+  const split = new TrafficSplitter();
   const health = new ReplicaHealth(opts.ejection ?? DEFAULTS.gateway.ejection, clock);
   const registry = opts.registry ?? new Registry();
   const metrics = new GatewayMetrics(registry, inflight, table);
@@ -155,6 +167,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     inflight,
     flow,
     room: (id) => capacity.room(id),
+    split,
     policies: {
       affinity: sessionOrLoadPolicy(new ConsistentHashSelector({ loadFactor: opts.loadFactor ?? DEFAULTS.gateway.loadFactor }), new PowerOfTwoSelector()),
       prefix_aware: prefix,
@@ -176,6 +189,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       tracing: opts.tracing ?? null,
       latency,
       flow,
+      revisions: revisionHistory,
     },
   });
   const listener = createListener({
@@ -211,8 +225,18 @@ export function createGateway(opts: GatewayOptions): Gateway {
     limiter.retain(routed);
     // A deleted deployment's concurrency history would otherwise stay for the life of the process.
     for (const id of inflight.deploymentIds()) if (!routed.has(id)) inflight.forget(id);
+    split.retain(routed);
+    revisionHistory.retain(routed);
+    const revisions = new Map<string, ReadonlySet<number>>();
+    for (const route of routes.values()) {
+      const present = revisionsOf(route);
+      revisions.set(route.name, present);
+      inflight.retainRevisions(route.deploymentId, present);
+    }
     metrics.retain(new Set([...routes.values()].map((r) => r.name)));
-    hostCertificates?.sync(new Set(routes.keys()));
+    metrics.retainRevisions(revisions);
+    // Tag hosts get their certificates by SNI like the deployments' own.
+    hostCertificates?.sync(table.hosts());
     activator.release(new Map([...routes.values()].map((r) => [r.deploymentId, r])));
   });
 
@@ -220,6 +244,20 @@ export function createGateway(opts: GatewayOptions): Gateway {
     server: listener.server,
     table,
     inflight,
+    revisionHistory,
+    queued: (deploymentId) => {
+      const waiting = flow.waiting(deploymentId);
+      if (waiting === null) return 0;
+      let n = 0;
+      for (const count of Object.values(waiting)) n += count;
+      return n;
+    },
+    engineSignals: (replicaId) => {
+      const reading = signals.reading(replicaId);
+      if (reading === null) return null;
+      const { waiting, kvUsage } = reading.signals;
+      return { waiting, kvCachePercent: kvUsage === null ? null : kvUsage * 100, at: clock.now() - reading.ageMs };
+    },
     activator,
     hostCertificates,
     connections,
@@ -241,4 +279,11 @@ export function createGateway(opts: GatewayOptions): Gateway {
       await opts.tracing?.shutdown();
     },
   };
+}
+
+/** The revisions a deployment still has: those its traffic names and those with a ready replica. */
+function revisionsOf(route: Route): Set<number> {
+  const present = new Set(route.trafficRevisions);
+  for (const r of route.replicas) if (r.revision !== undefined) present.add(r.revision);
+  return present;
 }

@@ -74,4 +74,37 @@ describe('InflightTracker', () => {
     expect(t.deploymentIds()).toEqual([]);
     expect(t.concurrency(2)).toEqual([]);
   });
+
+  it('integrates each revision of a deployment apart, and forgets revisions that left the table once idle', () => {
+    const clock = new ManualClock(10_000);
+    const t = new InflightTracker(clock);
+    t.revisionStart(1, 3); // revision 3: 1 in flight from 10.000
+    t.revisionStart(1, 4);
+    t.revisionStart(1, 4); // revision 4: 2 from 10.000
+    clock.advance(500);
+    t.revisionEnd(1, 4); // 1 from 10.500
+    clock.advance(500);
+    t.revisionEnd(1, 3);
+    clock.advance(1000); // now 12.000
+    expect(t.revisionConcurrency(1, 3)).toEqual([
+      { second: 10_000, average: 1 },
+      { second: 11_000, average: 0 },
+    ]);
+    expect(t.revisionConcurrency(1, 4)).toEqual([
+      { second: 10_000, average: 1.5 },
+      { second: 11_000, average: 1 },
+    ]);
+    expect(t.revisionConcurrency(1, 5)).toEqual([]);
+    expect(t.revisionIds(1).sort()).toEqual([3, 4]);
+    // Revision 3 left (idle): gone at once; 4 left while a request runs: gone when it ends.
+    t.retainRevisions(1, new Set());
+    expect(t.revisionIds(1)).toEqual([4]);
+    t.revisionEnd(1, 4);
+    expect(t.revisionIds(1)).toEqual([]);
+    t.revisionEnd(1, 4); // never below zero, nothing to end
+    // A deleted deployment's revisions go with it.
+    t.revisionStart(2, 1);
+    t.forget(2);
+    expect(t.revisionIds(2)).toEqual([]);
+  });
 });

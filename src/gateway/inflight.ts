@@ -1,6 +1,8 @@
 // Owns in-flight accounting: how many requests each deployment and each replica holds right
 // now, and, per deployment, the time-weighted concurrency of every one-second bucket — the
-// signal the autoscaler (M4) reads. A request counts from admission until its last byte.
+// signal the autoscaler (M4) reads. A request counts from admission until its last byte. The
+// same per revision of a deployment, for requests sent to that revision's replicas (from the
+// forward to the end): revisions that split traffic are autoscaled apart.
 //
 // Time-weighted, not sampled: a bucket's value is the integral of the in-flight count over
 // that second, so a burst of short requests between two scrapes is never missed (Knative's
@@ -19,6 +21,8 @@ const HISTORY_SECONDS = 180;
 
 class DeploymentConcurrency {
   count = 0;
+  /** A revision that left the table while requests ran: dropped when its last one ends. */
+  leaving = false;
   /** Start of the bucket being filled, in ms. */
   private bucket: number;
   /** Integral of the count over the current bucket so far, in request·ms. */
@@ -61,6 +65,8 @@ class DeploymentConcurrency {
 
 export class InflightTracker {
   private readonly deployments = new Map<number, DeploymentConcurrency>();
+  /** Per deployment, per revision. */
+  private readonly revisions = new Map<number, Map<number, DeploymentConcurrency>>();
   private readonly replicas = new Map<number, number>();
   /** Forgotten while requests were in flight: dropped when the last of them ends. */
   private readonly leaving = new Set<number>();
@@ -85,6 +91,55 @@ export class InflightTracker {
     d.advance(this.clock.now());
     d.count -= 1;
     if (d.count === 0 && this.leaving.delete(deploymentId)) this.deployments.delete(deploymentId);
+  }
+
+  /** A request was sent to a replica of this revision. Pair with `revisionEnd`. */
+  revisionStart(deploymentId: number, revision: number): void {
+    const now = this.clock.now();
+    let byRevision = this.revisions.get(deploymentId);
+    if (!byRevision) {
+      byRevision = new Map();
+      this.revisions.set(deploymentId, byRevision);
+    }
+    let r = byRevision.get(revision);
+    if (!r) {
+      r = new DeploymentConcurrency(now);
+      byRevision.set(revision, r);
+    }
+    r.advance(now);
+    r.count += 1;
+  }
+
+  revisionEnd(deploymentId: number, revision: number): void {
+    const byRevision = this.revisions.get(deploymentId);
+    const r = byRevision?.get(revision);
+    if (!byRevision || !r || r.count === 0) return;
+    r.advance(this.clock.now());
+    r.count -= 1;
+    if (r.count === 0 && r.leaving) byRevision.delete(revision);
+  }
+
+  /** Completed one-second buckets of one revision's requests, oldest first, up to the last three minutes. */
+  revisionConcurrency(deploymentId: number, revision: number): ConcurrencySample[] {
+    return this.revisions.get(deploymentId)?.get(revision)?.samples(this.clock.now()) ?? [];
+  }
+
+  /** Revisions of a deployment with an entry (history or requests in flight). */
+  revisionIds(deploymentId: number): number[] {
+    const byRevision = this.revisions.get(deploymentId);
+    return byRevision ? [...byRevision.keys()] : [];
+  }
+
+  /** Forgets the revisions of a deployment not in `present` (they left the table): at once, or when their last request ends. */
+  retainRevisions(deploymentId: number, present: ReadonlySet<number>): void {
+    const byRevision = this.revisions.get(deploymentId);
+    if (!byRevision) return;
+    for (const [revision, r] of byRevision) {
+      if (present.has(revision)) r.leaving = false;
+      else if (r.count === 0) byRevision.delete(revision);
+      else r.leaving = true;
+    }
+    if (byRevision.size === 0) this.revisions.delete(deploymentId);
   }
 
   replicaStart(replicaId: number): void {
@@ -126,6 +181,8 @@ export class InflightTracker {
    * when it holds no request, else when its last request ends — so its count stays exact.
    */
   forget(deploymentId: number): void {
+    // Ids are never reused: a request of it still running ends against nothing, which is a no-op.
+    this.revisions.delete(deploymentId);
     if (!this.deployments.has(deploymentId)) return;
     if (this.deploymentInflight(deploymentId) === 0) this.deployments.delete(deploymentId);
     else this.leaving.add(deploymentId);

@@ -1,16 +1,29 @@
 // Owns telling the autoscaler this gateway's load through the store, wherever the autoscaler
-// runs: once a second, the recent one-second concurrency buckets, held requests and in-flight
-// counts of every deployment it has seen, and the in-flight count of each replica holding requests
-// (domain/load-report.ts), published under this gateway's own name with a short time to live,
-// so a gateway that stops counts for nothing a few seconds later. A failed publish is logged
-// once until one succeeds again; the gateway serves on regardless.
+// runs: once a second, the recent one-second concurrency buckets, held, in-flight and queued
+// requests of every deployment it has seen, per revision its concurrency and 5-second steps,
+// the in-flight count of each replica holding requests and what each routed replica's engine
+// last said of its queue and KV cache (domain/load-report.ts), published under this gateway's
+// own name with a short time to live, so a gateway that stops counts for nothing a few seconds
+// later. A failed publish is logged once until one succeeds again; the gateway serves on
+// regardless.
 
 import type { Logger } from 'pino';
-import { LOAD_TOPIC, type LoadReport } from '../domain/load-report.js';
+import { LOAD_TOPIC, type EngineReport, type LoadReport, type RevisionLoad } from '../domain/load-report.js';
 import type { Store } from '../store/store.js';
 import type { Activator } from './activator.js';
 import type { InflightTracker } from './inflight.js';
+import type { RevisionHistory } from './revision-history.js';
 import type { RoutingTable } from './routing-table.js';
+
+/** What a report is made of: the gateway's books (gateway.ts: Gateway has them all). */
+export interface LoadPublisherSource {
+  inflight: Pick<InflightTracker, 'deploymentIds' | 'concurrency' | 'deploymentInflight' | 'busyReplicas' | 'revisionIds' | 'revisionConcurrency'>;
+  activator: Pick<Activator, 'held'>;
+  table: Pick<RoutingTable, 'routes'>;
+  revisionHistory: Pick<RevisionHistory, 'deploymentIds' | 'revisions' | 'steps'>;
+  queued(deploymentId: number): number;
+  engineSignals(replicaId: number): EngineReport | null;
+}
 
 export interface LoadPublisherOptions {
   /** This gateway's name among publishers (unique per process). */
@@ -29,9 +42,7 @@ export class LoadPublisher {
 
   constructor(
     private readonly store: Store,
-    private readonly inflight: Pick<InflightTracker, 'deploymentIds' | 'concurrency' | 'deploymentInflight' | 'busyReplicas'>,
-    private readonly activator: Pick<Activator, 'held'>,
-    private readonly table: Pick<RoutingTable, 'routes'>,
+    private readonly source: LoadPublisherSource,
     private readonly log: Logger,
     readonly opts: LoadPublisherOptions,
   ) {}
@@ -51,21 +62,35 @@ export class LoadPublisher {
 
   /** This gateway's load now. */
   report(now = Date.now()): LoadReport {
+    const { inflight, activator, table, revisionHistory } = this.source;
     const deployments: LoadReport['deployments'] = {};
-    const ids = new Set(this.inflight.deploymentIds());
-    for (const route of this.table.routes()) if (this.activator.held(route.deploymentId) > 0) ids.add(route.deploymentId);
+    const ids = new Set([...inflight.deploymentIds(), ...revisionHistory.deploymentIds()]);
+    for (const route of table.routes()) if (activator.held(route.deploymentId) > 0 || this.source.queued(route.deploymentId) > 0) ids.add(route.deploymentId);
     for (const id of ids) {
+      const revisions: Record<string, RevisionLoad> = {};
+      for (const revision of new Set([...inflight.revisionIds(id), ...revisionHistory.revisions(id)])) {
+        revisions[revision] = { samples: inflight.revisionConcurrency(id, revision).slice(-this.opts.windowSeconds), steps: revisionHistory.steps(id, revision) };
+      }
       deployments[id] = {
-        samples: this.inflight.concurrency(id).slice(-this.opts.windowSeconds),
-        held: this.activator.held(id),
-        inflight: this.inflight.deploymentInflight(id),
+        samples: inflight.concurrency(id).slice(-this.opts.windowSeconds),
+        held: activator.held(id),
+        inflight: inflight.deploymentInflight(id),
+        queued: this.source.queued(id),
+        revisions,
       };
     }
     // From the tracker, not the routing table: a draining replica has left the table while its
     // streams still run, and the drain waits for exactly those.
     const replicas: LoadReport['replicas'] = {};
-    for (const [id, n] of this.inflight.busyReplicas()) replicas[id] = n;
-    return { at: now, deployments, replicas };
+    for (const [id, n] of inflight.busyReplicas()) replicas[id] = n;
+    const engines: Record<string, EngineReport> = {};
+    for (const route of table.routes()) {
+      for (const r of route.replicas) {
+        const e = this.source.engineSignals(r.id);
+        if (e !== null) engines[r.id] = e;
+      }
+    }
+    return { at: now, deployments, replicas, engines };
   }
 
   publish(): Promise<void> {

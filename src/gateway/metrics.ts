@@ -5,6 +5,7 @@
 // request path pays nothing for them.
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { TTFT_BUCKETS_MS } from '../domain/revision-stats.js';
 import type { InflightTracker } from './inflight.js';
 import type { RoutingTable } from './routing-table.js';
 
@@ -21,6 +22,21 @@ export interface DeploymentMeters {
   tokens(prompt: number, completion: number, cached: number): void;
   retry(): void;
 }
+
+/** Per-revision handles, created once per deployment and revision. */
+export interface RevisionMeters {
+  /** A request that reached a replica of the revision ended with this status. */
+  requests(status: number): void;
+  /** Arrival to the first chunk of a streamed answer. */
+  ttft(seconds: number): void;
+}
+
+/** A status as its class: the `code` label of the revision metrics. */
+function codeClass(status: number): string {
+  return status >= 500 ? '5xx' : status >= 400 ? '4xx' : status >= 300 ? '3xx' : status >= 200 ? '2xx' : '1xx';
+}
+
+const CODE_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'];
 
 /** What the prefix-aware policy did with a request's X-Session-Id (balancer/prefix-aware.ts). */
 export type SessionRouting = 'kept' | 'moved' | 'new';
@@ -40,6 +56,10 @@ export class GatewayMetrics {
   private readonly authFailuresDelayed: Counter<'deployment'>;
   private readonly internalErrors: Counter<'deployment'>;
   private readonly meters = new Map<string, DeploymentMeters>();
+  private readonly revisionRequests: Counter<'deployment' | 'revision' | 'code'>;
+  private readonly revisionTtft: Histogram<'deployment' | 'revision'>;
+  /** Deployment name → revision → handles: no string is built per request. */
+  private readonly revisionMeters = new Map<string, Map<number, RevisionMeters>>();
 
   constructor(registry: Registry, inflight: InflightTracker, table: RoutingTable) {
     const registers = [registry];
@@ -124,6 +144,19 @@ export class GatewayMetrics {
       labelNames: ['deployment'],
       registers,
     });
+    this.revisionRequests = new Counter({
+      name: 'infergate_revision_requests_total',
+      help: 'Requests that reached a replica of a revision, by deployment, revision and status class (2xx, 4xx, 5xx): compare a canary with the revision it may replace',
+      labelNames: ['deployment', 'revision', 'code'],
+      registers,
+    });
+    this.revisionTtft = new Histogram({
+      name: 'infergate_revision_ttft_seconds',
+      help: "Time from a request's arrival to the first chunk of its streamed answer (its first token), by deployment and revision",
+      labelNames: ['deployment', 'revision'],
+      buckets: TTFT_BUCKETS_MS.map((ms) => ms / 1000),
+      registers,
+    });
     new Gauge({
       name: 'infergate_inflight_requests',
       help: 'Requests in flight at the gateway, by deployment and replica',
@@ -186,6 +219,52 @@ export class GatewayMetrics {
     };
     this.meters.set(key, m);
     return m;
+  }
+
+  /** Handles for one revision of a deployment. */
+  forRevision(name: string, revision: number): RevisionMeters {
+    let byRevision = this.revisionMeters.get(name);
+    if (byRevision === undefined) {
+      byRevision = new Map();
+      this.revisionMeters.set(name, byRevision);
+    }
+    let m = byRevision.get(revision);
+    if (m) return m;
+    const label = String(revision);
+    const byClass = new Map<string, Counter.Internal>();
+    const ttft = this.revisionTtft.labels(name, label);
+    m = {
+      requests: (status) => {
+        const code = codeClass(status);
+        let c = byClass.get(code);
+        if (!c) {
+          c = this.revisionRequests.labels(name, label, code);
+          byClass.set(code, c);
+        }
+        c.inc();
+      },
+      ttft: (seconds) => ttft.observe(seconds),
+    };
+    byRevision.set(revision, m);
+    return m;
+  }
+
+  /**
+   * Removes the revision series of deployments and revisions that left the routing table:
+   * `present` maps each routed deployment's name to the revisions it still has.
+   */
+  retainRevisions(present: ReadonlyMap<string, ReadonlySet<number>>): void {
+    for (const [name, byRevision] of this.revisionMeters) {
+      const keep = present.get(name);
+      for (const revision of byRevision.keys()) {
+        if (keep?.has(revision)) continue;
+        byRevision.delete(revision);
+        const label = String(revision);
+        for (const code of CODE_CLASSES) this.revisionRequests.remove(name, label, code);
+        this.revisionTtft.remove(name, label);
+      }
+      if (byRevision.size === 0) this.revisionMeters.delete(name);
+    }
   }
 
   authFailure(deployment: string, reason: AuthFailureReason): void {

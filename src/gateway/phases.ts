@@ -220,6 +220,12 @@ export function pausedPhase(route: Route): PhaseResult<null> {
 export function admitPhase(route: Route): PhaseResult<Route['replicas']> {
   const paused = pausedPhase(route);
   if (!paused.ok) return paused;
+  if (route.replicas.length === 0 && route.tag !== null) {
+    const { name, revision } = route.tag;
+    return reject(503, 'unavailable', `tag ${name} of deployment ${route.name} reaches only revision ${revision}, which has no ready replica yet; retry once it is ready (its status is in the deployment's revision_replicas), or call ${route.name} itself`, {
+      'retry-after': '5',
+    });
+  }
   if (route.replicas.length === 0) {
     return reject(503, 'unavailable', `deployment ${route.name} is not ready (${route.status}): no replica is ready yet`, {
       'retry-after': '5',

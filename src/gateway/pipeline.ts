@@ -7,7 +7,9 @@
 //                held by the activator while it scales up from zero, or refused if not ready;
 //   dispatch     flow control (flow-control.ts): on at once while a replica has room, else
 //                queued by X-Priority class, fair between credentials, or refused 429/503;
-//   select       a replica order from the deployment's placement policy (balancer/selector.ts),
+//   select       the revision when traffic splits between revisions (traffic-split.ts: by
+//                X-Session-Id, else a weighted round robin), then a replica order among its
+//                replicas from the deployment's placement policy (balancer/selector.ts),
 //                whose hooks then see each attempt, the first byte, usage and the end;
 //   forward      one candidate loop (candidates.ts) over HTTP (undici) or gRPC (h2c)
 //                transport, the only step that differs by protocol;
@@ -34,6 +36,7 @@ import { finishParserRefusal, RequestContext, type Accounting } from './request-
 import { bodyRejection } from './respond.js';
 import type { Route, RoutingTable } from './routing-table.js';
 import type { FlowController, Waiting } from './flow-control.js';
+import type { TrafficSplitter } from './traffic-split.js';
 import { cappedPriority, DEFAULT_PRIORITY, parsePriority } from '../domain/priority.js';
 
 const BAD_PRIORITY: Rejection = {
@@ -61,6 +64,8 @@ export interface PipelineDeps {
   flow: FlowController;
   /** How many more requests a replica takes before it is saturated (replica-capacity.ts). */
   room: (replicaId: number) => number;
+  /** Chooses the revision of a request to a deployment whose traffic splits between revisions. */
+  split: TrafficSplitter;
   /** The placement policy of each routing_policy, one instance for all its deployments. */
   policies: Readonly<Record<RoutingPolicy, PlacementPolicy>>;
   http: HttpForwarder;
@@ -226,7 +231,13 @@ export class RequestPipeline {
           this.guarded(ctx, () => {
             if (outcome.ok) {
               ctx.trace?.phase('released');
-              return this.dispatch(ctx, outcome.route, path, body);
+              const current = this.addressed(route, outcome.route);
+              // A tag host's revision may still have nothing ready when the deployment has.
+              if (current.tag !== null) {
+                const admitted = admitPhase(current);
+                if (!admitted.ok) return ctx.refuse(admitted.rejection);
+              }
+              return this.dispatch(ctx, current, path, body);
             }
             if (outcome.rejection) ctx.refuse(outcome.rejection);
             else ctx.endAborted();
@@ -248,13 +259,15 @@ export class RequestPipeline {
   private dispatch(ctx: RequestContext, route: Route, path: string, body: Body): void {
     if (ctx.aborted) return ctx.endAborted();
     const priority = ctx.priority ?? DEFAULT_PRIORITY;
-    if (this.deps.flow.mayGoNow(route, priority)) return this.forward(ctx, route, path, body);
+    // Flow control is per deployment, over all its ready replicas, whichever host was called.
+    const flowRoute = route.tag === null ? route : (this.deps.table.lookupDeployment(route.deploymentId) ?? route);
+    if (this.deps.flow.mayGoNow(flowRoute, priority)) return this.forward(ctx, route, path, body);
     let waiting: Waiting | null = null;
     const onAbort = (): void => {
       if (waiting?.cancel()) ctx.endAborted();
     };
     // mayGoNow said no: straight to the queue, without asking again.
-    waiting = this.deps.flow.wait(route, {
+    waiting = this.deps.flow.wait(flowRoute, {
       priority,
       credential: ctx.who?.credential ?? '',
       cost: requestCost(body),
@@ -263,7 +276,7 @@ export class RequestPipeline {
           ctx.offAbort(onAbort);
           ctx.trace?.phase('dispatched');
         }
-        this.guarded(ctx, () => this.forward(ctx, current, path, body));
+        this.guarded(ctx, () => this.forward(ctx, this.addressed(route, current), path, body));
       },
       refuse: (r, reason) => {
         ctx.offAbort(onAbort);
@@ -277,15 +290,27 @@ export class RequestPipeline {
   }
 
 
+  /**
+   * The route a request addressed, as the table has it now, given the deployment's `current`
+   * route (from flow control or the activator): a tag host's own route, else `current`.
+   */
+  private addressed(route: Route, current: Route): Route {
+    return route.tag === null ? current : (this.deps.table.lookup(route.host) ?? route);
+  }
+
   private forward(ctx: RequestContext, route: Route, path: string, body: Body): void {
     if (ctx.aborted) return ctx.endAborted();
     ctx.routed(route);
     // X-Session-Id, or the gRPC metadata key x-session-id: both arrive as this header.
-    const sessionId = route.affinity ? ctx.req.headers['x-session-id'] : undefined;
-    const session = typeof sessionId === 'string' && sessionId !== '' ? sessionId : null;
+    const sessionId = route.affinity || route.split !== null ? ctx.req.headers['x-session-id'] : undefined;
+    const sessionHeader = typeof sessionId === 'string' && sessionId !== '' ? sessionId : null;
+    // The revision first (any session keeps its revision), then the replica inside it (a
+    // session keeps its replica only with session_affinity).
+    const replicas = route.split === null ? route.replicas : this.deps.split.choose(route, sessionHeader);
+    const session = route.affinity ? sessionHeader : null;
     // A body already in whole (sized bodies up to 1 MiB are read before the choice) is the
     // prompt a policy may read; a larger or chunked one is placed without it and streamed.
-    const placement = this.deps.policies[route.routingPolicy].place(route.replicas, this.deps.inflight, {
+    const placement = this.deps.policies[route.routingPolicy].place(replicas, this.deps.inflight, {
       scope: route.deploymentId,
       session,
       body: Buffer.isBuffer(body) ? body : null,

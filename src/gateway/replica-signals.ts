@@ -1,7 +1,8 @@
 // Owns what the replicas of HTTP deployments say about themselves: once a second the
 // gateway reads each one's Prometheus /metrics (vLLM's names, which the reference engine and
 // vLLM-compatible servers expose) for its running and waiting sequences, its KV cache usage
-// and its cache size. A replica that exposes none of them, or does not answer within the
+// and its cache size — for prefix-aware routing and flow control, and for the autoscaler's
+// queue_depth and kv_cache signals (through the load report), whatever the routing policy. A replica that exposes none of them, or does not answer within the
 // timeout, simply has no signals: the policy then works from the gateway's own counts.
 // Scrapes are plain HTTP on the replica's own address, one at a time per replica, so a slow
 // replica never accumulates them, and read at most MAX_METRICS_BYTES of each answer, so a large
@@ -146,6 +147,14 @@ export class ReplicaSignalScraper implements SignalView {
     const e = this.latest.get(replicaId);
     if (!e || this.now() - e.at > this.opts.freshMs) return null;
     return e.signals;
+  }
+
+  /** The fresh signals of a replica with their age in ms (the load report dates them); null: none fresh. */
+  reading(replicaId: number): { signals: ReplicaSignals; ageMs: number } | null {
+    const e = this.latest.get(replicaId);
+    if (!e) return null;
+    const ageMs = this.now() - e.at;
+    return ageMs > this.opts.freshMs ? null : { signals: e.signals, ageMs };
   }
 
   start(): void {

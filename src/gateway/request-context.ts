@@ -4,8 +4,8 @@
 // the gateway is shutting down) that every waiting phase and forwarder listens to, the hooks
 // of the policy that placed it, and `finish` — the one place that does all accounting, however
 // the request ended (refused by a phase, held and given up, forwarded, cut): in-flight counts
-// of the deployment and the replica, usage rows, token spend for rate limits, metrics, and an
-// optional access log line — and, when tracing is on, the request's span (src/tracing/): an
+// of the deployment, the revision and the replica, usage rows, token spend for rate limits,
+// metrics (the revision's too) and the revision's 5-second history, and an optional access log line — and, when tracing is on, the request's span (src/tracing/): an
 // event per phase, a child span per attempt whose context goes to the replica, the first
 // byte and the GenAI attributes at the end. Every answer it writes goes through respond.ts.
 // Forwarders only report what happened (ForwardReport).
@@ -18,6 +18,7 @@ import type { UsageLedger } from '../store/usage-ledger.js';
 import type { LatencySample, Placement, PlacementHooks, ReplicaRef } from '../balancer/selector.js';
 import { protocolOf, type DownstreamRequest, type DownstreamResponse } from './downstream.js';
 import type { InflightTracker } from './inflight.js';
+import type { RevisionHistory } from './revision-history.js';
 import type { DeploymentMeters, GatewayMetrics, Protocol } from './metrics.js';
 import type { Authenticated, Rejection } from './phases.js';
 import type { RateLimiter } from './rate-limiter.js';
@@ -117,6 +118,8 @@ export interface Accounting {
   latency?: { observe(sample: LatencySample): void };
   /** Told when a request that held a replica ends: flow control may dispatch a waiting one. */
   flow?: { released(deploymentId: number): void };
+  /** Per revision 5-second steps of requests that reached a replica; absent: not kept. */
+  revisions?: Pick<RevisionHistory, 'record'>;
 }
 
 const GRPC_TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
@@ -167,6 +170,11 @@ export class RequestContext implements ForwardReport, LiveLinks {
   private tokensAhead = 0;
   /** The response is a stream (SSE) whose first chunk is the first token: worth a latency sample. */
   private streaming = false;
+  /** The revision of the replica the current attempt went to, whose in-flight count holds the request; null: none yet (or the replica's revision is not known). */
+  private revision: number | null = null;
+  private revisionOf = 0;
+  /** Arrival to the first chunk of a streamed answer, once it came. */
+  private ttftMs: number | null = null;
   private reason: RequestAborted | null = null;
   /** Who to tell when the request is aborted: one function or several (one is the common case). */
   private abortListeners: (() => void) | Array<() => void> | null = null;
@@ -337,6 +345,14 @@ export class RequestContext implements ForwardReport, LiveLinks {
     this.inflightAt = inflight.inflight(replica.id);
     this.streaming = false;
     inflight.replicaStart(replica.id);
+    const revision = replica.revision ?? null;
+    if (revision !== this.revision && this.route !== null) {
+      // A retry to another revision (only when the split had nowhere else to go) moves the count with it.
+      if (this.revision !== null) inflight.revisionEnd(this.revisionOf, this.revision);
+      this.revision = revision;
+      this.revisionOf = this.route.deploymentId;
+      if (revision !== null) inflight.revisionStart(this.revisionOf, revision);
+    }
     this.tokensAhead = this.placement?.tokensAhead?.(replica) ?? 0;
     this.hooks?.attemptStarted?.(replica);
     if (this.trace) {
@@ -379,6 +395,7 @@ export class RequestContext implements ForwardReport, LiveLinks {
       });
     }
     const seconds = (performance.now() - this.startedAt) / 1000;
+    if (this.streaming) this.ttftMs = seconds * 1000;
     this.meters.timeToFirstChunk(seconds);
     this.trace?.firstByte(seconds);
   }
@@ -399,6 +416,15 @@ export class RequestContext implements ForwardReport, LiveLinks {
     if (this.loadOn !== null) inflight.deploymentEnd(this.loadOn);
     const { status } = outcome;
     const tokens = outcome.usage ?? null;
+    if (this.revision !== null) {
+      inflight.revisionEnd(this.revisionOf, this.revision);
+      this.books.revisions?.record(this.revisionOf, this.revision, status, tokens?.completion ?? 0, this.ttftMs);
+      if (this.route !== null) {
+        const revisionMeters = metrics.forRevision(this.route.name, this.revision);
+        revisionMeters.requests(status);
+        if (this.ttftMs !== null) revisionMeters.ttft(this.ttftMs / 1000);
+      }
+    }
     this.meters.requests(status);
     if (this.attempts > 0) this.meters.duration((performance.now() - this.startedAt) / 1000);
     if (tokens) this.meters.tokens(tokens.prompt, tokens.completion, tokens.cached);

@@ -4,13 +4,18 @@
 // left out when its hash is a service-account key's, and the lookup by exact name (with the
 // deployment's protocol) that path addresses use; the client certificates a deployment accepts
 // (its bound one and every unrevoked one issued for it, while it takes certificates) with each
-// credential's cap on X-Priority, and its flow control (the defaults when it sets none).
+// credential's cap on X-Priority, and its flow control (the defaults when it sets none); the
+// split of traffic between revisions (each revision's ready replicas, arrays kept while their
+// sets are unchanged; none without a split, where the replicas array is as before), tag routes
+// by host and by path name reaching only their revision, and a deployment's own host winning
+// over a tag host.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_FLOW_CONTROL, type CertificateRecord, type ReplicaRecord } from '../domain/records.js';
+import type { TrafficTarget } from '../domain/traffic.js';
 import { FileStore } from '../store/file-store.js';
 import { modify } from '../store/store.js';
 import { deploymentRecord, tokenRecord } from '../store/store.contract.js';
@@ -35,10 +40,10 @@ afterEach(async () => {
 /** Resolves with the table after its next rebuild. */
 const nextRebuild = (t: RoutingTable) => new Promise<ReadonlyMap<string, Route>>((resolve) => t.onChange(resolve));
 
-const replica = (deploymentId: number, component: string, state: ReplicaRecord['state'], port: number) => (id: number): ReplicaRecord => ({
+const replica = (deploymentId: number, component: string, state: ReplicaRecord['state'], port: number, revision = 1) => (id: number): ReplicaRecord => ({
   id,
   deployment_id: deploymentId,
-  revision: 1,
+  revision,
   component,
   name: `r-${id}`,
   address: `127.0.0.1:${port}`,
@@ -167,5 +172,109 @@ describe('RoutingTable', () => {
     expect(table.lookup('queued.endpoints.test')?.flowControl).toEqual(own);
     expect(table.lookup('older.endpoints.test')?.flowControl).toEqual(DEFAULT_FLOW_CONTROL);
     expect(table.lookup('bare.endpoints.test')?.flowControl).toEqual(DEFAULT_FLOW_CONTROL);
+  });
+
+  it('splits traffic between revisions with their ready replicas, and gives each tag a route to its revision only', async () => {
+    const traffic: TrafficTarget[] = [
+      { revision: 1, latest: false, percent: 90, tag: null },
+      { revision: null, latest: true, percent: 10, tag: 'canary' },
+    ];
+    const d = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'chat'), revision: 2, traffic }));
+    const one = await store.create('replica', replica(d.value.id, 'Replica', 'ready', 4001, 1));
+    const two = await store.create('replica', replica(d.value.id, 'Replica', 'ready', 4002, 2));
+    await store.create('replica', replica(d.value.id, 'Replica', 'starting', 4003, 2));
+    table = new RoutingTable(store, 'endpoints.test');
+    await table.start();
+
+    const route = table.lookup('chat.endpoints.test')!;
+    expect(route.tag).toBeNull();
+    expect(route.replicas.map((r) => [r.id, r.revision])).toEqual([
+      [one.value.id, 1],
+      [two.value.id, 2],
+    ]);
+    expect(route.trafficRevisions).toEqual([1, 2]);
+    expect(route.split?.key).toBe('1:90,2:10');
+    expect(route.split?.revisions.map((r) => [r.revision, r.percent, r.replicas.map((x) => x.id)])).toEqual([
+      [1, 90, [one.value.id]],
+      [2, 10, [two.value.id]],
+    ]);
+
+    // The tag: by host (any case, any port) and by path name, the same route; only revision 2.
+    const tag = table.lookup('Canary-Chat.endpoints.test:443')!;
+    expect(tag).toBe(table.lookupName('canary-chat'));
+    expect(tag).toMatchObject({ deploymentId: d.value.id, name: 'chat', host: 'canary-chat.endpoints.test', split: null, tag: { name: 'canary', revision: 2 } });
+    expect(tag.replicas.map((r) => r.id)).toEqual([two.value.id]);
+    expect(tag.replicas).toBe(route.split!.revisions[1]!.replicas);
+    // One route per deployment in routes(); the tag's host is served too (its certificate by SNI).
+    expect([...table.routes()].map((r) => r.host)).toEqual(['chat.endpoints.test']);
+    expect([...table.tagRoutes()]).toEqual([tag]);
+    expect(table.hosts()).toEqual(new Set(['chat.endpoints.test', 'canary-chat.endpoints.test']));
+    expect(table.lookupDeployment(d.value.id)).toBe(route);
+
+    // A replica of revision 2 turns ready: revision 2's arrays change, revision 1's is kept.
+    const rebuilt = nextRebuild(table);
+    const starting = (await store.list('replica')).find((r) => r.value.state === 'starting')!;
+    await modify(store, 'replica', starting.value.id, (r) => ({ ...r, state: 'ready' }));
+    await rebuilt;
+    const after = table.lookup('chat.endpoints.test')!;
+    expect(after.split!.revisions[0]!.replicas).toBe(route.split!.revisions[0]!.replicas);
+    expect(after.split!.revisions[1]!.replicas).not.toBe(route.split!.revisions[1]!.replicas);
+    expect(after.split!.revisions[1]!.replicas).toHaveLength(2);
+    expect(table.lookup('canary-chat.endpoints.test')!.replicas).toHaveLength(2);
+
+    // An unrelated change: every array is the same object, the tag's included.
+    const tagReplicas = table.lookup('canary-chat.endpoints.test')!.replicas;
+    const again = nextRebuild(table);
+    await store.create('token', (id) => tokenRecord(id, 'unrelated', 'hash-unrelated'));
+    await again;
+    const same = table.lookup('chat.endpoints.test')!;
+    expect(same.replicas).toBe(after.replicas);
+    expect(same.split!.revisions[1]!.replicas).toBe(after.split!.revisions[1]!.replicas);
+    expect(table.lookup('canary-chat.endpoints.test')!.replicas).toBe(tagReplicas);
+
+    // Promoted to 100 %: no split, every ready replica a candidate (the old one until it drains), the tag gone.
+    const promoted = nextRebuild(table);
+    await modify(store, 'deployment', d.value.id, (x) => ({ ...x, traffic: [{ revision: null, latest: true, percent: 100, tag: null }] }));
+    await promoted;
+    const whole = table.lookup('chat.endpoints.test')!;
+    expect(whole.split).toBeNull();
+    expect(whole.replicas).toHaveLength(3);
+    expect(table.lookup('canary-chat.endpoints.test')).toBeUndefined();
+    expect(table.lookupName('canary-chat')).toBeUndefined();
+    expect(table.hosts()).toEqual(new Set(['chat.endpoints.test']));
+  });
+
+  it('has no split when traffic names one revision, keeping the replicas array; a tag at 100 % is a route of its own', async () => {
+    const d = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'solo'), revision: 2, traffic: [{ revision: null, latest: true, percent: 100, tag: 'live' }] }));
+    await store.create('replica', replica(d.value.id, 'Replica', 'ready', 4001, 1));
+    await store.create('replica', replica(d.value.id, 'Replica', 'ready', 4002, 2));
+    const bare = await store.create('deployment', (id) => deploymentRecord(id, 'bare'));
+    await store.create('replica', replica(bare.value.id, 'Replica', 'ready', 4010, 1));
+    table = new RoutingTable(store, 'endpoints.test');
+    await table.start();
+    const solo = table.lookup('solo.endpoints.test')!;
+    // A rolling update from 1 to 2: both revisions' ready replicas are candidates, as before.
+    expect(solo.split).toBeNull();
+    expect(solo.replicas.map((r) => r.revision)).toEqual([1, 2]);
+    expect(table.lookup('live-solo.endpoints.test')!.replicas.map((r) => r.revision)).toEqual([2]);
+    const plain = table.lookup('bare.endpoints.test')!;
+    expect(plain).toMatchObject({ split: null, tag: null, trafficRevisions: [1] });
+    const rebuilt = nextRebuild(table);
+    await store.create('token', (id) => tokenRecord(id, 'unrelated', 'hash-unrelated'));
+    await rebuilt;
+    expect(table.lookup('bare.endpoints.test')!.replicas).toBe(plain.replicas);
+    expect(table.lookup('solo.endpoints.test')!.replicas).toBe(solo.replicas);
+  });
+
+  it('lets a deployment\'s own host and name win over a tag host of the same name', async () => {
+    // Validation refuses this; records written around it must still not hijack the endpoint.
+    const d = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'chat'), traffic: [{ revision: 1, latest: false, percent: 100, tag: 'beta' }] }));
+    const owner = await store.create('deployment', (id) => deploymentRecord(id, 'beta-chat'));
+    await store.create('replica', replica(d.value.id, 'Replica', 'ready', 4001, 1));
+    table = new RoutingTable(store, 'endpoints.test');
+    await table.start();
+    expect(table.lookup('beta-chat.endpoints.test')).toMatchObject({ deploymentId: owner.value.id, tag: null });
+    expect(table.lookupName('beta-chat')).toMatchObject({ deploymentId: owner.value.id, tag: null });
+    expect([...table.tagRoutes()]).toEqual([]);
   });
 });
