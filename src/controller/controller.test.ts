@@ -7,7 +7,12 @@
 // A replica that keeps crashing makes its deployment failing, with a reason that names it, its
 // restarts, its exit code and its last log line, until it is ready again; replicas, rollouts
 // and handed-in decisions become the deployment's events, and a store that refuses events
-// fails no pass.
+// fails no pass. Traffic between revisions: revisions of a split run side by side at the
+// counts the autoscaler gives each, a tag-only revision runs, a revision left out drains only
+// once the split serves (or a minute after the edit, on the injected clock), pinning an older
+// revision rolls back to it, a manual rollout leaves the new revision unstarted, every change
+// and drained revision is an event, and an orchestrated split gives each revision's Frontend
+// a workers file with its own workers only.
 
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -17,6 +22,9 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../core/clock.js';
 import type { DeploymentRecord } from '../domain/records.js';
+import type { TrafficTarget } from '../domain/traffic.js';
+import type { Clock } from '../core/clock.js';
+import { readFile } from 'node:fs/promises';
 import { localShells } from '../runtime/shell-launcher.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, Runtime } from '../runtime/runtime.js';
 import { FileStore } from '../store/file-store.js';
@@ -35,13 +43,14 @@ class FakeReplica implements ReplicaHandle {
   lastExit: ReplicaObservation['lastExit'] = null;
   pull: ReplicaObservation['pull'] = null;
   detail: string | null = null;
+  address = '127.0.0.1:1';
   private readonly listeners: Array<(o: ReplicaObservation) => void> = [];
   constructor(readonly request: ReplicaRequest) {}
   get name() {
     return this.request.name;
   }
   observe(): ReplicaObservation {
-    return { phase: this.phase, address: '127.0.0.1:1', metricsTarget: null, pid: null, restarts: this.restarts, detail: this.detail, lastExit: this.lastExit, pull: this.pull };
+    return { phase: this.phase, address: this.address, metricsTarget: null, pid: null, restarts: this.restarts, detail: this.detail, lastExit: this.lastExit, pull: this.pull };
   }
   /** Its image pull, as the Docker runtime reports it. */
   pulling(image: string) {
@@ -85,6 +94,7 @@ class FakeRuntime implements Runtime {
   }
   start(request: ReplicaRequest): ReplicaHandle {
     const r = new FakeReplica(request);
+    r.address = `127.0.0.1:${20000 + this.started.length}`;
     this.started.push(r);
     return r;
   }
@@ -484,7 +494,7 @@ describe('Controller clean-up of deleted deployments', () => {
     }));
     const id = created.value.id;
     await cleaning().start();
-    await expect.poll(() => existsSync(path.join(parents().workers, String(id), 'workers.json'))).toBe(true);
+    await expect.poll(() => existsSync(path.join(parents().workers, String(id), 'workers-r1.json'))).toBe(true);
     expect(runtime.started).toHaveLength(0);
 
     await store.delete('deployment', id);
@@ -594,7 +604,8 @@ describe('Controller: failing, and the deployment\'s events', () => {
     await expect.poll(() => runtime.started.length, { timeout: 5000 }).toBe(4);
     runtime.started[3]!.set('ready');
     await expect.poll(async () => (await get(id)).serving_revision, { timeout: 5000 }).toBe(2);
-    await expect.poll(async () => (await store.listEvents(id)).map((e) => e.reason), { timeout: 5000 }).toContain('RolloutCompleted');
+    // Revision 1's completion is there already: wait for revision 2's.
+    await expect.poll(async () => (await store.listEvents(id)).some((e) => e.reason === 'RolloutCompleted' && e.message.startsWith('revision 2 ')), { timeout: 5000 }).toBe(true);
     const told = (await store.listEvents(id)).filter((e) => e.reason.startsWith('Rollout')).map((e) => `${e.reason}: ${e.message}`);
     expect(told[0]).toBe('RolloutStarted: rolling out revision 1');
     expect(told).toContain('RolloutStarted: rolling out revision 2, replacing revision 1');
@@ -615,5 +626,235 @@ describe('Controller: failing, and the deployment\'s events', () => {
     await expect.poll(() => runtime.started.length, { timeout: 5000 }).toBe(1);
     runtime.started[0]!.set('ready');
     await expect.poll(async () => (await get(id)).status, { timeout: 5000 }).toBe('ready');
+  });
+});
+
+describe('Controller: traffic between revisions', () => {
+  const to = (revision: number | 'latest', percent: number, tag: string | null = null): TrafficTarget =>
+    revision === 'latest' ? { revision: null, latest: true, percent, tag } : { revision, latest: false, percent, tag };
+
+  /** A general deployment with revisions 1..n (tags v1..vn), scaled within [min, max], traffic as given. */
+  async function deployRevisions(n: number, traffic: TrafficTarget[] | null, o: { min?: number; max?: number; clock?: Clock } = {}): Promise<number> {
+    const base = deploymentRecord(0, 'web');
+    const revisions = Array.from({ length: n }, (_, i) => {
+      const spec = { ...base.spec, tag: `v${i + 1}` } as DeploymentRecord['spec'];
+      return { ...base.revisions[0]!, revision: i + 1, reason: i === 0 ? ('create' as const) : ('update' as const), spec };
+    });
+    const at = new Date((o.clock ?? systemClock).now()).toISOString();
+    const created = await store.create('deployment', (id) => ({
+      ...base,
+      id,
+      revision: n,
+      spec: revisions[n - 1]!.spec,
+      revisions,
+      traffic,
+      scaling: { ...base.scaling, min_replicas: o.min ?? 1, max_replicas: o.max ?? 4 },
+      updated_at: at,
+    }));
+    return created.value.id;
+  }
+
+  async function setTraffic(id: number, traffic: TrafficTarget[] | null, clock: Clock = systemClock): Promise<void> {
+    await modify(store, 'deployment', id, (d) => ({ ...d, traffic, updated_at: new Date(clock.now()).toISOString() }));
+  }
+
+  /** Live replicas per revision, e.g. {"1": 3, "2": 1}. */
+  const perRevision = () => {
+    const out: Record<string, number> = {};
+    for (const r of live()) out[r.request.revision] = (out[r.request.revision] ?? 0) + 1;
+    return out;
+  };
+  const readyAll = () => {
+    for (const r of live()) if (r.phase !== 'ready') r.set('ready');
+  };
+  const told = async (id: number, reason: string) => (await store.listEvents(id)).filter((e) => e.reason === reason).map((e) => e.message);
+
+  it('runs two revisions side by side at 90/10, each at the count the autoscaler gives it', async () => {
+    const asked: string[] = [];
+    const figures: Record<string, number> = { '1': 3, '2': 1 };
+    const autoscaled = (deploymentId: number, revision: number | null) => {
+      asked.push(String(revision));
+      return revision === null ? 2 : figures[String(revision)];
+    };
+    const id = await deployRevisions(2, [to(1, 90), to(2, 10)]);
+    await controller({ autoscaled }).start();
+    await expect.poll(perRevision).toEqual({ '1': 3, '2': 1 });
+    expect(asked).toEqual(expect.arrayContaining(['1', '2']));
+    expect(asked).not.toContain('null');
+    expect(runtime.started.filter((r) => r.request.revision === 2).map((r) => r.request.tag)).toEqual(['v2']);
+    await expect.poll(async () => (await get(id)).revision_desired).toEqual({ '1': { Replica: 3 }, '2': { Replica: 1 } });
+    expect((await get(id)).desired_replicas).toEqual({ Replica: 4 });
+
+    readyAll();
+    await expect.poll(async () => (await get(id)).revisions.map((r) => r.status)).toEqual(['ready', 'ready']);
+    expect(await get(id)).toMatchObject({ status: 'ready', serving_revision: 1 });
+
+    // Each revision scales on its own.
+    figures['2'] = 3;
+    figures['1'] = 1;
+    await expect.poll(perRevision).toEqual({ '1': 1, '2': 3 });
+    await expect.poll(async () => (await get(id)).revision_desired).toEqual({ '1': { Replica: 1 }, '2': { Replica: 3 } });
+  });
+
+  it('a tagged revision at 0 % runs, reached by its tag only', async () => {
+    const id = await deployRevisions(2, [to(1, 100), to(2, 0, 'canary')], { min: 0 });
+    await controller({ autoscaled: () => undefined }).start();
+    await expect.poll(perRevision).toEqual({ '1': 1, '2': 1 });
+    readyAll();
+    await expect.poll(async () => (await get(id)).revisions.map((r) => r.status)).toEqual(['ready', 'ready']);
+    expect((await get(id)).serving_revision).toBe(1);
+  });
+
+  it('moving 10 → 50 → 100: the split keeps both, the old revision is stopped only once the new one has its count ready, then retired', async () => {
+    const autoscaled = (_id: number, revision: number | null) => (revision === null ? 2 : 1);
+    const id = await deployRevisions(2, [to(1, 100)]);
+    await controller({ autoscaled }).start();
+    await expect.poll(perRevision).toEqual({ '1': 2 });
+    readyAll();
+    await expect.poll(async () => (await get(id)).serving_revision).toBe(1);
+    expect((await get(id)).revisions.map((r) => r.status)).toEqual(['ready', 'pending']); // revision 2 never ran
+
+    await setTraffic(id, [to(1, 90), to(2, 10)]);
+    await expect.poll(perRevision).toEqual({ '1': 1, '2': 1 });
+    readyAll();
+    await setTraffic(id, [to(1, 50), to(2, 50)]);
+    await expect.poll(async () => told(id, 'TrafficShifted')).toHaveLength(2);
+    expect(perRevision()).toEqual({ '1': 1, '2': 1 });
+
+    await setTraffic(id, [to(2, 100)]);
+    await expect.poll(perRevision).toEqual({ '1': 1, '2': 2 }); // a rolling update: the old one stays
+    await new Promise((r) => setTimeout(r, 200));
+    expect(perRevision()).toEqual({ '1': 1, '2': 2 });
+    readyAll();
+    await expect.poll(perRevision).toEqual({ '2': 2 });
+    await expect.poll(async () => (await get(id)).revisions.map((r) => r.status)).toEqual(['retired', 'ready']);
+    expect(await get(id)).toMatchObject({ serving_revision: 2, revision_desired: null, desired_replicas: { Replica: 2 } });
+    await expect.poll(() => told(id, 'RevisionDrained')).toEqual(['revision 1 takes no traffic and its last replica stopped']);
+    expect(await told(id, 'TrafficShifted')).toEqual([
+      'revision 2 now takes 10 % of requests (revision 1: 90 %)',
+      'revision 2 now takes 50 % of requests (revision 1: 50 %)',
+      'revision 2 now takes 100 % of requests (revision 1: 0 %, its replicas drain)',
+    ]);
+  });
+
+  it('a revision left out of the split stops only once every revision of the split has a ready replica', async () => {
+    const id = await deployRevisions(3, [to(1, 90), to(2, 10)]);
+    await controller().start();
+    await expect.poll(perRevision).toEqual({ '1': 1, '2': 1 });
+    readyAll();
+    await expect.poll(async () => (await get(id)).revisions.map((r) => r.status)).toEqual(['ready', 'ready', 'pending']);
+
+    await setTraffic(id, [to(2, 90), to(3, 10)]);
+    await expect.poll(perRevision).toEqual({ '1': 1, '2': 1, '3': 1 });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(perRevision()).toEqual({ '1': 1, '2': 1, '3': 1 }); // revision 3 not ready yet: revision 1 stays
+    readyAll();
+    await expect.poll(perRevision).toEqual({ '2': 1, '3': 1 });
+    await expect.poll(async () => (await get(id)).revisions.map((r) => r.status)).toEqual(['retired', 'ready', 'ready']);
+    expect((await get(id)).serving_revision).toBe(2);
+    await expect.poll(() => told(id, 'RevisionDrained')).toEqual(['revision 1 takes no traffic and its last replica stopped']);
+    expect(await told(id, 'TrafficShifted')).toEqual(['revision 3 now takes 10 % of requests (revision 2: 90 %; revision 1: 0 %, its replicas drain)']);
+  });
+
+  it('…or a minute after the edit, on its clock, when the split has not got there', async () => {
+    const clock = new ManualClock(Date.parse('2026-11-23T10:00:00.000Z'));
+    const id = await deployRevisions(3, [to(1, 90), to(2, 10)], { clock });
+    await controller({ clock }).start();
+    await expect.poll(perRevision).toEqual({ '1': 1, '2': 1 });
+    readyAll();
+    await setTraffic(id, [to(2, 90), to(3, 10)], clock);
+    await expect.poll(perRevision).toEqual({ '1': 1, '2': 1, '3': 1 });
+    clock.advance(59_000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(perRevision()).toEqual({ '1': 1, '2': 1, '3': 1 });
+    clock.advance(1000);
+    await expect.poll(perRevision).toEqual({ '2': 1, '3': 1 });
+  });
+
+  it('pinning an older revision rolls back to its replicas by a rolling update', async () => {
+    const id = await deploy(1);
+    await controller().start();
+    await expect.poll(() => live().length).toBe(1);
+    readyAll();
+    await edit(id, 'v2');
+    await expect.poll(() => live().length).toBe(2);
+    readyAll();
+    await expect.poll(async () => (await get(id)).serving_revision).toBe(2);
+    await expect.poll(perRevision).toEqual({ '2': 1 });
+
+    await setTraffic(id, [to(1, 100)]);
+    await expect.poll(perRevision).toEqual({ '1': 1, '2': 1 });
+    expect(runtime.started.at(-1)!.request).toMatchObject({ revision: 1, tag: 'latest' });
+    readyAll();
+    await expect.poll(perRevision).toEqual({ '1': 1 });
+    await expect.poll(async () => (await get(id)).rollout).toMatchObject({ revision: 1, from_revision: 2, state: 'complete' });
+    expect(await get(id)).toMatchObject({ serving_revision: 1, revision: 2 });
+    expect((await get(id)).revisions.map((r) => r.status)).toEqual(['ready', 'retired']);
+  });
+
+  it('manual rollout: the new revision waits at 0 %, never started, until traffic gives it a share', async () => {
+    const id = await deploy(1);
+    await controller().start();
+    await expect.poll(() => live().length).toBe(1);
+    readyAll();
+    await expect.poll(async () => (await get(id)).serving_revision).toBe(1);
+    await modify(store, 'deployment', id, (d): DeploymentRecord => {
+      const spec = { ...d.spec, tag: 'v2' } as DeploymentRecord['spec'];
+      return { ...d, revision: 2, spec, rollout_mode: 'manual', traffic: [to(1, 100)], revisions: [...d.revisions, { ...d.revisions[0]!, revision: 2, status: 'pending', spec }] };
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(perRevision()).toEqual({ '1': 1 });
+    expect((await get(id)).revisions.map((r) => r.status)).toEqual(['ready', 'pending']);
+    expect((await get(id)).rollout).toMatchObject({ revision: 1, state: 'complete' });
+
+    await setTraffic(id, [to(1, 90), to('latest', 10, 'canary')]);
+    await expect.poll(perRevision).toEqual({ '1': 1, '2': 1 });
+    expect(runtime.started.at(-1)!.request).toMatchObject({ revision: 2, tag: 'v2' });
+  });
+
+  it('an orchestrated split gives each revision its own Frontend and a workers file with only its own workers', async () => {
+    const workers = path.join(dir, 'orchestrated');
+    const base = deploymentRecord(0, 'orch');
+    const revisions = [1, 2].map((n) => ({ ...base.revisions[0]!, revision: n, spec: orchestratedSpec({ model: `org/model-${n}` }) }));
+    const created = await store.create('deployment', (id) => ({
+      ...base,
+      id,
+      family: 'orchestrated' as const,
+      revision: 2,
+      spec: revisions[1]!.spec,
+      revisions,
+      traffic: [to(1, 90), to(2, 10)],
+      scaling: { ...base.scaling, min_replicas: 1, max_replicas: 4 },
+    }));
+    const id = created.value.id;
+    await controller({ workersDir: workers, autoscaled: (_d, revision) => (revision === 1 ? 2 : 1) }).start();
+    const byRole = () => live().map((r) => `${r.request.revision}:${r.request.component}`).sort();
+    await expect.poll(byRole).toEqual(['1:Frontend', '1:Worker', '1:Worker', '2:Frontend', '2:Worker']);
+    const frontend = (revision: number) => live().find((r) => r.request.revision === revision && r.request.component === 'Frontend')!;
+    const fileOf = (revision: number) => path.join(workers, String(id), `workers-r${revision}.json`);
+    expect(frontend(1).request.command.join(' ')).toContain(`--workers-file ${fileOf(1)}`);
+    expect(frontend(2).request.command.join(' ')).toContain(`--workers-file ${fileOf(2)}`);
+
+    readyAll();
+    const addresses = (revision: number) =>
+      live()
+        .filter((r) => r.request.revision === revision && r.request.component === 'Worker')
+        .map((r) => r.address)
+        .sort();
+    const file = async (revision: number) => JSON.parse(await readFile(fileOf(revision), 'utf8').catch(() => '{}')) as unknown;
+    await expect.poll(() => file(1)).toEqual({ workers: addresses(1) });
+    await expect.poll(() => file(2)).toEqual({ workers: addresses(2) });
+    expect(addresses(1)).toHaveLength(2);
+    await expect.poll(async () => (await get(id)).status).toBe('ready');
+    expect((await get(id)).revision_desired).toEqual({ '1': { Frontend: 1, Worker: 2 }, '2': { Frontend: 1, Worker: 1 } });
+
+    // Promoted: revision 1's replicas go once revision 2 has its count, and so does its file.
+    await setTraffic(id, [to(2, 100)]);
+    await expect.poll(async () => {
+      readyAll();
+      return byRole();
+    }).toEqual(['2:Frontend', '2:Worker']);
+    await expect.poll(() => existsSync(fileOf(1))).toBe(false);
+    await expect.poll(() => file(2)).toEqual({ workers: addresses(2) });
   });
 });

@@ -2,20 +2,22 @@
 // deployment's desired replicas with the ones it runs and acts through the runtime — starts
 // the missing, drains and stops the extra and those of superseded revisions or deleted
 // deployments — and writes observed state (replica records, deployment status, component
-// desired counts, revision status) back to the store, with the deployment's events (replicas
-// started, ready, restarted, pulling; rollout steps; a deployment failing, and the
-// autoscaler's decisions it is handed) written beside it without waiting for them. It
+// desired counts, per revision while traffic splits between revisions, revision status)
+// back to the store, with the deployment's events (replicas started, ready, restarted,
+// pulling; rollout steps; traffic shifted and revisions drained; a deployment failing, and
+// the autoscaler's decisions it is handed) written beside it without waiting for them. A
+// deployment whose traffic names one revision runs it alone, replaced by a rolling update; a
+// split runs each of its revisions side by side (plan.ts). It
 // removes what a deleted deployment left (directories, usage rows) once none of its replicas
 // runs, whatever state it was deleted in. After a restart it reaps what the previous run left
 // and brings every deployment back. It acts only while it holds the store's `controller`
 // lease, so a second control process on a shared store stands by.
 
-import { COMPONENT, usesGpuInstance } from '../domain/components.js';
+import { COMPONENT, routedComponent, usesGpuInstance } from '../domain/components.js';
 import { DEFAULTS } from '../config/defaults.js';
 import type { Logger } from 'pino';
 import { isoNow, type Clock } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
-import path from 'node:path';
 import type { DeploymentRecord, DeploymentSpec, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
 import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell, ReplicaSpec, Runtime } from '../runtime/runtime.js';
 import { lastOutputLine } from '../runtime/last-output.js';
@@ -23,15 +25,17 @@ import { EventWriter, type EventNote } from '../store/event-writer.js';
 import { fencedStore } from '../store/fenced-store.js';
 import { FencedError, modify, NotFoundError, StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
-import { crashLooping, deploymentStatus, desiredReplicas, failingReason, GENERAL_COMPONENT, type ReplicaHealth } from './desired.js';
+import { resolveTraffic, soleRevisionOf, splitOf, type RevisionShare } from '../domain/traffic.js';
+import { crashLooping, deploymentStatus, desiredReplicas, failingReason, GENERAL_COMPONENT, splitFigure, splitReplicas, type ReplicaHealth } from './desired.js';
 import { ControllerLease } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
 import { orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
-import { planReplicas, runRevisionOf } from './plan.js';
-import { advanceRollout, type RolloutResult } from './rollout.js';
+import { planReplicas, planSplit, runRevisionOf, type Action, type LiveReplica } from './plan.js';
+import { advanceRollout, splitRollout, type RolloutResult } from './rollout.js';
 import { replicaEvents } from './replica-events.js';
 import { rolloutEvents, type RolloutProgress } from './rollout-events.js';
-import { WorkersFiles } from './workers-file.js';
+import { drainedEvent, trafficEvents } from './traffic-events.js';
+import { WorkersFiles, workersFilePath } from './workers-file.js';
 
 /** Where an operator's shell runs: what to start in a ready replica (inside its sandbox or container, as its user). */
 export interface ShellTarget extends ReplicaShell {
@@ -68,11 +72,13 @@ export interface ControllerOptions {
    */
   leftoverScanMs?: number;
   /**
-   * The autoscaler's desired count for a deployment (undefined until it decided). With it, a
-   * min-0 deployment may go to zero: the activator brings it back.
+   * The autoscaler's desired count for a deployment (undefined until it decided): `revision`
+   * null for a deployment whose traffic names one revision, else the count of that revision of
+   * a split (domain/traffic.ts: splitOf). With it, a min-0 deployment may go to zero: the
+   * activator brings it back.
    */
-  autoscaled?: (deploymentId: number) => number | undefined;
-  /** Where orchestrated deployments' workers files live (one per deployment); none: they do not run. */
+  autoscaled?: (deploymentId: number, revision: number | null) => number | undefined;
+  /** Where orchestrated deployments' workers files live (one per deployment and running revision); none: they do not run. */
   workersDir?: string;
   /** Opens sealed secrets (the model-hub token the workers get as a file, secret environment variables). */
   unseal?: (sealed: string) => string;
@@ -102,6 +108,39 @@ interface ComponentPlan {
   request(spec: DeploymentSpec, revision: number, name: string): ReplicaSpec | null;
 }
 
+/** One revision a pass runs replicas of. */
+interface RevisionRun {
+  revision: number;
+  spec: DeploymentSpec;
+  /** Why it runs nothing (a failed revision of a split); null: it runs. */
+  blocked: string | null;
+  plans: ComponentPlan[];
+}
+
+/** What one pass works towards for a deployment. */
+interface PassPlan {
+  /** The traffic split; null: one revision runs (a rolling update replaces the others). */
+  split: RevisionShare[] | null;
+  /** Without a split, the revision traffic names (the rolling update's target). */
+  target: number | null;
+  /** The revisions that run. */
+  runs: RevisionRun[];
+  actions: Action[];
+  /** Per component, summed over the revisions that run. */
+  desired: Record<string, number>;
+  /** Per revision of a split, per component; null without one. */
+  revisionDesired: Record<string, Record<string, number>> | null;
+  /** Revisions whose Frontends get a workers file even with no replica running (a paused one comes back to it). */
+  files: number[];
+}
+
+/**
+ * How long after an edit revisions outside a traffic split keep their replicas while a
+ * revision of the split has no ready one: past it they go anyway, so a revision that never
+ * gets ready does not hold the capacity of one that takes no traffic.
+ */
+const SPLIT_DRAIN_MS = 60_000;
+
 interface Owned {
   recordId: number;
   deploymentId: number;
@@ -128,7 +167,8 @@ interface Owned {
 
 export class Controller {
   private readonly owned = new Map<number, Owned>();
-  private readonly workersFiles = new WorkersFiles();
+  /** The orchestrated Frontends' workers files; null: orchestrated deployments do not run here. */
+  private readonly workersFiles: WorkersFiles | null;
   private readonly retirements = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private unwatch: (() => void) | null = null;
@@ -155,11 +195,14 @@ export class Controller {
   private readonly events: EventWriter;
   /** Per deployment, the counts of its rollout's last step told (while one is in progress). */
   private readonly rolloutSteps = new Map<number, RolloutProgress>();
+  /** Per deployment, the traffic shares last run (their changes are told once) and the revisions that left a split and still drain. */
+  private readonly trafficSeen = new Map<number, { shares: RevisionShare[]; draining: Set<number> }>();
 
   constructor(private readonly opts: ControllerOptions) {
     this.lease = new ControllerLease(opts.store, opts.logger, opts.leaseTtlMs ?? DEFAULTS.controller.leaseTtlMs);
     this.store = fencedStore(opts.store, this.lease.fence);
     this.events = new EventWriter(this.store, opts.clock, opts.logger);
+    this.workersFiles = opts.workersDir ? new WorkersFiles(opts.workersDir) : null;
   }
 
   /**
@@ -282,7 +325,7 @@ export class Controller {
   private async adopt(d: DeploymentRecord | undefined, r: ReplicaRecord): Promise<ReplicaHandle | null> {
     const spec = d?.revisions.find((rev) => rev.revision === r.revision)?.spec;
     if (d === undefined || spec === undefined || r.state === 'draining' || r.state === 'stopped') return null;
-    const plan = this.componentPlans(d).find((p) => p.component === r.component);
+    const plan = this.componentPlans(d, spec, null).find((p) => p.component === r.component);
     const part = plan?.request(spec, r.revision, r.name) ?? null;
     if (plan === undefined || part === null) return null;
     const handle = await this.opts.runtime.adopt({ name: r.name, pid: r.pid }, await this.completeRequest(d, plan, spec, part));
@@ -309,11 +352,11 @@ export class Controller {
     }
     for (const id of [...this.known, ...leftovers]) if (!deployments.has(id)) this.gone.add(id);
     for (const id of [...this.rolloutSteps.keys()]) if (!deployments.has(id)) this.rolloutSteps.delete(id);
+    for (const id of [...this.trafficSeen.keys()]) if (!deployments.has(id)) this.trafficSeen.delete(id);
     this.known = new Set(deployments.keys());
     for (const d of deployments.values()) {
       if (this.stopped) return;
-      if (d.spec.family === 'general') await this.reconcileGeneral(d);
-      else await this.reconcileOrchestrated(d);
+      await this.reconcileDeployment(d);
     }
     await this.removeLeftovers();
   }
@@ -341,7 +384,7 @@ export class Controller {
       if ([...this.owned.values()].some((o) => o.deploymentId === id)) continue;
       try {
         await this.opts.leftovers?.remove(id);
-        this.workersFiles.forget(id);
+        this.workersFiles?.forget(id);
         this.gone.delete(id);
         this.opts.logger.info({ deployment_id: id }, 'removed what a deleted deployment left');
       } catch (err) {
@@ -350,14 +393,25 @@ export class Controller {
     }
   }
 
-  /** What each component of a deployment runs and how many: the same for a pass and for taking back leftovers. */
-  private componentPlans(d: DeploymentRecord): ComponentPlan[] {
+  /**
+   * What each component of one revision runs and how many (`split`: that revision's number
+   * while traffic splits between revisions, each scaled on its own; null: the one revision
+   * traffic names, scaled as the deployment). The same for a pass and for taking back
+   * leftovers. The revision's own spec shapes its components.
+   */
+  private componentPlans(d: DeploymentRecord, spec: DeploymentSpec, split: number | null): ComponentPlan[] {
     const { autoscaled, workersDir } = this.opts;
-    if (d.spec.family === 'general') {
-      // Until the autoscaler has decided for a deployment: what was last applied, or for a new
-      // one at least one replica, so its revision is seen to become ready before going to zero.
-      const figure = autoscaled ? (autoscaled(d.id) ?? d.desired_replicas?.[GENERAL_COMPONENT] ?? Math.max(d.scaling.min_replicas, 1)) : undefined;
-      const desired = desiredReplicas(d, figure, autoscaled !== undefined)[GENERAL_COMPONENT] ?? 0;
+    const view: DeploymentRecord = { ...d, spec };
+    if (spec.family === 'general') {
+      let desired: number;
+      if (split === null) {
+        // Until the autoscaler has decided for a deployment: what was last applied, or for a new
+        // one at least one replica, so its revision is seen to become ready before going to zero.
+        const figure = autoscaled ? (autoscaled(d.id, null) ?? d.desired_replicas?.[GENERAL_COMPONENT] ?? Math.max(d.scaling.min_replicas, 1)) : undefined;
+        desired = desiredReplicas(view, figure, autoscaled !== undefined)[GENERAL_COMPONENT] ?? 0;
+      } else {
+        desired = splitReplicas(d, splitFigure(d, split, GENERAL_COMPONENT, autoscaled?.(d.id, split)));
+      }
       return [
         {
           component: GENERAL_COMPONENT,
@@ -368,41 +422,178 @@ export class Controller {
       ];
     }
     if (!workersDir) return [];
-    const workersFile = this.workersFileOf(d);
-    return Object.entries(orchestratedDesired(d, autoscaled?.(d.id))).map(([component, n]) => ({
+    const counts =
+      split === null ? orchestratedDesired(view, autoscaled?.(d.id, null)) : orchestratedDesired(view, splitFigure(d, split, COMPONENT.Worker, autoscaled?.(d.id, split)), true);
+    return Object.entries(counts).map(([component, n]) => ({
       component,
       desired: n,
       gpus: usesGpuInstance(component) ? (this.opts.gpusPerReplica?.(d, component) ?? 1) : 0,
       request: (spec, revision, name) =>
-        spec.family === 'orchestrated' ? orchestratedRequest(d, spec, component, revision, name, workersFile, this.hubToken(spec), this.secretEnv(d, spec)) : null,
+        spec.family === 'orchestrated'
+          ? orchestratedRequest(d, spec, component, revision, name, workersFilePath(workersDir, d.id, revision), this.hubToken(spec), this.secretEnv(d, spec))
+          : null,
     }));
   }
 
-  private workersFileOf(d: DeploymentRecord): string {
-    return path.join(this.opts.workersDir ?? '', String(d.id), 'workers.json');
-  }
-
-  /** General inference: one component, the user's replicas, scaled by the autoscaler. */
-  private async reconcileGeneral(d: DeploymentRecord): Promise<void> {
-    const plans = this.componentPlans(d);
-    const desired = plans[0]?.desired ?? 0;
-    await this.reconcileComponents(d, plans, (ready, failing) => deploymentStatus(d, ready.total, desired, failing));
+  /**
+   * What a pass runs for a deployment: without a split, the one revision traffic names (its
+   * failed rollout falling back to the serving revision), replaced by a rolling update; with a
+   * split, every revision of it side by side, each at its own count.
+   */
+  private passPlan(d: DeploymentRecord, replicas: LiveReplica[]): PassPlan {
+    const specOf = (n: number | null) => (n === null ? undefined : d.revisions.find((r) => r.revision === n)?.spec);
+    const split = splitOf(d);
+    if (split === null) {
+      const target = soleRevisionOf(d);
+      const runRevision = runRevisionOf(d);
+      const runSpec = specOf(runRevision);
+      const plans = this.componentPlans(d, runSpec ?? specOf(target) ?? d.spec, null);
+      const actions = planReplicas({
+        revision: target,
+        runRevision,
+        runnable: runSpec !== undefined,
+        paused: d.paused,
+        components: plans,
+        replicas,
+        surge: this.opts.rolloutSurge ?? DEFAULTS.controller.rolloutSurge,
+      });
+      const runs = runRevision !== null && runSpec !== undefined ? [{ revision: runRevision, spec: runSpec, blocked: null, plans }] : [];
+      return { split, target, runs, actions, desired: Object.fromEntries(plans.map((p) => [p.component, p.desired])), revisionDesired: null, files: [runRevision ?? target] };
+    }
+    const runs: RevisionRun[] = split.map(({ revision }) => {
+      const spec = specOf(revision);
+      const failed = d.revisions.find((r) => r.revision === revision)?.status === 'failed';
+      const blocked = failed ? `revision ${revision} failed` : spec === undefined ? `revision ${revision} has no spec to run` : null;
+      return { revision, spec: spec ?? d.spec, blocked, plans: this.componentPlans(d, spec ?? d.spec, revision) };
+    });
+    const actions = planSplit({
+      split: runs.map((r) => ({ revision: r.revision, blocked: r.blocked, components: r.plans })),
+      paused: d.paused,
+      routed: routedComponent(d),
+      drainDue: this.opts.clock.now() - Date.parse(d.updated_at) >= SPLIT_DRAIN_MS,
+      replicas,
+    });
+    const desired: Record<string, number> = {};
+    const revisionDesired: Record<string, Record<string, number>> = {};
+    for (const r of runs) {
+      const counts = Object.fromEntries(r.plans.map((p) => [p.component, r.blocked === null ? p.desired : 0]));
+      revisionDesired[String(r.revision)] = counts;
+      for (const [component, n] of Object.entries(counts)) desired[component] = (desired[component] ?? 0) + n;
+    }
+    const running = runs.filter((r) => r.blocked === null);
+    return { split, target: null, runs: running, actions, desired, revisionDesired, files: running.map((r) => r.revision) };
   }
 
   /**
-   * Orchestrated inference: one Frontend plus Workers, or Prefill and Decode
-   * pools; the Frontend learns its workers from a file the controller rewrites. The
-   * deployment is ready only while its Frontend is, whatever the workers do.
+   * One deployment: the plan made from this pass's snapshot (plan.ts: what to start, what to
+   * retire and why) performed in its order, then the revisions' bookkeeping, the status and
+   * the events recorded. Orchestrated: the Frontends learn their workers from files the
+   * controller rewrites, and the deployment is ready only while a Frontend is, whatever the
+   * workers do.
    */
-  private async reconcileOrchestrated(d: DeploymentRecord): Promise<void> {
-    if (d.spec.family !== 'orchestrated' || !this.opts.workersDir) return;
-    const workersFile = this.workersFileOf(d);
-    const plans = this.componentPlans(d);
-    const desired = Object.fromEntries(plans.map((p) => [p.component, p.desired]));
-    // The file first: the Frontend should know a worker before the deployment says ready.
-    await this.writeWorkersFile(d, workersFile);
-    await this.reconcileComponents(d, plans, (ready, failing) => orchestratedStatus(d, ready.byComponent, desired, failing));
-    await this.writeWorkersFile(d, workersFile);
+  private async reconcileDeployment(d: DeploymentRecord): Promise<void> {
+    if (d.spec.family === 'orchestrated' && !this.opts.workersDir) return;
+    const { load, clock } = this.opts;
+    const mine = () => [...this.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring);
+    const isReady = (o: Owned) => o.handle.observe().phase === 'ready';
+    const plan = this.passPlan(
+      d,
+      mine().map((o) => ({ recordId: o.recordId, component: o.component, revision: o.revision, ready: isReady(o), inflight: load?.inflight(o.recordId) ?? 0 })),
+    );
+    // The file first: a Frontend should know a worker before the deployment says ready.
+    await this.writeWorkersFiles(d, plan);
+    for (const action of plan.actions) {
+      if (action.kind === 'start') {
+        const run = plan.runs.find((r) => r.revision === action.revision);
+        const component = run?.plans.find((p) => p.component === action.component);
+        if (run !== undefined && component !== undefined) await this.startReplica(d, component, run.spec, action.revision);
+      } else {
+        const o = this.owned.get(action.recordId);
+        if (o && !o.retiring) this.retire(o, action.reason);
+      }
+    }
+
+    const after = mine();
+    const running = [...new Set([...this.owned.values()].filter((o) => o.deploymentId === d.id).map((o) => o.revision))];
+    const runRevisions = new Set(plan.runs.map((r) => r.revision));
+    const targetReplicas = plan.target === null ? after.filter((o) => runRevisions.has(o.revision)) : after.filter((o) => o.revision === plan.target);
+    const desiredTotal = Object.values(plan.desired).reduce((sum, n) => sum + n, 0);
+    let result: RolloutResult;
+    if (plan.split === null) {
+      result = advanceRollout(
+        d,
+        {
+          desired: desiredTotal,
+          targetReady: targetReplicas.filter(isReady).length,
+          others: after.length - targetReplicas.length,
+          targetRestarts: targetReplicas.reduce((sum, o) => sum + o.handle.observe().restarts, 0),
+          running,
+        },
+        clock.now(),
+        this.opts.rolloutDeadlineMs ?? DEFAULTS.controller.rolloutDeadlineMs,
+      );
+      if (result.rollout?.state === 'failed' && d.rollout?.state !== 'failed') {
+        this.opts.logger.warn({ deployment: d.name, revision: result.rollout.revision, reason: result.rollout.reason }, 'rollout failed');
+      }
+    } else {
+      const routed = routedComponent(d);
+      const serving = [...new Set(after.filter((o) => o.component === routed && isReady(o)).map((o) => o.revision))];
+      result = splitRollout(d, plan.split, { serving, running });
+    }
+    const readyReplicas = after.filter(isReady);
+    const byComponent: Record<string, number> = {};
+    for (const o of readyReplicas) byComponent[o.component] = (byComponent[o.component] ?? 0) + 1;
+    // What the revisions being brought up wait on, while any of their replicas is not ready: the first one that says.
+    const waiting = targetReplicas.map((o) => o.handle.observe()).find((o) => o.phase !== 'ready' && o.detail !== null);
+    // Failing is told from the replicas of the revisions that should run: a rollout replacing
+    // a crash-looping revision is pending, not failing.
+    const looping = after.filter((o) => runRevisions.has(o.revision)).find((o) => crashLooping(this.health(o))) ?? null;
+    const newStatus =
+      d.spec.family === 'general'
+        ? deploymentStatus(d, readyReplicas.length, plan.desired[GENERAL_COMPONENT] ?? 0, looping !== null)
+        : orchestratedStatus(d, byComponent, plan.desired, looping !== null);
+    const reason = newStatus === 'failing' && looping !== null ? failingReason(this.health(looping), await this.lastLine(looping)) : (waiting?.detail ?? null);
+    this.tellTraffic(d, plan);
+    const written = await this.writeDeploymentState(d, plan, newStatus, reason, result);
+    await this.writeWorkersFiles(d, plan);
+    if (!written) return;
+    if (newStatus === 'failing' && d.status !== 'failing' && reason !== null) this.recordEvent(d.id, { type: 'warning', reason: 'ReplicaFailing', message: reason });
+    if (plan.target === null) {
+      this.rolloutSteps.delete(d.id);
+      return;
+    }
+    const progress: RolloutProgress = { revision: plan.target, targetReady: targetReplicas.filter(isReady).length, desired: desiredTotal, others: after.length - targetReplicas.length };
+    for (const note of rolloutEvents(d, result, progress, this.rolloutSteps.get(d.id) ?? null)) this.recordEvent(d.id, note);
+    if (result.rollout?.state === 'in_progress') this.rolloutSteps.set(d.id, progress);
+    else this.rolloutSteps.delete(d.id);
+  }
+
+  /**
+   * Tells a change of the traffic split once (the shares this controller last ran are kept;
+   * the first pass after it starts only learns them), and each revision that left the split
+   * once its last replica stopped.
+   */
+  private tellTraffic(d: DeploymentRecord, plan: PassPlan): void {
+    const shares = plan.split ?? resolveTraffic(d);
+    const seen = this.trafficSeen.get(d.id);
+    const withReplicas = new Set([...this.owned.values()].filter((o) => o.deploymentId === d.id).map((o) => o.revision));
+    if (seen === undefined) {
+      this.trafficSeen.set(d.id, { shares, draining: new Set() });
+      return;
+    }
+    if (JSON.stringify(seen.shares) !== JSON.stringify(shares)) {
+      for (const note of trafficEvents(seen.shares, shares)) this.recordEvent(d.id, note);
+      const wasSplit = seen.shares.length > 1 || shares.length > 1;
+      for (const s of seen.shares) if (wasSplit && withReplicas.has(s.revision) && !shares.some((a) => a.revision === s.revision)) seen.draining.add(s.revision);
+      seen.shares = shares;
+    }
+    for (const revision of [...seen.draining]) {
+      if (shares.some((s) => s.revision === revision)) seen.draining.delete(revision);
+      else if (!withReplicas.has(revision)) {
+        seen.draining.delete(revision);
+        this.recordEvent(d.id, drainedEvent(revision));
+      }
+    }
   }
 
   /**
@@ -473,89 +664,29 @@ export class Controller {
     return out;
   }
 
-  /** Writes the ready workers' addresses for the Frontend. */
-  private async writeWorkersFile(d: DeploymentRecord, file: string): Promise<void> {
-    if (d.spec.family !== 'orchestrated') return;
-    const ready = [...this.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring && o.handle.observe().phase === 'ready');
-    const addresses = (component: string) =>
-      ready
-        .filter((o) => o.component === component)
-        .map((o) => o.handle.observe().address)
-        .filter((a): a is string => a !== null)
-        .sort();
-    const content: Record<string, string[]> =
-      d.spec.serving_mode === 'disaggregated' ? { prefill: addresses(COMPONENT.Prefill), decode: addresses(COMPONENT.Decode) } : { workers: addresses(COMPONENT.Worker) };
-    await this.workersFiles.write(d.id, file, content);
-  }
-
   /**
-   * The shared reconciliation of a deployment's components: the plan made from this pass's
-   * snapshot (plan.ts: what to start, what to retire and why) performed in its order, then
-   * the rollout and the status recorded.
+   * Writes each running revision's workers file for its Frontend: without a split every ready
+   * worker (a rolling update's new Frontend uses the old workers until its own are ready),
+   * with a split only its own revision's; the files of revisions that run nothing any more go.
    */
-  private async reconcileComponents(
-    d: DeploymentRecord,
-    plans: ComponentPlan[],
-    /** `failing`: a replica of the revision being run is crash-looping (desired.ts). */
-    status: (ready: { total: number; byComponent: Record<string, number> }, failing: boolean) => DeploymentRecord['status'],
-  ): Promise<void> {
-    const { load } = this.opts;
-    const runRevision = runRevisionOf(d);
-    const runSpec = d.revisions.find((r) => r.revision === runRevision)?.spec;
-    const mine = () => [...this.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring);
-    const isReady = (o: Owned) => o.handle.observe().phase === 'ready';
-    const actions = planReplicas({
-      revision: d.revision,
-      runRevision,
-      runnable: runSpec !== undefined,
-      paused: d.paused,
-      components: plans,
-      replicas: mine().map((o) => ({ recordId: o.recordId, component: o.component, revision: o.revision, ready: isReady(o), inflight: load?.inflight(o.recordId) ?? 0 })),
-      surge: this.opts.rolloutSurge ?? DEFAULTS.controller.rolloutSurge,
-    });
-    const planOf = new Map(plans.map((p) => [p.component, p]));
-    for (const action of actions) {
-      if (action.kind === 'start') await this.startReplica(d, planOf.get(action.component)!, runSpec!, action.revision);
-      else {
-        const o = this.owned.get(action.recordId);
-        if (o && !o.retiring) this.retire(o, action.reason);
-      }
+  private async writeWorkersFiles(d: DeploymentRecord, plan: PassPlan): Promise<void> {
+    if (d.spec.family !== 'orchestrated' || this.workersFiles === null) return;
+    const all = [...this.owned.values()].filter((o) => o.deploymentId === d.id);
+    const ready = all.filter((o) => !o.retiring && o.handle.observe().phase === 'ready');
+    const files = new Map<number, Record<string, string[]>>();
+    for (const revision of new Set([...plan.files, ...all.map((o) => o.revision)])) {
+      const spec = d.revisions.find((r) => r.revision === revision)?.spec ?? d.spec;
+      const workers = plan.split === null ? ready : ready.filter((o) => o.revision === revision);
+      const addresses = (component: string) =>
+        workers
+          .filter((o) => o.component === component)
+          .map((o) => o.handle.observe().address)
+          .filter((a): a is string => a !== null)
+          .sort();
+      const disaggregated = spec.family === 'orchestrated' && spec.serving_mode === 'disaggregated';
+      files.set(revision, disaggregated ? { prefill: addresses(COMPONENT.Prefill), decode: addresses(COMPONENT.Decode) } : { workers: addresses(COMPONENT.Worker) });
     }
-
-    const after = mine();
-    const target = after.filter((o) => o.revision === d.revision);
-    const desiredTotal = plans.reduce((sum, p) => sum + p.desired, 0);
-    const result = advanceRollout(
-      d,
-      {
-        desired: desiredTotal,
-        targetReady: target.filter(isReady).length,
-        others: after.filter((o) => o.revision !== d.revision).length,
-        targetRestarts: target.reduce((sum, o) => sum + o.handle.observe().restarts, 0),
-      },
-      this.opts.clock.now(),
-      this.opts.rolloutDeadlineMs ?? DEFAULTS.controller.rolloutDeadlineMs,
-    );
-    if (result.rollout?.state === 'failed' && d.rollout?.state !== 'failed') {
-      this.opts.logger.warn({ deployment: d.name, revision: d.revision, reason: result.rollout.reason }, 'rollout failed');
-    }
-    const readyReplicas = after.filter(isReady);
-    const byComponent: Record<string, number> = {};
-    for (const o of readyReplicas) byComponent[o.component] = (byComponent[o.component] ?? 0) + 1;
-    const desired = Object.fromEntries(plans.map((p) => [p.component, p.desired]));
-    // What the newest revision's replicas wait on, while any is not ready: the first one that says.
-    const waiting = target.map((o) => o.handle.observe()).find((o) => o.phase !== 'ready' && o.detail !== null);
-    // Failing is told from the replicas of the revision being run: a rollout replacing a
-    // crash-looping revision is pending, not failing.
-    const looping = after.filter((o) => o.revision === runRevision).find((o) => crashLooping(this.health(o))) ?? null;
-    const newStatus = status({ total: readyReplicas.length, byComponent }, looping !== null);
-    const reason = newStatus === 'failing' && looping !== null ? failingReason(this.health(looping), await this.lastLine(looping)) : (waiting?.detail ?? null);
-    if (!(await this.writeDeploymentState(d, desired, newStatus, reason, result))) return;
-    if (newStatus === 'failing' && d.status !== 'failing' && reason !== null) this.recordEvent(d.id, { type: 'warning', reason: 'ReplicaFailing', message: reason });
-    const progress: RolloutProgress = { revision: d.revision, targetReady: target.filter(isReady).length, desired: desiredTotal, others: after.length - target.length };
-    for (const note of rolloutEvents(d, result, progress, this.rolloutSteps.get(d.id) ?? null)) this.recordEvent(d.id, note);
-    if (result.rollout?.state === 'in_progress') this.rolloutSteps.set(d.id, progress);
-    else this.rolloutSteps.delete(d.id);
+    await this.workersFiles.sync(d.id, files);
   }
 
   /** A replica as the failing rule sees it. */
@@ -579,18 +710,40 @@ export class Controller {
   }
 
   /** Writes the observed fields when they changed; false when the record was gone or edited meanwhile (the next pass writes them). */
-  private async writeDeploymentState(d: DeploymentRecord, desired: Record<string, number>, status: DeploymentRecord['status'], reason: string | null, rollout: RolloutResult): Promise<boolean> {
-    // While paused, the figure to come back to is kept (resume restores the counts).
-    const desiredReplicas = d.paused ? (d.desired_replicas ?? desired) : desired;
+  private async writeDeploymentState(d: DeploymentRecord, plan: PassPlan, status: DeploymentRecord['status'], reason: string | null, rollout: RolloutResult): Promise<boolean> {
+    // While paused, the figures to come back to are kept (resume restores the counts).
+    const desiredReplicas = d.paused ? (d.desired_replicas ?? plan.desired) : plan.desired;
+    const revisionDesired = plan.revisionDesired === null ? null : d.paused ? (d.revision_desired ?? plan.revisionDesired) : plan.revisionDesired;
     const statusReason = d.paused ? null : reason;
-    const observed = { status, status_reason: statusReason, desired_replicas: desiredReplicas, serving_revision: rollout.serving, rollout: rollout.rollout, revisions: rollout.revisions };
-    const before = { status: d.status, status_reason: d.status_reason ?? null, desired_replicas: d.desired_replicas ?? {}, serving_revision: d.serving_revision ?? null, rollout: d.rollout ?? null, revisions: d.revisions };
+    const observed = {
+      status,
+      status_reason: statusReason,
+      desired_replicas: desiredReplicas,
+      revision_desired: revisionDesired,
+      serving_revision: rollout.serving,
+      rollout: rollout.rollout,
+      revisions: rollout.revisions,
+    };
+    const before = {
+      status: d.status,
+      status_reason: d.status_reason ?? null,
+      desired_replicas: d.desired_replicas ?? {},
+      revision_desired: d.revision_desired ?? null,
+      serving_revision: d.serving_revision ?? null,
+      rollout: d.rollout ?? null,
+      revisions: d.revisions,
+    };
     if (JSON.stringify(observed) === JSON.stringify(before)) return true;
     let written = false;
     try {
       await modify(this.store, 'deployment', d.id, (now) => {
         // Only observed fields change; a concurrent edit of desired state is kept (next pass).
-        written = !(now.revision !== d.revision || now.paused !== d.paused || now.revisions.length !== d.revisions.length);
+        written = !(
+          now.revision !== d.revision ||
+          now.paused !== d.paused ||
+          now.revisions.length !== d.revisions.length ||
+          JSON.stringify(now.traffic ?? null) !== JSON.stringify(d.traffic ?? null)
+        );
         return written ? { ...now, ...observed } : undefined;
       });
       if (written && status !== d.status) this.opts.logger.info({ deployment: d.name, from: d.status, to: status }, 'deployment status changed');

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { DeploymentRecord } from '../domain/records.js';
 import { deploymentRecord } from '../store/store.contract.js';
-import { CRASH_LOOP_RESTARTS, crashLooping, deploymentStatus, desiredReplicas, failingReason, type ReplicaHealth } from './desired.js';
-import { orchestratedStatus } from './orchestrated.js';
+import { CRASH_LOOP_RESTARTS, crashLooping, deploymentStatus, desiredReplicas, failingReason, splitFigure, splitReplicas, type ReplicaHealth } from './desired.js';
+import { orchestratedDesired, orchestratedStatus } from './orchestrated.js';
 import { orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
 
 const general = (scaling: Partial<DeploymentRecord['scaling']>, over: Partial<DeploymentRecord> = {}): DeploymentRecord => {
@@ -28,6 +28,45 @@ describe('desiredReplicas', () => {
 
   it('paused: none', () => {
     expect(desiredReplicas(general({ min_replicas: 2, max_replicas: 2 }, { paused: true }))).toEqual({ Replica: 0 });
+  });
+
+  it('only signals that see demand at zero let a deployment go there', () => {
+    for (const metric of ['concurrency', 'queue_depth'] as const) expect(desiredReplicas(general({ min_replicas: 0, max_replicas: 3, autoscaling_metric: metric }), 0, true)).toEqual({ Replica: 0 });
+    for (const metric of ['kv_cache', 'ttft'] as const) expect(desiredReplicas(general({ min_replicas: 0, max_replicas: 3, autoscaling_metric: metric }), 0, true)).toEqual({ Replica: 1 });
+  });
+});
+
+describe('a revision of a traffic split', () => {
+  it.each([
+    ["the autoscaler's figure for the revision first", { 3: { Replica: 2 } }, 3, 5, 5],
+    ['else the count last written for it', { 3: { Replica: 2 } }, 3, undefined, 2],
+    ['else, entering a split, the deployment count of the revision that served alone', null, 3, undefined, 4],
+    ['else nothing (the floor)', null, 4, undefined, undefined],
+    ['nor the deployment count once a split runs', { 3: { Replica: 2 } }, 4, undefined, undefined],
+  ] as const)('figure: %s', (_name, written, revision, autoscaled, expected) => {
+    const d = general({}, { revision_desired: written, desired_replicas: { Replica: 4 }, serving_revision: 3 });
+    expect(splitFigure(d, revision, 'Replica', autoscaled)).toBe(expected);
+  });
+
+  it.each([
+    ['its figure within [min, max]', { min_replicas: 1, max_replicas: 4 }, 3, 3],
+    ['never zero, even at min 0', { min_replicas: 0, max_replicas: 4 }, 0, 1],
+    ['one without a figure at min 0', { min_replicas: 0, max_replicas: 4 }, undefined, 1],
+    ['min without a figure', { min_replicas: 2, max_replicas: 4 }, undefined, 2],
+    ['clamped to max', { min_replicas: 1, max_replicas: 4 }, 9, 4],
+  ] as const)('replicas: %s', (_name, scaling, figure, expected) => {
+    expect(splitReplicas(general(scaling), figure)).toBe(expected);
+  });
+
+  it('paused: none', () => {
+    expect(splitReplicas(general({ min_replicas: 2, max_replicas: 4 }, { paused: true }), 3)).toBe(0);
+  });
+
+  it('orchestrated: one Frontend and the Workers of its figure, at least one', () => {
+    const d = { ...general({ min_replicas: 0, max_replicas: 4 }), family: 'orchestrated' as const, spec: orchestratedSpec() };
+    expect(orchestratedDesired(d, 3, true)).toEqual({ Frontend: 1, Worker: 3 });
+    expect(orchestratedDesired(d, undefined, true)).toEqual({ Frontend: 1, Worker: 1 });
+    expect(orchestratedDesired(d, 0)).toEqual({ Frontend: 1, Worker: 0 });
   });
 });
 

@@ -1,8 +1,10 @@
 // Owns what the controller works towards for a deployment, as pure functions: how many
-// replicas of each component, the deployment's status from readiness — `failing` when none is
+// replicas of each component (of each revision, while traffic splits between revisions), the
+// deployment's status from readiness — `failing` when none is
 // ready and one keeps crashing (the crash-loop rule and its reason in words are here too) —
 // and each revision's status. No I/O and no clock, so every rule is a table test.
 
+import { autoscalingMetricOf, metricScalesToZero } from '../domain/autoscaling-signal.js';
 import { COMPONENT } from '../domain/components.js';
 import type { DeploymentRecord, DeploymentStatus } from '../domain/records.js';
 import type { ReplicaExit, ReplicaPull } from '../runtime/runtime.js';
@@ -13,15 +15,48 @@ export const GENERAL_COMPONENT = COMPONENT.Replica;
 /**
  * Replicas per component. Paused: none. General: the autoscaler's figure clamped to
  * [min, max], else min. Zero only where something brings the deployment back on the next
- * request (`zeroAllowed`: the activator and autoscaler run with this controller); otherwise
- * a min-0 deployment keeps one replica so its endpoint answers.
+ * request (`zeroAllowed`: the activator and autoscaler run with this controller) and the
+ * deployment scales on a signal that sees demand at zero (concurrency, queue depth);
+ * otherwise a min-0 deployment keeps one replica so its endpoint answers.
  */
 export function desiredReplicas(d: DeploymentRecord, autoscaled?: number, zeroAllowed = false): Record<string, number> {
   if (d.spec.family !== 'general') return {};
   if (d.paused) return { [GENERAL_COMPONENT]: 0 };
   const { min_replicas: min, max_replicas: max } = d.scaling;
   const wanted = Math.min(max, Math.max(min, autoscaled ?? min));
-  return { [GENERAL_COMPONENT]: zeroAllowed ? wanted : Math.max(wanted, Math.min(1, max)) };
+  const zero = zeroAllowed && metricScalesToZero(autoscalingMetricOf(d.scaling));
+  return { [GENERAL_COMPONENT]: zero ? wanted : Math.max(wanted, Math.min(1, max)) };
+}
+
+/**
+ * The figure a revision of a traffic split scales from, for its scaled `component`: the
+ * autoscaler's for that revision; else the last count written for it; else, for the revision
+ * that served alone until the split began, the deployment's own count (so a split starts
+ * without shrinking what serves); else none (splitReplicas makes it the floor).
+ */
+export function splitFigure(
+  d: Pick<DeploymentRecord, 'revision_desired' | 'desired_replicas' | 'serving_revision'>,
+  revision: number,
+  component: string,
+  autoscaled: number | undefined,
+): number | undefined {
+  if (autoscaled !== undefined) return autoscaled;
+  const written = d.revision_desired?.[String(revision)]?.[component];
+  if (written !== undefined) return written;
+  const enteringSplit = (d.revision_desired ?? null) === null && (d.serving_revision ?? null) === revision;
+  return enteringSplit ? d.desired_replicas?.[component] : undefined;
+}
+
+/**
+ * Replicas of a revision inside a split: its figure clamped to [max(1, min), max] — a
+ * revision that takes a share never goes to zero (the activator wakes a deployment, not a
+ * revision) — and none while paused.
+ */
+export function splitReplicas(d: Pick<DeploymentRecord, 'paused' | 'scaling'>, figure: number | undefined): number {
+  if (d.paused) return 0;
+  const { min_replicas: min, max_replicas: max } = d.scaling;
+  const floor = Math.max(1, min);
+  return Math.min(max, Math.max(floor, figure ?? floor));
 }
 
 /**

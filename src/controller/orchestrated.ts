@@ -1,6 +1,6 @@
 // Owns what an orchestrated deployment runs (docs/orchestrated.md), as pure functions: its components
 // and their counts (one CPU-only Frontend; Workers within [min, max], or fixed Prefill and
-// Decode pools), the replica request of each — the Frontend is `infergate frontend` reading
+// Decode pools — per revision while traffic splits between revisions), the replica request of each — the Frontend is `infergate frontend` reading
 // the workers file the controller keeps; every worker is the reference engine serving the
 // model, with the KV-transfer role of its pool — and the status rule: not ready while the
 // Frontend is not ready, whatever the workers do (spec).
@@ -10,7 +10,7 @@ import path from 'node:path';
 import { FRONTEND_IMAGE } from '../domain/image-map.js';
 import { routingPolicyOf, type DeploymentRecord, type DeploymentStatus, type OrchestratedSpec } from '../domain/records.js';
 import type { ReplicaSpec } from '../runtime/runtime.js';
-import { withoutReady } from './desired.js';
+import { splitReplicas, withoutReady } from './desired.js';
 
 export const FRONTEND = COMPONENT.Frontend;
 const WORKER_IMAGE = 'infergate/reference-engine';
@@ -18,7 +18,11 @@ const WORKER_IMAGE = 'infergate/reference-engine';
 const HUB_TOKEN_DIR = '/secrets';
 const HUB_TOKEN_FILE = 'model-hub-token';
 
-export function orchestratedDesired(d: DeploymentRecord, autoscaled?: number): Record<string, number> {
+/**
+ * Replicas per component of one revision. `split`: the revision is one of a traffic split,
+ * its Workers scaled on their own (`autoscaled` is then its figure: desired.ts splitFigure).
+ */
+export function orchestratedDesired(d: DeploymentRecord, autoscaled?: number, split = false): Record<string, number> {
   if (d.spec.family !== 'orchestrated') return {};
   const off = d.paused ? 0 : null;
   if (d.spec.serving_mode === 'disaggregated') {
@@ -26,7 +30,7 @@ export function orchestratedDesired(d: DeploymentRecord, autoscaled?: number): R
     return { [FRONTEND]: off ?? 1, [COMPONENT.Prefill]: off ?? pools.prefill, [COMPONENT.Decode]: off ?? pools.decode };
   }
   const { min_replicas: min, max_replicas: max } = d.scaling;
-  const workers = Math.min(max, Math.max(min, autoscaled ?? d.desired_replicas?.Worker ?? min));
+  const workers = split ? splitReplicas(d, autoscaled) : Math.min(max, Math.max(min, autoscaled ?? d.desired_replicas?.Worker ?? min));
   return { [FRONTEND]: off ?? 1, [COMPONENT.Worker]: off ?? workers };
 }
 

@@ -1,12 +1,22 @@
-// Owns the bookkeeping of a rolling update as a pure function: which revision serves, the
-// rollout's state, and each revision's status, from what the controller counted this pass.
-// A rollout to revision T from the serving revision S completes when T has every desired
+// Owns the bookkeeping of a deployment's revisions as pure functions: which revision serves,
+// the rolling update's state, and each revision's status, from what the controller counted
+// this pass.
+//
+// One revision (advanceRollout): a rollout to the revision traffic sends everything to (T,
+// normally the newest) from the serving revision S completes when T has every desired
 // replica ready and no replica of another revision is left; it fails when T has not got
 // there within the deadline, and S keeps serving. The first revision of a deployment has no
 // deadline: it stays pending until it is ready (spec: a vendor-packaged container "stays
-// pending until its readiness probe passes").
+// pending until its readiness probe passes"). A newer revision traffic does not send to
+// stays pending: it never ran.
+//
+// A traffic split (splitRollout): the rolling update's state is left as it was (the split
+// ends it or not); a revision of the split turns ready with its first ready replica, one that
+// left the split and runs nothing any more is retired, and the ready revision with the largest
+// share serves.
 
 import type { DeploymentRecord, RevisionRecord, RolloutState } from '../domain/records.js';
+import { soleRevisionOf, type RevisionShare } from '../domain/traffic.js';
 
 export interface RolloutCounts {
   desired: number;
@@ -16,6 +26,11 @@ export interface RolloutCounts {
   others: number;
   /** Restarts of the target's replicas, for the failure reason. */
   targetRestarts: number;
+  /**
+   * Revisions with a replica still running, draining ones included: a ready revision other
+   * than the target that runs none any more (it left a split) is retired. Absent: none is.
+   */
+  running?: readonly number[];
 }
 
 export interface RolloutResult {
@@ -27,8 +42,12 @@ export interface RolloutResult {
 const setStatus = (revisions: RevisionRecord[], n: number, status: RevisionRecord['status'], reason?: string): RevisionRecord[] =>
   revisions.map((r) => (r.revision === n ? { ...r, status, ...(reason !== undefined ? { failure_reason: reason } : {}) } : r));
 
+/** Ready revisions but `keep` that run no replica any more are retired. */
+const retireIdle = (revisions: RevisionRecord[], keep: ReadonlySet<number>, running: readonly number[] | undefined): RevisionRecord[] =>
+  running === undefined ? revisions : revisions.map((r) => (r.status === 'ready' && !keep.has(r.revision) && !running.includes(r.revision) ? { ...r, status: 'retired' as const } : r));
+
 export function advanceRollout(d: DeploymentRecord, counts: RolloutCounts, now: number, deadlineMs: number): RolloutResult {
-  const target = d.revision;
+  const target = soleRevisionOf(d);
   const serving = d.serving_revision ?? null;
   const current = d.rollout ?? null;
   const status = d.revisions.find((r) => r.revision === target)?.status;
@@ -36,8 +55,14 @@ export function advanceRollout(d: DeploymentRecord, counts: RolloutCounts, now: 
   const iso = new Date(now).toISOString();
 
   if (serving === target) {
-    const revisions = status === 'pending' && counts.targetReady > 0 ? setStatus(d.revisions, target, 'ready') : d.revisions;
-    return { serving, rollout: current, revisions };
+    const revisions = status !== 'ready' && counts.targetReady > 0 ? setStatus(d.revisions, target, 'ready') : d.revisions;
+    // Traffic went back to the serving revision while a rollout to another was under way: it
+    // stops there (that revision keeps its status, pending, and may take traffic later).
+    const stopped =
+      current !== null && current.state === 'in_progress' && current.revision !== target
+        ? { ...current, state: 'failed' as const, reason: `the rollout of revision ${current.revision} stopped: traffic sends every request to revision ${target}`, finished_at: iso }
+        : current;
+    return { serving, rollout: stopped, revisions: retireIdle(revisions, new Set([target]), counts.running) };
   }
   const rollout: RolloutState =
     current?.revision === target && current.state === 'in_progress'
@@ -59,4 +84,36 @@ export function advanceRollout(d: DeploymentRecord, counts: RolloutCounts, now: 
     return { serving, rollout: { ...rollout, state: 'failed', reason, finished_at: iso }, revisions: setStatus(d.revisions, target, 'failed', reason) };
   }
   return { serving, rollout, revisions: d.revisions };
+}
+
+/** What the controller counted of a split this pass. */
+export interface SplitCounts {
+  /** Revisions with a ready replica of the routed component. */
+  serving: readonly number[];
+  /** Revisions with a replica still running, draining ones included. */
+  running: readonly number[];
+}
+
+/**
+ * The bookkeeping while traffic splits between revisions (`split`: domain/traffic.ts
+ * splitOf): the rollout is left as it was; a revision of the split with a ready replica is
+ * ready (a failed one stays failed); a ready revision outside the split that runs nothing any
+ * more is retired; the serving revision is the ready one with the largest share — the one
+ * serving already on a tie, else the newest — and stays what it was while none is ready.
+ */
+export function splitRollout(d: DeploymentRecord, split: readonly RevisionShare[], counts: SplitCounts): RolloutResult {
+  const inSplit = new Set(split.map((s) => s.revision));
+  const ready = new Set(counts.serving);
+  const marked = d.revisions.map((r) => (inSplit.has(r.revision) && ready.has(r.revision) && r.status !== 'failed' && r.status !== 'ready' ? { ...r, status: 'ready' as const } : r));
+  const revisions = retireIdle(marked, inSplit, counts.running);
+  const failed = new Set(d.revisions.filter((r) => r.status === 'failed').map((r) => r.revision));
+  const candidates = split.filter((s) => ready.has(s.revision) && !failed.has(s.revision));
+  const before = d.serving_revision ?? null;
+  let serving = before;
+  if (candidates.length > 0) {
+    const top = Math.max(...candidates.map((s) => s.percent));
+    const best = candidates.filter((s) => s.percent === top).map((s) => s.revision);
+    serving = before !== null && best.includes(before) ? before : Math.max(...best);
+  }
+  return { serving, rollout: d.rollout ?? null, revisions };
 }
