@@ -8,11 +8,14 @@
 
 export type Body = Record<string, unknown>;
 
-/** Replica counts, the concurrency target and the cooldown: scaled in place, same revision. */
-export const SCALE_FIELDS: readonly string[] = ['min_replicas', 'max_replicas', 'max_concurrency', 'concurrency', 'cooldown_period'];
+/** Replica counts, the concurrency target, the autoscaling signal and the cooldown: scaled in place, same revision. */
+export const SCALE_FIELDS: readonly string[] = ['min_replicas', 'max_replicas', 'max_concurrency', 'concurrency', 'cooldown_period', 'autoscaling_metric', 'autoscaling_target'];
 
-/** Endpoint credentials and gateway limits: applied at once, no revision, no restart. */
-export const AT_ONCE_FIELDS: readonly string[] = ['endpoint_bearer_token', 'endpoint_token_id', 'client_certificate_id', 'private_endpoint', 'max_request_body_bytes', 'first_response_timeout_seconds', 'rate_limit', 'flow_control'];
+/** Endpoint credentials, gateway limits and traffic between revisions: applied at once, no revision, no restart. */
+export const AT_ONCE_FIELDS: readonly string[] = [
+  'endpoint_bearer_token', 'endpoint_token_id', 'client_certificate_id', 'private_endpoint', 'max_request_body_bytes', 'first_response_timeout_seconds', 'rate_limit', 'flow_control',
+  'traffic', 'rollout_mode',
+];
 
 export type Effect = 'none' | 'scale' | 'at_once' | 'revision';
 

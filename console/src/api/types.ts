@@ -2,11 +2,14 @@
 // Only what the console shows is typed; everything else stays in the loose records.
 
 import type { Priority } from '../../../src/domain/priority.js';
+import type { AutoscalingMetric } from '../../../src/domain/autoscaling-signal.js';
+import type { RolloutMode } from '../../../src/domain/traffic.js';
 
 /** An X-Priority class: a credential's cap (max_priority) names one. */
 export type { Priority };
 
 export type Family = 'general' | 'orchestrated';
+export type { AutoscalingMetric, RolloutMode };
 export type Status = 'pending' | 'ready' | 'not_ready' | 'paused' | 'failed' | 'failing' | 'deleting';
 
 export interface ComponentCounts {
@@ -20,6 +23,43 @@ export interface RevisionSummary {
   source_revision: number | null;
   status: string;
   failure_reason: string | null;
+  /** Its share of the traffic (0 when it takes none); absent from a server before traffic existed. */
+  percent?: number;
+  /** Traffic tags naming it: each gives it the host `<tag>-<name>.<domain>`. */
+  tags?: string[];
+}
+
+/** One entry of a deployment's traffic list as the API shows it: `revision` resolved even for `latest`. */
+export interface TrafficEntry {
+  revision: number;
+  latest: boolean;
+  percent: number;
+  tag: string | null;
+  /** The tag host's URL; null without a tag. */
+  url: string | null;
+}
+
+/** A revision that runs replicas of the served component, with its share. */
+export interface RevisionReplicas {
+  revision: number;
+  percent: number;
+  tags: string[];
+  ready: number;
+  desired: number;
+}
+
+/** GET …/revision-metrics: what the gateways measured of each revision over the window. */
+export interface RevisionMetricsAnswer {
+  window_seconds: number;
+  revisions: Array<{
+    revision: number;
+    percent: number;
+    requests: number;
+    errors: number;
+    ttft_p50_ms: number | null;
+    ttft_p99_ms: number | null;
+    tokens_per_second: number;
+  }>;
 }
 
 export interface Rollout {
@@ -55,6 +95,15 @@ export interface Deployment {
   rollout: Rollout | null;
   components: ComponentCounts;
   revisions: RevisionSummary[];
+  /** How requests split between revisions; the default list (everything to the newest) when traffic_is_default. */
+  traffic?: TrafficEntry[];
+  traffic_is_default?: boolean;
+  rollout_mode?: RolloutMode;
+  autoscaling_metric?: AutoscalingMetric;
+  /** The target of a metric other than concurrency (whose target is max_concurrency / concurrency). */
+  autoscaling_target?: number | null;
+  /** One entry per revision running replicas of the served component. */
+  revision_replicas?: RevisionReplicas[];
   endpoint_token_id: number | null;
   client_certificate_id: number | null;
   private_endpoint: boolean;
@@ -230,6 +279,8 @@ export interface ActivityPoint {
   held: number;
   desired: number | null;
   ready: number;
+  /** The autoscaling metric's figure the autoscaler read in the step; null: none read. */
+  signal?: number | null;
 }
 
 /** One of a deployment's events (GET …/events): a scale decision, a rollout step, a replica's news. */
@@ -239,6 +290,9 @@ export interface ActivityAnswer {
   step_seconds: number;
   window_seconds: number;
   component: string | null;
+  /** The signal the deployment scales on and its target (null: fixed size); absent from an older server. */
+  metric?: AutoscalingMetric;
+  target?: number | null;
   points: ActivityPoint[];
 }
 

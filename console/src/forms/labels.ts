@@ -46,6 +46,10 @@ export const FIELD_LABELS: Labels = {
   max_concurrency: 'Target concurrency per replica',
   concurrency: 'Target concurrency per replica',
   cooldown_period: 'Cooldown Period (s)',
+  autoscaling_metric: 'Autoscaling signal',
+  autoscaling_target: 'Signal target',
+  traffic: 'Traffic',
+  rollout_mode: 'Rollout mode',
   endpoint_bearer_token: 'Endpoint token',
   endpoint_token_id: 'Endpoint token',
   private_endpoint: 'Make it a private endpoint?',
@@ -73,6 +77,10 @@ const CHILDREN: Readonly<Record<string, string>> = {
   annotations: 'Annotation',
 };
 
+/** Lists whose entries the API names by index: `traffic[1].percent` is "Traffic row 2 percent". */
+const INDEXED: Readonly<Record<string, string>> = { traffic: 'Traffic row' };
+const INDEXED_FIELD = /`?(?<![\w.])(traffic)\[(\d+)\](?:\.([a-z_]+))?`?/g;
+
 /** Checkboxes: "private_endpoint: true" reads "“Make it a private endpoint?” checked". */
 const CHECKBOXES = new Set(['private_endpoint', 'enable_logging', 'enable_model_caching', 'session_affinity']);
 
@@ -98,9 +106,12 @@ const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * English words (with `_` or `.`: max_replicas, env.FOO, rate_limit.tokens_per_minute) are
  * replaced wherever they stand; a one-word name (name, image, tag, model) only where the message
  * starts with it or quotes it in backticks, so "environment variable name" keeps its words. The
- * message then starts with a capital.
+ * message then starts with a capital. `field`, the field the message is about when known: a
+ * leading one-word name is then replaced only when it is that field (`tag "beta" would give …`
+ * about `traffic[1].tag` keeps its word; Container Tag is another field).
  */
-export function inLabels(message: string, labels: Labels = FIELD_LABELS): string {
+export function inLabels(message: string, labels: Labels = FIELD_LABELS, field?: string): string {
+  if (labels === FIELD_LABELS) message = message.replace(INDEXED_FIELD, (_w: string, list: string, i: string, child: string | undefined) => `${INDEXED[list] ?? list} ${Number(i) + 1}${child ? ` ${child}` : ''}`);
   const keys = Object.keys(labels).sort((a, b) => b.length - a.length);
   if (keys.length === 0 || message === '') return message;
   const children = labels === FIELD_LABELS ? Object.keys(CHILDREN) : [];
@@ -110,6 +121,7 @@ export function inLabels(message: string, labels: Labels = FIELD_LABELS): string
   const out = message.replace(token, (whole: string, tick: string, name: string, flag: string | undefined, offset: number) => {
     const oneWord = !/[_.]/.test(name);
     if (oneWord && tick === '' && offset !== 0) return whole;
+    if (oneWord && tick === '' && field !== undefined && field !== '' && field.split(/[.[]/)[0] !== name) return whole;
     const label = labelFor(name, labels);
     if (flag !== undefined && CHECKBOXES.has(name)) return `${inSentence(label)} ${flag.endsWith('true') ? 'checked' : 'unchecked'}`;
     return `${offset === 0 && !label.endsWith('?') ? label : inSentence(label)}${flag ?? ''}`;

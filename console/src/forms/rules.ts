@@ -47,6 +47,12 @@ export interface CommonBody {
   first_response_timeout_seconds?: number | null;
   rate_limit?: RateLimitBody | null;
   flow_control?: FlowControlBody | null;
+  /** The autoscaling signal (concurrency, queue_depth, kv_cache, ttft) and its target for the metrics other than concurrency. */
+  autoscaling_metric?: 'concurrency' | 'queue_depth' | 'kv_cache' | 'ttft';
+  autoscaling_target?: number | null;
+  /** The split between revisions (Settings only): entries name a revision or latest. */
+  traffic?: Array<{ revision: number; percent: number; tag?: string } | { latest: true; percent: number; tag?: string }> | null;
+  rollout_mode?: 'automatic' | 'manual';
 }
 
 export interface GeneralBody extends CommonBody {
@@ -215,10 +221,10 @@ export function annotationProblems(annotations: Record<string, string> | undefin
   return out;
 }
 
-/** Replicas, the concurrency target (`max_concurrency` or `concurrency`) and the cooldown. */
+/** Replicas, the concurrency target (`max_concurrency` or `concurrency`, required only when the deployment scales on concurrency) and the cooldown. */
 export function scalingProblems(
   family: 'general' | 'orchestrated',
-  body: { min_replicas?: number; max_replicas?: number; cooldown_period?: number },
+  body: { min_replicas?: number; max_replicas?: number; cooldown_period?: number; autoscaling_metric?: string },
   target: number | null | undefined,
 ): Problems {
   const out: Problems = {};
@@ -231,7 +237,7 @@ export function scalingProblems(
   else if (!out.min_replicas && max < min) out.max_replicas = `max_replicas (${max}) must be at least min_replicas (${min})`;
   if (target !== undefined && target !== null && target < 1) {
     out[targetField] = `${targetField} must be a positive integer: the target number of in-flight requests per replica`;
-  } else if ((target === undefined || target === null) && !out.min_replicas && !out.max_replicas && max > min) {
+  } else if ((target === undefined || target === null) && (body.autoscaling_metric ?? 'concurrency') === 'concurrency' && !out.min_replicas && !out.max_replicas && max > min) {
     out[targetField] =
       `${targetField} is required when max_replicas (${max}) > min_replicas (${min}): it is the per-replica request target the autoscaler scales on`;
   }

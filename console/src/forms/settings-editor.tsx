@@ -1,12 +1,14 @@
 // Owns editing a general or aggregated orchestrated deployment: the create form's controls
 // prefilled from the deployment (name, cluster and serving mode fixed: clone instead), the
-// endpoint limits (flow control included), and before saving a statement of what the change will do, computed from
-// the PATCH body (only the changed fields) by spec-diff. Save asks once, repeating that
-// statement, then PATCHes and says what happened. A refusal stays next to its field.
+// traffic between its revisions and the rollout mode (forms/traffic-fields), the endpoint
+// limits (flow control included), and before saving a statement of what the change will do,
+// computed from the PATCH body (only the changed fields) by spec-diff and, for traffic, by
+// forms/traffic. One Save sends a spec change and a new split together. Save asks once,
+// repeating that statement, then PATCHes and says what happened. A refusal stays next to its field.
 
 import { useEffect, useState, type FormEvent } from 'react';
 import { api } from '../api/client';
-import type { Cluster, Deployment, Items, RegistryCredential, VaultToken } from '../api/types';
+import type { Cluster, Deployment, Items, RegistryCredential, RolloutMode, VaultToken } from '../api/types';
 import { ConfirmDialog } from '../components/confirm';
 import { SecretOnce } from '../components/copy';
 import { FormError, type Problems } from '../components/form';
@@ -20,7 +22,10 @@ import { TextInput } from './inputs';
 import { ModelFields, WorkerFields } from './orchestrated-fields';
 import { checkGeneral, checkOrchestrated, type GeneralBody, type OrchestratedBody } from './rules';
 import { ScalingFields } from './scaling-fields';
-import { classifyPatch, diffBodies, savedMessage, type Body, type PatchPlan } from './spec-diff';
+import { bodySignalProblems } from './signal';
+import { classifyPatch, diffBodies, type Body, type PatchPlan } from './spec-diff';
+import { TrafficFields } from './traffic-fields';
+import { rolloutModeOf, rowsFrom, savedWords, settingsStatement, storedTrafficBody, trafficBody, type TrafficRow } from './traffic';
 import { keepFocusOnPress, useProblems } from './use-problems';
 import {
   authPlan,
@@ -44,6 +49,7 @@ const PLACED = [
   'command', 'metrics_port', 'metrics_path', 'env', 'secret_env', 'config_file', 'annotations', 'min_replicas', 'max_replicas',
   'max_concurrency', 'concurrency', 'cooldown_period', 'model', 'served_model_name', 'model_hub_token', 'extra_args',
   'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint', 'max_request_body_bytes', 'first_response_timeout_seconds', 'rate_limit', 'flow_control',
+  'autoscaling_metric', 'autoscaling_target', 'traffic', 'rollout_mode',
 ];
 
 type Stored = Deployment & WithLimits;
@@ -58,7 +64,7 @@ const authFrom = (d: Deployment): AuthValues => ({
 /** The deployment as the body the form would send unchanged: the left side of every diff. */
 function storedBody(d: Stored): Body {
   const spec = d.family === 'general' ? generalBody(generalFrom(d)).body : orchestratedBody(orchestratedFrom(d)).body;
-  return { ...spec, private_endpoint: d.private_endpoint, ...limitsBody(limitsFrom(d)).body };
+  return { ...spec, private_endpoint: d.private_endpoint, ...limitsBody(limitsFrom(d)).body, traffic: storedTrafficBody(d), rollout_mode: rolloutModeOf(d) };
 }
 
 export function SettingsEditor({ deployment, account, onChanged }: { deployment: Stored; account: Account; onChanged: () => void }) {
@@ -73,6 +79,8 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
   const [ov, setOv] = useState<OrchestratedValues>(() => orchestratedFrom(d));
   const [limits, setLimits] = useState<LimitsValues>(() => limitsFrom(d));
   const [auth, setAuth] = useState<AuthValues>(() => authFrom(d));
+  const [rows, setRows] = useState<TrafficRow[]>(() => rowsFrom(d));
+  const [mode, setMode] = useState<RolloutMode>(() => rolloutModeOf(d));
   const [confirming, setConfirming] = useState<PatchPlan | null>(null);
   const [busy, setBusy] = useState(false);
   const [saved, setSaved] = useState<string | null>(null);
@@ -84,6 +92,8 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
     setOv(orchestratedFrom(from));
     setLimits(limitsFrom(from));
     setAuth(authFrom(from));
+    setRows(rowsFrom(from));
+    setMode(rolloutModeOf(from));
   };
 
   const setG = (patch: Partial<GeneralValues>) => { setGv((v) => ({ ...v, ...patch })); setSaved(null); };
@@ -91,18 +101,23 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
 
   const spec = general ? generalBody(gv) : orchestratedBody(ov);
   const limitsBuilt = limitsBody(limits);
+  const trafficBuilt = trafficBody(rows);
+  const trafficOk = Object.keys(trafficBuilt.problems).length === 0;
   const plan = authPlan(auth, vault.data?.items ?? [], d);
-  const typed: GeneralBody & OrchestratedBody = { ...spec.body, ...plan.body, ...limitsBuilt.body };
+  const typed: GeneralBody & OrchestratedBody = { ...spec.body, ...plan.body, ...limitsBuilt.body, rollout_mode: mode };
+  if (trafficOk) typed.traffic = trafficBuilt.body;
   // The stored password goes when the username is cleared with no new password ("both or
   // neither"), or when the vault's credentials are chosen instead (never both).
   const ownPairGone = gv.registry_source !== 'own' || (gv.registry_username.trim() === '' && gv.registry_password === '');
   if (general && d.has_registry_password && ownPairGone) typed.registry_password = null;
-  const next = typed as Body;
+  // Rows that do not make a list yet still differ from the stored one: Save stays on and shows why.
+  const next = (trafficOk ? typed : { ...typed, traffic: rows }) as Body;
   // Stored secrets are not in the deployment's answer, so no diff sees one removed: say it outright.
   const removals: Body = Object.fromEntries((['registry_password', 'model_hub_token'] as const).filter((k) => typed[k] === null).map((k) => [k, null]));
   const patch = { ...diffBodies(storedBody(d), next), ...removals };
   // A token to be created on confirm is a credential change already; its value joins the PATCH then.
-  const patchPlan: PatchPlan = { ...classifyPatch(plan.createOnSubmit ? { ...patch, endpoint_bearer_token: '' } : patch, d.revision), patch };
+  const classified: PatchPlan = { ...classifyPatch(plan.createOnSubmit ? { ...patch, endpoint_bearer_token: '' } : patch, d.revision), patch };
+  const patchPlan: PatchPlan = { ...classified, statement: settingsStatement(classified, d, mode, trafficOk ? (trafficBuilt.body ?? null) : undefined) };
 
   const checkOpts = {
     mode: 'edit' as const,
@@ -111,7 +126,7 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
   };
   const checked = { ...typed, ...(plan.certificateKept ? { client_certificate_id: d.client_certificate_id } : {}) };
   const rules = general ? checkGeneral(checked, checkOpts) : checkOrchestrated(checked, checkOpts);
-  const client: Problems = { ...rules, ...plan.problems, ...spec.problems, ...limitsBuilt.problems };
+  const client: Problems = { ...rules, ...bodySignalProblems(typed), ...plan.problems, ...spec.problems, ...limitsBuilt.problems, ...trafficBuilt.problems };
   const fp = useProblems(client, next, PLACED);
   const p = fp.shown;
 
@@ -150,7 +165,7 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
         // The bound token is named in "Keep the current token": the list must know the new one.
         vault.reload();
       }
-      setSaved(savedMessage(d, after, confirming));
+      setSaved(savedWords(d, after, confirming));
       onChanged();
     } catch (err) {
       setConfirming(null);
@@ -212,6 +227,14 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
           </div>
         </>
       )}
+      <TrafficFields
+        d={d}
+        rows={rows}
+        onRows={(r) => { setRows(r); setSaved(null); }}
+        mode={mode}
+        onMode={(m) => { setMode(m); setSaved(null); }}
+        problems={p}
+      />
       <EndpointProtection
         auth={auth}
         onChange={(a) => { setAuth((cur) => ({ ...cur, ...a })); setSaved(null); }}

@@ -66,12 +66,12 @@ export function useProblems(client: Problems, body: Body, placed: readonly strin
   const shown = useMemo(() => {
     const out: Problems = {};
     for (const [field, message] of Object.entries(client)) {
-      if (submitted || touched.some((t) => related(field, t))) out[field] = inLabels(message);
+      if (submitted || touched.some((t) => related(field, t))) out[field] = inLabels(message, undefined, field);
     }
     if (refusal) {
       for (const [field, message] of Object.entries(refusal.problems)) {
         const top = topField(field);
-        if (sameValue(body[top], refusal.body[top])) out[field] = inLabels(message);
+        if (sameValue(body[top], refusal.body[top])) out[field] = inLabels(message, undefined, field);
       }
     }
     return out;

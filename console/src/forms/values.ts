@@ -7,6 +7,7 @@
 
 import type { Deployment, VaultToken } from '../api/types';
 import { DEFAULT_FLOW_CONTROL } from '../../../src/domain/records';
+import type { AutoscalingMetric } from './signal';
 import { rowIsSecret, type EnvRow, type StoredSecret } from '../components/env-editor';
 import { pairsToRecord, recordToPairs, type Pair } from '../components/form';
 import {
@@ -28,6 +29,9 @@ export interface ScalingValues {
   /** max_concurrency (general) or concurrency (orchestrated). */
   target: string;
   cooldown_period: string;
+  /** The signal the autoscaler scales on; its target (autoscaling_target) when not concurrency. */
+  metric: AutoscalingMetric;
+  signal_target: string;
 }
 
 export type { EnvRow, StoredSecret };
@@ -130,7 +134,14 @@ export interface Built<T> {
 // ---------------------------------------------------------------------------------------
 // Empty forms.
 
-const emptyScaling = (): ScalingValues => ({ min_replicas: '1', max_replicas: '1', target: '', cooldown_period: String(DEFAULT_COOLDOWN) });
+const emptyScaling = (): ScalingValues => ({
+  min_replicas: '1',
+  max_replicas: '1',
+  target: '',
+  cooldown_period: String(DEFAULT_COOLDOWN),
+  metric: 'concurrency',
+  signal_target: '',
+});
 
 export function emptyGeneral(): GeneralValues {
   return {
@@ -201,6 +212,8 @@ function commonFrom(d: Deployment, target: number | null | undefined): CommonVal
       max_replicas: text(d.max_replicas),
       target: text(target),
       cooldown_period: text(d.cooldown_period),
+      metric: d.autoscaling_metric ?? 'concurrency',
+      signal_target: d.autoscaling_metric && d.autoscaling_metric !== 'concurrency' ? text(d.autoscaling_target) : '',
     },
   };
 }
@@ -312,6 +325,7 @@ export function withPresetSecrets(rows: readonly EnvRow[], names: readonly strin
 
 function commonBody(v: CommonValues, family: 'general' | 'orchestrated', r: Reader): CommonBody & { target?: number } {
   const body: CommonBody & { target?: number } = {
+    autoscaling_metric: v.scaling.metric,
     protocol: v.protocol,
     enable_logging: v.enable_logging,
     enable_model_caching: v.enable_model_caching,
@@ -328,6 +342,11 @@ function commonBody(v: CommonValues, family: 'general' | 'orchestrated', r: Read
   const target = r.whole(targetField, v.scaling.target);
   if (target !== null) body.target = target;
   body.cooldown_period = r.whole('cooldown_period', v.scaling.cooldown_period) ?? DEFAULT_COOLDOWN;
+  // Concurrency's target is the field above: autoscaling_target goes with the other metrics only.
+  if (v.scaling.metric !== 'concurrency') {
+    const signalTarget = r.decimal('autoscaling_target', v.scaling.signal_target);
+    if (signalTarget !== null) body.autoscaling_target = signalTarget;
+  }
   return body;
 }
 

@@ -15,6 +15,7 @@ import { defaultPlacement, HardwareFields } from '../forms/hardware-fields';
 import { TextInput } from '../forms/inputs';
 import { checkGeneral, type GeneralBody } from '../forms/rules';
 import { ScalingFields } from '../forms/scaling-fields';
+import { bodySignalProblems } from '../forms/signal';
 import { keepFocusOnPress, useProblems } from '../forms/use-problems';
 import { authPlan, emptyAuth, emptyFlowControl, emptyGeneral, flowControlBody, generalBody, type AuthValues, type FlowControlValues, type GeneralValues } from '../forms/values';
 
@@ -24,6 +25,7 @@ const PLACED = [
   'registry_username', 'registry_password', 'registry_credential_id', 'enable_logging', 'enable_model_caching', 'session_affinity', 'routing_policy', 'command',
   'metrics_port', 'metrics_path', 'env', 'secret_env', 'config_file', 'annotations', 'min_replicas', 'max_replicas', 'max_concurrency',
   'cooldown_period', 'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint', 'flow_control',
+  'autoscaling_metric', 'autoscaling_target',
 ];
 
 export function CreateGeneralPage() {
@@ -48,7 +50,7 @@ export function CreateGeneralPage() {
   const flowBuilt = flowControlBody(flow);
   const plan = authPlan(auth, vault.data?.items ?? [], null);
   const body: GeneralBody = { name: name.trim(), ...built.body, ...plan.body, ...flowBuilt.body };
-  const client = { ...checkGeneral(body, { mode: 'create', tokenBound: plan.tokenBound }), ...plan.problems, ...built.problems, ...flowBuilt.problems };
+  const client = { ...bodySignalProblems(body), ...checkGeneral(body, { mode: 'create', tokenBound: plan.tokenBound }), ...plan.problems, ...built.problems, ...flowBuilt.problems };
   const fp = useProblems(client, body as Record<string, unknown>, PLACED);
   const p = fp.shown;
 

@@ -17,6 +17,7 @@ import { TextInput } from '../forms/inputs';
 import { ModelFields, WorkerFields } from '../forms/orchestrated-fields';
 import { checkOrchestrated, type OrchestratedBody } from '../forms/rules';
 import { ScalingFields } from '../forms/scaling-fields';
+import { bodySignalProblems } from '../forms/signal';
 import { keepFocusOnPress, useProblems } from '../forms/use-problems';
 import { authPlan, emptyAuth, emptyFlowControl, emptyOrchestrated, flowControlBody, orchestratedBody, type AuthValues, type FlowControlValues, type OrchestratedValues } from '../forms/values';
 
@@ -24,6 +25,7 @@ const PLACED = [
   'name', 'cluster_id', 'model', 'serving_mode', 'hardware_instance_id', 'min_replicas', 'max_replicas', 'concurrency',
   'cooldown_period', 'served_model_name', 'model_hub_token', 'protocol', 'extra_args', 'env', 'secret_env', 'annotations', 'enable_logging',
   'enable_model_caching', 'endpoint_bearer_token', 'endpoint_token_id', 'private_endpoint', 'flow_control',
+  'autoscaling_metric', 'autoscaling_target',
 ];
 
 export function CreateOrchestratedPage() {
@@ -46,7 +48,7 @@ export function CreateOrchestratedPage() {
   const flowBuilt = flowControlBody(flow);
   const plan = authPlan(auth, vault.data?.items ?? [], null);
   const body: OrchestratedBody = { name: name.trim(), serving_mode: 'aggregated', ...built.body, ...plan.body, ...flowBuilt.body };
-  const client = { ...checkOrchestrated(body, { mode: 'create', tokenBound: plan.tokenBound }), ...plan.problems, ...built.problems, ...flowBuilt.problems };
+  const client = { ...bodySignalProblems(body), ...checkOrchestrated(body, { mode: 'create', tokenBound: plan.tokenBound }), ...plan.problems, ...built.problems, ...flowBuilt.problems };
   const fp = useProblems(client, body as Record<string, unknown>, PLACED);
   const p = fp.shown;
   const noOrchestration = clusters.data !== null && !clusters.data.items.some((c) => c.orchestration_enabled);

@@ -71,7 +71,7 @@ export function DeploymentDetailPage({ family, id, tab, account }: { family: Fam
       )}
       <Tabs tabs={TABS} current={current} base={base} label="Deployment" />
       <div role="tabpanel" id="tabpanel" aria-labelledby={`tab-${current}`}>
-        {current === 'overview' && <OverviewTab d={d} />}
+        {current === 'overview' && <OverviewTab d={d} onChanged={reload} />}
         {current === 'logs' && <LogsTab d={d} />}
         {current === 'terminal' && (
           <Suspense fallback={<p className="subtle">Loading the terminal…</p>}>

@@ -1,13 +1,17 @@
-// Owns the Activity tab: in-flight and held requests, desired and ready replicas over the
+// Owns the Activity tab: the signal the deployment scales on and its target, then in-flight and
+// held requests, the signal's figure against its target, desired and ready replicas over the
 // last 15 minutes, so a user watches the autoscaler decide — the figures come from where the
 // autoscaler runs, in 5-second steps, refreshed every 5 seconds, the step in progress left out
 // (autoscaler-now.ts) — and under them the deployment's events, newest first: the decisions
-// with their figures, rollout steps, replicas restarting or failing, image pulls.
+// with their figures and the signal that drove them, rollout steps, replicas restarting or
+// failing, image pulls.
 
 import type { ActivityAnswer, Deployment, DeploymentEvent, Items } from '../api/types';
 import { usePoll } from '../hooks';
 import { Chart } from '../components/chart';
 import { autoscalerNow, scaledWhat, settledPoints } from '../components/autoscaler-now';
+import { describeTarget } from '../../../src/domain/autoscaling-signal';
+import { METRIC_SHORT, unitOf } from '../forms/signal';
 
 export function ActivityTab({ d }: { d: Deployment }) {
   return (
@@ -42,8 +46,15 @@ function AutoscalerCharts({ d }: { d: Deployment }) {
   const now = autoscalerNow(a);
   const end = Math.max(Date.now() / 1000, x.at(-1) ?? 0);
   const span: [number, number] = [end - a.window_seconds, end];
+  // An older server's answer has no metric: it scaled on concurrency.
+  const metric = a.metric ?? 'concurrency';
+  const target = a.target ?? null;
+  const signalName = `${METRIC_SHORT[metric]} (${unitOf(metric)})`;
   return (
     <div>
+      <p data-testid="activity-signal">
+        Scales on {target === null ? `${metric}: no target (fixed size)` : describeTarget(metric, target)}.
+      </p>
       <p role="status" data-testid="activity-now">
         {now ? `Now: the autoscaler ${now}.` : points.length > 0 ? 'The autoscaler has not decided yet.' : 'No activity recorded yet: figures appear within a few seconds.'}
       </p>
@@ -55,6 +66,15 @@ function AutoscalerCharts({ d }: { d: Deployment }) {
           { label: 'In flight (mean)', color: '#3b5bdb', values: points.map((p) => p.in_flight) },
           { label: 'In flight (peak)', color: '#748ffc', values: points.map((p) => p.in_flight_max) },
           { label: 'Held (scale from zero)', color: '#e67700', values: points.map((p) => p.held) },
+        ]}
+      />
+      <Chart
+        title={`Autoscaling signal: ${METRIC_SHORT[metric].toLowerCase()} (last 15 minutes)`}
+        x={x}
+        xRange={span}
+        series={[
+          { label: signalName, color: '#c2255c', values: points.map((p) => p.signal ?? null) },
+          ...(target === null ? [] : [{ label: `Target (${target})`, color: '#868e96', values: points.map(() => target) }]),
         ]}
       />
       <Chart
@@ -75,6 +95,7 @@ function AutoscalerCharts({ d }: { d: Deployment }) {
               <th scope="col" className="num">In flight</th>
               <th scope="col" className="num">Peak</th>
               <th scope="col" className="num">Held</th>
+              <th scope="col" className="num">{METRIC_SHORT[metric]}</th>
               <th scope="col" className="num">Desired</th>
               <th scope="col" className="num">Ready</th>
             </tr>
@@ -86,6 +107,7 @@ function AutoscalerCharts({ d }: { d: Deployment }) {
                 <td className="num">{p.in_flight}</td>
                 <td className="num">{p.in_flight_max}</td>
                 <td className="num">{p.held}</td>
+                <td className="num">{p.signal === null || p.signal === undefined ? '—' : Number(p.signal.toFixed(2))}</td>
                 <td className="num">{p.desired ?? '—'}</td>
                 <td className="num">{p.ready}</td>
               </tr>

@@ -2,8 +2,9 @@
 // curl and the OpenAI SDKs, with the platform CA and the .pem for mTLS to download beside
 // them, the endpoint token filled in while its one-time banner shows it), model or image, hardware, scaling configuration, component
 // health and the replicas (a replica restarting without becoming ready is called out, with
-// the way to its logs), the autoscaler's current desired count, and the revision history with
-// status and failure reason.
+// the way to its logs), the autoscaler's current desired count and the signal it scales on, the
+// traffic split and rollout mode, the revisions that run side by side (tabs/revision-compare),
+// and the revision history with its traffic actions (tabs/revision-history).
 
 import { useState } from 'react';
 import { download } from '../api/client';
@@ -14,8 +15,12 @@ import { CopyButton } from '../components/copy';
 import { Endpoint } from '../components/deployment-bits';
 import { useShownToken } from '../shown-tokens';
 import { CA_FILE, callSnippets, clientPemFile, TOKEN_VARIABLE } from '../../../src/domain/call-snippets';
+import { describeTarget } from '../../../src/domain/autoscaling-signal';
+import { rolloutModeOf, sharesOf, splitWords } from '../forms/traffic';
+import { RevisionCompare } from './revision-compare';
+import { RevisionHistory } from './revision-history';
 
-export function OverviewTab({ d }: { d: Deployment }) {
+export function OverviewTab({ d, onChanged }: { d: Deployment; onChanged: () => void }) {
   const clusters = usePoll<Items<Cluster>>('/clusters', 0);
   const activity = usePoll<ActivityAnswer>(`/deployments/${d.family}/${d.id}/activity`, 5000);
   const replicas = usePoll<Items<Replica>>(`/deployments/${d.family}/${d.id}/replicas`, 3000);
@@ -103,6 +108,12 @@ export function OverviewTab({ d }: { d: Deployment }) {
                 {(d.family === 'general' ? d.max_concurrency : d.concurrency) ?? 'none'}
                 {`, cooldown ${d.cooldown_period} s`}
               </dd>
+              <dt>Autoscaling signal</dt>
+              <dd data-testid="autoscaling-signal">
+                {d.min_replicas === d.max_replicas
+                  ? 'none (fixed size)'
+                  : describeTarget(d.autoscaling_metric ?? 'concurrency', d.autoscaling_metric && d.autoscaling_metric !== 'concurrency' ? (d.autoscaling_target ?? null) : ((d.family === 'general' ? d.max_concurrency : d.concurrency) ?? null))}
+              </dd>
               <dt>Autoscaler</dt>
               <dd data-testid="autoscaler-desired">
                 {autoscaler !== null
@@ -113,6 +124,11 @@ export function OverviewTab({ d }: { d: Deployment }) {
               </dd>
             </>
           )}
+          <dt>Traffic</dt>
+          <dd data-testid="traffic-split">
+            {d.traffic_is_default !== false ? `everything to the newest revision (${d.revision})` : splitWords(sharesOf(d))}
+            <span className="subtle">{`; rollout ${rolloutModeOf(d)}`}</span>
+          </dd>
           <dt>Protection</dt>
           <dd>
             {d.endpoint_token_id !== null ? `Bearer token (vault token ${d.endpoint_token_id})` : null}
@@ -180,6 +196,8 @@ export function OverviewTab({ d }: { d: Deployment }) {
         </>
       )}
 
+      <RevisionCompare d={d} />
+
       <h2>Call it</h2>
       <p className="subtle">
         {shownToken !== null ? (
@@ -228,35 +246,7 @@ export function OverviewTab({ d }: { d: Deployment }) {
         </figure>
       ))}
 
-      <h2>Revision history</h2>
-      <table aria-label="Revision history">
-        <thead>
-          <tr>
-            <th scope="col">Revision</th>
-            <th scope="col">Status</th>
-            <th scope="col">Reason</th>
-            <th scope="col">Created</th>
-            <th scope="col">Failure</th>
-          </tr>
-        </thead>
-        <tbody>
-          {[...d.revisions].reverse().map((r) => (
-            <tr key={r.revision} data-revision={r.revision}>
-              <td>
-                {r.revision}
-                {r.revision === d.serving_revision ? <span className="subtle"> (serving)</span> : null}
-              </td>
-              <td>{r.status}</td>
-              <td>
-                {r.reason}
-                {r.source_revision !== null ? ` of ${r.source_revision}` : ''}
-              </td>
-              <td>{new Date(r.created_at).toLocaleString()}</td>
-              <td>{r.failure_reason ?? ''}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <RevisionHistory d={d} onChanged={onChanged} />
     </div>
   );
 }
