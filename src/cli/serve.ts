@@ -22,7 +22,7 @@ import { StoreMonitor } from '../store/store-monitor.js';
 import { buildControlApp, type ControlApp } from '../control/app.js';
 import { defaultConsoleDir } from '../control/console-assets.js';
 import { fileLogSource } from '../runtime/log-source.js';
-import type { ShellProvider } from '../domain/ports.js';
+import type { RevisionMetricsSource, ShellProvider } from '../domain/ports.js';
 import { ActivityRecorder } from '../autoscaler/activity.js';
 import { Autoscaler } from '../autoscaler/autoscaler.js';
 import { StoreLoad } from '../autoscaler/store-load.js';
@@ -113,6 +113,9 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     // The autoscaler runs with the control role (it reads the gateways' load, here and through
     // the store), and so does its activity history.
     const activity = config.role !== 'gateway' ? new ActivityRecorder(systemClock) : null;
+    // The per-revision figures are the autoscaler's load (StoreLoad), made with the controller, after the control API.
+    const revisionMetrics: LateRevisionMetrics | null =
+      config.role !== 'gateway' ? { load: null, revisions: (id, windowSeconds) => revisionMetrics?.load?.revisions(id, windowSeconds) ?? [] } : null;
     if (sandbox !== null) lines.push(sandbox.description);
     // Chosen before the control API starts: whether images run in containers decides its rule for host commands.
     const chosen = config.role !== 'gateway' ? await chooseRuntime(config, shared.images, sandbox?.host ?? null, logger.child({ component: 'runtime' })) : null;
@@ -124,7 +127,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
         allowMembers: config.allowMemberHostCommands,
         containers: chosen?.kind === 'docker',
       };
-      lines.push(...(await startControl(shared, shells, hostCommands, activity)));
+      lines.push(...(await startControl(shared, shells, hostCommands, activity, revisionMetrics)));
     }
     let gateway: LocalGateway | null = null;
     let workers: GatewayWorkers | null = null;
@@ -144,7 +147,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       lines.push(...started.lines);
     }
     // The controller and its runtime live with the control role: one per store.
-    if (chosen !== null) shells.controller = await startController(shared, gateway, chosen.runtime, activity);
+    if (chosen !== null) shells.controller = await startController(shared, gateway, chosen.runtime, activity, revisionMetrics);
 
     const exposition = workers === null ? registry : clusterExposition(registry, workers);
     const metrics = createMetricsServer(exposition, { [SERVICE_DISCOVERY_PATH]: () => replicaTargetGroups(store) });
@@ -188,8 +191,15 @@ function sealerOf(shared: Shared): Sealer {
 }
 
 type LateShells = ShellProvider & { controller: Controller | null };
+type LateRevisionMetrics = RevisionMetricsSource & { load: RevisionMetricsSource | null };
 
-async function startControl(shared: Shared, shells: ShellProvider, hostCommands: HostCommandPolicy, activity: ActivityRecorder | null): Promise<string[]> {
+async function startControl(
+  shared: Shared,
+  shells: ShellProvider,
+  hostCommands: HostCommandPolicy,
+  activity: ActivityRecorder | null,
+  revisionMetrics: RevisionMetricsSource | null,
+): Promise<string[]> {
   const { config, store, logger, closers, registry, images, catalog, ca } = shared;
   const { logsDir } = runtimeDirs(config.dataDir);
   const api = settingsOf(config).api;
@@ -200,6 +210,7 @@ async function startControl(shared: Shared, shells: ShellProvider, hostCommands:
     logs: fileLogSource(logsDir),
     shells,
     activity,
+    revisionMetrics,
     hostCommands,
     gpuQuota: config.gpuQuota,
     sealer: sealerOf(shared),
@@ -234,7 +245,13 @@ interface LocalGateway {
   publisher: string;
 }
 
-async function startController(shared: Shared, local: LocalGateway | null, runtime: Runtime, activity: ActivityRecorder | null): Promise<Controller> {
+async function startController(
+  shared: Shared,
+  local: LocalGateway | null,
+  runtime: Runtime,
+  activity: ActivityRecorder | null,
+  revisionMetrics: LateRevisionMetrics | null,
+): Promise<Controller> {
   const { config, store, logger, closers, registry, usage, catalog } = shared;
   const settings = settingsOf(config);
   const sealer = sealerOf(shared);
@@ -249,11 +266,21 @@ async function startController(shared: Shared, local: LocalGateway | null, runti
     gateway && local
       ? {
           publisher: local.publisher,
-          load: { samples: (id) => gateway.inflight.concurrency(id), held: (id) => gateway.activator.held(id), inflight: (id) => gateway.inflight.inflight(id) },
+          load: {
+            samples: (id) => gateway.inflight.concurrency(id),
+            held: (id) => gateway.activator.held(id),
+            inflight: (id) => gateway.inflight.inflight(id),
+            revisionSamples: (id, revision) => gateway.inflight.revisionConcurrency(id, revision),
+            queued: (id) => gateway.queued(id),
+            replicaSignals: (id) => gateway.engineSignals(id),
+            revisionSteps: (id, revision) => gateway.revisionHistory.steps(id, revision),
+            revisions: (id) => [...new Set([...gateway.inflight.revisionIds(id), ...gateway.revisionHistory.revisions(id)])],
+          },
         }
       : null,
     logger.child({ component: 'autoscaler' }),
   );
+  if (revisionMetrics) revisionMetrics.load = load;
   const autoscaler = new Autoscaler({
     store,
     load,
@@ -283,7 +310,7 @@ async function startController(shared: Shared, local: LocalGateway | null, runti
     unseal: (sealed) => sealer.unseal(sealed),
     leftovers: new LocalLeftovers({ store, dirs: [logsDir, workersDir, cacheDir], usage }),
     logsDir,
-    ...(autoscaler ? { autoscaled: (id: number) => autoscaler.desired(id) } : {}),
+    ...(autoscaler ? { autoscaled: (id: number, revision: number | null) => autoscaler.desiredFor(id, revision) } : {}),
   });
   const running = controller;
   // Which control process acts: exactly one per store reports 1 (a standby 0).

@@ -12,7 +12,8 @@
 // or password is never dropped silently. Registry credentials are the vault's
 // (registry_credential_id) or the deployment's own pair, never both: a file that switches to
 // one side clears the other unless it names it. flow_control is compared by what the gateway
-// applies (keys left out and null mean the defaults), not by how the file spells it.
+// applies (keys left out and null mean the defaults), not by how the file spells it; traffic by
+// its entries as stored (the API's view adds the resolved revision of `latest` and tag hosts).
 
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
@@ -152,6 +153,11 @@ export function patchFor(desired: Desired, current: Deployment, context: SecretC
       continue;
     }
     const value = key === 'env' ? env : raw;
+    if (key === 'traffic') {
+      const wanted = storedTraffic(value);
+      if (wanted === undefined || current.traffic === undefined || !sameValue(storedTraffic(currentTraffic(current)), wanted)) patch[key] = value;
+      continue;
+    }
     if (key === 'flow_control') {
       const wanted = effectiveFlowControl(value);
       if (wanted === undefined || !sameValue(effectiveFlowControl(current.flow_control), wanted)) patch[key] = value;
@@ -164,6 +170,28 @@ export function patchFor(desired: Desired, current: Deployment, context: SecretC
   if (changes.length > 0) patch.secret_env = Object.fromEntries(changes);
   switchRegistry(desired.body, current, patch);
   return patch;
+}
+
+/** The deployment's own list as a file would write it; null when it has none (traffic_is_default). */
+function currentTraffic(current: Deployment): unknown {
+  if (current.traffic_is_default === true || current.traffic === undefined) return null;
+  return current.traffic.map((t) => (t.latest ? { latest: true, percent: t.percent, tag: t.tag } : { revision: t.revision, percent: t.percent, tag: t.tag }));
+}
+
+/**
+ * A traffic list as the API stores it — each entry {revision | latest, percent, tag} — for
+ * comparing; null for none; undefined when it is malformed (then it is sent, and the API says why).
+ */
+function storedTraffic(value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  if (!Array.isArray(value)) return undefined;
+  const out: unknown[] = [];
+  for (const entry of value) {
+    if (!isRecord(entry) || !Object.keys(entry).every((k) => ['revision', 'latest', 'percent', 'tag'].includes(k))) return undefined;
+    const latest = entry.latest === true;
+    out.push({ revision: latest ? null : (entry.revision ?? null), latest, percent: entry.percent ?? null, tag: entry.tag ?? null });
+  }
+  return out;
 }
 
 /**

@@ -61,6 +61,13 @@ export function integer(name: string) {
   };
 }
 
+/** A commander argument parser for numbers, whole or not (0.5), naming the option in its refusal. */
+export function decimal(name: string) {
+  return (raw: string): number => {
+    if (!/^\d+(\.\d+)?$/.test(raw)) throw new UsageError(`${name} must be a number, like 5 or 0.5, not "${raw}"`);
+    return Number(raw);
+  };
+}
 
 /** A file an option names (a key, a password), read whole; a file that cannot be read is a usage error naming the option. */
 export function readOptionFile(option: string, file: string): string {

@@ -7,7 +7,7 @@
 import { Command, Option } from 'commander';
 import { ApiClient, type Json } from './api.js';
 import { age } from './age.js';
-import { integer, makeKit, readOptionFile, type ClientIo } from './command-kit.js';
+import { decimal, integer, makeKit, readOptionFile, type ClientIo } from './command-kit.js';
 import { COMPLETE_COMMAND, completionScript, completionWords } from './completion.js';
 import { configPath, readContexts, resolveConnection, writeContexts } from './contexts.js';
 import { addCredentialCommands, REGISTRY_CREDENTIALS } from './credential-commands.js';
@@ -17,6 +17,9 @@ import { ApiRefusal, UsageError } from './errors.js';
 import { eventLines, readEvents, type DeploymentEvent } from './events-text.js';
 import { addExamples } from './help.js';
 import { print, statusWord, type Column, type Out } from './output.js';
+import { addTrafficCommands } from './traffic.js';
+import { autoscalingLine, lastScaleLine, revisionShareText, rolloutLine, trafficLine } from './traffic-text.js';
+import { AUTOSCALING_METRICS, type AutoscalingMetric } from '../domain/autoscaling-signal.js';
 
 export type { ClientIo };
 
@@ -209,6 +212,8 @@ export function buildProgram(io: ClientIo): Command {
       out.write(`${name}: revision ${after.revision} (the spec of revision ${target}) is rolling out\n`);
     });
 
+  addTrafficCommands(program, kit);
+
   program
     .command('clone <name> <new-name>')
     .description('a new deployment with the same settings (a new endpoint token is needed: --token, or one bound from the vault with --token-id)')
@@ -226,18 +231,25 @@ export function buildProgram(io: ClientIo): Command {
 
   program
     .command('scale <name>')
-    .description('change replica bounds: in place, no new revision')
+    .description('change replica bounds and the autoscaling signal: in place, no new revision')
     .option('--min <n>', 'min_replicas', integer('--min'))
     .option('--max <n>', 'max_replicas', integer('--max'))
-    .action(async (name: string, opts: { min?: number; max?: number }, cmd: Command) => {
-      if (opts.min === undefined && opts.max === undefined) throw new UsageError('give --min, --max or both');
+    .addOption(new Option('--autoscaling-metric <metric>', 'the signal the autoscaler scales on (concurrency: in-flight requests per replica, its target max_concurrency/concurrency)').choices([...AUTOSCALING_METRICS]))
+    .option('--autoscaling-target <n>', 'the target of queue_depth (waiting requests per replica), kv_cache (percent) or ttft (p90 ms)', decimal('--autoscaling-target'))
+    .action(async (name: string, opts: { min?: number; max?: number; autoscalingMetric?: AutoscalingMetric; autoscalingTarget?: number }, cmd: Command) => {
+      if (opts.min === undefined && opts.max === undefined && opts.autoscalingMetric === undefined && opts.autoscalingTarget === undefined) {
+        throw new UsageError('give --min, --max, --autoscaling-metric or --autoscaling-target');
+      }
       const client = api(cmd);
       const d = await getDeployment(client, name);
       const patch: Json = {};
       if (opts.min !== undefined) patch.min_replicas = opts.min;
       if (opts.max !== undefined) patch.max_replicas = opts.max;
+      if (opts.autoscalingMetric !== undefined) patch.autoscaling_metric = opts.autoscalingMetric;
+      if (opts.autoscalingTarget !== undefined) patch.autoscaling_target = opts.autoscalingTarget;
       const after = await client.call<Deployment>('PATCH', routeOf(d), patch);
-      out.write(`${name} scaled in place (min ${String(after.min_replicas)}, max ${String(after.max_replicas)}; revision ${after.revision})\n`);
+      const signal = autoscalingLine(after);
+      out.write(`${name} scaled in place (min ${String(after.min_replicas)}, max ${String(after.max_replicas)}${signal !== null ? `; ${signal}` : ''}; revision ${after.revision})\n`);
     });
 
   program
@@ -251,6 +263,8 @@ export function buildProgram(io: ClientIo): Command {
       print(revisions, f, out, [
         { header: 'REVISION', value: (r) => `${r.revision}${r.revision === d.revision ? ' (current)' : ''}${r.revision === d.serving_revision ? ' (serving)' : ''}` },
         { header: 'STATUS', value: (r) => statusWord(r.status, out) },
+        { header: 'PERCENT', value: (r) => (r.percent === undefined ? '-' : `${r.percent} %`) },
+        { header: 'TAGS', value: (r) => (r.tags ?? []).join(', ') || '-' },
         { header: 'REASON', value: (r) => r.reason },
         { header: 'CREATED', value: (r) => r.created_at },
         { header: 'FAILURE', value: (r) => r.failure_reason ?? '' },
@@ -402,7 +416,11 @@ function describeText(
     `Status:      ${statusWord(d.status, out)}${d.paused ? ' (paused)' : ''}`,
     ...(d.status_reason ? [`Reason:      ${d.status_reason}`] : []),
     `Revision:    ${d.revision}${d.serving_revision !== null && d.serving_revision !== d.revision ? ` (serving ${d.serving_revision})` : ''}${d.rollout ? `; rollout ${d.rollout.state}${d.rollout.reason ? `: ${d.rollout.reason}` : ''}` : ''}`,
+    ...(trafficLine(d) !== null ? [`Traffic:     ${trafficLine(d)}`] : []),
+    ...(rolloutLine(d) !== null ? [`Rollout:     ${rolloutLine(d)}`] : []),
     `Components:  ${componentsSummary(d)}`,
+    ...(autoscalingLine(d) !== null ? [`Autoscaling: ${autoscalingLine(d)}`] : []),
+    ...(lastScaleLine(events) !== null ? [`Last scale:  ${lastScaleLine(events)}`] : []),
     ...(registry ? [`Registry:    ${registry}`] : []),
     `Endpoint:    https://${d.endpoint_url}`,
     ...(flowControlText(d) !== null ? [`Queue:       ${flowControlText(d)}`] : []),
@@ -417,7 +435,7 @@ function describeText(
     ...(replicas.length === 0 ? ['  none'] : replicas.map((r) => `  ${r.name}  ${r.component}  revision ${r.revision}  ${r.state}${r.restarts > 0 ? `  restarts ${r.restarts}` : ''}`)),
     '',
     'Revisions:',
-    ...d.revisions.map((r) => `  ${r.revision}  ${r.status}  ${r.reason}  ${r.created_at}${r.failure_reason ? `  ${r.failure_reason}` : ''}`),
+    ...d.revisions.map((r) => `  ${r.revision}  ${r.status}  ${r.reason}  ${r.created_at}${revisionShareText(r)}${r.failure_reason ? `  ${r.failure_reason}` : ''}`),
     '',
     ...eventLines(events),
   ];

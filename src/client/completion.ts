@@ -1,7 +1,8 @@
 // Owns shell completion: a bash or zsh script, generated from the commands commander knows,
 // that completes command names, their subcommands and long options, the values of a few
-// options (-o formats, --for conditions, --max-priority classes, files, saved contexts), and deployment names where a
-// command takes one (its first argument is <name>). Names come from the control API through
+// options (-o formats, --for conditions, --max-priority classes, --rollout-mode,
+// --autoscaling-metric, files, saved contexts), and deployment names where a command takes one
+// (its first argument is <name>). Names come from the control API through
 // `infergate __complete deployments PREFIX`, asked with a short timeout; it prints nothing when
 // the API cannot answer in time, so a <Tab> never hangs and never prints an error.
 
@@ -111,6 +112,8 @@ ${scanWord}
       -o|--output) COMPREPLY=($(compgen -W "table json yaml name" -- "$cur")) ;;
       --for) COMPREPLY=($(compgen -W "ready deleted" -- "$cur")) ;;
       --max-priority) COMPREPLY=($(compgen -W "critical standard sheddable none" -- "$cur")) ;;
+      --rollout-mode) COMPREPLY=($(compgen -W "automatic manual" -- "$cur")) ;;
+      --autoscaling-metric) COMPREPLY=($(compgen -W "concurrency queue_depth kv_cache ttft" -- "$cur")) ;;
       -f|--file|--key-file|--password-file) COMPREPLY=($(compgen -f -- "$cur")) ;;
       --context) COMPREPLY=($("\${COMP_WORDS[0]}" ${COMPLETE_COMMAND} contexts "$cur" 2>/dev/null)) ;;
       *) COMPREPLY=() ;;
@@ -143,6 +146,8 @@ ${scanWord}
       -o|--output) compadd -- table json yaml name ;;
       --for) compadd -- ready deleted ;;
       --max-priority) compadd -- critical standard sheddable none ;;
+      --rollout-mode) compadd -- automatic manual ;;
+      --autoscaling-metric) compadd -- concurrency queue_depth kv_cache ttft ;;
       -f|--file|--key-file|--password-file) _files ;;
       --context) found=(\${(f)"$("\${words[1]}" ${COMPLETE_COMMAND} contexts "$cur" 2>/dev/null)"}); compadd -- $found ;;
     esac

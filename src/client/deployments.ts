@@ -1,7 +1,9 @@
 // Owns finding deployments by name for the client: the API addresses them by family and id,
 // people by name, so every command that takes NAME looks it up in both families' lists.
 
+import type { AutoscalingMetric } from '../domain/autoscaling-signal.js';
 import { PRIORITIES, type Priority } from '../domain/priority.js';
+import type { RolloutMode } from '../domain/traffic.js';
 import type { ApiClient } from './api.js';
 import { ApiRefusal } from './errors.js';
 
@@ -22,7 +24,16 @@ export interface Deployment {
   serving_revision: number | null;
   rollout: { state: string; reason?: string | null; revision?: number } | null;
   components: Record<string, { ready: number; desired: number }>;
-  revisions: { revision: number; status: string; reason: string; created_at: string; failure_reason: string | null }[];
+  revisions: { revision: number; status: string; reason: string; created_at: string; failure_reason: string | null; percent?: number; tags?: string[] }[];
+  /** How requests split between revisions (absent from servers before traffic management). */
+  traffic?: TrafficEntryView[];
+  /** No list of its own: everything goes to the newest revision. */
+  traffic_is_default?: boolean;
+  rollout_mode?: RolloutMode;
+  autoscaling_metric?: AutoscalingMetric;
+  autoscaling_target?: number | null;
+  /** Each revision traffic runs, with its share and its routed component's replicas. */
+  revision_replicas?: RevisionReplicas[];
   /** Plain environment variables. */
   env?: Record<string, string>;
   /** Names of the secret environment variables that are set; their values are never returned. */
@@ -40,6 +51,23 @@ export interface Deployment {
   /** The deployment sets none: flow_control is the defaults. */
   flow_control_is_default?: boolean;
   [field: string]: unknown;
+}
+
+/** One entry of a deployment's traffic as the API shows it: `latest` resolved, the tag host's URL in `url`. */
+export interface TrafficEntryView {
+  revision: number;
+  latest: boolean;
+  percent: number;
+  tag: string | null;
+  url: string | null;
+}
+
+export interface RevisionReplicas {
+  revision: number;
+  percent: number;
+  tags: string[];
+  ready: number;
+  desired: number;
 }
 
 export async function listDeployments(api: ApiClient): Promise<Deployment[]> {

@@ -10,7 +10,7 @@ import type { Sealer } from '../core/secrets.js';
 import type { Catalog } from '../domain/catalog.js';
 import type { HostCommandPolicy } from '../domain/host-commands.js';
 import type { ImageMap } from '../domain/image-map.js';
-import type { ActivitySource, LogSource, ShellProvider } from '../domain/ports.js';
+import type { ActivitySource, LogSource, RevisionMetricsSource, ShellProvider } from '../domain/ports.js';
 import type { CertificateAuthority } from '../pki/ca.js';
 import type { Store } from '../store/store.js';
 import type { CertificateService } from './certificate-service.js';
@@ -40,6 +40,8 @@ export interface ControlDeps {
   shells?: ShellProvider | null;
   /** The autoscaler's activity history; null or absent: this process runs no autoscaler. */
   activity?: ActivitySource | null;
+  /** What the gateways measured per revision (where the autoscaler runs); null or absent: none in this process. */
+  revisionMetrics?: RevisionMetricsSource | null;
   /** Who may deploy host commands; `infergate serve` passes what its sandbox probe found. */
   hostCommands?: HostCommandPolicy;
   /** Client-side timeouts of the listener; the defaults are Node's and fastify's. */

@@ -1,7 +1,9 @@
 // Owns the deployment operations behind the control API: create, read, edit, pause,
 // resume, roll back, clone and delete, as changes of desired state in the store. It keeps
-// the spec's revision rule (a spec edit makes a revision, a replica-count change does not),
-// checks quota and hardware on every change that can grow a footprint, and the host-command
+// the spec's revision rule (a spec edit makes a revision, a replica-count change does not;
+// traffic and the rollout mode apply at once, and a manual rollout's new revision — a spec
+// edit or a rollback — starts at 0 %), checks quota and hardware on every change that can grow
+// a footprint (a traffic split counts each of its revisions), and the host-command
 // rule (who may make a spec that runs its command on this host) on every change that writes
 // a spec. It never starts processes: the controller acts on what it writes.
 
@@ -12,7 +14,7 @@ import type { Catalog } from '../domain/catalog.js';
 import { hostCommandRefusal, runsHostCommand, type HostCommandPolicy } from '../domain/host-commands.js';
 import { isAlwaysSecret } from '../domain/secret-env.js';
 import type { ImageMap } from '../domain/image-map.js';
-import { checkCapacity } from '../domain/quota.js';
+import { checkCapacity, type Placement } from '../domain/quota.js';
 import type {
   DeploymentRecord,
   DeploymentSpec,
@@ -21,7 +23,9 @@ import type {
   SealedSecrets,
   ServiceAccountRole,
 } from '../domain/records.js';
+import { rolloutModeOf } from '../domain/traffic.js';
 import {
+  pinnedForManualRollout,
   validateClone,
   validateCreate,
   validatePatch,
@@ -101,11 +105,11 @@ export class DeploymentService {
       // Validated again inside the compare-and-set loop so a concurrent edit is never lost.
       updated = (
         await modify(store, 'deployment', id, (current) => {
-          const { draft, specChanged, scalingChanged, authChanged, limitsChanged } = unwrap(validatePatch(current, body, ctx));
-          if (!specChanged && !scalingChanged && !authChanged && !limitsChanged) return undefined;
+          const { draft, specChanged, scalingChanged, authChanged, limitsChanged, trafficChanged, rolloutModeChanged } = unwrap(validatePatch(current, body, ctx));
+          if (!specChanged && !scalingChanged && !authChanged && !limitsChanged && !trafficChanged && !rolloutModeChanged) return undefined;
           if (specChanged) this.assertHostCommandAllowed(draft.spec, role);
-          this.assertCapacity(draft, ctx.others, id);
           const now = isoNow(clock);
+          // Traffic and the rollout mode are desired state outside revisions: applied at once.
           const next: DeploymentRecord = {
             ...current,
             scaling: draft.scaling,
@@ -116,11 +120,15 @@ export class DeploymentService {
               // A certificate bound by a concurrent edit wins over the one issued here.
               client_certificate_id: draft.auth.client_certificate_id ?? (needsCertificate(draft) ? (issued?.id ?? null) : null),
             },
+            traffic: draft.traffic,
+            rollout_mode: draft.rollout_mode,
             updated_at: now,
           };
-          if (!specChanged) return next;
-          const spec = { ...draft.spec, secrets: this.sealSecrets(draft, current.spec.secrets) } as DeploymentSpec;
-          return withNewRevision(next, spec, 'update', null, now);
+          const sealed = () => ({ ...draft.spec, secrets: this.sealSecrets(draft, current.spec.secrets) }) as DeploymentSpec;
+          const after = specChanged ? withNewRevision(next, sealed(), 'update', null, now) : next;
+          // The record as it will be, revisions and traffic included: a split runs each of its revisions.
+          this.assertCapacity(after, ctx.others, id);
+          return after;
         })
       ).value;
     } catch (err) {
@@ -179,8 +187,12 @@ export class DeploymentService {
         if (target === d.revision) {
           throw new PlatformError('conflict', `revision ${target} is already the current revision of ${d.name}`, { field: 'revision' });
         }
-        this.assertCapacity({ cluster_id: d.cluster_id, spec: source.spec, scaling: d.scaling }, ctx.others, id);
-        return withNewRevision(d, source.spec, 'rollback', target, isoNow(this.deps.clock));
+        const now = isoNow(this.deps.clock);
+        // Manual mode: the rollback's revision starts at 0 %, like any new revision, until traffic moves.
+        const traffic = rolloutModeOf(d) === 'manual' ? pinnedForManualRollout(d) : (d.traffic ?? null);
+        const after = withNewRevision({ ...d, traffic }, source.spec, 'rollback', target, now);
+        this.assertCapacity(after, ctx.others, id);
+        return after;
       })
     ).value;
   }
@@ -251,6 +263,7 @@ export class DeploymentService {
       certificateIds: new Set(certificates.filter((c) => c.value.revoked_at === null).map((c) => c.value.id)),
       registryCredentialIds: new Set(registryCredentials.map((c) => c.value.id)),
       takenNames: new Set(others.map((d) => d.name)),
+      otherDeployments: others,
       images: this.deps.images,
       imagesRunThemselves: this.deps.hostCommands.containers === true,
       others,
@@ -289,6 +302,8 @@ export class DeploymentService {
             scaling: draft.scaling,
             limits: draft.limits,
             auth: { ...pickAuth(draft), token_id: tokenId, client_certificate_id: certificateId },
+            traffic: draft.traffic,
+            rollout_mode: draft.rollout_mode,
             revision: 1,
             revisions: [revision],
             paused: false,
@@ -352,7 +367,7 @@ export class DeploymentService {
   }
 
   private assertCapacity(
-    candidate: Pick<DeploymentRecord, 'cluster_id' | 'spec' | 'scaling'>,
+    candidate: Placement,
     others: DeploymentRecord[],
     selfId?: number,
   ): void {

@@ -3,7 +3,9 @@
 // secrets become `has_*` flags and secret environment variables a list of names, hashes are dropped.
 
 import { acceptsCertificate } from '../domain/client-certificates.js';
-import { componentsOf, specifiedReplicas } from '../domain/components.js';
+import { autoscalingMetricOf, type AutoscalingMetric } from '../domain/autoscaling-signal.js';
+import { componentsOf, routedComponent, specifiedReplicas } from '../domain/components.js';
+import { resolveTraffic, rolloutModeOf, splitOf, tagHost, trafficOf, type RevisionShare, type RolloutMode } from '../domain/traffic.js';
 import type { Priority } from '../domain/priority.js';
 import { isAlwaysSecret } from '../domain/secret-env.js';
 import { servedModel } from '../domain/served-model.js';
@@ -38,6 +40,30 @@ export interface RevisionSummaryView {
   source_revision: number | null;
   status: string;
   failure_reason: string | null;
+  /** Its share of the deployment's requests now (0 when traffic gives it none). */
+  percent: number;
+  /** The traffic tags naming it (each a host of its own). */
+  tags: string[];
+}
+
+/** One entry of the deployment's traffic as the API shows it. */
+export interface TrafficTargetView {
+  /** The revision it sends to: `latest` resolved to the newest. */
+  revision: number;
+  latest: boolean;
+  percent: number;
+  tag: string | null;
+  /** The tag host's URL, `https://<tag>-<name>.<domain>[:port]`, which reaches only this revision; null without a tag. */
+  url: string | null;
+}
+
+/** A revision that runs replicas, with its share and its routed component's replicas. */
+export interface RevisionReplicasView {
+  revision: number;
+  percent: number;
+  tags: string[];
+  ready: number;
+  desired: number;
 }
 
 export interface DeploymentView {
@@ -59,6 +85,14 @@ export interface DeploymentView {
   rollout: RolloutState | null;
   components: ComponentCounts;
   revisions: RevisionSummaryView[];
+  traffic: TrafficTargetView[];
+  /** No list of its own (stored null): everything goes to the newest revision. */
+  traffic_is_default: boolean;
+  rollout_mode: RolloutMode;
+  autoscaling_metric: AutoscalingMetric;
+  /** The target of a metric other than concurrency; null for concurrency (its target is max_concurrency / concurrency). */
+  autoscaling_target: number | null;
+  revision_replicas: RevisionReplicasView[];
   endpoint_token_id: number | null;
   client_certificate_id: number | null;
   private_endpoint: boolean;
@@ -181,7 +215,9 @@ export function renderReplica(r: ReplicaRecord): ReplicaView {
   return { id: r.id, name: r.name, revision: r.revision, component: r.component, state: r.state, restarts: r.restarts, detail: r.detail ?? null, updated_at: r.updated_at };
 }
 
-export function revisionSummary(r: RevisionRecord): RevisionSummaryView {
+/** `shares`: what traffic resolves to (domain/traffic.ts resolveTraffic); a revision not in it has 0 % and no tag. */
+export function revisionSummary(r: RevisionRecord, shares: readonly RevisionShare[]): RevisionSummaryView {
+  const share = shares.find((s) => s.revision === r.revision);
   return {
     revision: r.revision,
     created_at: r.created_at,
@@ -189,11 +225,41 @@ export function revisionSummary(r: RevisionRecord): RevisionSummaryView {
     source_revision: r.source_revision,
     status: r.status,
     failure_reason: r.failure_reason ?? null,
+    percent: share?.percent ?? 0,
+    tags: [...(share?.tags ?? [])],
   };
 }
 
-export function revisionDetail(r: RevisionRecord): RevisionSummaryView & { spec: PublicSpec } {
-  return { ...revisionSummary(r), spec: publicSpec(r.spec) };
+export function revisionDetail(r: RevisionRecord, shares: readonly RevisionShare[]): RevisionSummaryView & { spec: PublicSpec } {
+  return { ...revisionSummary(r, shares), spec: publicSpec(r.spec) };
+}
+
+/** The stored list, or the default one, with `latest` resolved and each tag's host. */
+export function trafficView(d: DeploymentRecord, at: EndpointAddress): TrafficTargetView[] {
+  return trafficOf(d).map((t) => ({
+    revision: t.latest ? d.revision : (t.revision ?? d.revision),
+    latest: t.latest,
+    percent: t.percent,
+    tag: t.tag,
+    url: t.tag === null ? null : `https://${withPort(tagHost(t.tag, d.name, at.domain), at.port)}`,
+  }));
+}
+
+/**
+ * One entry per revision traffic runs: every revision of a split (its desired count from
+ * revision_desired), else the one revision everything goes to (desired_replicas). Ready counts
+ * the routed component's ready replicas of that revision.
+ */
+export function revisionReplicas(d: DeploymentRecord, replicas: readonly ReplicaRecord[]): RevisionReplicasView[] {
+  const component = routedComponent(d);
+  const split = splitOf(d);
+  const shares = split ?? resolveTraffic(d);
+  return shares.map((share) => {
+    const ready = replicas.filter((r) => r.deployment_id === d.id && r.revision === share.revision && r.component === component && r.state === 'ready').length;
+    const fallback = split === null ? (d.desired_replicas?.[component] ?? specifiedReplicas(d, component)) : 0;
+    const desired = d.paused ? 0 : (d.revision_desired?.[String(share.revision)]?.[component] ?? fallback);
+    return { revision: share.revision, percent: share.percent, tags: [...share.tags], ready, desired };
+  });
 }
 
 export function renderDeployment(
@@ -202,6 +268,7 @@ export function renderDeployment(
   at: EndpointAddress,
   status: string = d.status,
 ): DeploymentView {
+  const shares = resolveTraffic(d);
   return {
     id: d.id,
     family: d.family,
@@ -223,7 +290,13 @@ export function renderDeployment(
     private_endpoint: d.auth.private_endpoint,
     ...limitsView(d),
     components: components(d, replicas),
-    revisions: d.revisions.map(revisionSummary),
+    revisions: d.revisions.map((r) => revisionSummary(r, shares)),
+    traffic: trafficView(d, at),
+    traffic_is_default: d.traffic === undefined || d.traffic === null,
+    rollout_mode: rolloutModeOf(d),
+    autoscaling_metric: autoscalingMetricOf(d.scaling),
+    autoscaling_target: autoscalingMetricOf(d.scaling) === 'concurrency' ? null : (d.scaling.autoscaling_target ?? null),
+    revision_replicas: revisionReplicas(d, replicas),
     created_at: d.created_at,
     updated_at: d.updated_at,
   };

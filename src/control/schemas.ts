@@ -4,7 +4,9 @@
 // names the field at fault in each message.
 
 import { Type, type TSchema } from 'typebox';
+import { AUTOSCALING_METRICS, METRIC_RULES } from '../domain/autoscaling-signal.js';
 import { PRIORITIES } from '../domain/priority.js';
+import { ROLLOUT_MODES, TAG_MAX, TRAFFIC_MAX_ENTRIES } from '../domain/traffic.js';
 import { DEFAULT_FLOW_CONTROL } from '../domain/records.js';
 import { MAX_QUEUE_MAX, MAX_WAIT_MAX_SECONDS } from '../domain/validation/limits-rules.js';
 import { ALWAYS_SECRET_ENV } from '../domain/secret-env.js';
@@ -105,6 +107,52 @@ const authFields = {
   client_certificate_id: Nullable(Type.Integer({ description: 'Bind an existing client certificate' })),
 };
 
+/** Entries are checked by the domain rules (domain/traffic.ts), which name `traffic[i].field`; the edge checks they are objects. */
+const TrafficEntryRequest = Type.Object(
+  {
+    revision: Type.Optional(Type.Unknown({ description: 'a revision number; give this or latest' })),
+    latest: Type.Optional(Type.Unknown({ description: 'true: the newest revision, whichever it is (a spec change moves this share to the new one in automatic rollout mode)' })),
+    percent: Type.Optional(Type.Unknown({ description: 'a whole percent, 0 to 100; the list sums to 100' })),
+    tag: Type.Optional(
+      Type.Unknown({ description: `optional: gives the revision its own host <tag>-<name>.<domain>, reaching only it (lowercase letters, digits and '-', at most ${TAG_MAX})` }),
+    ),
+  },
+  { additionalProperties: true },
+);
+
+const trafficFields = {
+  traffic: Nullable(
+    Type.Array(TrafficEntryRequest, {
+      description:
+        `how requests split between revisions: 1 to ${TRAFFIC_MAX_ENTRIES} entries {"revision": n | "latest": true, "percent", "tag"?} summing to 100. ` +
+        'A PATCH replaces the whole list (a revision left out gets 0 % and its replicas drain and stop); null: everything to the newest revision. ' +
+        'Named revisions must exist and not have failed; with a spec change in the same PATCH, latest (or N+1) is the revision it makes. Takes effect at once, no revision',
+    }),
+  ),
+  rollout_mode: Nullable(
+    Type.String({
+      enum: [...ROLLOUT_MODES],
+      description:
+        'automatic (default): a spec change rolls out to the new revision (a latest entry moves to it); manual: a spec change (or a rollback) makes a revision at 0 % until traffic gives it a share. Takes effect at once, no revision',
+    }),
+  ),
+};
+
+const autoscalingFields = {
+  autoscaling_metric: Nullable(
+    Type.String({
+      enum: [...AUTOSCALING_METRICS],
+      description:
+        'the signal the autoscaler scales on: concurrency (default; in-flight requests per replica, target max_concurrency/concurrency), queue_depth (waiting requests per replica), kv_cache (percent of KV cache in use), ttft (p90 time to first token in ms). Only concurrency and queue_depth may scale to zero; disaggregated deployments: concurrency only. Scales in place',
+    }),
+  ),
+  autoscaling_target: Nullable(
+    Type.Number({
+      description: `the target of queue_depth (${METRIC_RULES.queue_depth.min}–${METRIC_RULES.queue_depth.max}), kv_cache (${METRIC_RULES.kv_cache.min}–${METRIC_RULES.kv_cache.max} %) or ttft (${METRIC_RULES.ttft.min}–${METRIC_RULES.ttft.max} ms, whole); required with them, refused with concurrency`,
+    }),
+  ),
+};
+
 const commonFields = {
   name: Nullable(Type.String({ description: 'lowercase letters, digits, hyphens; at most 20 characters' })),
   cluster_id: Nullable(Type.Integer()),
@@ -132,8 +180,10 @@ const commonFields = {
   max_replicas: Nullable(Type.Integer()),
   cooldown_period: Nullable(Type.Integer({ description: 'seconds, 0 to 3600' })),
   hardware_instance_id: Nullable(Type.Integer()),
+  ...autoscalingFields,
   ...authFields,
   ...limitFields,
+  ...trafficFields,
 };
 
 /**
@@ -192,6 +242,24 @@ const RevisionSummary = Type.Object({
   source_revision: Type.Union([Type.Integer(), Type.Null()]),
   status: Type.String(),
   failure_reason: Type.Union([Type.String(), Type.Null()]),
+  percent: Type.Integer({ description: 'its share of requests now, from traffic (0: none)' }),
+  tags: Type.Array(Type.String(), { description: 'the traffic tags naming it, each a host <tag>-<name>.<domain>' }),
+});
+
+const TrafficTargetResponse = Type.Object({
+  revision: Type.Integer({ description: 'the revision it sends to: for latest, the newest' }),
+  latest: Type.Boolean(),
+  percent: Type.Integer(),
+  tag: Type.Union([Type.String(), Type.Null()]),
+  url: Type.Union([Type.String(), Type.Null()], { description: "the tag host's URL, https://<tag>-<name>.<domain> with :port when the gateway is not on 443; it reaches only this revision. null without a tag" }),
+});
+
+const RevisionReplicasResponse = Type.Object({
+  revision: Type.Integer(),
+  percent: Type.Integer(),
+  tags: Type.Array(Type.String()),
+  ready: Type.Integer({ description: 'ready replicas of the routed component (Replica, or Frontend) of this revision' }),
+  desired: Type.Integer(),
 });
 
 const Rollout = Type.Object({
@@ -232,6 +300,14 @@ export const DeploymentResponse = Type.Object(
     rollout: Type.Union([Rollout, Type.Null()]),
     components: Type.Record(Type.String(), ComponentStatus),
     revisions: Type.Array(RevisionSummary),
+    traffic: Type.Array(TrafficTargetResponse, { description: 'the stored split, or the default (everything to the newest revision) when traffic_is_default' }),
+    traffic_is_default: Type.Boolean({ description: 'true when the deployment has no traffic list of its own (null): every request goes to the newest revision' }),
+    rollout_mode: Type.String({ enum: [...ROLLOUT_MODES] }),
+    autoscaling_metric: Type.String({ enum: [...AUTOSCALING_METRICS] }),
+    autoscaling_target: Type.Union([Type.Number(), Type.Null()], { description: 'the target of queue_depth, kv_cache or ttft; null for concurrency, whose target is max_concurrency / concurrency' }),
+    revision_replicas: Type.Array(RevisionReplicasResponse, {
+      description: 'one entry per revision traffic runs (each revision of a split, else the one everything goes to): its share, tags, and ready and desired replicas',
+    }),
     endpoint_token_id: Type.Union([Type.Integer(), Type.Null()]),
     client_certificate_id: Type.Union([Type.Integer(), Type.Null()]),
     private_endpoint: Type.Boolean(),

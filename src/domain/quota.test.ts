@@ -238,3 +238,53 @@ describe('gpusPerReplica', () => {
     it(c.name, () => expect(gpusPerReplica(DEFAULT_CATALOG, c.d, c.component)).toBe(c.gpus));
   }
 });
+
+describe('traffic split between revisions', () => {
+  /** A general deployment at revision 2 (revision 1 on hardware 1, revision 2 on hardware 2) with `traffic`. */
+  function split(traffic: Placement['traffic'], max = 2): Deployment {
+    return {
+      ...general(1, 2, max),
+      revision: 2,
+      revisions: [
+        { revision: 1, spec: generalSpec(1) },
+        { revision: 2, spec: generalSpec(2) },
+      ],
+      traffic,
+    };
+  }
+  const HALF = [
+    { revision: 1, latest: false, percent: 50, tag: null },
+    { revision: null, latest: true, percent: 50, tag: null },
+  ];
+
+  it('counts max_replicas of every revision of the split, each on its own revision’s hardware', () => {
+    const fp = footprint(split(HALF, 3), DEFAULT_CATALOG);
+    expect(fp.gpus).toBe(3 * 1 + 3 * 2);
+    expect([...fp.instances].sort()).toEqual([
+      [1, 3],
+      [2, 3],
+    ]);
+  });
+
+  it('counts the one revision traffic runs without a split (no list, one revision named, a 0 % entry without a tag), on its own hardware', () => {
+    expect(footprint(split(null), DEFAULT_CATALOG).gpus).toBe(4);
+    expect(footprint(split([{ revision: 1, latest: false, percent: 100, tag: null }]), DEFAULT_CATALOG).gpus).toBe(2);
+    expect(footprint(split([{ revision: 1, latest: false, percent: 100, tag: null }, { revision: null, latest: true, percent: 0, tag: null }]), DEFAULT_CATALOG).gpus).toBe(2);
+    // A tag keeps a 0 % revision running, so it counts.
+    expect(footprint(split([{ revision: 1, latest: false, percent: 100, tag: null }, { revision: null, latest: true, percent: 0, tag: 'preview' }]), DEFAULT_CATALOG).gpus).toBe(2 + 4);
+  });
+
+  it('reports a split over quota on traffic, with each revision’s part and the way out', () => {
+    const problems = checkCapacity(split(HALF, 5), OTHERS_20, DEFAULT_CATALOG, QUOTA);
+    expect(problems).toEqual([
+      {
+        field: 'traffic',
+        code: 'quota_exceeded',
+        message:
+          'GPU quota exceeded: this deployment needs 15 GPUs (revision 1: max_replicas 5 × sim-gpu-1x, 1 GPU each + revision 2: max_replicas 5 × sim-gpu-2x, 2 GPUs each), ' +
+          'other deployments hold 20, the quota is 32 (12 free); traffic splits between 2 revisions, each running up to its own replicas: send traffic to fewer revisions, lower max_replicas or pick smaller hardware, or delete a deployment you no longer need',
+      },
+    ]);
+    expect(checkCapacity(split(HALF, 3), OTHERS_20, DEFAULT_CATALOG, QUOTA)).toEqual([]);
+  });
+});

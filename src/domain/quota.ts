@@ -6,15 +6,22 @@
 // inference) or the sum of both pool footprints (disaggregated); each replica costs one full
 // hardware instance; the orchestrated Frontend is CPU-only and costs nothing here.
 // A deployment holds its reservation while it exists, paused or not, so a resume never
-// fails on capacity. Pure: no I/O.
+// fails on capacity. While traffic splits between revisions (domain/traffic.ts), each
+// revision of the split runs its own replicas, autoscaled up to max_replicas on its own
+// revision's hardware, so the footprint counts every revision of the split. Pure: no I/O.
 
 import type { FieldProblem } from '../core/errors.js';
 import { describeCluster, findCluster, findHardware, type Catalog, type HardwareProfile } from './catalog.js';
 import { poolOf } from './components.js';
-import type { DeploymentRecord } from './records.js';
+import type { DeploymentRecord, DeploymentSpec } from './records.js';
+import { soleRevisionOf, splitOf } from './traffic.js';
 
-/** The parts of a deployment that decide its footprint. */
-export type Placement = Pick<DeploymentRecord, 'cluster_id' | 'spec' | 'scaling'>;
+/**
+ * The parts of a deployment that decide its footprint: its spec and scaling, and, when known,
+ * its traffic with the revisions it names (a split runs each of them).
+ */
+export type Placement = Pick<DeploymentRecord, 'cluster_id' | 'spec' | 'scaling'> &
+  Partial<Pick<DeploymentRecord, 'traffic' | 'revision'>> & { revisions?: readonly { revision: number; spec: DeploymentSpec }[] };
 
 export interface Footprint {
   gpus: number;
@@ -26,20 +33,40 @@ export interface Footprint {
 interface Part {
   /** How the count is named in messages: `max_replicas`, `prefill`, `decode`. */
   label: string;
+  /** The revision of a traffic split it belongs to; null without a split. */
+  revision: number | null;
   hardwareId: number;
   replicas: number;
   profile: HardwareProfile | undefined;
 }
 
+/** The revisions of a traffic split the placement runs side by side; null without one. */
+function splitRevisions(d: Placement): number[] | null {
+  if (d.revision === undefined) return null;
+  return splitOf({ traffic: d.traffic, revision: d.revision })?.map((s) => s.revision) ?? null;
+}
+
+/** The spec a revision runs with (the current one when the revisions are not known). */
+const specOf = (d: Placement, revision: number): DeploymentSpec => d.revisions?.find((r) => r.revision === revision)?.spec ?? d.spec;
+
 function partsOf(d: Placement, catalog: Catalog): Part[] {
+  const split = splitRevisions(d);
+  if (split !== null) return split.flatMap((revision) => specParts(d, specOf(d, revision), revision, catalog));
+  // Traffic may keep everything on an older revision (a manual rollout): that one runs.
+  const sole = d.revision === undefined ? null : soleRevisionOf({ traffic: d.traffic, revision: d.revision });
+  return specParts(d, sole === null ? d.spec : specOf(d, sole), null, catalog);
+}
+
+function specParts(d: Placement, spec: DeploymentSpec, revision: number | null, catalog: Catalog): Part[] {
   const cluster = findCluster(catalog, d.cluster_id);
   const part = (label: string, hardwareId: number, replicas: number): Part => ({
     label,
+    revision,
     hardwareId,
     replicas,
     profile: cluster ? findHardware(cluster, hardwareId) : undefined,
   });
-  const { spec, scaling } = d;
+  const { scaling } = d;
   if (spec.family === 'orchestrated' && spec.serving_mode === 'disaggregated') {
     if (!spec.worker_pools || !scaling.pools) return [];
     return [
@@ -74,7 +101,8 @@ function describeParts(parts: Part[]): string {
   return parts
     .map((p) => {
       const name = p.profile?.name ?? `hardware ${p.hardwareId}`;
-      return `${p.label} ${p.replicas} × ${name}, ${plural(p.profile?.gpus_per_instance ?? 0, 'GPU')} each`;
+      const of = p.revision === null ? '' : `revision ${p.revision}: `;
+      return `${of}${p.label} ${p.replicas} × ${name}, ${plural(p.profile?.gpus_per_instance ?? 0, 'GPU')} each`;
     })
     .join(' + ');
 }
@@ -82,11 +110,14 @@ function describeParts(parts: Part[]): string {
 const isDisaggregated = (d: Placement): boolean =>
   d.spec.family === 'orchestrated' && d.spec.serving_mode === 'disaggregated';
 
-/** The request field a capacity problem is reported on. */
-const capacityField = (d: Placement): string => (isDisaggregated(d) ? 'worker_pools' : 'max_replicas');
+/** The request field a capacity problem is reported on: a split multiplies the footprint by its revisions. */
+const capacityField = (d: Placement): string => (splitRevisions(d) !== null ? 'traffic' : isDisaggregated(d) ? 'worker_pools' : 'max_replicas');
 
-const shrinkHint = (d: Placement): string =>
-  isDisaggregated(d) ? 'use fewer pool replicas' : 'lower max_replicas or pick smaller hardware';
+const shrinkHint = (d: Placement): string => {
+  const own = isDisaggregated(d) ? 'use fewer pool replicas' : 'lower max_replicas or pick smaller hardware';
+  const split = splitRevisions(d);
+  return split === null ? own : `traffic splits between ${split.length} revisions, each running up to its own replicas: send traffic to fewer revisions, ${own}`;
+};
 
 function quotaProblem(candidate: Placement, parts: Part[], others: Placement[], catalog: Catalog, quota: number): FieldProblem[] {
   const need = sumParts(parts).gpus;

@@ -257,6 +257,26 @@ const CASES: Case[] = [
   { rule: 'config_file content string', family: 'general', body: general({ config_file: { filename: 'a.yaml', mount_path: '/etc/app', content: 42 } }), field: 'config_file.content', message: 'config_file.content must be a string' },
   { rule: 'config_file content required', family: 'general', body: general({ config_file: { filename: 'a.yaml', mount_path: '/etc/app' } }), field: 'config_file.content', message: 'config_file.content is required' },
   { rule: 'config_file unknown field', family: 'general', body: general({ config_file: { filename: 'a.yaml', mount_path: '/etc/app', content: '', mode: 600 } }), field: 'config_file.mode', message: 'unknown field "config_file.mode"' },
+  // Traffic between revisions and the rollout mode.
+  ...shared('traffic is a list', { traffic: { revision: 1, percent: 100 } }, 'traffic', 'traffic must be a list of entries like'),
+  ...shared('traffic sums to 100', { traffic: [{ latest: true, percent: 60 }] }, 'traffic', 'must sum to 100, got 60'),
+  ...shared('traffic names revision or latest', { traffic: [{ percent: 100 }] }, 'traffic[0]', 'exactly one of "revision"'),
+  ...shared('traffic tags unique', { traffic: [{ revision: 1, percent: 50, tag: 'x' }, { latest: true, percent: 50, tag: 'x' }] }, 'traffic', 'tag "x" is used twice'),
+  ...shared('traffic entry keys', { traffic: [{ latest: true, percent: 100, weight: 1 }] }, 'traffic[0].weight', 'unknown field "weight" in traffic[0]'),
+  ...shared('a create names revision 1 or latest', { traffic: [{ revision: 2, percent: 100 }] }, 'traffic[0].revision', 'has no revision 2'),
+  ...shared('a tag host is no other name', { traffic: [{ latest: true, percent: 100, tag: 'taken' }], name: 'name' }, 'traffic[0].tag', 'the host of the deployment named "taken-name"'),
+  ...shared('rollout_mode values', { rollout_mode: 'canary' }, 'rollout_mode', 'rollout_mode must be "automatic"'),
+  // The autoscaling signal.
+  ...shared('autoscaling_metric values', { autoscaling_metric: 'gpu' }, 'autoscaling_metric', 'autoscaling_metric must be one of concurrency, queue_depth, kv_cache, ttft, not "gpu"'),
+  ...shared('autoscaling_target required', { autoscaling_metric: 'kv_cache' }, 'autoscaling_target', 'autoscaling_target is required with autoscaling_metric kv_cache'),
+  ...shared('autoscaling_target range', { autoscaling_metric: 'queue_depth', autoscaling_target: 0.05 }, 'autoscaling_target', 'of queue_depth must be a number from 0.1 to 10000'),
+  ...shared('autoscaling_target whole for ttft', { autoscaling_metric: 'ttft', autoscaling_target: 10.5 }, 'autoscaling_target', 'of ttft must be a whole number'),
+  ...shared('autoscaling_target a number', { autoscaling_metric: 'ttft', autoscaling_target: '500' }, 'autoscaling_target', 'autoscaling_target must be a number, got a string'),
+  { rule: 'autoscaling_target refused with concurrency (general)', family: 'general', body: general({ autoscaling_target: 3 }), field: 'autoscaling_target', message: 'the target is max_concurrency' },
+  { rule: 'autoscaling_target refused with concurrency (orchestrated)', family: 'orchestrated', body: aggregated({ autoscaling_target: 3 }), field: 'autoscaling_target', message: 'the target is concurrency' },
+  { rule: 'scale to zero needs concurrency or queue_depth', family: 'general', body: general({ min_replicas: 0, autoscaling_metric: 'ttft', autoscaling_target: 500 }), field: 'min_replicas', message: 'ttft is read from running replicas' },
+  { rule: 'disaggregated pools do not scale on a signal', family: 'orchestrated', body: disaggregated({ autoscaling_metric: 'queue_depth', autoscaling_target: 2 }), field: 'autoscaling_metric', message: 'fixed sizes' },
+  { rule: 'disaggregated pools take no target', family: 'orchestrated', body: disaggregated({ autoscaling_target: 2 }), field: 'autoscaling_target', message: 'fixed sizes' },
 ];
 
 function problemsOf(result: Validation<unknown>): FieldProblem[] {
@@ -958,5 +978,113 @@ describe('endpoint limit flow_control', () => {
     expect(effectiveFlowControl({ max_wait_seconds: { urgent: 5 } })).toBeUndefined();
     expect(effectiveFlowControl({ max_wait_seconds: 5 })).toBeUndefined();
     expect(effectiveFlowControl(5)).toBeUndefined();
+  });
+});
+
+describe('traffic, rollout_mode and the autoscaling signal', () => {
+  const stored = (extra: Partial<DeploymentRecord> = {}): DeploymentRecord => {
+    const d = created('general', general());
+    const spec2 = { ...d.spec, env: { EDITION: 'two' } };
+    return {
+      ...d,
+      spec: spec2,
+      revision: 2,
+      revisions: [...d.revisions, { revision: 2, created_at: d.created_at, reason: 'update', source_revision: null, status: 'pending', spec: spec2 }],
+      ...extra,
+    };
+  };
+
+  it('defaults to no list, automatic rollout and concurrency (no metric fields stored, so older records compare equal)', () => {
+    const d = ok(validateCreate('general', general(), ctx));
+    expect([d.traffic, d.rollout_mode]).toEqual([null, 'automatic']);
+    expect(d.scaling).toEqual({ min_replicas: 1, max_replicas: 1, target_concurrency: null, cooldown_period: 300, pools: null });
+    const q = ok(validateCreate('general', general({ max_replicas: 3, autoscaling_metric: 'queue_depth', autoscaling_target: 2 }), ctx));
+    expect(q.scaling).toMatchObject({ target_concurrency: null, autoscaling_metric: 'queue_depth', autoscaling_target: 2 });
+    expect(toRequest(recordOf(q))).toMatchObject({ autoscaling_metric: 'queue_depth', autoscaling_target: 2, rollout_mode: 'automatic' });
+    expect(toRequest(recordOf(d))).not.toHaveProperty('autoscaling_metric');
+  });
+
+  it('a PATCH of traffic changes traffic only: no spec change, checked against the stored revisions', () => {
+    const r = ok(validatePatch(stored(), { traffic: [{ revision: 1, percent: 90 }, { latest: true, percent: 10, tag: 'canary' }] }, ctx));
+    expect([r.specChanged, r.scalingChanged, r.trafficChanged, r.rolloutModeChanged]).toEqual([false, false, true, false]);
+    expect(r.draft.traffic).toEqual([{ revision: 1, latest: false, percent: 90, tag: null }, { revision: null, latest: true, percent: 10, tag: 'canary' }]);
+    expect(problemsOf(validatePatch(stored(), { traffic: [{ revision: 3, percent: 100 }] }, ctx))).toEqual([
+      { field: 'traffic[0].revision', code: 'invalid_field', message: 'web has no revision 3; its revisions are 1 to 2' },
+    ]);
+    // The stored list stands through unrelated edits, and rollout_mode alone is a change of its own.
+    const split = stored({ traffic: r.draft.traffic });
+    const other = ok(validatePatch(split, { cooldown_period: 60 }, ctx));
+    expect([other.trafficChanged, other.draft.traffic]).toEqual([false, split.traffic]);
+    expect(ok(validatePatch(split, { rollout_mode: 'manual' }, ctx)).rolloutModeChanged).toBe(true);
+    expect(ok(validatePatch(split, { traffic: null }, ctx))).toMatchObject({ trafficChanged: true, draft: { traffic: null } });
+  });
+
+  it('a failed revision in the stored list does not stand in the way of an unrelated PATCH, only of one that names it', () => {
+    const d = stored({ traffic: [{ revision: 1, latest: false, percent: 50, tag: null }, { revision: 2, latest: false, percent: 50, tag: null }] });
+    const failed = { ...d, revisions: d.revisions.map((x) => (x.revision === 2 ? { ...x, status: 'failed' as const } : x)) };
+    expect(problemsOf(validatePatch(failed, { cooldown_period: 60 }, ctx))).toEqual([]);
+    expect(problemsOf(validatePatch(failed, { traffic: [{ revision: 2, percent: 100 }] }, ctx)).map((p) => p.field)).toEqual(['traffic[0].revision']);
+  });
+
+  it('with a spec change, latest and N+1 name the new revision', () => {
+    const r = ok(validatePatch(stored(), { env: { EDITION: 'three' }, traffic: [{ revision: 2, percent: 90 }, { revision: 3, percent: 10 }] }, ctx));
+    expect([r.specChanged, r.trafficChanged]).toEqual([true, true]);
+  });
+
+  it('manual mode: a spec change without traffic pins latest to the previous revision; with traffic, the list given stands', () => {
+    const none = ok(validatePatch(stored({ rollout_mode: 'manual' }), { env: { EDITION: 'three' } }, ctx));
+    expect(none.draft.traffic).toEqual([{ revision: 2, latest: false, percent: 100, tag: null }]);
+    const canary = stored({ rollout_mode: 'manual', traffic: [{ revision: 1, latest: false, percent: 80, tag: null }, { revision: null, latest: true, percent: 20, tag: 'c' }] });
+    expect(ok(validatePatch(canary, { env: { EDITION: 'three' } }, ctx)).draft.traffic).toEqual([
+      { revision: 1, latest: false, percent: 80, tag: null },
+      { revision: 2, latest: false, percent: 20, tag: 'c' },
+    ]);
+    const given = ok(validatePatch(canary, { env: { EDITION: 'three' }, traffic: [{ latest: true, percent: 100 }] }, ctx));
+    expect(given.draft.traffic).toEqual([{ revision: null, latest: true, percent: 100, tag: null }]);
+    // Switching to manual in the same PATCH as the spec change already starts it at 0 %.
+    expect(ok(validatePatch(stored(), { rollout_mode: 'manual', env: { EDITION: 'three' } }, ctx)).draft.traffic).toEqual([{ revision: 2, latest: false, percent: 100, tag: null }]);
+    // A newest revision that failed: the one serving keeps the share.
+    const failedNewest = stored({ rollout_mode: 'manual', serving_revision: 1 });
+    failedNewest.revisions[1] = { ...failedNewest.revisions[1]!, status: 'failed' };
+    expect(ok(validatePatch(failedNewest, { env: { EDITION: 'three' } }, ctx)).draft.traffic).toEqual([{ revision: 1, latest: false, percent: 100, tag: null }]);
+  });
+
+  it('a metric change without a target drops the inherited one; scaling changes in place', () => {
+    const q = stored({ scaling: { min_replicas: 1, max_replicas: 3, target_concurrency: null, cooldown_period: 300, pools: null, autoscaling_metric: 'queue_depth', autoscaling_target: 4 } });
+    expect(problemsOf(validatePatch(q, { autoscaling_metric: 'ttft' }, ctx)).map((p) => p.field)).toEqual(['autoscaling_target']);
+    const same = ok(validatePatch(q, { autoscaling_metric: 'queue_depth' }, ctx));
+    expect(same.scalingChanged).toBe(false);
+    const conc = ok(validatePatch(q, { autoscaling_metric: 'concurrency', max_concurrency: 2 }, ctx));
+    expect([conc.scalingChanged, conc.specChanged, conc.draft.scaling]).toEqual([true, false, { min_replicas: 1, max_replicas: 3, target_concurrency: 2, cooldown_period: 300, pools: null }]);
+  });
+
+  it('tag hosts: never another deployment name, another deployment tag host, nor a new name taken by a tag', () => {
+    const withOthers: ValidationContext = {
+      ...ctx,
+      otherDeployments: [{ name: 'b-c', traffic: [{ revision: 1, latest: false, percent: 100, tag: 'a' }] }],
+    };
+    expect(problemsOf(validateCreate('general', general({ name: 'c', traffic: [{ latest: true, percent: 100, tag: 'a-b' }] }), withOthers))).toEqual([
+      { field: 'traffic[0].tag', code: 'invalid_field', message: expect.stringContaining('which a tag of deployment b-c already uses') },
+    ]);
+    expect(problemsOf(validateCreate('general', general({ name: 'a-b-c' }), withOthers))).toEqual([
+      { field: 'name', code: 'conflict', message: expect.stringContaining("remove the tag from b-c's traffic first") },
+    ]);
+  });
+
+  it('ranks traffic problems with the traffic field, after the fields before it', () => {
+    const problems = problemsOf(validateCreate('general', general({ container_port: 0, traffic: [{ latest: true, percent: 'all' }] }), ctx));
+    expect(problems.map((p) => p.field)).toEqual(['container_port', 'traffic[0].percent']);
+  });
+
+  it('clone copies rollout_mode and the signal, never traffic', () => {
+    const src = stored({
+      rollout_mode: 'manual',
+      traffic: [{ revision: 1, latest: false, percent: 50, tag: null }, { revision: 2, latest: false, percent: 50, tag: 'half' }],
+      scaling: { min_replicas: 1, max_replicas: 3, target_concurrency: null, cooldown_period: 300, pools: null, autoscaling_metric: 'kv_cache', autoscaling_target: 70 },
+    });
+    const c = ok(validateClone(src, { name: 'copy' }, ctx));
+    expect([c.traffic, c.rollout_mode, c.scaling.autoscaling_metric, c.scaling.autoscaling_target]).toEqual([null, 'manual', 'kv_cache', 70]);
+    // A clone may give its own list, naming its revision 1.
+    expect(ok(validateClone(src, { name: 'copy', traffic: [{ revision: 1, percent: 100, tag: 'new' }] }, ctx)).traffic).toEqual([{ revision: 1, latest: false, percent: 100, tag: 'new' }]);
   });
 });

@@ -14,7 +14,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { buildControlApp, type ControlApp } from '../../src/control/app.js';
 import type { HostCommandPolicy } from '../../src/domain/host-commands.js';
 import { Credentials } from '../../src/control/credentials.js';
-import type { ActivitySource } from '../../src/domain/ports.js';
+import type { ActivitySource, RevisionMetricsSource } from '../../src/domain/ports.js';
 import type { ShellProvider } from '../../src/domain/ports.js';
 import { loadOrCreateCa, type CertificateAuthority } from '../../src/pki/ca.js';
 import { FileStore } from '../../src/store/file-store.js';
@@ -63,6 +63,8 @@ export interface StartControlOptions {
   shells?: ShellProvider;
   /** The autoscaler's activity history; default none (the route answers 409). */
   activity?: ActivitySource;
+  /** What the gateways measured per revision; default none (the route answers 409). */
+  revisionMetrics?: RevisionMetricsSource;
 }
 
 export async function startControl(opts: StartControlOptions = {}): Promise<TestControl> {
@@ -84,6 +86,7 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.shells ? { shells: opts.shells } : {}),
     ...(opts.activity ? { activity: opts.activity } : {}),
+    ...(opts.revisionMetrics ? { revisionMetrics: opts.revisionMetrics } : {}),
     consoleDir: opts.consoleDir ?? null,
   });
   await app.listen({ port: 0, host: '127.0.0.1' });

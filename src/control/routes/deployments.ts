@@ -1,10 +1,11 @@
 // Owns the deployment routes (docs/control-api.md), mounted once per family under
 // /deployments/general and /deployments/orchestrated: create, list, detail, edit, delete,
 // pause, resume, rollback, clone and the revision history; the per-deployment routes beside
-// them (logs, usage, activity, events, terminal) are registered here too.
+// them (logs, usage, activity, revision metrics, events, terminal) are registered here too.
 
 import { Type } from 'typebox';
 import type { Family } from '../../domain/records.js';
+import { resolveTraffic } from '../../domain/traffic.js';
 import type { ControlApp, ControlContext } from '../context.js';
 import { callerRole } from '../caller.js';
 import { renderDeployment, renderReplica, revisionDetail } from '../render.js';
@@ -23,6 +24,7 @@ import { PlatformError } from '../../core/errors.js';
 import { registerActivityRoutes } from './activity.js';
 import { registerEventRoutes } from './events.js';
 import { registerLogRoutes } from './logs.js';
+import { registerRevisionMetricsRoutes } from './revision-metrics.js';
 import { registerTerminalRoutes } from './terminal.js';
 import { registerUsageRoutes } from './usage.js';
 
@@ -96,7 +98,8 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
     { schema: { tags, params: IdParams, response: { 200: Type.Object({ current: Type.Integer(), items: Type.Array(RevisionResponse) }) } } },
     async (request) => {
       const d = await service.get(family, request.params.id);
-      return { current: d.revision, items: d.revisions.map(revisionDetail) };
+      const shares = resolveTraffic(d);
+      return { current: d.revision, items: d.revisions.map((r) => revisionDetail(r, shares)) };
     },
   );
 
@@ -104,7 +107,7 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
     const d = await service.get(family, request.params.id);
     const r = d.revisions.find((x) => x.revision === request.params.n);
     if (!r) throw new PlatformError('not_found', `deployment ${d.name} has no revision ${request.params.n}`);
-    return revisionDetail(r);
+    return revisionDetail(r, resolveTraffic(d));
   });
 
   app.get(`${base}/:id/replicas`, { schema: { tags, params: IdParams, response: { 200: Type.Object({ items: Type.Array(ReplicaResponse) }), ...errors } } }, async (request) => {
@@ -116,6 +119,7 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
   registerLogRoutes(app, ctx, family);
   registerUsageRoutes(app, ctx, family);
   registerActivityRoutes(app, ctx, family);
+  registerRevisionMetricsRoutes(app, ctx, family);
   registerEventRoutes(app, ctx, family);
   registerTerminalRoutes(app, ctx, family);
 }

@@ -5,6 +5,8 @@
 
 import { describeCluster, findCluster, findHardware, type Cluster } from '../catalog.js';
 import { ROUTING_POLICIES, type Protocol, type RoutingPolicy, type ScalingSpec } from '../records.js';
+import { nameTakenByTag } from '../traffic.js';
+import { checkAutoscaling, requestedMetric } from './autoscaling-rules.js';
 import type { Req } from './shape.js';
 import type { Options, ValidationContext } from './types.js';
 
@@ -33,6 +35,15 @@ export function checkName(req: Req, ctx: ValidationContext, opts: Options): stri
   if (req.problems.length > before) return undefined;
   if (ctx.takenNames.has(name)) {
     req.add('name', `name "${name}" is already used by another deployment (names are unique across both families)`, 'conflict');
+    return undefined;
+  }
+  const tagOwner = nameTakenByTag(name, ctx.otherDeployments ?? []);
+  if (tagOwner !== null) {
+    req.add(
+      'name',
+      `name "${name}" is the host of a traffic tag of deployment ${tagOwner} (${name}.<domain> reaches that tag's revision); choose another name, or remove the tag from ${tagOwner}'s traffic first`,
+      'conflict',
+    );
     return undefined;
   }
   return name;
@@ -106,14 +117,15 @@ function checkMaxReplicas(req: Req, min: number | undefined): number | undefined
   return given;
 }
 
-function checkTarget(req: Req, field: string, min: number | undefined, max: number | undefined): number | null | undefined {
+/** `required`: the deployment scales on concurrency, whose target this is (another metric has autoscaling_target). */
+function checkTarget(req: Req, field: string, min: number | undefined, max: number | undefined, required: boolean): number | null | undefined {
   if (req.isBad(field)) return undefined;
   const target = req.int(field);
   if (target !== undefined && target < 1) {
     req.add(field, `${field} must be a positive integer: the target number of in-flight requests per replica`);
     return undefined;
   }
-  if (target === undefined && min !== undefined && max !== undefined && max > min) {
+  if (target === undefined && required && min !== undefined && max !== undefined && max > min) {
     req.add(
       field,
       `${field} is required when max_replicas (${max}) > min_replicas (${min}): it is the per-replica request target the autoscaler scales on`,
@@ -137,10 +149,12 @@ function checkCooldown(req: Req): number | undefined {
 export function checkScaling(req: Req): ScalingSpec | undefined {
   const min = checkMinReplicas(req);
   const max = checkMaxReplicas(req, min);
-  const target = checkTarget(req, req.family === 'general' ? 'max_concurrency' : 'concurrency', min, max);
+  const targetField = req.family === 'general' ? 'max_concurrency' : 'concurrency';
+  const autoscaling = checkAutoscaling(req, { targetField, min, disaggregated: false });
+  const target = checkTarget(req, targetField, min, max, requestedMetric(req) === 'concurrency');
   const cooldown = checkCooldown(req);
-  if (min === undefined || max === undefined || target === undefined || cooldown === undefined) return undefined;
-  return { min_replicas: min, max_replicas: max, target_concurrency: target, cooldown_period: cooldown, pools: null };
+  if (min === undefined || max === undefined || target === undefined || cooldown === undefined || autoscaling === undefined) return undefined;
+  return { min_replicas: min, max_replicas: max, target_concurrency: target, cooldown_period: cooldown, pools: null, ...autoscaling };
 }
 
 export function checkProtocol(req: Req): Protocol | undefined {

@@ -20,6 +20,7 @@ import {
   secretWillBeSet,
 } from './common-rules.js';
 import { kindOf, type Req } from './shape.js';
+import { checkRolloutMode, checkTraffic } from './traffic-rules.js';
 import type { DeploymentDraft, Options, ValidationContext } from './types.js';
 
 const PORT_MAX = 65535;
@@ -169,6 +170,8 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
   const environment = checkEnvironment(req, ctx, auth.token_value ?? undefined, opts, simulated);
   const annotations = checkAnnotations(req);
   const limits = checkLimits(req);
+  const traffic = checkTraffic(req);
+  const rolloutMode = checkRolloutMode(req);
   const command = req.strs('command') ?? [];
   checkRunnable(req, ctx, image, tag, command);
   if (req.problems.length > 0) return undefined;
@@ -200,5 +203,16 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
     ...(registryPassword === undefined ? {} : { registry_password: registryPassword }),
     ...secretEnvChanges(environment.secretEnv),
   };
-  return { family: 'general', name: need(name), cluster_id: need(cluster).id, spec, plainSecrets, scaling: need(scaling), auth, limits };
+  return {
+    family: 'general',
+    name: need(name),
+    cluster_id: need(cluster).id,
+    spec,
+    plainSecrets,
+    scaling: need(scaling),
+    auth,
+    limits,
+    traffic: need(traffic),
+    rollout_mode: need(rolloutMode),
+  };
 }

@@ -19,7 +19,9 @@ import {
   plainSecret,
   secretEnvChanges,
 } from './common-rules.js';
+import { checkAutoscaling } from './autoscaling-rules.js';
 import { isObject, kindOf, type Req } from './shape.js';
+import { checkRolloutMode, checkTraffic } from './traffic-rules.js';
 import type { DeploymentDraft, Options, ValidationContext } from './types.js';
 
 const MODEL_ID = /^[A-Za-z0-9._-]+\/[A-Za-z0-9._-]+$/;
@@ -145,7 +147,8 @@ function checkDisaggregated(req: Req, cluster: Cluster | undefined): Topology | 
   }
   const prefill = checkPool(req, 'prefill', pools.prefill, cluster);
   const decode = checkPool(req, 'decode', pools.decode, cluster);
-  if (!prefill || !decode) return undefined;
+  const autoscaling = checkAutoscaling(req, { targetField: 'concurrency', min: undefined, disaggregated: true });
+  if (!prefill || !decode || autoscaling === undefined) return undefined;
   return {
     hardware_instance_id: null,
     worker_pools: { prefill: { hardware_instance_id: prefill.hardware }, decode: { hardware_instance_id: decode.hardware } },
@@ -185,6 +188,8 @@ export function validateOrchestrated(req: Req, ctx: ValidationContext, opts: Opt
   const environment = checkEnvironment(req, ctx, auth.token_value ?? undefined, opts, true);
   const annotations = checkAnnotations(req);
   const limits = checkLimits(req);
+  const traffic = checkTraffic(req);
+  const rolloutMode = checkRolloutMode(req);
   if (req.problems.length > 0) return undefined;
   const shape = need(topology);
   const spec: OrchestratedSpec = {
@@ -205,5 +210,16 @@ export function validateOrchestrated(req: Req, ctx: ValidationContext, opts: Opt
   };
   const hubToken = plainSecret(req, 'model_hub_token');
   const plainSecrets = { ...(hubToken === undefined ? {} : { model_hub_token: hubToken }), ...secretEnvChanges(environment.secretEnv) };
-  return { family: 'orchestrated', name: need(name), cluster_id: need(cluster).id, spec, plainSecrets, scaling: shape.scaling, auth, limits };
+  return {
+    family: 'orchestrated',
+    name: need(name),
+    cluster_id: need(cluster).id,
+    spec,
+    plainSecrets,
+    scaling: shape.scaling,
+    auth,
+    limits,
+    traffic: need(traffic),
+    rollout_mode: need(rolloutMode),
+  };
 }

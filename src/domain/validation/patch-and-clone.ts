@@ -6,17 +6,36 @@
 // (a name absent keeps its sealed value), so they merge name by name.
 
 import type { FieldProblem } from '../../core/errors.js';
+import { autoscalingMetricOf } from '../autoscaling-signal.js';
+import { rolloutModeOf } from '../traffic.js';
 import { limitsOf, routingPolicyOf, type DeploymentRecord, type Family, type DeploymentSpec, type EndpointAuth, type EndpointLimits, type GeneralSpec, type OrchestratedSpec, type ScalingSpec, type SealedSecrets } from '../records.js';
 import { AGGREGATED_FIELDS, POOLS, type PoolName } from './orchestrated-rules.js';
 import { notAnObject, validateRequest, withPresetDefaults } from './pipeline.js';
 import { isObject, type Obj } from './shape.js';
+import { firstRevision, pinnedForManualRollout, trafficProblems, withNextRevision } from './traffic-rules.js';
 import type { DeploymentDraft, Options, PatchResult, Validation, ValidationContext } from './types.js';
 
-/** A stored deployment as a flat request (no secrets, no token value), as clients would send it. */
+/**
+ * A stored deployment as a flat request (no secrets, no token value), as clients would send it.
+ * Without `traffic`: it names this deployment's revisions, so a clone starts without it and a
+ * PATCH keeps the stored list unless its body gives one.
+ */
 export function toRequest(record: DeploymentRecord): Record<string, unknown> {
   const spec =
     record.spec.family === 'general' ? generalRequest(record.spec, record.scaling) : orchestratedRequest(record.spec, record.scaling);
-  return withoutNulls({ name: record.name, cluster_id: record.cluster_id, ...spec, ...authRequest(record.auth), ...limitsRequest(limitsOf(record)) });
+  return withoutNulls({
+    name: record.name,
+    cluster_id: record.cluster_id,
+    ...spec,
+    ...authRequest(record.auth),
+    ...limitsRequest(limitsOf(record)),
+    rollout_mode: rolloutModeOf(record),
+  });
+}
+
+/** The metric fields as a request carries them: none for concurrency. */
+function autoscalingRequest(scaling: ScalingSpec): Obj {
+  return { autoscaling_metric: scaling.autoscaling_metric, autoscaling_target: scaling.autoscaling_target };
 }
 
 function generalRequest(spec: GeneralSpec, scaling: ScalingSpec): Obj {
@@ -27,6 +46,7 @@ function generalRequest(spec: GeneralSpec, scaling: ScalingSpec): Obj {
     max_replicas: scaling.max_replicas,
     max_concurrency: scaling.target_concurrency,
     cooldown_period: scaling.cooldown_period,
+    ...autoscalingRequest(scaling),
   };
 }
 
@@ -44,6 +64,7 @@ function orchestratedRequest(spec: OrchestratedSpec, scaling: ScalingSpec): Obj 
     max_replicas: scaling.max_replicas,
     concurrency: scaling.target_concurrency,
     cooldown_period: scaling.cooldown_period,
+    ...autoscalingRequest(scaling),
   };
 }
 
@@ -131,14 +152,25 @@ export function validatePatch(current: DeploymentRecord, body: unknown, ctx: Val
     checkCertificate: body.client_certificate_id !== undefined && body.client_certificate_id !== null,
     releasedCertificate: released,
   };
+  dropTargetOfOtherMetric(merged, body, autoscalingMetricOf(current.scaling));
   const result = validateRequest(current.family, merged, ctx, opts, immutableProblems(current, body));
   if (!result.ok) return result;
   const draft = result.value;
+  const specChanged = !sameSpec(draft.spec, current.spec) || secretsChange(draft.plainSecrets, current.spec.secrets);
+  if (Object.hasOwn(body, 'traffic') && body.traffic !== undefined) {
+    // Checked against the deployment as this request leaves it: `latest` and N+1 name the revision its spec change makes.
+    const problems = trafficProblems(draft.traffic, specChanged ? withNextRevision(current) : current, ctx);
+    if (problems.length > 0) return { ok: false, problems };
+  } else if (specChanged && draft.rollout_mode === 'manual') {
+    draft.traffic = pinnedForManualRollout(current);
+  } else {
+    draft.traffic = current.traffic ?? null;
+  }
   return {
     ok: true,
     value: {
       draft,
-      specChanged: !sameSpec(draft.spec, current.spec) || secretsChange(draft.plainSecrets, current.spec.secrets),
+      specChanged,
       scalingChanged: !deepEqual(draft.scaling, current.scaling),
       // limitsOf: a key an older record lacks is null, not a change.
       limitsChanged: !deepEqual(draft.limits, limitsOf(current)),
@@ -147,8 +179,20 @@ export function validatePatch(current: DeploymentRecord, body: unknown, ctx: Val
         draft.auth.token_id !== current.auth.token_id ||
         draft.auth.client_certificate_id !== current.auth.client_certificate_id ||
         draft.auth.private_endpoint !== current.auth.private_endpoint,
+      trafficChanged: !deepEqual(draft.traffic, current.traffic ?? null),
+      rolloutModeChanged: draft.rollout_mode !== rolloutModeOf(current),
     },
   };
+}
+
+/**
+ * A body that moves to another autoscaling metric without naming a target drops the one it
+ * inherits: that target counted something else (waiting requests, percent, ms), so the new
+ * metric asks for its own, or needs none (concurrency).
+ */
+function dropTargetOfOtherMetric(merged: Obj, body: Obj, inherited: string): void {
+  if (!Object.hasOwn(body, 'autoscaling_metric') || Object.hasOwn(body, 'autoscaling_target')) return;
+  if ((body.autoscaling_metric ?? 'concurrency') !== inherited) delete merged.autoscaling_target;
 }
 
 /**
@@ -161,17 +205,28 @@ export function validateClone(source: DeploymentRecord, body: unknown, ctx: Vali
   const { name: _name, ...base } = toRequest(source);
   const switchesMode = Object.hasOwn(body, 'serving_mode') && (body.serving_mode ?? 'aggregated') !== base.serving_mode;
   if (source.spec.family === 'orchestrated' && switchesMode) {
-    const drop = source.spec.serving_mode === 'disaggregated' ? ['worker_pools'] : AGGREGATED_FIELDS.map(([f]) => f);
+    const drop =
+      source.spec.serving_mode === 'disaggregated' ? ['worker_pools'] : [...AGGREGATED_FIELDS.map(([f]) => f), 'autoscaling_metric', 'autoscaling_target'];
     for (const field of drop) delete base[field];
   }
   const released = releasedCertificate(source, body);
   if (released !== null || dropsSourceCertificate(source, body)) delete base.client_certificate_id;
-  return validateRequest(source.family, mergeRequest(base, body, source.family), ctx, {
+  const merged = mergeRequest(base, body, source.family);
+  dropTargetOfOtherMetric(merged, body, autoscalingMetricOf(source.scaling));
+  const result = validateRequest(source.family, merged, ctx, {
     mode: 'clone',
     inherited: { token_id: source.auth.token_id, secrets: source.spec.secrets },
     checkCertificate: true,
     releasedCertificate: released,
   });
+  return withTrafficChecked(result, ctx);
+}
+
+/** A new deployment's list (create, clone) names its only revision, 1, or `latest`. */
+export function withTrafficChecked(result: Validation<DeploymentDraft>, ctx: ValidationContext): Validation<DeploymentDraft> {
+  if (!result.ok) return result;
+  const problems = trafficProblems(result.value.traffic, firstRevision(result.value.name), ctx);
+  return problems.length > 0 ? { ok: false, problems } : result;
 }
 
 /**

@@ -17,7 +17,8 @@ function ordered(family: Family, problems: FieldProblem[]): FieldProblem[] {
   const order = [...FIELDS[family].keys()];
   const rank = (p: FieldProblem): number => {
     if (p.field === '') return -2;
-    return order.indexOf(p.field.split('.')[0] ?? '');
+    // `traffic[1].percent` ranks as `traffic`.
+    return order.indexOf(p.field.split(/[.[]/)[0] ?? '');
   };
   return [...problems].sort((a, b) => rank(a) - rank(b));
 }

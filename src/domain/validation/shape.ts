@@ -9,7 +9,7 @@ import type { Family } from '../records.js';
 // ---------------------------------------------------------------------------------------
 // Field tables. The order of each list is the order problems are reported in.
 
-type FieldType = 'string' | 'integer' | 'boolean' | 'strings' | 'map' | 'object';
+type FieldType = 'string' | 'integer' | 'number' | 'boolean' | 'strings' | 'map' | 'object' | 'list';
 
 const GENERAL_FIELDS = new Map<string, FieldType>([
   ['name', 'string'],
@@ -39,6 +39,8 @@ const GENERAL_FIELDS = new Map<string, FieldType>([
   ['max_replicas', 'integer'],
   ['max_concurrency', 'integer'],
   ['cooldown_period', 'integer'],
+  ['autoscaling_metric', 'string'],
+  ['autoscaling_target', 'number'],
   ['endpoint_bearer_token', 'string'],
   ['endpoint_token_id', 'integer'],
   ['private_endpoint', 'boolean'],
@@ -47,6 +49,8 @@ const GENERAL_FIELDS = new Map<string, FieldType>([
   ['first_response_timeout_seconds', 'integer'],
   ['rate_limit', 'object'],
   ['flow_control', 'object'],
+  ['rollout_mode', 'string'],
+  ['traffic', 'list'],
 ]);
 
 const ORCHESTRATED_FIELDS = new Map<string, FieldType>([
@@ -63,6 +67,8 @@ const ORCHESTRATED_FIELDS = new Map<string, FieldType>([
   ['max_replicas', 'integer'],
   ['concurrency', 'integer'],
   ['cooldown_period', 'integer'],
+  ['autoscaling_metric', 'string'],
+  ['autoscaling_target', 'number'],
   ['served_model_name', 'string'],
   ['model_hub_token', 'string'],
   ['protocol', 'string'],
@@ -78,6 +84,8 @@ const ORCHESTRATED_FIELDS = new Map<string, FieldType>([
   ['first_response_timeout_seconds', 'integer'],
   ['rate_limit', 'object'],
   ['flow_control', 'object'],
+  ['rollout_mode', 'string'],
+  ['traffic', 'list'],
 ]);
 
 export const FIELDS: Record<Family, Map<string, FieldType>> = { general: GENERAL_FIELDS, orchestrated: ORCHESTRATED_FIELDS };
@@ -182,6 +190,16 @@ export class Req {
     return typeof v === 'number' ? v : undefined;
   }
 
+  /** A number, whole or not (the shape check let only finite numbers through). */
+  num(field: string): number | undefined {
+    return this.int(field);
+  }
+
+  /** The raw value of a field the shape check found well-typed (undefined when absent, null or bad). */
+  any(field: string): unknown {
+    return this.value(field);
+  }
+
   bool(field: string): boolean | undefined {
     const v = this.value(field);
     return typeof v === 'boolean' ? v : undefined;
@@ -220,10 +238,12 @@ export function kindOf(v: unknown): string {
 const TYPE_TESTS: Record<FieldType, { test: (v: unknown) => boolean; expected: string }> = {
   string: { test: (v) => typeof v === 'string', expected: 'a string' },
   integer: { test: (v) => typeof v === 'number' && Number.isSafeInteger(v), expected: 'an integer' },
+  number: { test: (v) => typeof v === 'number' && Number.isFinite(v), expected: 'a number' },
   boolean: { test: (v) => typeof v === 'boolean', expected: 'true or false' },
   strings: { test: (v) => Array.isArray(v) && v.every((s) => typeof s === 'string'), expected: 'an array of strings' },
   map: { test: isObject, expected: 'an object mapping names to string values' },
   object: { test: isObject, expected: 'an object' },
+  list: { test: Array.isArray, expected: 'a list' },
 };
 
 const EXPECTED_SHAPE: Record<string, string> = {
@@ -232,6 +252,7 @@ const EXPECTED_SHAPE: Record<string, string> = {
   worker_pools: 'an object {prefill: {hardware_instance_id, replicas}, decode: {hardware_instance_id, replicas}}',
   rate_limit: 'an object {requests_per_second, tokens_per_minute}',
   flow_control: 'an object {max_queue, max_wait_seconds: {critical, standard, sheddable}}, or null for the defaults',
+  traffic: 'a list of entries like {"revision": 3, "percent": 90} or {"latest": true, "percent": 10, "tag": "canary"}, or null (everything to the newest revision)',
 };
 
 /** Unknown fields, the other family's fields, and wrong types. */

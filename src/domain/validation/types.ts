@@ -5,7 +5,8 @@
 import type { FieldProblem } from '../../core/errors.js';
 import type { Catalog } from '../catalog.js';
 import type { ImageMap } from '../image-map.js';
-import type { DeploymentSpec, EndpointLimits, Family, ScalingSpec, SealedSecrets } from '../records.js';
+import type { DeploymentRecord, DeploymentSpec, EndpointLimits, Family, ScalingSpec, SealedSecrets } from '../records.js';
+import type { RolloutMode, TrafficTarget } from '../traffic.js';
 
 export interface ValidationContext {
   catalog: Catalog;
@@ -26,6 +27,11 @@ export interface ValidationContext {
   registryCredentialIds?: ReadonlySet<number>;
   /** Names of the other live deployments (both families). */
   takenNames: ReadonlySet<string>;
+  /**
+   * The other live deployments' names and traffic: a tag's host `<tag>-<name>` must be no
+   * other deployment's name nor another tag's host, and a new name no tag's host. Absent: none.
+   */
+  otherDeployments?: readonly Pick<DeploymentRecord, 'name' | 'traffic'>[];
   /** What the runtime runs for each image: an unknown image needs a command. */
   images: ImageMap;
   /** The runtime runs the image itself (containers): an empty command means the image's own entrypoint. */
@@ -46,6 +52,13 @@ export interface DeploymentDraft {
   plainSecrets: { registry_password?: string | null; model_hub_token?: string | null; env?: Record<string, string | null> };
   scaling: ScalingSpec;
   limits: EndpointLimits;
+  /**
+   * How requests split between revisions, as stored (null: everything to the newest). For a
+   * PATCH, what the deployment holds after it: the body's list, the stored one, or — a spec
+   * change in manual mode — the stored one with `latest` pinned to the previous revision.
+   */
+  traffic: TrafficTarget[] | null;
+  rollout_mode: RolloutMode;
   /** token_value set: bind that value (the caller finds or creates its vault entry). */
   auth: { token_value: string | null; token_id: number | null; client_certificate_id: number | null; private_endpoint: boolean };
 }
@@ -61,6 +74,10 @@ export interface PatchResult {
   /** Endpoint limits (body size, first-response timeout, rate, flow control) changed: the gateways apply them at once, no revision. */
   limitsChanged: boolean;
   authChanged: boolean;
+  /** The traffic list changed (the body's, or pinned by a spec change in manual mode): applied at once, no revision. */
+  trafficChanged: boolean;
+  /** rollout_mode changed: applied at once, no revision. */
+  rolloutModeChanged: boolean;
 }
 
 /** How a request is validated: create, PATCH (over the stored deployment) or clone. */
