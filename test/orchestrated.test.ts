@@ -5,7 +5,8 @@
 // worker_pools and the three components. Killing the Frontend makes the deployment not ready
 // within 5 s although the workers run, and ready again once it is back. An unsupported extra
 // argument stops the worker with a log line naming it; the model-hub token reaches workers as
-// a file, never in their environment, logs or responses.
+// a file, never in their environment, logs or responses. A traffic split runs each revision's
+// own Frontend and Workers side by side, and the tag host reaches only its revision's Workers.
 
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -19,7 +20,7 @@ usePlatform('orchestrated', [], (p) => (platform = p));
 const TOKEN = 'tok-orchestrated-0123456789';
 const FAST = ['--startup-ms', '300', '--ttft-ms', '10', '--itl-ms', '5'];
 type Components = Record<string, { ready: number; desired: number }>;
-type View = { status: string; components: Components; worker_pools?: unknown };
+type View = { status: string; components: Components; worker_pools?: unknown; revision: number; revision_replicas?: { revision: number; ready: number }[]; traffic?: { tag: string | null; url: string | null }[] };
 
 async function create(body: Record<string, unknown>): Promise<number> {
   const res = await platform.call('POST', '/deployments/orchestrated', { cluster_id: 1, endpoint_bearer_token: TOKEN, ...body });
@@ -149,4 +150,35 @@ describe('orchestrated gRPC and autoscaled workers', () => {
     running = false;
     await Promise.all(load);
   }, 60_000);
+});
+
+describe('orchestrated traffic split', () => {
+  it('runs both revisions with their own Frontend and Workers; the tag host reaches only the canary', async () => {
+    const id = await create({ name: 'orchsplit', model: 'org/split', hardware_instance_id: 1, extra_args: FAST });
+    await waitFor(id, (d) => d.status === 'ready', 40_000, 'orchsplit ready');
+    const res = await platform.call('PATCH', `/deployments/orchestrated/${id}`, {
+      extra_args: [...FAST, '--itl-ms', '6'],
+      traffic: [
+        { revision: 1, percent: 50 },
+        { latest: true, percent: 50, tag: 'next' },
+      ],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const both = (d: View) => [1, 2].every((n) => (d.revision_replicas ?? []).some((r) => r.revision === n && r.ready >= 1));
+    const split = await waitFor(id, both, 40_000, 'both revisions ready');
+    // Each revision runs its own Frontend and its own Worker.
+    for (const prefix of ['orchsplit-r1-frontend-', 'orchsplit-r1-worker-', 'orchsplit-r2-frontend-', 'orchsplit-r2-worker-']) {
+      expect(replicaMains(platform.dataDir, prefix), prefix).toHaveLength(1);
+    }
+    const ask = async (url: string): Promise<string> => {
+      const c = await platform.client('orchsplit', TOKEN).withOptions({ baseURL: `${url}/v1` }).chat.completions.create({ model: 'org/split', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+      return c.system_fingerprint ?? '';
+    };
+    const plain = await Promise.all(Array.from({ length: 20 }, () => ask(platform.endpoint('orchsplit'))));
+    expect(new Set(plain.map((f) => /-r(\d+)-worker-/.exec(f)?.[1]))).toEqual(new Set(['1', '2']));
+    const tagUrl = split.traffic?.find((t) => t.tag === 'next')?.url ?? '';
+    expect(tagUrl).toContain('next-orchsplit.');
+    const tagged = await Promise.all(Array.from({ length: 10 }, () => ask(tagUrl)));
+    expect(tagged.every((f) => f.startsWith('orchsplit-r2-worker-')), tagged.join(',')).toBe(true);
+  }, 90_000);
 });
