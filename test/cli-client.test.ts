@@ -165,7 +165,7 @@ describe('infergate client', () => {
 
     const usage = await cli(['scale', 'cli-a']);
     expect(usage.code).toBe(2);
-    expect(usage.stderr).toContain('give --min, --max or both');
+    expect(usage.stderr).toContain('give --min, --max, --autoscaling-metric or --autoscaling-target');
     const missing = await cli(['get']);
     expect(missing.code).toBe(2);
 
