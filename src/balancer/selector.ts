@@ -7,6 +7,12 @@ export interface ReplicaRef {
   readonly address: string;
   /** The deployment revision the replica runs (set by the gateway's routing table; absent elsewhere). */
   readonly revision?: number;
+  /**
+   * Where its engine's Prometheus metrics are when they are not `/metrics` on `address` (the
+   * spec's metrics_port and metrics_path: a gRPC engine, or one serving them apart), as
+   * `http://host:port/path`; absent: `/metrics` on its address, for HTTP replicas.
+   */
+  readonly metrics?: string;
 }
 
 /** In-flight requests per replica, as counted by the gateway right now. */

@@ -136,10 +136,11 @@ export function createGateway(opts: GatewayOptions): Gateway {
   });
   const hostCertificates = opts.perHostCertificates === false ? null : new HostCertificates(opts.ca, opts.ca.certPem, log);
 
-  // Every HTTP deployment's replicas: flow control reads the engines' queues whatever the
-  // routing policy (a gRPC replica's port speaks h2c only: it has no /metrics there).
+  // Every HTTP deployment's replicas, and gRPC ones whose spec names a metrics port (their
+  // serving port speaks h2c only): flow control and the autoscaler's engine signals read the
+  // engines' queues whatever the routing policy.
   const signals = new ReplicaSignalScraper(
-    () => [...table.routes()].filter((r) => r.protocol === 'http').flatMap((r) => r.replicas),
+    () => [...table.routes()].flatMap((r) => (r.protocol === 'http' ? r.replicas : r.replicas.filter((replica) => replica.metrics !== undefined))),
     (replicaId, tokens) => prefix.cacheSize(replicaId, tokens),
     DEFAULTS.gateway.scrape,
     () => performance.now(),

@@ -71,6 +71,14 @@ describe('ReplicaSignalScraper', () => {
     expect(scraper.signals(1)).toBeNull();
   });
 
+  it('reads the metrics port and path the spec names instead of /metrics on the serving address', async () => {
+    const serving = await replica((_req, res) => res.end('an h2c port has no /metrics'));
+    const metricsPort = await replica((req, res) => res.end(req.url === '/stats/prom' ? exposition : 'no'));
+    const scraper = new ReplicaSignalScraper(() => [{ id: 1, address: serving, metrics: `http://${metricsPort}/stats/prom` }], () => undefined, DEFAULTS.gateway.scrape);
+    await scraper.scrapeAll();
+    expect(scraper.signals(1)).toEqual({ running: 5, waiting: 4, kvUsage: 0.75 });
+  });
+
   it('forgets a replica that is no longer watched', async () => {
     const good = await replica((_req, res) => res.end(exposition));
     let watched = [{ id: 1, address: good }];

@@ -4,7 +4,7 @@
 // and its cache size — for prefix-aware routing and flow control, and for the autoscaler's
 // queue_depth and kv_cache signals (through the load report), whatever the routing policy. A replica that exposes none of them, or does not answer within the
 // timeout, simply has no signals: the policy then works from the gateway's own counts.
-// Scrapes are plain HTTP on the replica's own address, one at a time per replica, so a slow
+// Scrapes are plain HTTP on the replica's own address (or the metrics port its spec names), one at a time per replica, so a slow
 // replica never accumulates them, and read at most MAX_METRICS_BYTES of each answer, so a large
 // one never holds the gateway's memory.
 
@@ -184,7 +184,7 @@ export class ReplicaSignalScraper implements SignalView {
   private async scrape(r: ReplicaRef): Promise<void> {
     this.busy.add(r.id);
     try {
-      const res = await request(`http://${r.address}/metrics`, { headers: { 'user-agent': SCRAPER_USER_AGENT }, signal: AbortSignal.timeout(this.opts.timeoutMs) });
+      const res = await request(r.metrics ?? `http://${r.address}/metrics`, { headers: { 'user-agent': SCRAPER_USER_AGENT }, signal: AbortSignal.timeout(this.opts.timeoutMs) });
       if (res.statusCode !== 200) {
         await res.body.dump();
         return;

@@ -87,6 +87,15 @@ describe('RoutingTable', () => {
     expect(after?.replicas).toHaveLength(3);
   });
 
+  it('gives each replica the metrics URL its spec names (metrics_port and metrics_path), and none otherwise', async () => {
+    const d = await store.create('deployment', (id) => deploymentRecord(id, 'triton'));
+    await store.create('replica', (id) => ({ ...replica(d.value.id, 'Replica', 'ready', 4101)(id), metrics_target: { address: '127.0.0.1:4102', path: '/metrics' } }));
+    await store.create('replica', replica(d.value.id, 'Replica', 'ready', 4103));
+    table = new RoutingTable(store, 'endpoints.test');
+    await table.start();
+    expect(table.lookup('triton.endpoints.test')?.replicas.map((r) => r.metrics)).toEqual(['http://127.0.0.1:4102/metrics', undefined]);
+  });
+
   it('leaves out a bound token whose hash is a service-account key, and routes orchestrated hosts to the Frontend', async () => {
     const token = await store.create('token', (id) => tokenRecord(id, 'leaked', 'hash-of-a-platform-key'));
     await store.create('service_account', (id) => ({ id, name: 'ops', role: 'admin' as const, key_hash: 'hash-of-a-platform-key', hint: '…abcd', created_at: new Date(0).toISOString() }));

@@ -259,7 +259,7 @@ export class RoutingTable {
       const ready: ReplicaRef[] = (readyBy.get(d.id) ?? [])
         .filter((r) => r.component === component)
         .sort((a, b) => a.id - b.id)
-        .map((r) => ({ id: r.id, address: r.address, revision: r.revision }));
+        .map((r) => ({ id: r.id, address: r.address, revision: r.revision, metrics: r.metrics_target ? `http://${r.metrics_target.address}${r.metrics_target.path}` : undefined }));
       const previous = this.table.get(host);
       const token = d.auth.token_id === null ? undefined : liveTokens.get(d.auth.token_id);
       const limits = limitsOf(d);
@@ -372,5 +372,5 @@ class LiveCertificates {
 }
 
 function sameReplicas(a: readonly ReplicaRef[], b: readonly ReplicaRef[]): boolean {
-  return a.length === b.length && a.every((r, i) => r.id === b[i]!.id && r.address === b[i]!.address && r.revision === b[i]!.revision);
+  return a.length === b.length && a.every((r, i) => r.id === b[i]!.id && r.address === b[i]!.address && r.revision === b[i]!.revision && r.metrics === b[i]!.metrics);
 }
