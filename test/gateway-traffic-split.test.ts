@@ -20,6 +20,7 @@ import { modify } from '../src/store/store.js';
 import { startChatUpstream, type ChatUpstream } from './helpers/chat-upstream.js';
 import { DOMAIN, hostOf, startGatewayEnv, tokenFor, waitFor, type GatewayEnv } from './helpers/gateway-env.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
+import { pool } from './helpers/pool.js';
 
 let env: GatewayEnv;
 const upstreams: ChatUpstream[] = [];
@@ -78,19 +79,6 @@ function asker(name: string, host = hostOf(name), path = '/v1/chat/completions')
   };
 }
 
-async function pool<T>(n: number, width: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array<T>(n);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      while (next < n) {
-        const i = next++;
-        out[i] = await task(i);
-      }
-    }),
-  );
-  return out;
-}
 
 const count = <T>(xs: readonly T[], p: (x: T) => boolean): number => xs.filter(p).length;
 

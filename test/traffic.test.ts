@@ -9,6 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { engineBody, FAST_ENGINE, replicaMains, usePlatform, type Platform } from './helpers/platform.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
+import { pool } from './helpers/pool.js';
 
 let platform: Platform;
 
@@ -58,20 +59,6 @@ function asker(host: string) {
   };
 }
 
-/** Runs `n` calls of `task(i)`, `width` at a time, and returns their results in order. */
-async function pool<T>(n: number, width: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array(n);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: width }, async () => {
-      while (next < n) {
-        const i = next++;
-        out[i] = await task(i);
-      }
-    }),
-  );
-  return out;
-}
 
 describe('a 90/10 split', () => {
   it('puts 10 % ± 3 % of 1,000 sessions on the canary, keeps each session on its revision, and the tag host reaches only the canary', async () => {

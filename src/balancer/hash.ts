@@ -8,6 +8,11 @@ export function hash32(text: string): number {
     h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
+  return fmix32(h);
+}
+
+/** MurmurHash3's finaliser: every input bit moves every output bit. */
+function fmix32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
@@ -23,11 +28,5 @@ export function hash32(text: string): number {
  * sessions of a 10 % revision spread over its whole ring rather than one tenth of it.
  */
 export function rehash32(h: number): number {
-  h ^= 0x9e3779b9;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return fmix32(h ^ 0x9e3779b9);
 }
