@@ -79,7 +79,6 @@ function asker(name: string, host = hostOf(name), path = '/v1/chat/completions')
   };
 }
 
-
 const count = <T>(xs: readonly T[], p: (x: T) => boolean): number => xs.filter(p).length;
 
 async function metricValue(name: string, labels: Record<string, string>): Promise<number | undefined> {

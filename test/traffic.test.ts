@@ -59,7 +59,6 @@ function asker(host: string) {
   };
 }
 
-
 describe('a 90/10 split', () => {
   it('puts 10 % ± 3 % of 1,000 sessions on the canary, keeps each session on its revision, and the tag host reaches only the canary', async () => {
     const id = await create(engineBody('split', TOKEN));
