@@ -179,7 +179,7 @@ describe('the usage view', () => {
     const stranger = await gatewayFetch({ ca: platform.ca })(`${platform.endpoint('meter')}/v1/models`, { headers: { authorization: 'Bearer wrong-token-0000' } });
     expect(stranger.status).toBe(401);
 
-    type Usage = { totals: { requests: number; errors: number; prompt_tokens: number; completion_tokens: number; gpu_seconds: number; replica_seconds: { Replica?: number } }; hours: { hour: string }[] };
+    type Usage = { totals: { requests: number; errors: number; prompt_tokens: number; completion_tokens: number; gpu_seconds: number; replica_seconds: { Replica?: number }; revisions: Record<string, unknown> }; hours: { hour: string }[] };
     const usage = async () => (await platform.call('GET', `/deployments/general/${id}/usage`)).body as Usage;
     await expect.poll(async () => (await usage()).totals.requests, { timeout: 10_000 }).toBe(8);
     const u = await usage();
@@ -188,6 +188,8 @@ describe('the usage view', () => {
     expect(u.totals.replica_seconds.Replica).toBeGreaterThan(0);
     expect(u.totals.gpu_seconds).toBeCloseTo(2 * u.totals.replica_seconds.Replica!, 1);
     expect(u.hours[0]?.hour).toMatch(/T\d\d:00:00\.000Z$/);
+    // One revision served it all: its figures are the deployment's.
+    expect(u.totals.revisions).toEqual({ '1': { requests: 8, errors: 0, prompt_tokens: prompt, completion_tokens: completion, gpu_seconds: u.totals.gpu_seconds } });
   });
 });
 

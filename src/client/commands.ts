@@ -19,6 +19,7 @@ import { addExamples } from './help.js';
 import { print, statusWord, type Column, type Out } from './output.js';
 import { addTrafficCommands } from './traffic.js';
 import { autoscalingLine, lastScaleLine, revisionShareText, rolloutLine, trafficLine } from './traffic-text.js';
+import { usageText, type UsageView } from './usage-text.js';
 import { AUTOSCALING_METRICS, type AutoscalingMetric } from '../domain/autoscaling-signal.js';
 
 export type { ClientIo };
@@ -309,7 +310,7 @@ export function buildProgram(io: ClientIo): Command {
 
   program
     .command('usage <name>')
-    .description('requests, errors, tokens and GPU-seconds per hour and in total')
+    .description('requests, errors, tokens and GPU-seconds per hour and in total, and per revision when more than one served in the window')
     .option('--from <time>', 'ISO 8601; the hour containing it is the first')
     .option('--to <time>', 'ISO 8601; the hour containing it is the last')
     .action(async (name: string, opts: { from?: string; to?: string }, cmd: Command) => {
@@ -318,20 +319,8 @@ export function buildProgram(io: ClientIo): Command {
       const query = new URLSearchParams();
       if (opts.from) query.set('from', opts.from);
       if (opts.to) query.set('to', opts.to);
-      const usage = await client.get<{ hours: (Json & { hour: string })[]; totals: Json }>(`${routeOf(d)}/usage${query.size ? `?${query}` : ''}`);
-      printJson(cmd, usage, () => {
-        type Row = Json & { hour: string };
-        const figure = (key: string) => (r: Row) => String(r[key] ?? 0);
-        const columns: Column<Row>[] = [
-          { header: 'HOUR', value: (r) => r.hour },
-          { header: 'REQUESTS', value: figure('requests') },
-          { header: 'ERRORS', value: figure('errors') },
-          { header: 'PROMPT', value: figure('prompt_tokens') },
-          { header: 'COMPLETION', value: figure('completion_tokens') },
-          { header: 'GPU-SECONDS', value: (r) => String(Math.round(Number(r.gpu_seconds ?? 0))) },
-        ];
-        print([...usage.hours, { ...usage.totals, hour: 'total' }], 'table', out, columns, (r) => r.hour);
-      });
+      const usage = await client.get<UsageView>(`${routeOf(d)}/usage${query.size ? `?${query}` : ''}`);
+      printJson(cmd, usage, () => out.write(usageText(usage, out)));
     });
 
   addCredentialCommands(program, kit);

@@ -11,8 +11,9 @@
 // counts the autoscaler gives each, a tag-only revision runs, a revision left out drains only
 // once the split serves (or a minute after the edit, on the injected clock), pinning an older
 // revision rolls back to it, a manual rollout leaves the new revision unstarted, every change
-// and drained revision is an event, and an orchestrated split gives each revision's Frontend
-// a workers file with its own workers only.
+// and drained revision is an event, each replica's lifetime is counted under its revision
+// too, and an orchestrated split gives each revision's Frontend a workers file with its own
+// workers only.
 
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -694,6 +695,23 @@ describe('Controller: traffic between revisions', () => {
     figures['1'] = 1;
     await expect.poll(perRevision).toEqual({ '1': 1, '2': 3 });
     await expect.poll(async () => (await get(id)).revision_desired).toEqual({ '1': { Replica: 1 }, '2': { Replica: 3 } });
+  });
+
+  it("counts each replica's lifetime in the usage ledger under its revision too", async () => {
+    const clock = new ManualClock(Date.parse('2026-11-23T10:00:00.000Z'));
+    const ledger = new UsageLedger(store);
+    const id = await deployRevisions(2, [to(1, 90), to(2, 10)], { clock });
+    const figures: Record<string, number> = { '1': 2, '2': 1 };
+    await controller({ clock, usage: ledger, gpusPerReplica: () => 2, autoscaled: (_d, revision) => figures[String(revision)] }).start();
+    await expect.poll(perRevision).toEqual({ '1': 2, '2': 1 });
+    clock.advance(10_000);
+    const usage = async () => {
+      await ledger.flush();
+      return (await store.list('usage')).find((u) => u.value.deployment_id === id)?.value;
+    };
+    const lived = (gpu_seconds: number) => ({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, gpu_seconds });
+    await expect.poll(async () => (await usage())?.revisions).toEqual({ '1': lived(2 * 10 * 2), '2': lived(10 * 2) });
+    expect(await usage()).toMatchObject({ gpu_seconds: 60, replica_seconds: { Replica: 30 } });
   });
 
   it('a tagged revision at 0 % runs, reached by its tag only', async () => {

@@ -849,7 +849,7 @@ export class Controller {
   /** Counts a replica's lifetime since the last count: it holds its GPUs from start to stop. */
   private account(o: Owned): void {
     const now = this.opts.clock.now();
-    if (now > o.accountedAt) this.opts.usage?.addLifetime(o.deploymentId, o.component, o.gpus, o.accountedAt, now);
+    if (now > o.accountedAt) this.opts.usage?.addLifetime(o.deploymentId, o.component, o.gpus, o.accountedAt, now, o.revision);
     o.accountedAt = now;
   }
 

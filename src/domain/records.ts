@@ -360,11 +360,27 @@ export interface UsageRecord {
   /** Replica lifetime by component (Replica; Frontend, Worker, Prefill, Decode). */
   replica_seconds: Record<string, number>;
   /**
+   * The same figures by the revision (its number) of the replica that served the request or
+   * lived the seconds, so revisions sharing traffic can be compared. Requests that never
+   * reached a replica (refused, held and given up) count only in the deployment's figures.
+   * Absent on records written before revisions were counted: none.
+   */
+  revisions?: Record<string, RevisionUsage>;
+  /**
    * The last batch each writing process (usage ledger) added, by writer: a batch retried
    * after its write went unanswered is not added twice. Internal; not shown by the API.
    */
   flushed?: Record<string, number>;
   updated_at: string;
+}
+
+/** One revision's part of an hour's usage (UsageRecord.revisions). */
+export interface RevisionUsage {
+  requests: number;
+  errors: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  gpu_seconds: number;
 }
 
 /**

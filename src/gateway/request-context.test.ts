@@ -1,6 +1,6 @@
 // Table tests of a request's single end: whatever way it ended, finish counts it once —
 // in-flight of the deployment and of each replica back to zero, one requests sample, usage
-// only for the owner's requests, tokens spent against the rate limit, a refused body counted,
+// only for the owner's requests (under the serving replica's revision), tokens spent against the rate limit, a refused body counted,
 // a gRPC request under its own protocol, and the access log line without the query string.
 
 import { EventEmitter } from 'node:events';
@@ -120,6 +120,31 @@ describe('RequestContext.finish', () => {
     expect(await t.count('infergate_upstream_retries_total', 'deployment="chat"')).toBe(1);
     expect(await t.count('infergate_time_to_first_byte_seconds_count', 'deployment="chat",protocol="grpc"')).toBe(1);
     expect(await t.count('infergate_request_duration_seconds_count', 'deployment="chat",protocol="grpc"')).toBe(1);
+  });
+
+  it("counts the owner's usage under the revision of the replica it was last forwarded to; one that reached none under no revision", () => {
+    const t = setup();
+    const owner = { method: 'bearer' as const, credential: 'token:abc', maxPriority: null };
+    const served = t.request();
+    served.routed(route);
+    served.who = owner;
+    served.attempt({ id: 3, address: '127.0.0.1:3', revision: 4 });
+    served.attempt({ id: 4, address: '127.0.0.1:4', revision: 3 }); // a retry onto the other revision
+    served.finish({ status: 200, usage: { prompt: 5, completion: 6, cached: 0 } });
+    const failed = t.request();
+    failed.routed(route);
+    failed.who = owner;
+    failed.attempt({ id: 3, address: '127.0.0.1:3', revision: 4 });
+    failed.finish({ status: 502 });
+    const refused = t.request();
+    refused.routed(route);
+    refused.who = owner;
+    refused.finish({ status: 429, rateLimited: true });
+    expect(t.usageRows).toEqual([
+      { requests: 1, errors: 0, prompt_tokens: 5, completion_tokens: 6, rate_limited: 0, revision: 3 },
+      { requests: 1, errors: 1, prompt_tokens: 0, completion_tokens: 0, rate_limited: 0, revision: 4 },
+      { requests: 1, errors: 0, prompt_tokens: 0, completion_tokens: 0, rate_limited: 1 },
+    ]);
   });
 
   it('writes one access log line when asked, without the query string', () => {

@@ -4,7 +4,7 @@
 // the gateway is shutting down) that every waiting phase and forwarder listens to, the hooks
 // of the policy that placed it, and `finish` — the one place that does all accounting, however
 // the request ended (refused by a phase, held and given up, forwarded, cut): in-flight counts
-// of the deployment, the revision and the replica, usage rows, token spend for rate limits,
+// of the deployment, the revision and the replica, usage rows (under the serving replica's revision too), token spend for rate limits,
 // metrics (the revision's too) and the revision's 5-second history, and an optional access log line — and, when tracing is on, the request's span (src/tracing/): an
 // event per phase, a child span per attempt whose context goes to the replica, the first
 // byte and the GenAI attributes at the end. Every answer it writes goes through respond.ts.
@@ -432,12 +432,15 @@ export class RequestContext implements ForwardReport, LiveLinks {
     const route = this.route;
     if (route && outcome.bodyRefused) metrics.bodyRefused(route.name, outcome.bodyRefused);
     if (route && this.who) {
+      // Under the revision of the replica it was last forwarded to; one that reached none counts for the deployment only.
+      const revision = this.replica?.revision;
       usage?.add(route.deploymentId, clock.now(), {
         requests: 1,
         errors: status >= 500 ? 1 : 0,
         prompt_tokens: tokens?.prompt ?? 0,
         completion_tokens: tokens?.completion ?? 0,
         rate_limited: outcome.rateLimited ? 1 : 0,
+        ...(revision !== undefined ? { revision } : {}),
       });
       if (tokens) limiter.spendTokens(route.deploymentId, route.rateLimit, this.who.credential, tokens.prompt + tokens.completion);
     }

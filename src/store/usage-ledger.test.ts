@@ -76,6 +76,68 @@ describe('UsageLedger', () => {
     expect((await store.list('usage')).map((u) => u.value.requests)).toEqual([111]);
     expect(ledger.unflushed).toBe(0);
   });
+
+  describe('per revision', () => {
+    it('sums what two ledgers count under each revision exactly, beside the deployment\'s figures', async () => {
+      const gateway = new UsageLedger(store);
+      const controller = new UsageLedger(store);
+      for (let round = 0; round < 3; round++) {
+        gateway.add(5, H + round, { requests: 1, errors: 1, prompt_tokens: 10, completion_tokens: 2, revision: 3 });
+        gateway.add(5, H + round, { requests: 1, prompt_tokens: 20, completion_tokens: 4, revision: 4 });
+        // Refused by the rate limit, and held then given up: no replica, no revision.
+        gateway.add(5, H + round, { requests: 1, rate_limited: 1 });
+        gateway.add(5, H + round, { requests: 1, errors: 1 });
+        controller.addLifetime(5, 'Replica', 2, H + round * 10_000, H + round * 10_000 + 5_000, 3);
+        controller.addLifetime(5, 'Replica', 2, H + round * 10_000, H + round * 10_000 + 1_000, 4);
+        await Promise.all([gateway.flush(), controller.flush()]);
+      }
+      const [u, ...more] = (await store.list('usage')).map((r) => r.value);
+      expect(more).toEqual([]);
+      expect(u).toMatchObject({ requests: 12, errors: 6, prompt_tokens: 90, completion_tokens: 18, rate_limited: 3, gpu_seconds: 36, replica_seconds: { Replica: 18 } });
+      expect(u!.revisions).toEqual({
+        '3': { requests: 3, errors: 3, prompt_tokens: 30, completion_tokens: 6, gpu_seconds: 30 },
+        '4': { requests: 3, errors: 0, prompt_tokens: 60, completion_tokens: 12, gpu_seconds: 6 },
+      });
+    });
+
+    it('splits a revision\'s lifetime at hour boundaries like the deployment\'s', async () => {
+      const ledger = new UsageLedger(store);
+      ledger.addLifetime(6, 'Worker', 4, H + 3_590_000, H + 3_620_000, 2); // 16:59:50 → 17:00:20
+      await ledger.stop();
+      const byHour = Object.fromEntries((await store.list('usage')).map((u) => [u.value.hour, u.value]));
+      expect(byHour[hourOf(H)]?.revisions).toEqual({ '2': { requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, gpu_seconds: 40 } });
+      expect(byHour[hourOf(H + 3_600_000)]?.revisions).toEqual({ '2': { requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, gpu_seconds: 80 } });
+    });
+
+    it('counts a retried batch once under its revision too', async () => {
+      const lost = new Set(['create', 'update']);
+      const flaky = faulty(store, (op) => (lost.delete(op) ? 'after' : 'none'));
+      const ledger = new UsageLedger(flaky);
+      ledger.add(7, H, { requests: 1, completion_tokens: 5, revision: 2 });
+      await ledger.flush(); // created, answer lost
+      ledger.add(7, H, { requests: 10, completion_tokens: 50, revision: 3 });
+      await ledger.flush(); // the first batch again: recognised
+      await ledger.flush(); // revision 3's batch added, answer lost
+      await ledger.flush(); // recognised again
+      expect(ledger.unflushed).toBe(0);
+      const u = (await store.list('usage'))[0]!.value;
+      expect([u.requests, u.completion_tokens]).toEqual([11, 55]);
+      expect(u.revisions).toEqual({
+        '2': { requests: 1, errors: 0, prompt_tokens: 0, completion_tokens: 5, gpu_seconds: 0 },
+        '3': { requests: 10, errors: 0, prompt_tokens: 0, completion_tokens: 50, gpu_seconds: 0 },
+      });
+    });
+
+    it('adds to a record written before revisions were counted, and writes none while no figure names one', async () => {
+      const ledger = new UsageLedger(store);
+      ledger.add(8, H, { requests: 2 });
+      await ledger.flush();
+      expect((await store.list('usage'))[0]!.value.revisions).toBeUndefined();
+      ledger.add(8, H, { requests: 1, prompt_tokens: 4, revision: 1 });
+      await ledger.flush();
+      expect((await store.list('usage'))[0]!.value).toMatchObject({ requests: 3, prompt_tokens: 4, revisions: { '1': { requests: 1, prompt_tokens: 4 } } });
+    });
+  });
 });
 
 /**

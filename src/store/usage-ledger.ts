@@ -1,13 +1,14 @@
 // Owns usage accounting: counts added on hot paths (a request answered, a replica alive for
 // a while) are summed in memory per deployment and clock hour, then flushed every couple of
 // seconds into one `usage` record per (deployment, hour) with a compare-and-set add, so
-// several processes (gateways, the controller) add to the same figures exactly. A flush that
+// several processes (gateways, the controller) add to the same figures exactly. Figures that
+// name the revision of the replica behind them count under that revision too. A flush that
 // fails (the store is unreachable) keeps its deltas in memory for the next one, and a write
 // whose answer was lost is recognised when retried, so nothing is lost or counted twice
 // (usage-batches.ts); stop() flushes what is left.
 
 import { randomBytes } from 'node:crypto';
-import type { UsageRecord } from '../domain/records.js';
+import type { RevisionUsage, UsageRecord } from '../domain/records.js';
 import { ConflictError, modify, type Store } from './store.js';
 import { UsageBatches, type Batch } from './usage-batches.js';
 
@@ -22,11 +23,31 @@ export interface UsageDelta {
   rate_limited?: number;
   gpu_seconds?: number;
   replica_seconds?: Record<string, number>;
+  /**
+   * The revision of the replica these figures come from: its requests, errors, tokens and
+   * gpu_seconds count under it as well (rate_limited and replica_seconds only in the
+   * deployment's). Absent: the request reached no replica.
+   */
+  revision?: number;
 }
 
-type Pending = Required<Omit<UsageDelta, 'replica_seconds'>> & { replica_seconds: Record<string, number> };
+type Pending = Required<Omit<UsageDelta, 'replica_seconds' | 'revision'>> & { replica_seconds: Record<string, number>; revisions: Record<string, RevisionUsage> };
 
-const empty = (): Pending => ({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, rate_limited: 0, gpu_seconds: 0, replica_seconds: {} });
+const empty = (): Pending => ({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, rate_limited: 0, gpu_seconds: 0, replica_seconds: {}, revisions: {} });
+
+const noRevisionUsage = (): RevisionUsage => ({ requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, gpu_seconds: 0 });
+
+/** `into` plus `d`, field by field (a new object: records' maps are never changed in place). */
+function plus(into: RevisionUsage | undefined, d: Partial<RevisionUsage>): RevisionUsage {
+  const base = into ?? noRevisionUsage();
+  return {
+    requests: base.requests + (d.requests ?? 0),
+    errors: base.errors + (d.errors ?? 0),
+    prompt_tokens: base.prompt_tokens + (d.prompt_tokens ?? 0),
+    completion_tokens: base.completion_tokens + (d.completion_tokens ?? 0),
+    gpu_seconds: base.gpu_seconds + (d.gpu_seconds ?? 0),
+  };
+}
 
 export function hourOf(ms: number): string {
   return new Date(ms - (ms % HOUR_MS)).toISOString();
@@ -40,6 +61,7 @@ function merge(into: Pending, d: UsageDelta): void {
   into.rate_limited += d.rate_limited ?? 0;
   into.gpu_seconds += d.gpu_seconds ?? 0;
   for (const [c, v] of Object.entries(d.replica_seconds ?? {})) into.replica_seconds[c] = (into.replica_seconds[c] ?? 0) + v;
+  if (d.revision !== undefined) into.revisions[d.revision] = plus(into.revisions[d.revision], d);
 }
 
 export class UsageLedger {
@@ -79,12 +101,12 @@ export class UsageLedger {
     return this.batches.size;
   }
 
-  /** A replica alive from `fromMs` to `toMs`: its seconds, split at hour boundaries. */
-  addLifetime(deploymentId: number, component: string, gpus: number, fromMs: number, toMs: number): void {
+  /** A replica of `revision` alive from `fromMs` to `toMs`: its seconds, split at hour boundaries. */
+  addLifetime(deploymentId: number, component: string, gpus: number, fromMs: number, toMs: number, revision?: number): void {
     for (let start = fromMs; start < toMs; ) {
       const end = Math.min(toMs, start - (start % HOUR_MS) + HOUR_MS);
       const seconds = (end - start) / 1000;
-      this.add(deploymentId, start, { gpu_seconds: seconds * gpus, replica_seconds: { [component]: seconds } });
+      this.add(deploymentId, start, { gpu_seconds: seconds * gpus, replica_seconds: { [component]: seconds }, ...(revision !== undefined ? { revision } : {}) });
       start = end;
     }
   }
@@ -121,7 +143,8 @@ export class UsageLedger {
         return true;
       }
       try {
-        await this.store.create('usage', (id) => add({ id, deployment_id: deploymentId, hour, ...empty(), updated_at: now }, delta, now, stamp), {
+        const zero = { requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, rate_limited: 0, gpu_seconds: 0, replica_seconds: {} };
+        await this.store.create('usage', (id) => add({ id, deployment_id: deploymentId, hour, ...zero, updated_at: now }, delta, now, stamp), {
           unique: [{ index: USAGE_INDEX, key }],
         });
         return true;
@@ -136,6 +159,8 @@ export class UsageLedger {
 function add(u: UsageRecord, d: Pending, now: string, stamp: { writer: string; seq: number }): UsageRecord {
   const replica_seconds = { ...u.replica_seconds };
   for (const [c, v] of Object.entries(d.replica_seconds)) replica_seconds[c] = (replica_seconds[c] ?? 0) + v;
+  const revisions = { ...u.revisions };
+  for (const [r, v] of Object.entries(d.revisions)) revisions[r] = plus(revisions[r], v);
   return {
     ...u,
     requests: u.requests + d.requests,
@@ -145,6 +170,8 @@ function add(u: UsageRecord, d: Pending, now: string, stamp: { writer: string; s
     rate_limited: (u.rate_limited ?? 0) + d.rate_limited,
     gpu_seconds: u.gpu_seconds + d.gpu_seconds,
     replica_seconds,
+    // Left out while no revision has figures: such a record reads the same as an older one.
+    ...(Object.keys(revisions).length > 0 ? { revisions } : {}),
     flushed: { ...u.flushed, [stamp.writer]: stamp.seq },
     updated_at: now,
   };

@@ -5,7 +5,8 @@
 // and by level; the pane filling the window),
 // the terminal running `echo $GREETING` inside the replica, usage and activity with the
 // deployment's events, settings that
-// say whether they scale in place or make a revision, rollback, pause and resume, an
+// say whether they scale in place or make a revision, rollback, pause and resume, usage of
+// the revisions side by side, an
 // aggregated orchestrated deployment through its form, secret environment variables (the
 // vendor preset's registry key made secret, write-only values, replaced and removed in
 // Settings), server refusals shown next to the field, problems said with the labels the page
@@ -260,6 +261,24 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     await page.getByRole('button', { name: 'Resume', exact: true }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Resume', exact: true }).click();
     await page.locator('.page-head').getByText('Ready').waitFor({ timeout: 30_000 });
+  });
+
+  it('Usage puts the revisions that served side by side once more than one has usage', async () => {
+    // Revision 3 (the rollback) serves now; the requests above went to revision 1, and revision 2's replica lived a while.
+    // Resumed just now: the gateway routes to its replica once that is ready.
+    await platform.waitFor(chatId, (x) => x.revision === 3 && x.status === 'ready' && x.components.Replica.ready >= 1, 30_000, 'revision 3 ready after resume');
+    const ask = () => platform.client('chat', tokenForChat).chat.completions.create({ model: 'sim/model', messages: [{ role: 'user', content: 'on revision 3' }], max_tokens: 2 }).then(() => true, () => false);
+    await expect.poll(ask, { timeout: 15_000 }).toBe(true);
+    await at(`/deployments/general/${chatId}/usage`);
+    const table = page.getByRole('table', { name: 'Usage by revision' });
+    const requests = async () => (await table.locator('tr[data-figure="requests"] td').allTextContents()).map(Number);
+    await expect.poll(async () => (await table.locator('thead th[data-revision]').allTextContents()).map((t) => t.trim()), { timeout: 20_000 }).toEqual(['Revision 1', 'Revision 2', 'Revision 3 (newest)']);
+    await expect.poll(requests, { timeout: 20_000 }).toEqual([expect.any(Number), 0, 1]);
+    expect((await requests())[0]).toBeGreaterThanOrEqual(2);
+    // Every revision that ran has GPU-seconds of its own.
+    const gpuSeconds = async () => (await table.locator('tr[data-figure="gpu_seconds"] td').allTextContents()).map((t) => Number(t.replace(/[^\d.]/g, '')));
+    await expect.poll(async () => (await gpuSeconds()).every((v) => v > 0), { timeout: 20_000 }).toBe(true);
+    await page.getByText('Requests per hour by revision').waitFor();
   });
 
   it('creates an aggregated orchestrated deployment through its form, with a token chosen from the vault', async () => {

@@ -256,6 +256,15 @@ export interface LogsAnswer {
   lines: LogLine[];
 }
 
+/** One revision's part of the usage figures: for the replicas of that revision. */
+export interface RevisionUsageFigures {
+  requests: number;
+  errors: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  gpu_seconds: number;
+}
+
 export interface UsageFigures {
   requests: number;
   errors: number;
@@ -264,6 +273,8 @@ export interface UsageFigures {
   rate_limited: number;
   gpu_seconds: number;
   replica_seconds: Record<string, number>;
+  /** By revision number; absent from a server that does not count revisions. */
+  revisions?: Record<string, RevisionUsageFigures>;
 }
 
 export interface UsageAnswer {

@@ -1,11 +1,13 @@
 // Owns the Usage tab: per-hour charts and totals of requests, errors, prompt and completion
-// tokens and GPU-seconds over a chosen time range, with the same figures as a table.
+// tokens and GPU-seconds over a chosen time range, with the same figures as a table, and the
+// revisions side by side when more than one has usage in the range (usage-revisions.tsx).
 
 import { useMemo, useState } from 'react';
 import type { Deployment, UsageAnswer } from '../api/types';
 import { usePoll } from '../hooks';
 import { Chart } from '../components/chart';
 import { EmptyState } from '../components/empty-state';
+import { UsageByRevision } from './usage-revisions';
 
 const RANGES: Array<{ label: string; hours: number }> = [
   { label: 'Last 24 hours', hours: 24 },
@@ -71,6 +73,7 @@ export function UsageTab({ d }: { d: Deployment }) {
               <Chart xRange={span} title="Requests and errors per hour" x={x} series={[{ label: 'Requests', color: '#3b5bdb', bars: true, values: col((h) => h.requests) }, { label: 'Errors', color: '#d9480f', bars: true, values: col((h) => h.errors) }]} />
               <Chart xRange={span} title="Tokens per hour" x={x} series={[{ label: 'Prompt tokens', color: '#2b8a3e', values: col((h) => h.prompt_tokens) }, { label: 'Completion tokens', color: '#862e9c', values: col((h) => h.completion_tokens) }]} />
               <Chart xRange={span} title="GPU-seconds per hour" x={x} series={[{ label: 'GPU-seconds', color: '#e67700', bars: true, values: col((h) => h.gpu_seconds) }]} />
+              <UsageByRevision u={u} newest={d.revision} xRange={span} />
               <details>
                 <summary>Show as a table</summary>
                 <table aria-label="Usage per hour">

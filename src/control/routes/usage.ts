@@ -1,11 +1,12 @@
 // Owns GET /deployments/{family}/{id}/usage: the deployment's usage per clock hour — requests,
 // errors (5xx), prompt and completion tokens, requests refused by the rate limit, GPU-seconds (replica lifetime × GPUs of its
-// hardware instance) and replica-seconds by component — and the totals, optionally limited
-// to `from`/`to` (ISO 8601). Exact counts, written by the gateways and the controller.
+// hardware instance) and replica-seconds by component, and the same figures by revision — and
+// the totals, optionally limited to `from`/`to` (ISO 8601). Exact counts, written by the
+// gateways and the controller.
 
 import { Type } from 'typebox';
 import { PlatformError } from '../../core/errors.js';
-import type { Family, UsageRecord } from '../../domain/records.js';
+import type { Family, RevisionUsage, UsageRecord } from '../../domain/records.js';
 import { hourOf } from '../../store/usage-ledger.js';
 import type { ControlApp, ControlContext } from '../context.js';
 import { ErrorResponse, IdParams } from '../schemas.js';
@@ -18,6 +19,14 @@ const UsageQuery = Type.Object(
   { additionalProperties: false },
 );
 
+const RevisionFigures = Type.Object({
+  requests: Type.Integer(),
+  errors: Type.Integer(),
+  prompt_tokens: Type.Integer(),
+  completion_tokens: Type.Integer(),
+  gpu_seconds: Type.Number(),
+});
+
 const Figures = {
   requests: Type.Integer(),
   errors: Type.Integer(),
@@ -26,6 +35,10 @@ const Figures = {
   rate_limited: Type.Integer({ description: "requests refused with 429 by the deployment's rate_limit (counted in requests too)" }),
   gpu_seconds: Type.Number(),
   replica_seconds: Type.Record(Type.String(), Type.Number()),
+  revisions: Type.Record(Type.String(), RevisionFigures, {
+    description:
+      'the same figures by revision number, for the replica that served each request or lived the seconds; requests that reached no replica (refused, held and given up) count only above; {} for hours counted before revisions were',
+  }),
 };
 
 const UsageResponse = Type.Object({
@@ -34,7 +47,10 @@ const UsageResponse = Type.Object({
   totals: Type.Object(Figures),
 });
 
-type Figures = Omit<UsageRecord, 'id' | 'deployment_id' | 'hour' | 'updated_at' | 'rate_limited'> & { rate_limited: number };
+type Figures = Omit<UsageRecord, 'id' | 'deployment_id' | 'hour' | 'updated_at' | 'rate_limited' | 'revisions' | 'flushed'> & {
+  rate_limited: number;
+  revisions: Record<string, RevisionUsage>;
+};
 
 const round3 = (v: number) => Math.round(v * 1000) / 1000;
 
@@ -47,6 +63,7 @@ function figures(u: Figures | UsageRecord): Figures {
     rate_limited: u.rate_limited ?? 0,
     gpu_seconds: round3(u.gpu_seconds),
     replica_seconds: Object.fromEntries(Object.entries(u.replica_seconds).map(([c, v]) => [c, round3(v)])),
+    revisions: Object.fromEntries(Object.entries(u.revisions ?? {}).map(([r, v]) => [r, { ...v, gpu_seconds: round3(v.gpu_seconds) }])),
   };
 }
 
@@ -69,7 +86,7 @@ export function registerUsageRoutes(app: ControlApp, ctx: ControlContext, family
         .map((u) => u.value)
         .filter((u) => u.deployment_id === d.id && (from === null || u.hour >= from) && (to === null || u.hour <= to))
         .sort((a, b) => a.hour.localeCompare(b.hour));
-      const totals: Figures = { requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, rate_limited: 0, gpu_seconds: 0, replica_seconds: {} };
+      const totals: Figures = { requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, rate_limited: 0, gpu_seconds: 0, replica_seconds: {}, revisions: {} };
       for (const u of hours) {
         totals.requests += u.requests;
         totals.errors += u.errors;
@@ -78,6 +95,14 @@ export function registerUsageRoutes(app: ControlApp, ctx: ControlContext, family
         totals.rate_limited += u.rate_limited ?? 0;
         totals.gpu_seconds += u.gpu_seconds;
         for (const [c, v] of Object.entries(u.replica_seconds)) totals.replica_seconds[c] = (totals.replica_seconds[c] ?? 0) + v;
+        for (const [r, v] of Object.entries(u.revisions ?? {})) {
+          const t = (totals.revisions[r] ??= { requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, gpu_seconds: 0 });
+          t.requests += v.requests;
+          t.errors += v.errors;
+          t.prompt_tokens += v.prompt_tokens;
+          t.completion_tokens += v.completion_tokens;
+          t.gpu_seconds += v.gpu_seconds;
+        }
       }
       return { deployment_id: d.id, hours: hours.map((u) => ({ hour: u.hour, ...figures(u) })), totals: figures(totals) };
     },
