@@ -167,9 +167,10 @@ describe('traffic applied at once', () => {
         { revision: 1, latest: false, percent: 90, tag: null, url: null },
         { revision: 2, latest: true, percent: 10, tag: 'canary', url: `https://canary-${name}.endpoints.test` },
       ],
+      // No controller here: each revision of the split shows what one would start it at.
       revision_replicas: [
-        { revision: 1, percent: 90, tags: [], ready: 0, desired: 0 },
-        { revision: 2, percent: 10, tags: ['canary'], ready: 0, desired: 0 },
+        { revision: 1, percent: 90, tags: [], ready: 0, desired: 1 },
+        { revision: 2, percent: 10, tags: ['canary'], ready: 0, desired: 1 },
       ],
     });
     expect(res.body.revisions.map((r: { revision: number; percent: number; tags: string[] }) => [r.revision, r.percent, r.tags])).toEqual([[1, 90, []], [2, 10, ['canary']]]);

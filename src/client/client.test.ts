@@ -129,6 +129,18 @@ describe('isReady', () => {
     ['rolling out', { rollout: { state: 'in_progress' } }, false],
     ['serving an older revision', { serving_revision: 1 }, false],
     ['scaled to zero (nothing wanted)', { components: { Replica: { ready: 0, desired: 0 } } }, true],
+    ['traffic pins revision 1, which serves (manual rollout: revision 2 at 0 %)', { serving_revision: 1, revision_replicas: [{ revision: 1, percent: 100, tags: [], ready: 1, desired: 1 }] }, true],
+    ['traffic pins revision 1, revision 2 still serving', { revision_replicas: [{ revision: 1, percent: 100, tags: [], ready: 0, desired: 1 }] }, false],
+    [
+      'a split whose revisions all serve',
+      { serving_revision: 1, revision_replicas: [{ revision: 1, percent: 90, tags: [], ready: 1, desired: 1 }, { revision: 2, percent: 10, tags: [], ready: 1, desired: 1 }] },
+      true,
+    ],
+    [
+      'a split whose canary is still starting',
+      { serving_revision: 1, revision_replicas: [{ revision: 1, percent: 90, tags: [], ready: 1, desired: 1 }, { revision: 2, percent: 10, tags: [], ready: 0, desired: 1 }] },
+      false,
+    ],
   ];
   for (const [name, over, ready] of cases) it(name, () => expect(isReady({ ...base, ...over } as Deployment)).toBe(ready));
 });

@@ -19,11 +19,19 @@ export interface WaitOptions {
   timeoutMs: number;
 }
 
-/** Ready: the current revision serves, nothing is rolling, and no replica the deployment wants is missing. */
+/**
+ * Ready: what traffic names serves — its one revision (normally the current one; an older one
+ * when traffic pins it, or while a manual rollout's new revision is at 0 %), or every revision
+ * of a split with a ready replica — nothing is rolling, and no replica the deployment wants is
+ * missing.
+ */
 export function isReady(d: Deployment): boolean {
   if (d.paused || d.status !== 'ready') return false;
   if (d.rollout && d.rollout.state === 'in_progress') return false;
-  if (d.serving_revision !== d.revision) return false;
+  const running = d.revision_replicas ?? [];
+  if (running.length > 1) {
+    if (!running.every((r) => r.ready >= 1)) return false;
+  } else if (d.serving_revision !== (running[0]?.revision ?? d.revision)) return false;
   return Object.values(d.components).every((c) => c.ready >= Math.min(c.desired, 1));
 }
 

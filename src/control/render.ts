@@ -256,7 +256,8 @@ export function revisionReplicas(d: DeploymentRecord, replicas: readonly Replica
   const shares = split ?? resolveTraffic(d);
   return shares.map((share) => {
     const ready = replicas.filter((r) => r.deployment_id === d.id && r.revision === share.revision && r.component === component && r.state === 'ready').length;
-    const fallback = split === null ? (d.desired_replicas?.[component] ?? specifiedReplicas(d, component)) : 0;
+    // Until the controller has written a split's counts: what it starts a revision of a split at.
+    const fallback = split === null ? (d.desired_replicas?.[component] ?? specifiedReplicas(d, component)) : Math.max(1, specifiedReplicas(d, component));
     const desired = d.paused ? 0 : (d.revision_desired?.[String(share.revision)]?.[component] ?? fallback);
     return { revision: share.revision, percent: share.percent, tags: [...share.tags], ready, desired };
   });
