@@ -16,7 +16,7 @@ import type { Clock } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { autoscalingMetricOf, autoscalingTargetOf, type AutoscalingMetric } from '../domain/autoscaling-signal.js';
 import type { DeploymentRecord, ReplicaRecord } from '../domain/records.js';
-import { splitOf } from '../domain/traffic.js';
+import { appliedCount, splitOf } from '../domain/traffic.js';
 import { StoreUnavailableError, type Store } from '../store/store.js';
 import type { ActivityRecorder } from './activity.js';
 import type { EventSink } from '../store/event-writer.js';
@@ -293,7 +293,7 @@ export class Autoscaler {
    */
   private initialCount(d: DeploymentRecord, component: string, revision: number | null, spec: AutoscaleSpec, replicas: readonly ReplicaRecord[]): number {
     const clamp = (v: number) => Math.min(spec.max, Math.max(spec.min, v));
-    if (revision === null) return d.desired_replicas?.[component] ?? clamp(1);
+    if (revision === null) return appliedCount(d, component) ?? clamp(1);
     const applied = d.revision_desired?.[String(revision)]?.[component];
     if (applied !== undefined) return applied;
     return clamp(replicas.filter((r) => r.state === 'ready' || r.state === 'starting').length);

@@ -755,6 +755,20 @@ describe('Controller: traffic between revisions', () => {
     ]);
   });
 
+  it('promoting a canary keeps its count until the autoscaler decides for the deployment again: no replica for the split\'s sum', async () => {
+    // The autoscaler has not decided for the deployment as a whole yet (it just left the split).
+    const autoscaled = (_id: number, revision: number | null) => (revision === null ? undefined : 1);
+    const id = await deployRevisions(2, [to(1, 90), to(2, 10)]);
+    await controller({ autoscaled }).start();
+    await expect.poll(perRevision).toEqual({ '1': 1, '2': 1 });
+    readyAll();
+    await expect.poll(async () => (await get(id)).desired_replicas).toEqual({ Replica: 2 });
+    await setTraffic(id, [to(2, 100)]);
+    await expect.poll(perRevision).toEqual({ '2': 1 });
+    expect(runtime.started.filter((r) => r.request.revision === 2)).toHaveLength(1);
+    expect(await get(id)).toMatchObject({ revision_desired: null, desired_replicas: { Replica: 1 } });
+  });
+
   it('a revision left out of the split stops only once every revision of the split has a ready replica', async () => {
     const id = await deployRevisions(3, [to(1, 90), to(2, 10)]);
     await controller().start();

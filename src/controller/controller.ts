@@ -25,7 +25,7 @@ import { EventWriter, type EventNote } from '../store/event-writer.js';
 import { fencedStore } from '../store/fenced-store.js';
 import { FencedError, modify, NotFoundError, StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
-import { resolveTraffic, soleRevisionOf, splitOf, type RevisionShare } from '../domain/traffic.js';
+import { appliedCount, resolveTraffic, soleRevisionOf, splitOf, type RevisionShare } from '../domain/traffic.js';
 import { crashLooping, deploymentStatus, desiredReplicas, failingReason, GENERAL_COMPONENT, splitFigure, splitReplicas, type ReplicaHealth } from './desired.js';
 import { ControllerLease } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
@@ -407,7 +407,7 @@ export class Controller {
       if (split === null) {
         // Until the autoscaler has decided for a deployment: what was last applied, or for a new
         // one at least one replica, so its revision is seen to become ready before going to zero.
-        const figure = autoscaled ? (autoscaled(d.id, null) ?? d.desired_replicas?.[GENERAL_COMPONENT] ?? Math.max(d.scaling.min_replicas, 1)) : undefined;
+        const figure = autoscaled ? (autoscaled(d.id, null) ?? appliedCount(d, GENERAL_COMPONENT) ?? Math.max(d.scaling.min_replicas, 1)) : undefined;
         desired = desiredReplicas(view, figure, autoscaled !== undefined)[GENERAL_COMPONENT] ?? 0;
       } else {
         desired = splitReplicas(d, splitFigure(d, split, GENERAL_COMPONENT, autoscaled?.(d.id, split)));

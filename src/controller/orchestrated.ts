@@ -6,6 +6,7 @@
 // Frontend is not ready, whatever the workers do (spec).
 
 import { COMPONENT, poolOf } from '../domain/components.js';
+import { appliedCount } from '../domain/traffic.js';
 import path from 'node:path';
 import { FRONTEND_IMAGE } from '../domain/image-map.js';
 import { routingPolicyOf, type DeploymentRecord, type DeploymentStatus, type OrchestratedSpec } from '../domain/records.js';
@@ -30,7 +31,7 @@ export function orchestratedDesired(d: DeploymentRecord, autoscaled?: number, sp
     return { [FRONTEND]: off ?? 1, [COMPONENT.Prefill]: off ?? pools.prefill, [COMPONENT.Decode]: off ?? pools.decode };
   }
   const { min_replicas: min, max_replicas: max } = d.scaling;
-  const workers = split ? splitReplicas(d, autoscaled) : Math.min(max, Math.max(min, autoscaled ?? d.desired_replicas?.Worker ?? min));
+  const workers = split ? splitReplicas(d, autoscaled) : Math.min(max, Math.max(min, autoscaled ?? appliedCount(d, COMPONENT.Worker) ?? min));
   return { [FRONTEND]: off ?? 1, [COMPONENT.Worker]: off ?? workers };
 }
 

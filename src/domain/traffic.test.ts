@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkTrafficRevisions, nameTakenByTag, parseTraffic, pinLatest, resolveTraffic, soleRevisionOf, splitOf, tagHost, type TrafficTarget } from './traffic.js';
+import { appliedCount, checkTrafficRevisions, nameTakenByTag, parseTraffic, pinLatest, resolveTraffic, soleRevisionOf, splitOf, tagHost, type TrafficTarget } from './traffic.js';
 
 const t = (o: Partial<TrafficTarget>): TrafficTarget => ({ revision: null, latest: false, percent: 0, tag: null, ...o });
 
@@ -120,5 +120,18 @@ describe('tag hosts', () => {
     const others = [{ name: 'chat', traffic: [t({ revision: 1, percent: 100, tag: 'canary' })] }, { name: 'plain' }];
     expect(nameTakenByTag('canary-chat', others)).toBe('chat');
     expect(nameTakenByTag('canary-plain', others)).toBeNull();
+  });
+});
+
+describe('appliedCount', () => {
+  it('is desired_replicas without a split', () => {
+    expect(appliedCount({ revision: 2, desired_replicas: { Replica: 3 } }, 'Replica')).toBe(3);
+  });
+
+  it("just after a split ended, is the staying revision's own count, not the split's sum", () => {
+    const promoted = { revision: 2, traffic: [t({ latest: true, percent: 100 })], desired_replicas: { Replica: 3 }, revision_desired: { '1': { Replica: 2 }, '2': { Replica: 1 } } };
+    expect(appliedCount(promoted, 'Replica')).toBe(1);
+    const rolledBack = { ...promoted, traffic: [t({ revision: 1, percent: 100 })] };
+    expect(appliedCount(rolledBack, 'Replica')).toBe(2);
   });
 });

@@ -77,6 +77,17 @@ export function soleRevisionOf(d: Pick<DeploymentRecord, 'traffic' | 'revision'>
   return shares.length === 1 ? shares[0]!.revision : d.revision;
 }
 
+/**
+ * The count of a component last applied to a deployment without a split, as the controller
+ * wrote it: `desired_replicas` — except just after a split ended, while that still holds the
+ * split's sum (two revisions' worth) and `revision_desired` the revisions' own counts: then the
+ * count of the revision that stays, so promoting a canary starts no replica it does not need.
+ */
+export function appliedCount(d: Pick<DeploymentRecord, 'revision_desired' | 'desired_replicas' | 'traffic' | 'revision'>, component: string): number | undefined {
+  const own = d.revision_desired?.[String(soleRevisionOf(d))]?.[component];
+  return own ?? d.desired_replicas?.[component];
+}
+
 /** The host of a tag: `<tag>-<name>.<domain>`. */
 export function tagHost(tag: string, name: string, domain: string): string {
   return `${tag}-${name}.${domain}`;
