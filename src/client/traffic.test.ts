@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Deployment, TrafficEntryView } from './deployments.js';
 import { UsageError } from './errors.js';
-import { changeLines, parseRevisionKey, parseSplit, promoteList } from './traffic.js';
+import { changeLines, parseRevisionKey, parseSplit, promoteList, splitHeader } from './traffic.js';
 import { autoscalingLine, lastScaleLine, revisionShareText, rolloutLine, trafficLine } from './traffic-text.js';
 
 const entry = (revision: number, percent: number, over: Partial<TrafficEntryView> = {}): TrafficEntryView => ({ revision, latest: false, percent, tag: null, url: null, ...over });
@@ -123,5 +123,16 @@ describe("describe's lines", () => {
     expect(revisionShareText({ percent: 0, tags: ['preview'] })).toBe('  0 % (tag preview)');
     expect(revisionShareText({ percent: 0, tags: [] })).toBe('');
     expect(revisionShareText({})).toBe('');
+  });
+});
+
+describe('splitHeader', () => {
+  const base = { name: 'chat', rollout_mode: 'manual' } as unknown as Deployment;
+  it('says whether everything goes to one revision or a split, and the rollout mode', () => {
+    expect(splitHeader({ ...base, traffic_is_default: true })).toBe('chat: no split of its own: every request goes to the newest revision; rollout manual (a spec change starts its revision at 0 %)\n');
+    const one = [{ revision: 1, percent: 100, tags: [], ready: 1, desired: 1 }];
+    expect(splitHeader({ ...base, traffic_is_default: false, revision_replicas: one })).toContain('chat: every request goes to revision 1;');
+    const two = [...one, { revision: 2, percent: 0, tags: ['next'], ready: 1, desired: 1 }];
+    expect(splitHeader({ ...base, traffic_is_default: false, revision_replicas: two })).toContain('chat: traffic split between revisions 1, 2;');
   });
 });

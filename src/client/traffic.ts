@@ -207,7 +207,12 @@ export function splitTable(d: Deployment, metrics: RevisionMetricsAnswer | null,
 
 /** The first lines of `traffic NAME`: where the split comes from and what a spec change does. */
 export function splitHeader(d: Deployment): string {
-  const source = d.traffic_is_default ? 'no split of its own: every request goes to the newest revision' : 'traffic split';
+  const running = d.revision_replicas ?? [];
+  const source = d.traffic_is_default
+    ? 'no split of its own: every request goes to the newest revision'
+    : running.length === 1
+      ? `every request goes to revision ${running[0]!.revision}`
+      : `traffic split between revisions ${running.map((r) => r.revision).join(', ')}`;
   const mode = d.rollout_mode === 'manual' ? 'manual (a spec change starts its revision at 0 %)' : 'automatic (a spec change rolls out to the new revision)';
   return `${d.name}: ${source}; rollout ${mode}\n`;
 }
