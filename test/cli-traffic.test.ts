@@ -75,7 +75,7 @@ describe('infergate traffic', () => {
     const text = await cli(['traffic', 'shift', 'rev1=90', 'latest=10', '--tag', 'latest=canary']);
     expect(text).toContain('shift: revision 2: 100 % → 10 %');
     expect(text).toContain('shift: revision 1: 90 %; it starts its own replicas');
-    expect(text).toMatch(/2 \(latest\)\s+10 %\s+canary\s+https:\/\/canary-shift\.endpoints\.test\s+0\/0/);
+    expect(text).toMatch(/2 \(latest\)\s+10 %\s+canary\s+https:\/\/canary-shift\.endpoints\.test\s+0\/1/);
     expect((await stored(api, d.id)).traffic).toEqual([
       { revision: 1, latest: false, percent: 90, tag: null },
       { revision: null, latest: true, percent: 10, tag: 'canary' },
