@@ -726,7 +726,8 @@ describe('Controller: traffic between revisions', () => {
   it('moving 10 → 50 → 100: the split keeps both, the old revision is stopped only once the new one has its count ready, then retired', async () => {
     const autoscaled = (_id: number, revision: number | null) => (revision === null ? 2 : 1);
     const id = await deployRevisions(2, [to(1, 100)]);
-    await controller({ autoscaled }).start();
+    const c = controller({ autoscaled });
+    await c.start();
     await expect.poll(perRevision).toEqual({ '1': 2 });
     readyAll();
     await expect.poll(async () => (await get(id)).serving_revision).toBe(1);
@@ -741,7 +742,7 @@ describe('Controller: traffic between revisions', () => {
 
     await setTraffic(id, [to(2, 100)]);
     await expect.poll(perRevision).toEqual({ '1': 1, '2': 2 }); // a rolling update: the old one stays
-    await new Promise((r) => setTimeout(r, 200));
+    await c.settled();
     expect(perRevision()).toEqual({ '1': 1, '2': 2 });
     readyAll();
     await expect.poll(perRevision).toEqual({ '2': 2 });
@@ -771,14 +772,15 @@ describe('Controller: traffic between revisions', () => {
 
   it('a revision left out of the split stops only once every revision of the split has a ready replica', async () => {
     const id = await deployRevisions(3, [to(1, 90), to(2, 10)]);
-    await controller().start();
+    const c = controller();
+    await c.start();
     await expect.poll(perRevision).toEqual({ '1': 1, '2': 1 });
     readyAll();
     await expect.poll(async () => (await get(id)).revisions.map((r) => r.status)).toEqual(['ready', 'ready', 'pending']);
 
     await setTraffic(id, [to(2, 90), to(3, 10)]);
     await expect.poll(perRevision).toEqual({ '1': 1, '2': 1, '3': 1 });
-    await new Promise((r) => setTimeout(r, 300));
+    await c.settled();
     expect(perRevision()).toEqual({ '1': 1, '2': 1, '3': 1 }); // revision 3 not ready yet: revision 1 stays
     readyAll();
     await expect.poll(perRevision).toEqual({ '2': 1, '3': 1 });
@@ -791,13 +793,14 @@ describe('Controller: traffic between revisions', () => {
   it('…or a minute after the edit, on its clock, when the split has not got there', async () => {
     const clock = new ManualClock(Date.parse('2026-11-23T10:00:00.000Z'));
     const id = await deployRevisions(3, [to(1, 90), to(2, 10)], { clock });
-    await controller({ clock }).start();
+    const c = controller({ clock });
+    await c.start();
     await expect.poll(perRevision).toEqual({ '1': 1, '2': 1 });
     readyAll();
     await setTraffic(id, [to(2, 90), to(3, 10)], clock);
     await expect.poll(perRevision).toEqual({ '1': 1, '2': 1, '3': 1 });
     clock.advance(59_000);
-    await new Promise((r) => setTimeout(r, 300));
+    await c.settled();
     expect(perRevision()).toEqual({ '1': 1, '2': 1, '3': 1 });
     clock.advance(1000);
     await expect.poll(perRevision).toEqual({ '2': 1, '3': 1 });
@@ -826,7 +829,8 @@ describe('Controller: traffic between revisions', () => {
 
   it('manual rollout: the new revision waits at 0 %, never started, until traffic gives it a share', async () => {
     const id = await deploy(1);
-    await controller().start();
+    const c = controller();
+    await c.start();
     await expect.poll(() => live().length).toBe(1);
     readyAll();
     await expect.poll(async () => (await get(id)).serving_revision).toBe(1);
@@ -834,7 +838,7 @@ describe('Controller: traffic between revisions', () => {
       const spec = { ...d.spec, tag: 'v2' } as DeploymentRecord['spec'];
       return { ...d, revision: 2, spec, rollout_mode: 'manual', traffic: [to(1, 100)], revisions: [...d.revisions, { ...d.revisions[0]!, revision: 2, status: 'pending', spec }] };
     });
-    await new Promise((r) => setTimeout(r, 300));
+    await c.settled();
     expect(perRevision()).toEqual({ '1': 1 });
     expect((await get(id)).revisions.map((r) => r.status)).toEqual(['ready', 'pending']);
     expect((await get(id)).rollout).toMatchObject({ revision: 1, state: 'complete' });

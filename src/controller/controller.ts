@@ -266,6 +266,20 @@ export class Controller {
     this.schedule();
   }
 
+  /**
+   * Resolves once a pass begun after this call has run and nothing it started is still going
+   * (no pass due, no replica still being retired) — a settled point, so a test checks that
+   * something never happens after the pass that would have done it, instead of sleeping.
+   */
+  async settled(): Promise<void> {
+    this.schedule();
+    for (;;) {
+      await this.passes.settled();
+      if (this.retirements.size === 0) return;
+      await Promise.all([...this.retirements]);
+    }
+  }
+
   /** Whether this controller holds the lease and acts. */
   get isLeader(): boolean {
     return this.lease.isHeld;

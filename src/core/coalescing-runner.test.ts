@@ -37,4 +37,23 @@ describe('CoalescingRunner', () => {
     expect(errors).toEqual(['boom']);
     expect(calls).toBe(2);
   });
+
+  it('settled() waits for the run in progress and the one folded after it', async () => {
+    const order: string[] = [];
+    let release: () => void = () => {};
+    let runs = 0;
+    const runner = new CoalescingRunner(async () => {
+      const n = ++runs;
+      order.push(`start ${n}`);
+      if (n === 1) await new Promise<void>((r) => (release = r));
+      order.push(`end ${n}`);
+    }, () => {});
+    runner.trigger();
+    runner.trigger(); // folded: one more run after the first
+    const settled = runner.settled().then(() => order.push('settled'));
+    release();
+    await settled;
+    expect(order).toEqual(['start 1', 'end 1', 'start 2', 'end 2', 'settled']);
+    await runner.settled(); // idle: at once
+  });
 });

@@ -31,4 +31,9 @@ export class CoalescingRunner {
   current(): Promise<void> {
     return this.running ?? Promise.resolve();
   }
+
+  /** Resolves once no run is in progress or due: the one running now and every one folded after it have ended. */
+  async settled(): Promise<void> {
+    while (this.running) await this.running;
+  }
 }
