@@ -6,7 +6,7 @@
 
 import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { engineBody, FAST_ENGINE, replicaMains, usePlatform, type Platform } from './helpers/platform.js';
+import { engineBody, FAST_ENGINE, replicaMains, streamReplica, usePlatform, type Platform } from './helpers/platform.js';
 
 let platform: Platform;
 usePlatform('controller-traffic', [], (p) => (platform = p));
@@ -14,23 +14,7 @@ usePlatform('controller-traffic', [], (p) => (platform = p));
 const TOKEN = 'tok-controller-traffic-0123456789';
 type View = { status: string; serving_revision: number | null; revisions: { revision: number; status: string }[] };
 
-async function stream(client: OpenAI): Promise<string> {
-  const s = await client.chat.completions.create({
-    model: 'sim/model',
-    messages: [{ role: 'user', content: 'keep going' }],
-    max_tokens: 8,
-    stream: true,
-    ignore_eos: true,
-  } as OpenAI.ChatCompletionCreateParamsStreaming);
-  let replica = '';
-  let finish: string | null = null;
-  for await (const chunk of s) {
-    replica = chunk.system_fingerprint ?? replica;
-    finish = chunk.choices[0]?.finish_reason ?? finish;
-  }
-  if (finish !== 'length') throw new Error(`stream from ${replica} ended without its finish reason`);
-  return replica;
-}
+const stream = (client: OpenAI): Promise<string> => streamReplica(client, 8);
 
 describe('a canary moved 10 → 50 → 100 %', () => {
   it('fails no request; the old revision runs until it is at 0 %, then drains, stops and is retired', async () => {

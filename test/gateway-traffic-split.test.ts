@@ -41,22 +41,7 @@ async function upstream(name: string): Promise<ChatUpstream> {
 }
 
 /** A ready replica of `revision` at the upstream's address; returns its id. */
-async function replicaOf(deploymentId: number, revision: number, u: ChatUpstream): Promise<number> {
-  const created = await env.api.store.create('replica', (id) => ({
-    id,
-    deployment_id: deploymentId,
-    revision,
-    component: 'Replica',
-    name: `r${revision}-${u.name}`,
-    address: u.address,
-    state: 'ready' as const,
-    restarts: 0,
-    pid: null,
-    metrics_target: null,
-    updated_at: new Date().toISOString(),
-  }));
-  return created.value.id;
-}
+const replicaOf = (deploymentId: number, revision: number, u: ChatUpstream): Promise<number> => env.addReplica(deploymentId, u.address, 'Replica', revision);
 
 async function setTraffic(deploymentId: number, revision: number, traffic: TrafficTarget[] | null): Promise<void> {
   await modify(env.api.store, 'deployment', deploymentId, (d) => ({ ...d, revision, traffic }));

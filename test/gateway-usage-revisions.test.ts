@@ -27,21 +27,7 @@ afterAll(async () => {
 
 const entry = (revision: number | null, percent: number, tag: string | null = null): TrafficTarget => ({ revision, latest: revision === null, percent, tag });
 
-async function replicaOf(deploymentId: number, revision: number, u: ChatUpstream): Promise<void> {
-  await env.api.store.create('replica', (id) => ({
-    id,
-    deployment_id: deploymentId,
-    revision,
-    component: 'Replica',
-    name: `r${revision}-${u.name}`,
-    address: u.address,
-    state: 'ready' as const,
-    restarts: 0,
-    pid: null,
-    metrics_target: null,
-    updated_at: new Date().toISOString(),
-  }));
-}
+const replicaOf = async (deploymentId: number, revision: number, u: ChatUpstream): Promise<void> => void (await env.addReplica(deploymentId, u.address, 'Replica', revision));
 
 /** The status and who answered (the stand-in's name), one chat completion. */
 async function ask(host: string, token: string): Promise<string> {

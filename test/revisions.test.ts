@@ -7,7 +7,7 @@
 import path from 'node:path';
 import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { engineBody, FAST_ENGINE, PLATFORM_ADMIN_KEY, replicaMains, replicaProcesses, usePlatform, type Platform } from './helpers/platform.js';
+import { engineBody, FAST_ENGINE, PLATFORM_ADMIN_KEY, replicaMains, replicaProcesses, streamReplica, usePlatform, type Platform } from './helpers/platform.js';
 import { openTerminal as openTerminalAt, runInTerminal } from './helpers/terminal.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
@@ -28,23 +28,7 @@ async function create(body: Record<string, unknown>): Promise<number> {
 
 const rolledOut = (n: number) => (d: View) => d.serving_revision === n && d.rollout?.state === 'complete' && d.components.Replica.ready === d.components.Replica.desired;
 
-async function stream(client: OpenAI): Promise<string> {
-  const s = await client.chat.completions.create({
-    model: 'sim/model',
-    messages: [{ role: 'user', content: 'keep going' }],
-    max_tokens: 15,
-    stream: true,
-    ignore_eos: true,
-  } as OpenAI.ChatCompletionCreateParamsStreaming);
-  let replica = '';
-  let finish: string | null = null;
-  for await (const chunk of s) {
-    replica = chunk.system_fingerprint ?? replica;
-    finish = chunk.choices[0]?.finish_reason ?? finish;
-  }
-  if (finish !== 'length') throw new Error(`stream from ${replica} ended without its finish reason`);
-  return replica;
-}
+const stream = (client: OpenAI): Promise<string> => streamReplica(client, 15);
 
 describe('rolling updates under load', () => {
   it('20 streaming clients see no failure through an edit, a rollback and a second edit', async () => {

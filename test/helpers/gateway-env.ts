@@ -31,7 +31,8 @@ export interface GatewayEnv {
   /** Creates a general deployment through the API and returns its id. */
   deploy(name: string, overrides?: Record<string, unknown>): Promise<number>;
   /** Registers a ready replica of a deployment at an address; returns the replica id. */
-  addReplica(deploymentId: number, address: string, component?: string): Promise<number>;
+  /** A ready replica record at `address` (of revision 1 unless said): the gateway routes to it. */
+  addReplica(deploymentId: number, address: string, component?: string, revision?: number): Promise<number>;
   removeReplica(id: number): Promise<void>;
   /** Resolves once the gateway's table routes `name` to `count` replicas. */
   waitForReplicas(name: string, count: number): Promise<void>;
@@ -76,11 +77,11 @@ export async function startGatewayEnv(
       await waitFor(() => gateway.table.lookup(`${name}.${DOMAIN}`) !== undefined, 2000, `route for ${name}`);
       return res.body.id as number;
     },
-    async addReplica(deploymentId, address, component = 'Replica') {
+    async addReplica(deploymentId, address, component = 'Replica', revision = 1) {
       const created = await api.store.create('replica', (id) => ({
         id,
         deployment_id: deploymentId,
-        revision: 1,
+        revision,
         component,
         name: `test-replica-${id}`,
         address,

@@ -196,3 +196,27 @@ export function engineBody(name: string, token: string, o: Record<string, unknow
     ...o,
   };
 }
+
+/**
+ * One streamed completion read to its end through `client`, generating `maxTokens` tokens
+ * (ignore_eos): the replica that served it (system_fingerprint). Throws when the stream ended
+ * without its finish reason — a cut counts as a failed request.
+ */
+export async function streamReplica(client: OpenAI, maxTokens: number): Promise<string> {
+  const s = await client.chat.completions.create({
+    model: 'sim/model',
+    messages: [{ role: 'user', content: 'keep going' }],
+    max_tokens: maxTokens,
+    stream: true,
+    ignore_eos: true,
+  } as OpenAI.ChatCompletionCreateParamsStreaming);
+  let replica = '';
+  let finish: string | null = null;
+  for await (const chunk of s) {
+    replica = chunk.system_fingerprint ?? replica;
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  if (finish !== 'length') throw new Error(`stream from ${replica} ended without its finish reason`);
+  return replica;
+}
+
