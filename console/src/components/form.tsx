@@ -21,7 +21,7 @@ export function toProblems(list: FieldProblem[]): Problems {
   return out;
 }
 
-interface FieldProps {
+export interface FieldProps {
   label: string;
   field: string;
   problems: Problems;
@@ -37,12 +37,7 @@ export function Field({ label, field, problems, hint, children }: FieldProps) {
     <div className={`field${problem ? ' invalid' : ''}`} data-field={field}>
       <label htmlFor={id}>{label}</label>
       {children({ id, name: field, ...(described ? { 'aria-describedby': described } : {}), ...(problem ? { 'aria-invalid': true } : {}) })}
-      {hint && (
-        <div className="hint" id={`${id}-hint`}>
-          {hint}
-        </div>
-      )}
-      <FieldProblem id={id} problem={problem} />
+      <HintAndProblem id={id} hint={hint} problem={problem} />
     </div>
   );
 }
@@ -54,13 +49,22 @@ export function CheckField({ label, field, checked, onChange, problems, hint }: 
     <div className={`field check${problem ? ' invalid' : ''}`} data-field={field}>
       <input id={id} type="checkbox" name={field} checked={checked} onChange={(e) => onChange(e.target.checked)} aria-describedby={problem ? `${id}-error` : hint ? `${id}-hint` : undefined} />
       <label htmlFor={id}>{label}</label>
+      <HintAndProblem id={id} hint={hint} problem={problem} />
+    </div>
+  );
+}
+
+/** What a control's aria-describedby names: its hint (`${id}-hint`) and its problem. */
+function HintAndProblem({ id, hint, problem }: { id: string; hint: ReactNode; problem: string | undefined }) {
+  return (
+    <>
       {hint && (
         <div className="hint" id={`${id}-hint`}>
           {hint}
         </div>
       )}
       <FieldProblem id={id} problem={problem} />
-    </div>
+    </>
   );
 }
 

@@ -6,8 +6,8 @@
 // variables, config file, annotations).
 
 import type { Preset, RegistryCredential } from '../api/types';
-import { EnvEditor } from '../components/env-editor';
-import { CheckField, KeyValueEditor, type Problems } from '../components/form';
+import { CheckField, type Problems } from '../components/form';
+import { AnnotationsField, EnvField, LoggingAndCaching, ProtocolSelect } from './common-fields';
 import { Select, TextArea, TextInput, type Option } from './inputs';
 import { argsToLines } from './rules';
 import { vaultIdOf, withPresetSecrets, type GeneralValues, type RegistrySource } from './values';
@@ -157,16 +157,7 @@ export function ContainerFields(props: ContainerProps) {
           onChange={(container_port) => set({ container_port })}
           hint="The port the container serves on (1 to 65535), e.g. 8000."
         />
-        <Select
-          field="protocol"
-          problems={problems}
-          value={values.protocol}
-          onChange={(v) => set({ protocol: v === 'grpc' ? 'grpc' : 'http' })}
-          options={[
-            { value: 'http', label: 'HTTP' },
-            { value: 'grpc', label: 'gRPC' },
-          ]}
-        />
+        <ProtocolSelect values={values} set={set} problems={problems} />
         <TextInput
           field="health_check_path"
           problems={problems}
@@ -192,15 +183,7 @@ export function RuntimeFields({ values, set, problems }: { values: GeneralValues
   const setFile = (patch: Partial<GeneralValues['config_file']>) => set({ config_file: { ...file, ...patch } });
   return (
     <>
-      <CheckField label={labelFor('enable_logging')} field="enable_logging" checked={values.enable_logging} onChange={(enable_logging) => set({ enable_logging })} problems={problems} hint="When off, the revision has no console logs." />
-      <CheckField
-        label={labelFor('enable_model_caching')}
-        field="enable_model_caching"
-        checked={values.enable_model_caching}
-        onChange={(enable_model_caching) => set({ enable_model_caching })}
-        problems={problems}
-        hint="Keeps downloaded model files between replica starts."
-      />
+      <LoggingAndCaching values={values} set={set} problems={problems} loggingHint="When off, the revision has no console logs." cachingHint="Keeps downloaded model files between replica starts." />
       <CheckField
         label={labelFor('session_affinity')}
         field="session_affinity"
@@ -231,13 +214,7 @@ export function RuntimeFields({ values, set, problems }: { values: GeneralValues
         />
         <TextInput field="metrics_path" problems={problems} value={values.metrics_path} onChange={(metrics_path) => set({ metrics_path })} placeholder="e.g. /metrics" />
       </div>
-      <EnvEditor
-        label={labelFor('env')}
-        rows={values.env}
-        stored={values.storedSecrets}
-        onChange={set}
-        problems={problems}
-      />
+      <EnvField values={values} set={set} problems={problems} />
       {/* Not a .field itself: the three parts inside are, each with its own problem. */}
       <fieldset data-field="config_file">
         <legend>
@@ -255,7 +232,7 @@ export function RuntimeFields({ values, set, problems }: { values: GeneralValues
           </div>
         )}
       </fieldset>
-      <KeyValueEditor label={labelFor('annotations')} field="annotations" pairs={values.annotations} onChange={(annotations) => set({ annotations })} problems={problems} keyLabel="Key" />
+      <AnnotationsField values={values} set={set} problems={problems} />
     </>
   );
 }

@@ -5,7 +5,7 @@
 // text: the forms parse it when building the request, so a refusal never rewrites a value.
 
 import type { ReactNode } from 'react';
-import { Field, type Problems } from '../components/form';
+import { Field, type FieldProps, type Problems } from '../components/form';
 import { labelFor } from './labels';
 
 interface Common {
@@ -18,20 +18,19 @@ interface Common {
   disabled?: boolean;
 }
 
-export function TextInput({
-  label,
-  field,
-  problems,
-  hint,
-  disabled,
-  value,
-  onChange,
-  kind = 'text',
-  placeholder,
-  readOnly,
-}: Common & { value: string; onChange?: (v: string) => void; kind?: 'text' | 'number' | 'password'; placeholder?: string; readOnly?: boolean }) {
+/** The Field around a control: the setting's label unless the control names its own. */
+function FieldOf({ c, children }: { c: Common; children: FieldProps['children'] }) {
   return (
-    <Field label={label ?? labelFor(field)} field={field} problems={problems} hint={hint}>
+    <Field label={c.label ?? labelFor(c.field)} field={c.field} problems={c.problems} hint={c.hint}>
+      {children}
+    </Field>
+  );
+}
+
+export function TextInput(props: Common & { value: string; onChange?: (v: string) => void; kind?: 'text' | 'number' | 'password'; placeholder?: string; readOnly?: boolean }) {
+  const { value, onChange, kind = 'text', placeholder, readOnly, disabled } = props;
+  return (
+    <FieldOf c={props}>
       {(a) => (
         <input
           {...a}
@@ -48,16 +47,13 @@ export function TextInput({
           {...(kind === 'number' ? { inputMode: 'numeric' as const, step: 1 } : {})}
         />
       )}
-    </Field>
+    </FieldOf>
   );
 }
 
-export function TextArea({ label, field, problems, hint, value, onChange, rows = 4 }: Common & { value: string; onChange: (v: string) => void; rows?: number }) {
-  return (
-    <Field label={label ?? labelFor(field)} field={field} problems={problems} hint={hint}>
-      {(a) => <textarea {...a} value={value} rows={rows} onChange={(e) => onChange(e.target.value)} spellCheck={false} autoCapitalize="off" />}
-    </Field>
-  );
+export function TextArea(props: Common & { value: string; onChange: (v: string) => void; rows?: number }) {
+  const { value, onChange, rows = 4 } = props;
+  return <FieldOf c={props}>{(a) => <textarea {...a} value={value} rows={rows} onChange={(e) => onChange(e.target.value)} spellCheck={false} autoCapitalize="off" />}</FieldOf>;
 }
 
 export interface Option {
@@ -66,24 +62,15 @@ export interface Option {
   disabled?: boolean;
 }
 
-export function Select({
-  label,
-  field,
-  problems,
-  hint,
-  disabled,
-  value,
-  onChange,
-  options,
-  groups,
-}: Common & { value: string; onChange: (v: string) => void; options: Option[]; groups?: Array<{ label: string; options: Option[] }> }) {
+export function Select(props: Common & { value: string; onChange: (v: string) => void; options: Option[]; groups?: Array<{ label: string; options: Option[] }> }) {
+  const { disabled, value, onChange, options, groups } = props;
   const render = (o: Option) => (
     <option key={o.value} value={o.value} disabled={o.disabled}>
       {o.label}
     </option>
   );
   return (
-    <Field label={label ?? labelFor(field)} field={field} problems={problems} hint={hint}>
+    <FieldOf c={props}>
       {(a) => (
         <select {...a} value={value} onChange={(e) => onChange(e.target.value)} disabled={disabled}>
           {options.map(render)}
@@ -96,6 +83,6 @@ export function Select({
             ))}
         </select>
       )}
-    </Field>
+    </FieldOf>
   );
 }

@@ -3,11 +3,10 @@
 // and caching, extra worker arguments, environment variables (secret ones write-only) and annotations. The platform
 // supplies the runtime image, so there is no image, port or command here.
 
-import { EnvEditor } from '../components/env-editor';
-import { CheckField, KeyValueEditor, type Problems } from '../components/form';
-import { Select, TextArea, TextInput } from './inputs';
+import { CheckField, type Problems } from '../components/form';
+import { AnnotationsField, EnvField, LoggingAndCaching, ProtocolSelect } from './common-fields';
+import { TextArea, TextInput } from './inputs';
 import type { OrchestratedValues } from './values';
-import { labelFor } from './labels';
 
 export function ModelFields({
   values,
@@ -46,16 +45,7 @@ export function ModelFields({
         onChange={(model_hub_token) => set({ model_hub_token, clear_model_hub_token: false })}
         hint={tokenStored ? 'A token is stored (never shown). Leave empty to keep it; type a new one to replace it.' : 'For gated or private models. Stored sealed and never shown again.'}
       />
-      <Select
-        field="protocol"
-        problems={problems}
-        value={values.protocol}
-        onChange={(v) => set({ protocol: v === 'grpc' ? 'grpc' : 'http' })}
-        options={[
-          { value: 'http', label: 'HTTP' },
-          { value: 'grpc', label: 'gRPC' },
-        ]}
-      />
+      <ProtocolSelect values={values} set={set} problems={problems} />
       {tokenStored && values.model_hub_token === '' && (
         <CheckField
           label="Remove the stored model hub token"
@@ -72,14 +62,12 @@ export function ModelFields({
 export function WorkerFields({ values, set, problems }: { values: OrchestratedValues; set: (patch: Partial<OrchestratedValues>) => void; problems: Problems }) {
   return (
     <>
-      <CheckField label={labelFor('enable_logging')} field="enable_logging" checked={values.enable_logging} onChange={(enable_logging) => set({ enable_logging })} problems={problems} hint="On by default. When off, the revision has no console logs." />
-      <CheckField
-        label={labelFor('enable_model_caching')}
-        field="enable_model_caching"
-        checked={values.enable_model_caching}
-        onChange={(enable_model_caching) => set({ enable_model_caching })}
+      <LoggingAndCaching
+        values={values}
+        set={set}
         problems={problems}
-        hint="Keeps downloaded model weights between Worker starts."
+        loggingHint="On by default. When off, the revision has no console logs."
+        cachingHint="Keeps downloaded model weights between Worker starts."
       />
       <TextArea
         field="extra_args"
@@ -92,14 +80,8 @@ export function WorkerFields({ values, set, problems }: { values: OrchestratedVa
           </>
         }
       />
-      <EnvEditor
-        label={labelFor('env')}
-        rows={values.env}
-        stored={values.storedSecrets}
-        onChange={set}
-        problems={problems}
-      />
-      <KeyValueEditor label={labelFor('annotations')} field="annotations" pairs={values.annotations} onChange={(annotations) => set({ annotations })} problems={problems} keyLabel="Key" />
+      <EnvField values={values} set={set} problems={problems} />
+      <AnnotationsField values={values} set={set} problems={problems} />
     </>
   );
 }

@@ -4,6 +4,7 @@
 
 import type { Cluster, Items, Quota } from '../api/types';
 import { usePoll } from '../hooks';
+import { FormError } from '../components/form';
 
 export function ClustersPage() {
   const clusters = usePoll<Items<Cluster>>('/clusters', 10_000);
@@ -41,11 +42,7 @@ export function ClustersPage() {
           )}
         </div>
       )}
-      {clusters.error && (
-        <div className="form-error" role="alert">
-          {clusters.error.message}
-        </div>
-      )}
+      <FormError message={clusters.error?.message ?? null} />
       {list.map((c) => (
         <div key={c.id} className="panel">
           <h2>

@@ -14,6 +14,7 @@ import { LogsTab } from '../tabs/logs';
 import { UsageTab } from '../tabs/usage';
 import { ActivityTab } from '../tabs/activity';
 import { SettingsTab } from '../tabs/settings';
+import { FormError } from '../components/form';
 
 // xterm.js is the largest part of the console: loaded only when the Terminal tab opens.
 const TerminalTab = lazy(() => import('../tabs/terminal').then((m) => ({ default: m.TerminalTab })));
@@ -64,11 +65,7 @@ export function DeploymentDetailPage({ family, id, tab, account }: { family: Fam
           {d.serving_revision !== null ? `; revision ${d.serving_revision} keeps serving.` : '.'}
         </div>
       )}
-      {error && (
-        <div className="form-error" role="alert">
-          Refresh failed: {error.message}
-        </div>
-      )}
+      <FormError message={error ? `Refresh failed: ${error.message}` : null} />
       <Tabs tabs={TABS} current={current} base={base} label="Deployment" />
       <div role="tabpanel" id="tabpanel" aria-labelledby={`tab-${current}`}>
         {current === 'overview' && <OverviewTab d={d} onChanged={reload} />}

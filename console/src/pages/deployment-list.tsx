@@ -9,6 +9,7 @@ import type { Deployment, Items } from '../api/types';
 import { StatusBadge, StatusReason } from '../components/status';
 import { Components, Endpoint, Revisions } from '../components/deployment-bits';
 import { EmptyState } from '../components/empty-state';
+import { FormError } from '../components/form';
 
 const REFRESH_MS = 2000;
 
@@ -47,11 +48,7 @@ export function DeploymentListPage() {
           </a>
         </div>
       </div>
-      {error && (
-        <div className="form-error" role="alert">
-          {error}
-        </div>
-      )}
+      <FormError message={error} />
       {items === null && !error && <p className="subtle">Loading…</p>}
       {items !== null && items.length === 0 && (
         <EmptyState

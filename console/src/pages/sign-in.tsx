@@ -4,6 +4,7 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError } from '../api/client';
 import { session, type Account } from '../session';
+import { FormError } from '../components/form';
 
 export function SignInPage() {
   const [key, setKey] = useState('');
@@ -44,11 +45,7 @@ export function SignInPage() {
             The admin key is in <code>&lt;data-dir&gt;/admin.key</code> (by default <code>./data/admin.key</code>). It is kept for this tab only.
           </div>
         </div>
-        {error && (
-          <div className="form-error" role="alert">
-            {error}
-          </div>
-        )}
+        <FormError message={error} />
         <div className="form-actions">
           <button className="button primary" type="submit" disabled={busy || key.trim() === ''}>
             Sign in
