@@ -65,7 +65,7 @@ describe('console form rules', () => {
     expect(problems).toEqual({
       'secret_env.1BAD': checkGeneral({ ...minimal, env: { '1BAD': 'x' } }, { mode: 'create', tokenBound: true })['env.1BAD'],
       'secret_env.EMPTY': 'type the value of the secret variable EMPTY, or remove its row',
-      'secret_env.GREETING': expect.stringContaining('GREETING is both a plain variable and a secret one'),
+      'secret_env.GREETING': expect.stringContaining('GREETING is both a plain variable (env.GREETING) and a secret one'),
     });
     // Making a plain variable secret in one edit: removed from env, given in secret_env.
     expect(checkOrchestrated({ name: 'o', cluster_id: 1, hardware_instance_id: 1, model: 'org/m', private_endpoint: true, env: {}, secret_env: { GREETING: 'hidden' } }, { mode: 'edit', tokenBound: false })).toEqual({});
@@ -116,7 +116,7 @@ describe('console form rules', () => {
   it('checks first_response_timeout_seconds as the API does: whole seconds from 1 to 86400, empty for the default', () => {
     for (const ok of [1, 600, 86_400, null, undefined]) expect(limitsProblems({ first_response_timeout_seconds: ok })).toEqual({});
     for (const bad of [0, -1, 86_401]) {
-      expect(limitsProblems({ first_response_timeout_seconds: bad }).first_response_timeout_seconds).toMatch(/whole number of seconds from 1 to 86400 \(a day\); leave it empty/);
+      expect(limitsProblems({ first_response_timeout_seconds: bad }).first_response_timeout_seconds).toMatch(/whole number of seconds from 1 to 86400 \(a day\), got -?\d+; omit it/);
     }
     expect(checkGeneral({ ...minimal, first_response_timeout_seconds: 0 }, { mode: 'create', tokenBound: true })).toEqual({
       first_response_timeout_seconds: expect.stringMatching(/^first_response_timeout_seconds must be/),
@@ -127,7 +127,7 @@ describe('console form rules', () => {
   it('checks flow_control as the API does: a queue of 0 to 100000, each class 0 to 3600 s', () => {
     const flow = (max_queue: number, sheddable = 5) => ({ max_queue, max_wait_seconds: { critical: 60, standard: 30, sheddable } });
     for (const ok of [flow(0), flow(100_000, 0), flow(1000, 3600), null, undefined]) expect(flowControlProblems(ok)).toEqual({});
-    expect(flowControlProblems(flow(100_001))).toEqual({ 'flow_control.max_queue': expect.stringMatching(/^flow_control\.max_queue must be a whole number from 0 to 100000 \(0: no request waits\); leave it empty/) });
+    expect(flowControlProblems(flow(100_001))).toEqual({ 'flow_control.max_queue': expect.stringMatching(/^flow_control\.max_queue must be a whole number from 0 to 100000 \(0: no request waits, .*\), got 100001; omit it for the default, 1000$/) });
     expect(flowControlProblems(flow(-1, 3601))).toEqual({
       'flow_control.max_queue': expect.any(String),
       'flow_control.max_wait_seconds.sheddable': expect.stringMatching(/^flow_control\.max_wait_seconds\.sheddable must be a whole number of seconds from 0 to 3600/),

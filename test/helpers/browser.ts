@@ -35,7 +35,8 @@ function newest(dir: string): number {
 /** Builds the console when dist/console is missing or older than its sources. */
 export function ensureConsoleBuilt(): void {
   const index = path.join(CONSOLE_DIR, 'index.html');
-  const sources = Math.max(newest(path.join(ROOT, 'console/src')), statSync(path.join(ROOT, 'console/index.html')).mtimeMs, statSync(path.join(ROOT, 'console/vite.config.ts')).mtimeMs);
+  // The console bundles src/domain (its request rules among them), so an edit there rebuilds it too.
+  const sources = Math.max(newest(path.join(ROOT, 'console/src')), newest(path.join(ROOT, 'src/domain')), statSync(path.join(ROOT, 'console/index.html')).mtimeMs, statSync(path.join(ROOT, 'console/vite.config.ts')).mtimeMs);
   if (existsSync(index) && statSync(index).mtimeMs >= sources) return;
   execFileSync(process.execPath, [path.join(ROOT, 'node_modules/vite/bin/vite.js'), 'build', '--config', path.join(ROOT, 'console/vite.config.ts'), '--logLevel', 'warn'], {
     cwd: ROOT,

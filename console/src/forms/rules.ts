@@ -1,9 +1,67 @@
-// Owns the browser's copy of the control API's request rules for both deployment families, as
-// pure functions over the request body the console is about to send, keyed by the API's field
-// names (dotted for children: `env.FOO`, `config_file.filename`) so a problem lands next to the
-// same control whichever side found it. Messages follow the API's wording. What only the server
-// can know (a taken name, quota, free instances, live vault tokens, the caller's role) is left
-// to it. No imports: the root tsconfig (NodeNext) type-checks the unit tests that import this.
+// Owns the console's checks of a request body before it is sent, for both deployment families,
+// keyed by the API's field names (dotted for children: `env.FOO`, `config_file.filename`) so a
+// problem lands next to the same control whichever side found it. The limits, patterns and
+// messages are the control API's own: they come from src/domain/validation/field-rules.ts, which
+// the server's rule modules call too (the console may import src/domain, which is pure, and
+// bundles it; test/rule-agreement.test.ts holds both sides to the same verdict and words). This
+// module only walks the form's body shape. What only the server can know (a taken name, quota,
+// free instances, live vault tokens, the caller's role) is left to it. Imports carry `.js`: the
+// root tsconfig (NodeNext) type-checks the unit tests that import this.
+
+import { DEFAULT_FLOW_CONTROL } from '../../../src/domain/records.js';
+import { PRIORITIES } from '../../../src/domain/priority.js';
+import {
+  annotationKeyProblem,
+  bodyLimitProblem,
+  CONTAINER_PORT_REQUIRED,
+  configFilenameProblem,
+  configMountPathProblem,
+  cooldownProblem,
+  DEFAULT_COOLDOWN,
+  envBothProblem,
+  envNameProblem as envNameRule,
+  firstResponseTimeoutProblem,
+  hardwareRequired,
+  healthPathProblem,
+  IMAGE_REQUIRED,
+  imageProblem as imageRule,
+  maxQueueProblem,
+  maxReplicasProblem,
+  maxWaitProblem,
+  METRICS_PATH_MISSING,
+  METRICS_PORT_MISSING,
+  metricsPathProblem,
+  minReplicasProblem,
+  MODEL_REQUIRED,
+  modelProblem as modelRule,
+  NAME_REQUIRED,
+  nameProblems,
+  portProblem,
+  REGISTRY_CREDENTIAL_AND_PAIR,
+  REGISTRY_PASSWORD_MISSING,
+  REGISTRY_USERNAME_MISSING,
+  requestsPerSecondProblem,
+  SERVED_MODEL_NAME_EMPTY,
+  tagProblem as tagRule,
+  targetProblem,
+  targetRequired,
+  tokenProblem,
+  tokensPerMinuteProblem,
+} from '../../../src/domain/validation/field-rules.js';
+
+export {
+  BODY_LIMIT_MAX,
+  BODY_LIMIT_MIN,
+  COOLDOWN_MAX,
+  DEFAULT_COOLDOWN,
+  FIRST_RESPONSE_MAX_SECONDS,
+  MAX_QUEUE_MAX,
+  MAX_WAIT_MAX_SECONDS,
+  NAME_MAX,
+  PORT_MAX,
+  portProblem,
+  tokenProblem,
+} from '../../../src/domain/validation/field-rules.js';
 
 export type Problems = Record<string, string>;
 
@@ -83,25 +141,6 @@ export interface OrchestratedBody extends CommonBody {
   extra_args?: string[];
 }
 
-export const NAME_MAX = 20;
-export const COOLDOWN_MAX = 3600;
-export const DEFAULT_COOLDOWN = 300;
-const PORT_MAX = 65535;
-const TOKEN_MIN = 8;
-const TOKEN_MAX = 512;
-const BODY_LIMIT_MIN = 1024;
-const BODY_LIMIT_MAX = 64 * 1024 ** 3;
-export const MAX_QUEUE_MAX = 100_000;
-export const MAX_WAIT_MAX_SECONDS = 3_600;
-const PRIORITY_CLASSES = ['critical', 'standard', 'sheddable'] as const;
-const FIRST_RESPONSE_MAX_SECONDS = 86_400;
-
-const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const ANNOTATION_KEY = /^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9](?:[A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
-const TAG = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
-const MODEL_ID = /^[A-Za-z0-9._-]+\/[A-Za-z0-9._-]+$/;
-
 // ---------------------------------------------------------------------------------------
 // Reading what was typed: numbers arrive as the text of an input.
 
@@ -139,52 +178,33 @@ export function argsToLines(args: readonly string[] | undefined): string {
 // ---------------------------------------------------------------------------------------
 // Single rules. Each returns the first problem, or undefined.
 
+/** The API reports every problem of a name; a field shows one, the first. */
 export function nameProblem(name: string | undefined): string | undefined {
-  if (name === undefined || name === '') return 'name is required: lowercase letters, digits and hyphens, at most 20 characters';
-  if (name.length > NAME_MAX) return `name must be at most ${NAME_MAX} characters; "${name}" has ${name.length}`;
-  if (!/^[a-z0-9-]*$/.test(name)) return 'name may contain only lowercase letters, digits and hyphens';
-  if (!/^[A-Za-z]/.test(name)) return 'name must start with a lowercase letter';
-  if (!/[A-Za-z0-9]$/.test(name)) return 'name must end with a letter or digit';
-  return undefined;
-}
-
-export function portProblem(field: string, port: number): string | undefined {
-  return port < 1 || port > PORT_MAX ? `${field} must be between 1 and ${PORT_MAX}` : undefined;
+  if (name === undefined || name === '') return NAME_REQUIRED;
+  return nameProblems(name)[0];
 }
 
 export function imageProblem(image: string | undefined): string | undefined {
-  if (image === undefined || image === '') return 'image is required: the container image to run, given without a tag';
-  if (/\s/.test(image)) return 'image must not contain whitespace';
-  const last = image.slice(image.lastIndexOf('/') + 1);
-  if (image.includes('@') || last.includes(':')) return 'image must be given without a tag or digest: put the tag in `tag`';
-  return undefined;
+  if (image === undefined || image === '') return IMAGE_REQUIRED;
+  return imageRule(image);
 }
 
 export function tagProblem(tag: string | undefined): string | undefined {
-  if (tag === undefined) return undefined;
-  return TAG.test(tag) ? undefined : 'tag must match [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}, a container image tag';
+  return tag === undefined ? undefined : tagRule(tag);
 }
 
 export function modelProblem(model: string | undefined): string | undefined {
-  if (model === undefined || model === '') return 'model is required: a model-hub identifier of the form <org>/<model>';
-  if (!MODEL_ID.test(model)) {
-    return "model must be a model-hub identifier of the form <org>/<model> (letters, digits, '.', '_', '-'), e.g. meta-llama/Llama-3.1-8B-Instruct";
-  }
-  return undefined;
+  if (model === undefined || model === '') return MODEL_REQUIRED;
+  return modelRule(model);
 }
 
-export function tokenProblem(token: string): string | undefined {
-  if (token.length < TOKEN_MIN || token.length > TOKEN_MAX) return `endpoint_bearer_token must be ${TOKEN_MIN} to ${TOKEN_MAX} characters long`;
-  if (!TOKEN68.test(token)) {
-    return 'endpoint_bearer_token may contain only letters, digits and - . _ ~ + / (then optional trailing =), the RFC 6750 token68 characters';
-  }
-  return undefined;
-}
-
-/** The API's one rule for a variable's name, plain or secret. */
-export function envNameProblem(name: string): string | undefined {
-  if (ENV_NAME.test(name)) return undefined;
-  return `environment variable name "${name}" is invalid: names use letters, digits and underscores and begin with a letter or underscore`;
+/**
+ * The API's one rule for a variable's name, plain or secret. `simulated`: the image runs
+ * infergate's own engine (always for orchestrated; for general the server alone knows, so the
+ * console leaves those names to it).
+ */
+export function envNameProblem(name: string, simulated = false): string | undefined {
+  return envNameRule(name, simulated);
 }
 
 /**
@@ -192,20 +212,19 @@ export function envNameProblem(name: string): string | undefined {
  * credentials are the server's to judge. A secret typed empty is the console's own catch (the
  * API would store it): it is most likely a row added for a preset and not filled in yet.
  */
-export function envProblems(env: Record<string, string> | undefined, secretEnv?: Record<string, string | null>): Problems {
+export function envProblems(env: Record<string, string> | undefined, secretEnv?: Record<string, string | null>, simulated = false): Problems {
   const out: Problems = {};
   for (const name of Object.keys(env ?? {})) {
-    const p = envNameProblem(name);
+    const p = envNameProblem(name, simulated);
     if (p) out[`env.${name}`] = p;
   }
   for (const [name, value] of Object.entries(secretEnv ?? {})) {
     const field = `secret_env.${name}`;
-    const p = envNameProblem(name);
+    // Removing a secret is always allowed, whatever its name, as the API allows it.
+    const p = value === null ? undefined : envNameProblem(name, simulated);
     if (p) out[field] = p;
     else if (value === '') out[field] = `type the value of the secret variable ${name}, or remove its row`;
-    else if (value !== null && Object.hasOwn(env ?? {}, name)) {
-      out[field] = `${name} is both a plain variable and a secret one; a variable is one or the other: remove its plain row to keep it secret, or its secret one to keep it plain`;
-    }
+    else if (value !== null && Object.hasOwn(env ?? {}, name)) out[field] = envBothProblem(name);
   }
   return out;
 }
@@ -213,10 +232,8 @@ export function envProblems(env: Record<string, string> | undefined, secretEnv?:
 export function annotationProblems(annotations: Record<string, string> | undefined): Problems {
   const out: Problems = {};
   for (const key of Object.keys(annotations ?? {})) {
-    if (!ANNOTATION_KEY.test(key)) {
-      out[`annotations.${key}`] =
-        `annotation key "${key}" is invalid: an optional DNS prefix and '/', then up to 63 letters, digits, '-', '_' or '.', beginning and ending with a letter or digit`;
-    }
+    const p = annotationKeyProblem(key);
+    if (p) out[`annotations.${key}`] = p;
   }
   return out;
 }
@@ -230,19 +247,18 @@ export function scalingProblems(
   const out: Problems = {};
   const targetField = family === 'general' ? 'max_concurrency' : 'concurrency';
   const min = body.min_replicas ?? 1;
-  if (family === 'orchestrated' && min < 1) out.min_replicas = 'min_replicas must be at least 1: orchestrated deployments do not scale to zero';
-  else if (min < 0) out.min_replicas = 'min_replicas must be 0 or more (0 allows scale-to-zero)';
+  const minProblem = minReplicasProblem(family, min);
+  if (minProblem) out.min_replicas = minProblem;
   const max = body.max_replicas ?? Math.max(min, 1);
-  if (max < 1) out.max_replicas = 'max_replicas must be at least 1';
-  else if (!out.min_replicas && max < min) out.max_replicas = `max_replicas (${max}) must be at least min_replicas (${min})`;
-  if (target !== undefined && target !== null && target < 1) {
-    out[targetField] = `${targetField} must be a positive integer: the target number of in-flight requests per replica`;
-  } else if ((target === undefined || target === null) && (body.autoscaling_metric ?? 'concurrency') === 'concurrency' && !out.min_replicas && !out.max_replicas && max > min) {
-    out[targetField] =
-      `${targetField} is required when max_replicas (${max}) > min_replicas (${min}): it is the per-replica request target the autoscaler scales on`;
+  const maxProblem = maxReplicasProblem(max, minProblem ? undefined : min);
+  if (maxProblem) out.max_replicas = maxProblem;
+  const given = target !== undefined && target !== null ? targetProblem(targetField, target) : undefined;
+  if (given) out[targetField] = given;
+  else if ((target === undefined || target === null) && (body.autoscaling_metric ?? 'concurrency') === 'concurrency' && !out.min_replicas && !out.max_replicas && max > min) {
+    out[targetField] = targetRequired(targetField, max, min);
   }
-  const cooldown = body.cooldown_period ?? DEFAULT_COOLDOWN;
-  if (cooldown < 0 || cooldown > COOLDOWN_MAX) out.cooldown_period = `cooldown_period must be between 0 and ${COOLDOWN_MAX} seconds`;
+  const cooldown = cooldownProblem(body.cooldown_period ?? DEFAULT_COOLDOWN);
+  if (cooldown) out.cooldown_period = cooldown;
   return out;
 }
 
@@ -269,21 +285,17 @@ export function authProblems(body: CommonBody, tokenBound: boolean): Problems {
 export function limitsProblems(body: CommonBody): Problems {
   const out: Problems = {};
   const bytes = body.max_request_body_bytes;
-  if (typeof bytes === 'number' && (bytes < BODY_LIMIT_MIN || bytes > BODY_LIMIT_MAX)) {
-    out.max_request_body_bytes = `max_request_body_bytes must be between ${BODY_LIMIT_MIN} (1 KiB) and ${BODY_LIMIT_MAX} (64 GiB); leave it empty for the server's default`;
-  }
+  const bytesProblem = typeof bytes === 'number' ? bodyLimitProblem(bytes) : undefined;
+  if (bytesProblem) out.max_request_body_bytes = bytesProblem;
   const firstResponse = body.first_response_timeout_seconds;
-  if (typeof firstResponse === 'number' && (firstResponse < 1 || firstResponse > FIRST_RESPONSE_MAX_SECONDS)) {
-    out.first_response_timeout_seconds = `first_response_timeout_seconds must be a whole number of seconds from 1 to ${FIRST_RESPONSE_MAX_SECONDS} (a day); leave it empty for the gateway's default`;
-  }
+  const firstProblem = typeof firstResponse === 'number' ? firstResponseTimeoutProblem(firstResponse) : undefined;
+  if (firstProblem) out.first_response_timeout_seconds = firstProblem;
   const rps = body.rate_limit?.requests_per_second;
-  if (typeof rps === 'number' && (rps <= 0 || rps > 1_000_000)) {
-    out['rate_limit.requests_per_second'] = 'rate_limit.requests_per_second must be a number above 0 and at most 1000000 (0.5 is one request every 2 s)';
-  }
+  const rpsProblem = typeof rps === 'number' ? requestsPerSecondProblem(rps) : undefined;
+  if (rpsProblem) out['rate_limit.requests_per_second'] = rpsProblem;
   const tpm = body.rate_limit?.tokens_per_minute;
-  if (typeof tpm === 'number' && (tpm < 1 || tpm > 1_000_000_000_000)) {
-    out['rate_limit.tokens_per_minute'] = 'rate_limit.tokens_per_minute must be a whole number from 1 to 1000000000000';
-  }
+  const tpmProblem = typeof tpm === 'number' ? tokensPerMinuteProblem(tpm) : undefined;
+  if (tpmProblem) out['rate_limit.tokens_per_minute'] = tpmProblem;
   Object.assign(out, flowControlProblems(body.flow_control));
   return out;
 }
@@ -292,14 +304,11 @@ export function limitsProblems(body: CommonBody): Problems {
 export function flowControlProblems(flow: FlowControlBody | null | undefined): Problems {
   const out: Problems = {};
   if (!flow) return out;
-  if (flow.max_queue < 0 || flow.max_queue > MAX_QUEUE_MAX) {
-    out['flow_control.max_queue'] = `flow_control.max_queue must be a whole number from 0 to ${MAX_QUEUE_MAX} (0: no request waits); leave it empty for the default`;
-  }
-  for (const cls of PRIORITY_CLASSES) {
-    const wait = flow.max_wait_seconds[cls];
-    if (wait < 0 || wait > MAX_WAIT_MAX_SECONDS) {
-      out[`flow_control.max_wait_seconds.${cls}`] = `flow_control.max_wait_seconds.${cls} must be a whole number of seconds from 0 to ${MAX_WAIT_MAX_SECONDS}; leave it empty for the default`;
-    }
+  const queue = maxQueueProblem(flow.max_queue, DEFAULT_FLOW_CONTROL.max_queue);
+  if (queue) out['flow_control.max_queue'] = queue;
+  for (const cls of PRIORITIES) {
+    const wait = maxWaitProblem(cls, flow.max_wait_seconds[cls], DEFAULT_FLOW_CONTROL.max_wait_seconds[cls]);
+    if (wait) out[`flow_control.max_wait_seconds.${cls}`] = wait;
   }
   return out;
 }
@@ -320,37 +329,31 @@ function checkRegistry(body: GeneralBody, opts: CheckOptions, out: Problems): vo
   const username = body.registry_username ?? '';
   const given = body.registry_password;
   const passwordSet = typeof given === 'string' ? given !== '' : given === undefined && opts.registryPasswordStored === true;
-  const both = 'set both for a private registry, or neither';
-  if (username !== '' && !passwordSet) out.registry_password = `registry_password is required with registry_username: ${both}`;
-  if (username === '' && passwordSet) out.registry_username = `registry_username is required with registry_password: ${both}`;
-  if (typeof body.registry_credential_id === 'number' && (username !== '' || passwordSet)) {
-    out.registry_credential_id = 'give registry_credential_id, or registry_username and registry_password, not both (set the other pair to null to switch)';
-  }
+  if (username !== '' && !passwordSet) out.registry_password = REGISTRY_PASSWORD_MISSING;
+  if (username === '' && passwordSet) out.registry_username = REGISTRY_USERNAME_MISSING;
+  if (typeof body.registry_credential_id === 'number' && (username !== '' || passwordSet)) out.registry_credential_id = REGISTRY_CREDENTIAL_AND_PAIR;
 }
 
 function checkMetrics(body: GeneralBody, out: Problems): void {
   const port = body.metrics_port ?? null;
   const path = body.metrics_path ?? null;
-  const together = 'set metrics_port and metrics_path together or leave both empty (defaults: the container port and /metrics)';
-  if (port !== null && (path === null || path === '')) out.metrics_path = `metrics_path is missing: ${together}`;
-  if (port === null && path !== null && path !== '') out.metrics_port = `metrics_port is missing: ${together}`;
+  if (port !== null && (path === null || path === '')) out.metrics_path = METRICS_PATH_MISSING;
+  if (port === null && path !== null && path !== '') out.metrics_port = METRICS_PORT_MISSING;
   if (port !== null) {
     const p = portProblem('metrics_port', port);
     if (p) out.metrics_port = p;
   }
-  if (path !== null && path !== '' && !path.startsWith('/')) out.metrics_path = "metrics_path must start with '/', for example /metrics";
+  const pathProblem = path !== null && path !== '' ? metricsPathProblem(path) : undefined;
+  if (pathProblem) out.metrics_path = pathProblem;
 }
 
 /** Filename and mount path whenever any part is given; the content may be empty (as the API allows). */
 function checkConfigFile(file: ConfigFileBody | null | undefined, out: Problems): void {
   if (!file) return;
-  const { filename, mount_path: mountPath } = file;
-  if (filename === '') out['config_file.filename'] = 'config_file.filename is required: the name of the file to mount';
-  else if (filename.includes('/') || filename === '.' || filename === '..') {
-    out['config_file.filename'] = "config_file.filename must be a plain file name: no '/', and not . or ..";
-  }
-  if (!mountPath.startsWith('/')) out['config_file.mount_path'] = "config_file.mount_path must be an absolute directory path, starting with '/'";
-  else if (mountPath.split('/').includes('..')) out['config_file.mount_path'] = "config_file.mount_path must not contain '..' segments";
+  const filename = configFilenameProblem(file.filename);
+  if (filename) out['config_file.filename'] = filename;
+  const mountPath = configMountPathProblem(file.mount_path);
+  if (mountPath) out['config_file.mount_path'] = mountPath;
 }
 
 /**
@@ -372,19 +375,18 @@ export function checkGeneral(body: GeneralBody, opts: CheckOptions): Problems {
     if (n) out.name = n;
   }
   if (opts.mode === 'create' && body.cluster_id === undefined) out.cluster_id = 'cluster_id is required: choose a cluster';
-  if (body.hardware_instance_id === undefined) out.hardware_instance_id = 'hardware_instance_id is required: the hardware type of every replica';
+  if (body.hardware_instance_id === undefined) out.hardware_instance_id = hardwareRequired('general');
   const image = imageProblem(body.image);
   if (image) out.image = image;
   const tag = tagProblem(body.tag);
   if (tag) out.tag = tag;
-  if (body.container_port === undefined) out.container_port = 'container_port is required: the port the container serves HTTP or gRPC on';
+  if (body.container_port === undefined) out.container_port = CONTAINER_PORT_REQUIRED;
   else {
     const p = portProblem('container_port', body.container_port);
     if (p) out.container_port = p;
   }
-  if (body.health_check_path !== undefined && !body.health_check_path.startsWith('/')) {
-    out.health_check_path = "health_check_path must start with '/', for example /health or /";
-  }
+  const health = body.health_check_path === undefined ? undefined : healthPathProblem(body.health_check_path);
+  if (health) out.health_check_path = health;
   const placeholder = placeholderProblem(body.command);
   if (placeholder) out.command = placeholder;
   checkRegistry(body, opts, out);
@@ -402,13 +404,14 @@ export function checkOrchestrated(body: OrchestratedBody, opts: CheckOptions): P
     if (n) out.name = n;
   }
   if (opts.mode === 'create' && body.cluster_id === undefined) out.cluster_id = 'cluster_id is required: choose a cluster with orchestration enabled';
-  if (body.hardware_instance_id === undefined) out.hardware_instance_id = 'hardware_instance_id is required: the hardware type of every Worker replica';
+  if (body.hardware_instance_id === undefined) out.hardware_instance_id = hardwareRequired('orchestrated');
   const model = modelProblem(body.model);
   if (model) out.model = model;
   if (typeof body.served_model_name === 'string' && body.served_model_name.trim() === '') {
-    out.served_model_name = 'served_model_name must not be empty; leave it out and clients send the model-hub identifier';
+    out.served_model_name = SERVED_MODEL_NAME_EMPTY;
   }
-  Object.assign(out, envProblems(body.env, body.secret_env), annotationProblems(body.annotations));
+  // Every orchestrated deployment runs infergate's own engine, so code-loading names are refused.
+  Object.assign(out, envProblems(body.env, body.secret_env, true), annotationProblems(body.annotations));
   Object.assign(out, scalingProblems('orchestrated', body, body.concurrency), authProblems(body, opts.tokenBound), limitsProblems(body));
   return out;
 }

@@ -20,7 +20,7 @@ import { ContainerFields, RuntimeFields } from './general-fields';
 import { HardwareFields } from './hardware-fields';
 import { TextInput } from './inputs';
 import { ModelFields, WorkerFields } from './orchestrated-fields';
-import { checkGeneral, checkOrchestrated, type GeneralBody, type OrchestratedBody } from './rules';
+import { BODY_LIMIT_MAX, BODY_LIMIT_MIN, checkGeneral, checkOrchestrated, FIRST_RESPONSE_MAX_SECONDS, type GeneralBody, type OrchestratedBody } from './rules';
 import { ScalingFields } from './scaling-fields';
 import { bodySignalProblems } from './signal';
 import { classifyPatch, diffBodies, type Body, type PatchPlan } from './spec-diff';
@@ -283,7 +283,7 @@ function LimitsFields({ values, onChange, problems }: { values: LimitsValues; on
           problems={problems}
           value={values.max_request_body_bytes}
           onChange={(max_request_body_bytes) => onChange({ max_request_body_bytes })}
-          hint="1024 to 68719476736; empty: the server's default (16 MiB unless configured)."
+          hint={`${BODY_LIMIT_MIN} to ${BODY_LIMIT_MAX}; empty: the server's default (16 MiB unless configured).`}
         />
         <TextInput
           field="first_response_timeout_seconds"
@@ -291,7 +291,7 @@ function LimitsFields({ values, onChange, problems }: { values: LimitsValues; on
           problems={problems}
           value={values.first_response_timeout_seconds}
           onChange={(first_response_timeout_seconds) => onChange({ first_response_timeout_seconds })}
-          hint="How long a replica may take to start answering: HTTP, its response headers (504 past it); gRPC, its first response message. 1 to 86400; empty: the gateway's default (1 h for HTTP unless configured; none for gRPC)."
+          hint={`How long a replica may take to start answering: HTTP, its response headers (504 past it); gRPC, its first response message. 1 to ${FIRST_RESPONSE_MAX_SECONDS}; empty: the gateway's default (1 h for HTTP unless configured; none for gRPC).`}
         />
         <TextInput
           field="rate_limit.requests_per_second"

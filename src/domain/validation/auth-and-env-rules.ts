@@ -8,17 +8,11 @@
 // Every other field's credentials are credential-screen.ts's.
 
 import { isAlwaysSecret } from '../secret-env.js';
-import { envNameRefusal } from '../env-names.js';
 import { credentialKind } from './credential-screen.js';
+import { annotationKeyProblem, envBothProblem, envNameProblem, TOKEN_MIN, tokenProblem } from './field-rules.js';
 import type { DeploymentDraft, Options, ValidationContext } from './types.js';
 import { kindOf, type Obj, type Req } from './shape.js';
 
-const TOKEN_MIN = 8;
-const TOKEN_MAX = 512;
-
-const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const ANNOTATION_KEY = /^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9](?:[A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$/;
 const PEM_PRIVATE_KEY = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/;
 const PLATFORM_KEY_AS_TOKEN =
   'endpoint_bearer_token is a service-account key, a platform credential for the control API, and cannot protect an endpoint ' +
@@ -31,13 +25,9 @@ function checkToken(req: Req, ctx: ValidationContext): string | undefined {
   // First: whatever its syntax, a platform key must hear why it is refused (never echoed).
   if (ctx.platformKeyHashes.has(ctx.hashToken(token))) {
     req.reject('endpoint_bearer_token', PLATFORM_KEY_AS_TOKEN);
-  } else if (token.length < TOKEN_MIN || token.length > TOKEN_MAX) {
-    req.reject('endpoint_bearer_token', `endpoint_bearer_token must be ${TOKEN_MIN} to ${TOKEN_MAX} characters long`);
-  } else if (!TOKEN68.test(token)) {
-    req.reject(
-      'endpoint_bearer_token',
-      'endpoint_bearer_token may contain only letters, digits and - . _ ~ + / (then optional trailing =), the RFC 6750 token68 characters',
-    );
+  } else {
+    const problem = tokenProblem(token);
+    if (problem) req.reject('endpoint_bearer_token', problem);
   }
   return token;
 }
@@ -128,16 +118,9 @@ function credentialIn(field: string, value: string, ownToken: string | undefined
  * (`simulated`), those that make it load code. False when the name is refused.
  */
 export function checkEnvName(req: Req, field: string, name: string, simulated: boolean): boolean {
-  if (!ENV_NAME.test(name)) {
-    req.add(
-      field,
-      `environment variable name "${name}" is invalid: names use letters, digits and underscores and begin with a letter or underscore`,
-    );
-    return false;
-  }
-  const refusal = envNameRefusal(name, simulated);
-  if (refusal === null) return true;
-  req.add(field, refusal);
+  const problem = envNameProblem(name, simulated);
+  if (problem === undefined) return true;
+  req.add(field, problem);
   return false;
 }
 
@@ -214,10 +197,7 @@ export function checkEnvironment(req: Req, ctx: ValidationContext, ownToken: str
         `${name} is given in both env and secret_env; give it once, in secret_env (${name} is always a secret variable, so in env it is moved there anyway)`,
       );
     } else if (Object.hasOwn(plain, name)) {
-      req.add(
-        `secret_env.${name}`,
-        `${name} is both a plain variable (env.${name}) and a secret one; a variable is one or the other: remove it from env to keep it secret, or from secret_env to keep it plain`,
-      );
+      req.add(`secret_env.${name}`, envBothProblem(name));
     }
   }
   const stored = opts.inherited?.secrets.env ?? {};
@@ -238,13 +218,8 @@ export function checkAnnotations(req: Req): Record<string, string> {
   const annotations = req.obj('annotations') ?? {};
   for (const [key, value] of Object.entries(annotations)) {
     const field = `annotations.${key}`;
-    if (!ANNOTATION_KEY.test(key)) {
-      req.add(
-        field,
-        `annotation key "${key}" is invalid: an optional DNS prefix and '/', then up to 63 letters, digits, ` +
-          "'-', '_' or '.', beginning and ending with a letter or digit",
-      );
-    }
+    const problem = annotationKeyProblem(key);
+    if (problem) req.add(field, problem);
     if (typeof value !== 'string') req.add(field, `${field} must be a string, got ${kindOf(value)}`);
   }
   return stringEntries(annotations);

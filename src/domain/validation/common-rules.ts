@@ -9,10 +9,19 @@ import { nameTakenByTag } from '../traffic.js';
 import { checkAutoscaling, requestedMetric } from './autoscaling-rules.js';
 import type { Req } from './shape.js';
 import type { Options, ValidationContext } from './types.js';
+import {
+  cooldownProblem,
+  DEFAULT_COOLDOWN,
+  hardwareRequired,
+  maxReplicasProblem,
+  minReplicasProblem,
+  NAME_REQUIRED,
+  nameProblems,
+  targetProblem,
+  targetRequired,
+} from './field-rules.js';
 
-const NAME_MAX = 20;
-const COOLDOWN_MAX = 3600;
-export const DEFAULT_COOLDOWN = 300;
+export { DEFAULT_COOLDOWN };
 
 /** Rules run to the end and report everything; a draft is built only when none failed. */
 export function need<T>(value: T | undefined): T {
@@ -24,15 +33,10 @@ export function checkName(req: Req, ctx: ValidationContext, opts: Options): stri
   const name = req.str('name');
   // PATCH cannot change the name (checked before merging), so the stored one stands.
   if (opts.mode === 'patch') return name;
-  if (!req.required('name', 'name is required: lowercase letters, digits and hyphens, at most 20 characters') || name === undefined) {
-    return undefined;
-  }
-  const before = req.problems.length;
-  if (name.length > NAME_MAX) req.add('name', `name must be at most ${NAME_MAX} characters; "${name}" has ${name.length}`);
-  if (!/^[a-z0-9-]*$/.test(name)) req.add('name', 'name may contain only lowercase letters, digits and hyphens');
-  if (!/^[A-Za-z]/.test(name)) req.add('name', 'name must start with a lowercase letter');
-  if (!/[A-Za-z0-9]$/.test(name)) req.add('name', 'name must end with a letter or digit');
-  if (req.problems.length > before) return undefined;
+  if (!req.required('name', NAME_REQUIRED) || name === undefined) return undefined;
+  const syntax = nameProblems(name);
+  for (const problem of syntax) req.add('name', problem);
+  if (syntax.length > 0) return undefined;
   if (ctx.takenNames.has(name)) {
     req.add('name', `name "${name}" is already used by another deployment (names are unique across both families)`, 'conflict');
     return undefined;
@@ -81,8 +85,8 @@ export function checkHardwareId(req: Req, field: string, id: number, cluster: Cl
   return undefined;
 }
 
-export function checkTopLevelHardware(req: Req, cluster: Cluster | undefined, what: string): number | undefined {
-  if (!req.required('hardware_instance_id', `hardware_instance_id is required: ${what}`)) return undefined;
+export function checkTopLevelHardware(req: Req, cluster: Cluster | undefined): number | undefined {
+  if (!req.required('hardware_instance_id', hardwareRequired(req.family))) return undefined;
   const id = req.int('hardware_instance_id');
   return id === undefined ? undefined : checkHardwareId(req, 'hardware_instance_id', id, cluster);
 }
@@ -90,12 +94,9 @@ export function checkTopLevelHardware(req: Req, cluster: Cluster | undefined, wh
 function checkMinReplicas(req: Req): number | undefined {
   if (req.isBad('min_replicas')) return undefined;
   const min = req.int('min_replicas') ?? 1;
-  if (req.family === 'orchestrated' && min < 1) {
-    req.add('min_replicas', 'min_replicas must be at least 1: orchestrated deployments do not scale to zero');
-    return undefined;
-  }
-  if (min < 0) {
-    req.add('min_replicas', 'min_replicas must be 0 or more (0 allows scale-to-zero)');
+  const problem = minReplicasProblem(req.family, min);
+  if (problem) {
+    req.add('min_replicas', problem);
     return undefined;
   }
   return min;
@@ -106,12 +107,9 @@ function checkMaxReplicas(req: Req, min: number | undefined): number | undefined
   if (req.isBad('max_replicas')) return undefined;
   const given = req.int('max_replicas');
   if (given === undefined) return min === undefined ? undefined : Math.max(min, 1);
-  if (given < 1) {
-    req.add('max_replicas', 'max_replicas must be at least 1');
-    return undefined;
-  }
-  if (min !== undefined && given < min) {
-    req.add('max_replicas', `max_replicas (${given}) must be at least min_replicas (${min})`);
+  const problem = maxReplicasProblem(given, min);
+  if (problem) {
+    req.add('max_replicas', problem);
     return undefined;
   }
   return given;
@@ -121,15 +119,13 @@ function checkMaxReplicas(req: Req, min: number | undefined): number | undefined
 function checkTarget(req: Req, field: string, min: number | undefined, max: number | undefined, required: boolean): number | null | undefined {
   if (req.isBad(field)) return undefined;
   const target = req.int(field);
-  if (target !== undefined && target < 1) {
-    req.add(field, `${field} must be a positive integer: the target number of in-flight requests per replica`);
+  const problem = target === undefined ? undefined : targetProblem(field, target);
+  if (problem) {
+    req.add(field, problem);
     return undefined;
   }
   if (target === undefined && required && min !== undefined && max !== undefined && max > min) {
-    req.add(
-      field,
-      `${field} is required when max_replicas (${max}) > min_replicas (${min}): it is the per-replica request target the autoscaler scales on`,
-    );
+    req.add(field, targetRequired(field, max, min));
     return undefined;
   }
   return target ?? null;
@@ -138,8 +134,9 @@ function checkTarget(req: Req, field: string, min: number | undefined, max: numb
 function checkCooldown(req: Req): number | undefined {
   if (req.isBad('cooldown_period')) return undefined;
   const cooldown = req.int('cooldown_period') ?? DEFAULT_COOLDOWN;
-  if (cooldown < 0 || cooldown > COOLDOWN_MAX) {
-    req.add('cooldown_period', `cooldown_period must be between 0 and ${COOLDOWN_MAX} seconds`);
+  const problem = cooldownProblem(cooldown);
+  if (problem) {
+    req.add('cooldown_period', problem);
     return undefined;
   }
   return cooldown;

@@ -20,23 +20,32 @@ import {
   secretWillBeSet,
 } from './common-rules.js';
 import { kindOf, type Req } from './shape.js';
+import {
+  CONTAINER_PORT_REQUIRED,
+  configFilenameProblem,
+  configMountPathProblem,
+  healthPathProblem,
+  IMAGE_REQUIRED,
+  imageProblem,
+  METRICS_PATH_MISSING,
+  METRICS_PORT_MISSING,
+  metricsPathProblem,
+  portProblem,
+  REGISTRY_CREDENTIAL_AND_PAIR,
+  REGISTRY_PASSWORD_MISSING,
+  REGISTRY_USERNAME_MISSING,
+  tagProblem,
+} from './field-rules.js';
 import { checkRolloutMode, checkTraffic } from './traffic-rules.js';
 import type { DeploymentDraft, Options, ValidationContext } from './types.js';
 
-const PORT_MAX = 65535;
-const TAG = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
-
 function checkImage(req: Req): string | undefined {
-  if (!req.required('image', 'image is required: the container image to run, given without a tag')) return undefined;
+  if (!req.required('image', IMAGE_REQUIRED)) return undefined;
   const image = req.str('image');
   if (image === undefined) return undefined;
-  if (/\s/.test(image)) {
-    req.add('image', 'image must not contain whitespace');
-    return undefined;
-  }
-  const lastSegment = image.slice(image.lastIndexOf('/') + 1);
-  if (image.includes('@') || lastSegment.includes(':')) {
-    req.add('image', 'image must be given without a tag or digest: put the tag in `tag`');
+  const problem = imageProblem(image);
+  if (problem) {
+    req.add('image', problem);
     return undefined;
   }
   return image;
@@ -63,16 +72,18 @@ function checkRunnable(req: Req, ctx: ValidationContext, image: string | undefin
 
 function checkTag(req: Req): string {
   const tag = req.str('tag') ?? 'latest';
-  if (!TAG.test(tag)) req.add('tag', 'tag must match [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}, a container image tag');
+  const problem = tagProblem(tag);
+  if (problem) req.add('tag', problem);
   return tag;
 }
 
 function checkPort(req: Req, field: string, value: number): void {
-  if (value < 1 || value > PORT_MAX) req.add(field, `${field} must be between 1 and ${PORT_MAX}`);
+  const problem = portProblem(field, value);
+  if (problem) req.add(field, problem);
 }
 
 function checkContainerPort(req: Req): number | undefined {
-  if (!req.required('container_port', 'container_port is required: the port the container serves HTTP or gRPC on')) return undefined;
+  if (!req.required('container_port', CONTAINER_PORT_REQUIRED)) return undefined;
   const port = req.int('container_port');
   if (port !== undefined) checkPort(req, 'container_port', port);
   return port;
@@ -80,7 +91,8 @@ function checkContainerPort(req: Req): number | undefined {
 
 function checkHealthPath(req: Req): string {
   const path = req.str('health_check_path') ?? '/';
-  if (!path.startsWith('/')) req.add('health_check_path', "health_check_path must start with '/', for example /health or /");
+  const problem = healthPathProblem(path);
+  if (problem) req.add('health_check_path', problem);
   return path;
 }
 
@@ -93,7 +105,7 @@ function checkRegistryCredential(req: Req, ctx: ValidationContext, opts: Options
   if (!(ctx.registryCredentialIds ?? new Set()).has(id)) {
     req.add('registry_credential_id', `registry_credential_id ${id} is not in the vault (GET /vault/registry-credentials lists them)`);
   } else if (nonEmpty(req.str('registry_username')) !== null || secretWillBeSet(req, 'registry_password', opts)) {
-    req.add('registry_credential_id', 'give registry_credential_id, or registry_username and registry_password, not both (set the other pair to null to switch)');
+    req.add('registry_credential_id', REGISTRY_CREDENTIAL_AND_PAIR);
   }
   return id;
 }
@@ -101,24 +113,19 @@ function checkRegistryCredential(req: Req, ctx: ValidationContext, opts: Options
 function checkRegistry(req: Req, opts: Options): string | null {
   const username = nonEmpty(req.str('registry_username'));
   const passwordSet = secretWillBeSet(req, 'registry_password', opts);
-  const both = 'set both for a private registry, or neither';
-  if (username !== null && !passwordSet && !req.isBad('registry_password')) {
-    req.add('registry_password', `registry_password is required with registry_username: ${both}`);
-  }
-  if (username === null && passwordSet && !req.isBad('registry_username')) {
-    req.add('registry_username', `registry_username is required with registry_password: ${both}`);
-  }
+  if (username !== null && !passwordSet && !req.isBad('registry_password')) req.add('registry_password', REGISTRY_PASSWORD_MISSING);
+  if (username === null && passwordSet && !req.isBad('registry_username')) req.add('registry_username', REGISTRY_USERNAME_MISSING);
   return username;
 }
 
 function checkMetrics(req: Req): { port: number | null; path: string | null } {
   const port = req.int('metrics_port') ?? null;
   const path = nonEmpty(req.str('metrics_path'));
-  const together = 'set metrics_port and metrics_path together or leave both empty (defaults: the container port and /metrics)';
-  if (port !== null && path === null && !req.isBad('metrics_path')) req.add('metrics_path', `metrics_path is missing: ${together}`);
-  if (port === null && path !== null && !req.isBad('metrics_port')) req.add('metrics_port', `metrics_port is missing: ${together}`);
+  if (port !== null && path === null && !req.isBad('metrics_path')) req.add('metrics_path', METRICS_PATH_MISSING);
+  if (port === null && path !== null && !req.isBad('metrics_port')) req.add('metrics_port', METRICS_PORT_MISSING);
   if (port !== null) checkPort(req, 'metrics_port', port);
-  if (path !== null && !path.startsWith('/')) req.add('metrics_path', "metrics_path must start with '/', for example /metrics");
+  const pathProblem = path === null ? undefined : metricsPathProblem(path);
+  if (pathProblem) req.add('metrics_path', pathProblem);
   return { port, path };
 }
 
@@ -133,16 +140,11 @@ function checkConfigFile(req: Req): ConfigFile | null {
     }
   }
   const { filename, mount_path: mountPath, content } = file;
-  if (typeof filename !== 'string' || filename === '') {
-    req.add('config_file.filename', 'config_file.filename is required: the name of the file to mount');
-  } else if (filename.includes('/') || filename === '.' || filename === '..') {
-    req.add('config_file.filename', "config_file.filename must be a plain file name: no '/', and not . or ..");
-  }
-  if (typeof mountPath !== 'string' || !mountPath.startsWith('/')) {
-    req.add('config_file.mount_path', "config_file.mount_path must be an absolute directory path, starting with '/'");
-  } else if (mountPath.split('/').includes('..')) {
-    req.add('config_file.mount_path', "config_file.mount_path must not contain '..' segments");
-  }
+  const filenameProblem = configFilenameProblem(typeof filename === 'string' ? filename : '');
+  if (filenameProblem) req.add('config_file.filename', filenameProblem);
+  // A mount path that is not a string is refused as one that is not absolute.
+  const mountProblem = configMountPathProblem(typeof mountPath === 'string' ? mountPath : '');
+  if (mountProblem) req.add('config_file.mount_path', mountProblem);
   if (content === undefined) req.add('config_file.content', "config_file.content is required: the file's content (it may be empty)");
   else if (typeof content !== 'string') req.add('config_file.content', `config_file.content must be a string, got ${kindOf(content)}`);
   return { filename: String(filename), mount_path: String(mountPath), content: String(content) };
@@ -151,7 +153,7 @@ function checkConfigFile(req: Req): ConfigFile | null {
 export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options): DeploymentDraft | undefined {
   const name = checkName(req, ctx, opts);
   const cluster = checkCluster(req, ctx);
-  const hardware = checkTopLevelHardware(req, cluster, 'the hardware type of every replica');
+  const hardware = checkTopLevelHardware(req, cluster);
   const preset = checkPreset(req);
   const image = checkImage(req);
   const tag = checkTag(req);

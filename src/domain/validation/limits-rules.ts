@@ -6,40 +6,32 @@
 import { PRIORITIES, type Priority } from '../priority.js';
 import { DEFAULT_FLOW_CONTROL, type EndpointLimits, type FlowControl, type RateLimit } from '../records.js';
 import { isObject, kindOf, type Obj, type Req } from './shape.js';
+import {
+  bodyLimitProblem,
+  firstResponseTimeoutProblem,
+  maxQueueProblem,
+  maxWaitProblem,
+  requestsPerSecondProblem,
+  tokensPerMinuteProblem,
+} from './field-rules.js';
 
-export const BODY_LIMIT_MIN = 1024;
-export const BODY_LIMIT_MAX = 64 * 1024 ** 3;
-// The gateway's own --upstream-headers-timeout and --grpc-first-message-timeout stop at a day too.
-export const FIRST_RESPONSE_MAX_SECONDS = 86_400;
-const RPS_MAX = 1_000_000;
-const TPM_MAX = 1_000_000_000_000;
+export { BODY_LIMIT_MAX, BODY_LIMIT_MIN, FIRST_RESPONSE_MAX_SECONDS, MAX_QUEUE_MAX, MAX_WAIT_MAX_SECONDS } from './field-rules.js';
 const RATE_KEYS = ['requests_per_second', 'tokens_per_minute'] as const;
-export const MAX_QUEUE_MAX = 100_000;
-// An hour: a request held longer than that is better answered 429 and retried by its client.
-export const MAX_WAIT_MAX_SECONDS = 3_600;
 const FLOW_KEYS = ['max_queue', 'max_wait_seconds'] as const;
 
 function checkBodyLimit(req: Req): number | null {
   const bytes = req.int('max_request_body_bytes');
   if (bytes === undefined) return null;
-  if (bytes < BODY_LIMIT_MIN || bytes > BODY_LIMIT_MAX) {
-    req.add(
-      'max_request_body_bytes',
-      `max_request_body_bytes must be between ${BODY_LIMIT_MIN} (1 KiB) and ${BODY_LIMIT_MAX} (64 GiB); omit it (or null) for the server's default`,
-    );
-  }
+  const problem = bodyLimitProblem(bytes);
+  if (problem) req.add('max_request_body_bytes', problem);
   return bytes;
 }
 
 function checkFirstResponseTimeout(req: Req): number | null {
   const seconds = req.int('first_response_timeout_seconds');
   if (seconds === undefined) return null;
-  if (seconds < 1 || seconds > FIRST_RESPONSE_MAX_SECONDS) {
-    req.add(
-      'first_response_timeout_seconds',
-      `first_response_timeout_seconds must be a whole number of seconds from 1 to ${FIRST_RESPONSE_MAX_SECONDS} (a day), got ${seconds}; omit it (or null) for the gateway's default`,
-    );
-  }
+  const problem = firstResponseTimeoutProblem(seconds);
+  if (problem) req.add('first_response_timeout_seconds', problem);
   return seconds;
 }
 
@@ -47,18 +39,13 @@ function checkRate(req: Req, raw: Record<string, unknown>, key: (typeof RATE_KEY
   const field = `rate_limit.${key}`;
   const v = raw[key];
   if (v === undefined || v === null) return null;
-  if (key === 'requests_per_second') {
-    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > RPS_MAX) {
-      req.add(field, `${field} must be a number above 0 and at most ${RPS_MAX} (fractions allowed: 0.5 is one request every 2 s), got ${kindOf(v)}${typeof v === 'number' ? ` ${v}` : ''}`);
-      return null;
-    }
-    return v;
-  }
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1 || v > TPM_MAX) {
-    req.add(field, `${field} must be a whole number from 1 to ${TPM_MAX}, got ${kindOf(v)}${typeof v === 'number' ? ` ${v}` : ''}`);
+  const problem = key === 'requests_per_second' ? requestsPerSecondProblem(v) : tokensPerMinuteProblem(v);
+  if (problem) {
+    req.add(field, problem);
     return null;
   }
-  return v;
+  // No problem means a number in range.
+  return v as number;
 }
 
 function checkRateLimit(req: Req): RateLimit | null {
@@ -73,11 +60,6 @@ function checkRateLimit(req: Req): RateLimit | null {
   // {} or both null is no limit at all: stored as null so the record says so plainly.
   return limit.requests_per_second === null && limit.tokens_per_minute === null ? null : limit;
 }
-
-/** A number as the message quotes it: the value itself, else what it is ("a string"). */
-const got = (v: unknown): string => (typeof v === 'number' && Number.isFinite(v) ? String(v) : kindOf(v));
-
-const wholeIn = (v: unknown, max: number): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= max;
 
 function checkMaxWait(req: Req, raw: unknown): Record<Priority, number> {
   const waits: Record<Priority, number> = { ...DEFAULT_FLOW_CONTROL.max_wait_seconds };
@@ -97,15 +79,9 @@ function checkMaxWait(req: Req, raw: unknown): Record<Priority, number> {
   for (const cls of PRIORITIES) {
     const v = raw[cls];
     if (v === undefined || v === null) continue;
-    const field = `flow_control.max_wait_seconds.${cls}`;
-    if (wholeIn(v, MAX_WAIT_MAX_SECONDS)) waits[cls] = v;
-    else {
-      req.add(
-        field,
-        `${field} must be a whole number of seconds from 0 to ${MAX_WAIT_MAX_SECONDS} (0: a ${cls} request never waits), got ${got(v)}; ` +
-          `omit it for the default, ${DEFAULT_FLOW_CONTROL.max_wait_seconds[cls]}`,
-      );
-    }
+    const problem = maxWaitProblem(cls, v, DEFAULT_FLOW_CONTROL.max_wait_seconds[cls]);
+    if (problem) req.add(`flow_control.max_wait_seconds.${cls}`, problem);
+    else waits[cls] = v as number;
   }
   return waits;
 }
@@ -125,14 +101,9 @@ function checkFlowControl(req: Req): FlowControl | null {
   let maxQueue = DEFAULT_FLOW_CONTROL.max_queue;
   const queue = raw.max_queue;
   if (queue !== undefined && queue !== null) {
-    if (wholeIn(queue, MAX_QUEUE_MAX)) maxQueue = queue;
-    else {
-      req.add(
-        'flow_control.max_queue',
-        `flow_control.max_queue must be a whole number from 0 to ${MAX_QUEUE_MAX} (0: no request waits, one past saturation gets 429 at once), got ${got(queue)}; ` +
-          `omit it for the default, ${DEFAULT_FLOW_CONTROL.max_queue}`,
-      );
-    }
+    const problem = maxQueueProblem(queue, DEFAULT_FLOW_CONTROL.max_queue);
+    if (problem) req.add('flow_control.max_queue', problem);
+    else maxQueue = queue as number;
   }
   return { max_queue: maxQueue, max_wait_seconds: checkMaxWait(req, raw.max_wait_seconds) };
 }

@@ -23,8 +23,7 @@ import { checkAutoscaling } from './autoscaling-rules.js';
 import { isObject, kindOf, type Req } from './shape.js';
 import { checkRolloutMode, checkTraffic } from './traffic-rules.js';
 import type { DeploymentDraft, Options, ValidationContext } from './types.js';
-
-const MODEL_ID = /^[A-Za-z0-9._-]+\/[A-Za-z0-9._-]+$/;
+import { MODEL_REQUIRED, modelProblem, SERVED_MODEL_NAME_EMPTY } from './field-rules.js';
 
 interface Topology {
   hardware_instance_id: number | null;
@@ -47,13 +46,11 @@ const POOL_FIELDS = ['hardware_instance_id', 'replicas'];
 const POOL_AUTOSCALING = ['min_replicas', 'max_replicas', 'concurrency', 'cooldown_period'];
 
 function checkModel(req: Req): string | undefined {
-  if (!req.required('model', 'model is required: a model-hub identifier of the form <org>/<model>')) return undefined;
+  if (!req.required('model', MODEL_REQUIRED)) return undefined;
   const model = req.str('model');
-  if (model !== undefined && !MODEL_ID.test(model)) {
-    req.add(
-      'model',
-      "model must be a model-hub identifier of the form <org>/<model> (letters, digits, '.', '_', '-'), e.g. meta-llama/Llama-3.1-8B-Instruct",
-    );
+  const problem = model === undefined ? undefined : modelProblem(model);
+  if (problem) {
+    req.add('model', problem);
     return undefined;
   }
   return model;
@@ -75,7 +72,7 @@ function checkAggregated(req: Req, cluster: Cluster | undefined): Topology | und
         'which sets hardware_instance_id and min_replicas/max_replicas at the top level)',
     );
   }
-  const hardware = checkTopLevelHardware(req, cluster, 'the hardware type of every Worker replica');
+  const hardware = checkTopLevelHardware(req, cluster);
   const scaling = checkScaling(req);
   if (hardware === undefined || scaling === undefined) return undefined;
   return { hardware_instance_id: hardware, worker_pools: null, scaling };
@@ -165,7 +162,7 @@ function checkDisaggregated(req: Req, cluster: Cluster | undefined): Topology | 
 function checkServedModelName(req: Req): string | null {
   const served = req.str('served_model_name');
   if (served !== undefined && served.trim() === '') {
-    req.add('served_model_name', 'served_model_name must not be empty; omit it and clients send the model-hub identifier');
+    req.add('served_model_name', SERVED_MODEL_NAME_EMPTY);
   }
   return served ?? null;
 }

@@ -5,6 +5,7 @@
 
 import type { ErrorCode, FieldProblem } from '../../core/errors.js';
 import type { Family } from '../records.js';
+import { kindOf } from './field-rules.js';
 
 // ---------------------------------------------------------------------------------------
 // Field tables. The order of each list is the order problems are reported in.
@@ -223,17 +224,8 @@ export class Req {
   }
 }
 
-export function kindOf(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array';
-  if (v === undefined) return 'nothing';
-  if (typeof v === 'number') {
-    if (Number.isSafeInteger(v)) return 'a number';
-    return Number.isInteger(v) ? 'an integer beyond the safe range' : 'a fractional number';
-  }
-  if (typeof v === 'object') return 'an object';
-  return `a ${typeof v}`;
-}
+// One definition, shared with the console through field-rules.ts.
+export { kindOf };
 
 const TYPE_TESTS: Record<FieldType, { test: (v: unknown) => boolean; expected: string }> = {
   string: { test: (v) => typeof v === 'string', expected: 'a string' },
