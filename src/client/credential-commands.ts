@@ -7,6 +7,7 @@
 // certificates carry a cap on the X-Priority class of their requests (--max-priority), set at
 // creation and changed with `update`; tables show it as MAX PRIORITY ("any" for none).
 
+import type { RegistryCredentialView } from '../domain/api-views.js';
 import { Option, type Command } from 'commander';
 import { PRIORITIES, type Priority } from '../domain/priority.js';
 import type { ApiClient, Json } from './api.js';
@@ -16,7 +17,7 @@ import { ApiRefusal, UsageError } from './errors.js';
 import { print, type Column, type Format } from './output.js';
 
 /** A registry credential as the API renders it: never the password, only its last characters (hint); deployments: those pulling with it. */
-export type RegistryCredential = { id: number; name: string; username: string; hint: string; created_at: string; deployments: number[] };
+export type RegistryCredential = RegistryCredentialView;
 
 export const REGISTRY_CREDENTIALS = '/vault/registry-credentials';
 

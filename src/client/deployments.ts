@@ -1,74 +1,37 @@
 // Owns finding deployments by name for the client: the API addresses them by family and id,
 // people by name, so every command that takes NAME looks it up in both families' lists.
 
-import type { AutoscalingMetric } from '../domain/autoscaling-signal.js';
-import { PRIORITIES, type Priority } from '../domain/priority.js';
-import type { RolloutMode } from '../domain/traffic.js';
+import type { DeploymentView, FAMILIES as VIEW_FAMILIES, RevisionReplicasView, RevisionSummaryView, RolloutView, TrafficTargetView } from '../domain/api-views.js';
+import { PRIORITIES } from '../domain/priority.js';
 import type { ApiClient } from './api.js';
 import { ApiRefusal } from './errors.js';
 
-export type Family = 'general' | 'orchestrated';
+export type Family = (typeof VIEW_FAMILIES)[number];
 export const FAMILIES: readonly Family[] = ['general', 'orchestrated'];
 
-/** A deployment as the API renders it (the fields the client reads; the rest passes through). */
-export interface Deployment {
-  id: number;
-  family: Family;
-  name: string;
-  status: string;
-  /** Why it is not ready, or not all its replicas are, in words ("pulling <image>: 45%"); null when there is nothing to say. */
-  status_reason: string | null;
-  paused: boolean;
-  endpoint_url: string;
-  revision: number;
-  serving_revision: number | null;
-  rollout: { state: string; reason?: string | null; revision?: number } | null;
-  components: Record<string, { ready: number; desired: number }>;
-  revisions: { revision: number; status: string; reason: string; created_at: string; failure_reason: string | null; percent?: number; tags?: string[] }[];
-  /** How requests split between revisions (absent from servers before traffic management). */
-  traffic?: TrafficEntryView[];
-  /** No list of its own: everything goes to the newest revision. */
-  traffic_is_default?: boolean;
-  rollout_mode?: RolloutMode;
-  autoscaling_metric?: AutoscalingMetric;
-  autoscaling_target?: number | null;
-  /** Each revision traffic runs, with its share and its routed component's replicas. */
-  revision_replicas?: RevisionReplicas[];
-  /** Plain environment variables. */
-  env?: Record<string, string>;
-  /** Names of the secret environment variables that are set; their values are never returned. */
-  secret_env?: string[];
-  /** General: the vault's registry credentials it pulls with, or null. */
-  registry_credential_id?: number | null;
-  /** General: its own registry user (the password is never returned), or null. */
-  registry_username?: string | null;
-  /** The vault token protecting the endpoint, or null when it has none (its value is never returned). */
-  endpoint_token_id?: number | null;
-  /** ISO 8601; `ls` shows the age. */
-  created_at?: string;
-  /** The queue past saturation as the gateway applies it (absent from servers before flow control). */
-  flow_control?: { max_queue: number; max_wait_seconds: Record<Priority, number> };
-  /** The deployment sets none: flow_control is the defaults. */
-  flow_control_is_default?: boolean;
-  [field: string]: unknown;
-}
-
+/** Fields every server this client may talk to sends; the others came later, so the client reads them as optional. */
+type Always = 'id' | 'family' | 'name' | 'status' | 'status_reason' | 'paused' | 'endpoint_url' | 'revision' | 'serving_revision' | 'components';
+/** A rollout as the client reads it: its state, with what an older server may leave out optional. */
+export type RolloutRead = Pick<RolloutView, 'state'> & Partial<RolloutView>;
+/** A revision as the client reads it: share and tags came with traffic, after the rest. */
+export type RevisionRead = Omit<RevisionSummaryView, 'percent' | 'tags' | 'source_revision'> & Partial<Pick<RevisionSummaryView, 'percent' | 'tags' | 'source_revision'>>;
+/**
+ * A deployment as the API renders it: the server's view type (domain/api-views.ts), with the
+ * fields newer than the client's oldest server optional, and the rest passing through.
+ */
+export type Deployment = Pick<DeploymentView, Always> &
+  Partial<Omit<DeploymentView, Always | 'rollout' | 'revisions'>> & {
+    rollout: RolloutRead | null;
+    revisions: RevisionRead[];
+    [field: string]: unknown;
+  };
 /** One entry of a deployment's traffic as the API shows it: `latest` resolved, the tag host's URL in `url`. */
-export interface TrafficEntryView {
-  revision: number;
-  latest: boolean;
-  percent: number;
-  tag: string | null;
-  url: string | null;
-}
+export type TrafficEntryView = TrafficTargetView;
+/** Each revision traffic runs, with its share and its routed component's replicas. */
+export type RevisionReplicas = RevisionReplicasView;
 
-export interface RevisionReplicas {
-  revision: number;
-  percent: number;
-  tags: string[];
-  ready: number;
-  desired: number;
-}
+
+
 
 export async function listDeployments(api: ApiClient): Promise<Deployment[]> {
   const lists = await Promise.all(FAMILIES.map((f) => api.get<{ items: Deployment[] }>(`/deployments/${f}`)));

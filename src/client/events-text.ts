@@ -7,7 +7,7 @@ import type { ApiClient } from './api.js';
 import { age } from './age.js';
 import { routeOf, type Deployment } from './deployments.js';
 import { ApiRefusal } from './errors.js';
-import type { DeploymentEvent } from '../domain/records.js';
+import type { DeploymentEventView as DeploymentEvent } from '../domain/api-views.js';
 
 export type { DeploymentEvent };
 

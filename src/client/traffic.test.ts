@@ -105,7 +105,7 @@ describe("describe's lines", () => {
     expect(autoscalingLine({ ...base, autoscaling_metric: 'queue_depth', autoscaling_target: 5, min_replicas: 1, max_replicas: 4 })).toBe('queue_depth 5 waiting requests per replica, 1 to 4 replicas');
     expect(autoscalingLine({ ...base, autoscaling_metric: 'concurrency', autoscaling_target: null, max_concurrency: 8, min_replicas: 0, max_replicas: 2 })).toBe('concurrency 8 in-flight requests per replica, 0 to 2 replicas');
     expect(autoscalingLine({ ...base, family: 'orchestrated', autoscaling_metric: 'concurrency', concurrency: null, min_replicas: 2, max_replicas: 2 })).toBe('concurrency: no target (fixed size), fixed at 2 replicas');
-    expect(autoscalingLine({ ...base, autoscaling_metric: 'concurrency', worker_pools: {} })).toBe('none: the pools have fixed sizes');
+    expect(autoscalingLine({ ...base, autoscaling_metric: 'concurrency', worker_pools: { prefill: { hardware_instance_id: 1, replicas: 1 }, decode: { hardware_instance_id: 1, replicas: 1 } } })).toBe('none: the pools have fixed sizes');
     expect(autoscalingLine(base)).toBeNull();
   });
 

@@ -5,6 +5,7 @@
 // API's `traffic` list and saying, in words, what a change does to the other revisions.
 
 import { Command, Option } from 'commander';
+import type { RevisionFiguresView, RevisionMetricsView } from '../domain/api-views.js';
 import { ROLLOUT_MODES, type RolloutMode } from '../domain/traffic.js';
 import type { ApiClient, Json } from './api.js';
 import type { Kit } from './command-kit.js';
@@ -117,21 +118,11 @@ function sharesOf(traffic: readonly TrafficEntryView[]): RevisionReplicas[] {
   return out.filter((e) => e.percent > 0 || e.tags.length > 0);
 }
 
-/** The gateways' figures of one revision over the window (GET …/revision-metrics). */
-export interface RevisionFigures {
-  revision: number;
-  percent: number;
-  requests: number;
-  errors: number;
-  ttft_p50_ms: number | null;
-  ttft_p99_ms: number | null;
-  tokens_per_second: number;
-}
 
-export interface RevisionMetricsAnswer {
-  window_seconds: number;
-  revisions: RevisionFigures[];
-}
+
+/** The gateways' figures of one revision over the window (GET …/revision-metrics). */
+export type RevisionFigures = RevisionFiguresView;
+export type RevisionMetricsAnswer = RevisionMetricsView;
 
 /** The figures, or why there are none (a process without an autoscaler: 409; a server before them: 404). */
 export async function readRevisionMetrics(client: ApiClient, d: Pick<Deployment, 'family' | 'id'>, windowSeconds: number): Promise<RevisionMetricsAnswer | { unavailable: string }> {

@@ -3,19 +3,13 @@
 // the same figures per revision side by side. A server that does not count revisions sends
 // none, and only the first table is printed.
 
+import type { RevisionUsageView, UsageFiguresView as ServerFigures } from '../domain/api-views.js';
 import { table, type Column, type Out } from './output.js';
 
-export interface RevisionUsageView {
-  requests: number;
-  errors: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  gpu_seconds: number;
-}
+export type { RevisionUsageView };
 
-export interface UsageFiguresView extends RevisionUsageView {
-  revisions?: Record<string, RevisionUsageView>;
-}
+/** The server's figures (domain/api-views.ts); `revisions` is absent from a server that does not count them. */
+export type UsageFiguresView = Omit<ServerFigures, 'revisions'> & Partial<Pick<ServerFigures, 'revisions'>>;
 
 export interface UsageView {
   hours: (UsageFiguresView & { hour: string })[];

@@ -5,6 +5,7 @@
 // (a shell in a ready replica over the terminal WebSocket: one command on pipes with its exit
 // status passed on, or an interactive pseudo-terminal when stdin is a terminal).
 
+import type { LogLineView } from '../domain/api-views.js';
 import { quote } from 'shell-quote';
 import type WebSocket from 'ws';
 import type { ApiClient } from './api.js';
@@ -93,12 +94,7 @@ export interface LogOptions {
   json: boolean;
 }
 
-interface LogLine {
-  time: string;
-  replica: string;
-  stream: string;
-  line: string;
-}
+type LogLine = LogLineView;
 
 export async function printLogs(api: ApiClient, name: string, opts: LogOptions, out: Out, signal: AbortSignal): Promise<void> {
   const d = await getDeployment(api, name);

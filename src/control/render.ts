@@ -1,12 +1,25 @@
 // Owns the public shape of stored records: what the API returns for deployments,
-// revisions, tokens, service accounts and client certificates. Nothing secret passes through here — sealed
-// secrets become `has_*` flags and secret environment variables a list of names, hashes are dropped.
+// revisions, tokens, service accounts and client certificates, typed by the answers' schemas
+// (domain/api-views.ts), so a view that drifts from its schema does not compile. Nothing secret
+// passes through here — sealed secrets become `has_*` flags and secret environment variables a
+// list of names, hashes are dropped.
 
 import { acceptsCertificate } from '../domain/client-certificates.js';
-import { autoscalingMetricOf, type AutoscalingMetric } from '../domain/autoscaling-signal.js';
+import { autoscalingMetricOf } from '../domain/autoscaling-signal.js';
 import { componentsOf, routedComponent, specifiedReplicas } from '../domain/components.js';
-import { resolveTraffic, rolloutModeOf, splitOf, tagHost, trafficOf, type RevisionShare, type RolloutMode } from '../domain/traffic.js';
-import type { Priority } from '../domain/priority.js';
+import { resolveTraffic, rolloutModeOf, splitOf, tagHost, trafficOf, type RevisionShare } from '../domain/traffic.js';
+import type {
+  CertificateView,
+  ComponentCounts,
+  DeploymentView,
+  ReplicaView,
+  RevisionReplicasView,
+  RevisionSummaryView,
+  RevisionView,
+  ServiceAccountView,
+  TokenView,
+  TrafficTargetView,
+} from '../domain/api-views.js';
 import { isAlwaysSecret } from '../domain/secret-env.js';
 import { servedModel } from '../domain/served-model.js';
 import { ENDPOINTS_PATH_PREFIX, endpointHost, pathAddressHost, withPort } from '../domain/endpoint-address.js';
@@ -14,13 +27,10 @@ import {
   DEFAULT_FLOW_CONTROL,
   limitsOf,
   type CertificateRecord,
-  type FlowControl,
   type DeploymentRecord,
   type DeploymentSpec,
-  type RateLimit,
   type ReplicaRecord,
   type RevisionRecord,
-  type RolloutState,
   type ServiceAccountRecord,
   type TokenRecord,
 } from '../domain/records.js';
@@ -29,105 +39,6 @@ export interface EndpointAddress {
   domain: string;
   /** The gateway's public port: 443 is implicit in URLs. */
   port: number;
-}
-
-export type ComponentCounts = Record<string, { ready: number; desired: number }>;
-
-export interface RevisionSummaryView {
-  revision: number;
-  created_at: string;
-  reason: string;
-  source_revision: number | null;
-  status: string;
-  failure_reason: string | null;
-  /** Its share of the deployment's requests now (0 when traffic gives it none). */
-  percent: number;
-  /** The traffic tags naming it (each a host of its own). */
-  tags: string[];
-}
-
-/** One entry of the deployment's traffic as the API shows it. */
-export interface TrafficTargetView {
-  /** The revision it sends to: `latest` resolved to the newest. */
-  revision: number;
-  latest: boolean;
-  percent: number;
-  tag: string | null;
-  /** The tag host's URL, `https://<tag>-<name>.<domain>[:port]`, which reaches only this revision; null without a tag. */
-  url: string | null;
-}
-
-/** A revision that runs replicas, with its share and its routed component's replicas. */
-export interface RevisionReplicasView {
-  revision: number;
-  percent: number;
-  tags: string[];
-  ready: number;
-  desired: number;
-}
-
-export interface DeploymentView {
-  id: number;
-  family: string;
-  name: string;
-  cluster_id: number;
-  status: string;
-  /** Why it is not ready (or not all its replicas are) in words; null when there is nothing to say. */
-  status_reason: string | null;
-  paused: boolean;
-  endpoint_url: string;
-  /** The path address's base, `https://localhost[:port]/endpoints/<name>`; null for gRPC. */
-  endpoint_path_url: string | null;
-  /** What clients send as `model` (domain/served-model.ts); null when the spec cannot tell (Ollama, an unknown image's own command). */
-  served_model: string | null;
-  revision: number;
-  serving_revision: number | null;
-  rollout: RolloutState | null;
-  components: ComponentCounts;
-  revisions: RevisionSummaryView[];
-  traffic: TrafficTargetView[];
-  /** No list of its own (stored null): everything goes to the newest revision. */
-  traffic_is_default: boolean;
-  rollout_mode: RolloutMode;
-  autoscaling_metric: AutoscalingMetric;
-  /** The target of a metric other than concurrency; null for concurrency (its target is max_concurrency / concurrency). */
-  autoscaling_target: number | null;
-  revision_replicas: RevisionReplicasView[];
-  endpoint_token_id: number | null;
-  client_certificate_id: number | null;
-  private_endpoint: boolean;
-  /** Plain environment variables; secret ones are only named, in secret_env. */
-  env: Record<string, string>;
-  secret_env: string[];
-  max_request_body_bytes: number | null;
-  first_response_timeout_seconds: number | null;
-  rate_limit: RateLimit | null;
-  /** What the gateway applies: the deployment's own settings, or the defaults when it has none. */
-  flow_control: FlowControl;
-  /** The deployment has no flow control of its own (stored null): flow_control is the defaults. */
-  flow_control_is_default: boolean;
-  created_at: string;
-  updated_at: string;
-  /** Family-specific spec and scaling fields. */
-  [field: string]: unknown;
-}
-
-export interface TokenView {
-  id: number;
-  name: string;
-  hint: string;
-  /** The highest X-Priority class its requests get; null: no cap. */
-  max_priority: Priority | null;
-  created_at: string;
-  deployments: number[];
-}
-
-export interface ServiceAccountView {
-  id: number;
-  name: string;
-  role: string;
-  hint: string;
-  created_at: string;
 }
 
 export function endpointUrl(name: string, at: EndpointAddress): string {
@@ -199,17 +110,6 @@ export function components(d: DeploymentRecord, replicas: ReplicaRecord[]): Comp
   return Object.fromEntries(componentsOf(d).map((c) => [c, entry(c, specifiedReplicas(d, c))]));
 }
 
-export interface ReplicaView {
-  id: number;
-  name: string;
-  revision: number;
-  component: string;
-  state: string;
-  restarts: number;
-  detail: string | null;
-  updated_at: string;
-}
-
 /** What an operator needs to tell replicas apart; addresses and pids stay inside. */
 export function renderReplica(r: ReplicaRecord): ReplicaView {
   return { id: r.id, name: r.name, revision: r.revision, component: r.component, state: r.state, restarts: r.restarts, detail: r.detail ?? null, updated_at: r.updated_at };
@@ -230,7 +130,7 @@ export function revisionSummary(r: RevisionRecord, shares: readonly RevisionShar
   };
 }
 
-export function revisionDetail(r: RevisionRecord, shares: readonly RevisionShare[]): RevisionSummaryView & { spec: PublicSpec } {
+export function revisionDetail(r: RevisionRecord, shares: readonly RevisionShare[]): RevisionView {
   return { ...revisionSummary(r, shares), spec: publicSpec(r.spec) };
 }
 
@@ -267,7 +167,7 @@ export function renderDeployment(
   d: DeploymentRecord,
   replicas: ReplicaRecord[],
   at: EndpointAddress,
-  status: string = d.status,
+  status: DeploymentView['status'] = d.status,
 ): DeploymentView {
   const shares = resolveTraffic(d);
   return {
@@ -329,23 +229,6 @@ export function renderToken(t: TokenRecord, deployments: DeploymentRecord[]): To
 
 export function renderServiceAccount(a: ServiceAccountRecord): ServiceAccountView {
   return { id: a.id, name: a.name, role: a.role, hint: a.hint, created_at: a.created_at };
-}
-
-export interface CertificateView {
-  id: number;
-  name: string;
-  deployment_id: number | null;
-  /** Deployments that accept it: bound to it, or issued for one that takes client certificates. */
-  deployments: number[];
-  /** The highest X-Priority class its requests get; null: no cap. */
-  max_priority: Priority | null;
-  serial: string;
-  fingerprint_sha256: string;
-  not_after: string;
-  revoked: boolean;
-  revoked_at: string | null;
-  created_at: string;
-  pem_path: string;
 }
 
 /** Never the key, sealed or not: the private key leaves only through the .pem route. */

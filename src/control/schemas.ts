@@ -1,7 +1,7 @@
 // Owns the JSON schemas of the control API's edge (TypeBox): request shapes that fastify
-// validates before a handler runs, and the response shapes that feed /openapi.json. The
-// spec's semantic rules (name pattern, pools, quotas…) live in domain/validate.ts, which
-// names the field at fault in each message.
+// validates before a handler runs; the response shapes live with their types in
+// domain/api-views.ts and are re-exported here for the routes. The spec's semantic rules (name
+// pattern, pools, quotas…) live in domain/validate.ts, which names the field at fault in each message.
 
 import { Type, type TSchema } from 'typebox';
 import { AUTOSCALING_METRICS, METRIC_RULES } from '../domain/autoscaling-signal.js';
@@ -10,6 +10,29 @@ import { ROLLOUT_MODES, TAG_MAX, TRAFFIC_MAX_ENTRIES } from '../domain/traffic.j
 import { DEFAULT_FLOW_CONTROL } from '../domain/records.js';
 import { MAX_QUEUE_MAX, MAX_WAIT_MAX_SECONDS } from '../domain/validation/limits-rules.js';
 import { ALWAYS_SECRET_ENV } from '../domain/secret-env.js';
+import { MAX_PRIORITY_DOC, MaxPriority } from '../domain/api-views.js';
+
+export {
+  ActivityResponse,
+  CertificateResponse,
+  ClusterResponse,
+  DeploymentEventResponse,
+  DeploymentResponse,
+  ErrorResponse,
+  EventsResponse,
+  HardwareResponse,
+  LogsResponse,
+  PresetResponse,
+  QuotaResponse,
+  RegistryCredentialResponse,
+  ReplicaResponse,
+  RevisionMetricsResponse,
+  RevisionResponse,
+  ServiceAccountResponse,
+  TokenResponse,
+  UsageResponse,
+  WhoamiResponse,
+} from '../domain/api-views.js';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
 const StringMap = Type.Record(Type.String(), Type.String());
@@ -23,15 +46,6 @@ export const Id = (description?: string) => Type.Integer({ minimum: 1, maximum: 
 
 export const IdParams = Type.Object({ id: Id() });
 export const RevisionParams = Type.Object({ id: Id(), n: Id() });
-
-export const ErrorResponse = Type.Object({
-  error: Type.Object({
-    code: Type.String(),
-    message: Type.String(),
-    field: Type.Optional(Type.String()),
-    details: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
-  }),
-});
 
 const PoolRequest = Type.Object(
   { hardware_instance_id: Nullable(Type.Integer()), replicas: Nullable(Type.Integer()) },
@@ -76,16 +90,6 @@ const FlowControlRequest = Type.Object(
       'a wait past its class\'s limit, or a full queue, is answered 429 with Retry-After. Keys left out take the defaults; a PATCH replaces the whole object; null: the defaults. Takes effect at once, no revision',
   },
 );
-
-const FlowControlResponse = Type.Object({
-  max_queue: Type.Integer(),
-  max_wait_seconds: Type.Object({ critical: Type.Integer(), standard: Type.Integer(), sheddable: Type.Integer() }),
-});
-
-/** A credential's cap on X-Priority: an enum with null, so a refusal lists the classes. */
-const MaxPriority = (description: string) => Type.Union([Type.Enum([...PRIORITIES]), Type.Null()], { description });
-const MAX_PRIORITY_DOC =
-  'the highest X-Priority class a request with this credential gets (a request asking for more is demoted to it, never refused): critical, standard or sheddable; null: no cap';
 
 const limitFields = {
   max_request_body_bytes: Nullable(Type.Integer({ description: 'largest request body the gateway accepts (413 above it); null: the server default' })),
@@ -234,110 +238,6 @@ export const OrchestratedRequest = Type.Object(
 
 export const RollbackRequest = Type.Object({ revision: Id() }, { additionalProperties: false });
 
-const ComponentStatus = Type.Object({ ready: Type.Integer(), desired: Type.Integer() });
-const RevisionSummary = Type.Object({
-  revision: Type.Integer(),
-  created_at: Type.String(),
-  reason: Type.String(),
-  source_revision: Type.Union([Type.Integer(), Type.Null()]),
-  status: Type.String(),
-  failure_reason: Type.Union([Type.String(), Type.Null()]),
-  percent: Type.Integer({ description: 'its share of requests now, from traffic (0: none)' }),
-  tags: Type.Array(Type.String(), { description: 'the traffic tags naming it, each a host <tag>-<name>.<domain>' }),
-});
-
-const TrafficTargetResponse = Type.Object({
-  revision: Type.Integer({ description: 'the revision it sends to: for latest, the newest' }),
-  latest: Type.Boolean(),
-  percent: Type.Integer(),
-  tag: Type.Union([Type.String(), Type.Null()]),
-  url: Type.Union([Type.String(), Type.Null()], { description: "the tag host's URL, https://<tag>-<name>.<domain> with :port when the gateway is not on 443; it reaches only this revision. null without a tag" }),
-});
-
-const RevisionReplicasResponse = Type.Object({
-  revision: Type.Integer(),
-  percent: Type.Integer(),
-  tags: Type.Array(Type.String()),
-  ready: Type.Integer({ description: 'ready replicas of the routed component (Replica, or Frontend) of this revision' }),
-  desired: Type.Integer(),
-});
-
-const Rollout = Type.Object({
-  revision: Type.Integer(),
-  from_revision: Type.Union([Type.Integer(), Type.Null()]),
-  state: Type.String({ enum: ['in_progress', 'complete', 'failed'] }),
-  reason: Type.Union([Type.String(), Type.Null()]),
-  started_at: Type.String(),
-  finished_at: Type.Union([Type.String(), Type.Null()]),
-});
-
-/** The deployment as the API returns it; family-specific fields are listed loosely. */
-export const DeploymentResponse = Type.Object(
-  {
-    id: Type.Integer(),
-    family: Type.String({ enum: ['general', 'orchestrated'] }),
-    name: Type.String(),
-    cluster_id: Type.Integer(),
-    status: Type.String({
-      enum: ['pending', 'ready', 'not_ready', 'paused', 'failed', 'failing', 'deleting'],
-      description: 'failing: no replica is ready and one of the revision being run keeps crashing or cannot pull its image (status_reason says which, and why); pending: still on its way',
-    }),
-    status_reason: Type.Union([Type.String(), Type.Null()], {
-      description: 'why it is not ready, or not all its replicas are, in words ("pulling <image>: 45%", "image not found: …", a crash-looping replica with its restarts, exit code and last log line); null when there is nothing to say',
-    }),
-    paused: Type.Boolean(),
-    endpoint_url: Type.String(),
-    endpoint_path_url: Type.Union([Type.String(), Type.Null()], {
-      description:
-        'base URL of the path address, e.g. https://localhost:8443/endpoints/chat (append /v1 for an OpenAI SDK\'s base URL): needs no DNS for <name>.<domain>; null for gRPC deployments, which are addressed by host only',
-    }),
-    served_model: Type.Union([Type.String(), Type.Null()], {
-      description:
-        "what clients send as a request's `model`: served_model_name, else the model-hub id (orchestrated); the name the command serves (--served-model-name, else --model, --model-path, --model-id or `serve <model>`), the model a vendor image names, or the reference engine's sim/model (general); null when the spec cannot tell (Ollama, an image's own command): GET /v1/models on the endpoint lists it",
-    }),
-    revision: Type.Integer(),
-    serving_revision: Type.Union([Type.Integer(), Type.Null()]),
-    rollout: Type.Union([Rollout, Type.Null()]),
-    components: Type.Record(Type.String(), ComponentStatus),
-    revisions: Type.Array(RevisionSummary),
-    traffic: Type.Array(TrafficTargetResponse, { description: 'the stored split, or the default (everything to the newest revision) when traffic_is_default' }),
-    traffic_is_default: Type.Boolean({ description: 'true when the deployment has no traffic list of its own (null): every request goes to the newest revision' }),
-    rollout_mode: Type.String({ enum: [...ROLLOUT_MODES] }),
-    autoscaling_metric: Type.String({ enum: [...AUTOSCALING_METRICS] }),
-    autoscaling_target: Type.Union([Type.Number(), Type.Null()], { description: 'the target of queue_depth, kv_cache or ttft; null for concurrency, whose target is max_concurrency / concurrency' }),
-    revision_replicas: Type.Array(RevisionReplicasResponse, {
-      description: 'one entry per revision traffic runs (each revision of a split, else the one everything goes to): its share, tags, and ready and desired replicas',
-    }),
-    endpoint_token_id: Type.Union([Type.Integer(), Type.Null()]),
-    client_certificate_id: Type.Union([Type.Integer(), Type.Null()]),
-    private_endpoint: Type.Boolean(),
-    env: Type.Record(Type.String(), Type.String(), { description: 'plain environment variables; secret ones are never here' }),
-    secret_env: Type.Array(Type.String(), { description: 'names of the secret environment variables that are set, sorted; their values are never returned' }),
-    max_request_body_bytes: Type.Union([Type.Integer(), Type.Null()]),
-    first_response_timeout_seconds: Type.Union([Type.Integer(), Type.Null()], {
-      description: "seconds the gateway waits for a replica's first response (HTTP: its headers; gRPC: its first message); null: the gateway's default",
-    }),
-    rate_limit: Type.Union([
-      Type.Object({ requests_per_second: Type.Union([Type.Number(), Type.Null()]), tokens_per_minute: Type.Union([Type.Integer(), Type.Null()]) }),
-      Type.Null(),
-    ]),
-    flow_control: Type.Object(FlowControlResponse.properties, {
-      description: 'the flow control the gateway applies: the deployment\'s own, complete, or the defaults when it has none (then flow_control_is_default is true)',
-    }),
-    flow_control_is_default: Type.Boolean({
-      description: 'true when the deployment sets no flow control of its own (null, or never given): flow_control then shows the platform defaults',
-    }),
-    created_at: Type.String(),
-    updated_at: Type.String(),
-  },
-  { additionalProperties: true },
-);
-
-export const RevisionResponse = Type.Object(
-  { ...RevisionSummary.properties, spec: Type.Record(Type.String(), Type.Unknown()) },
-  { additionalProperties: false },
-);
-
 const CredentialName = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' });
 
 export const TokenCreateRequest = Type.Object(
@@ -359,52 +259,11 @@ export const RegistryCredentialCreateRequest = Type.Object(
   },
   { additionalProperties: false },
 );
-export const RegistryCredentialResponse = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  username: Type.String(),
-  hint: Type.String({ description: 'the last four characters of the password' }),
-  created_at: Type.String(),
-  deployments: Type.Array(Type.Integer(), { description: 'deployments whose current spec pulls with these credentials' }),
-});
-export const TokenResponse = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  hint: Type.String(),
-  max_priority: MaxPriority(MAX_PRIORITY_DOC),
-  created_at: Type.String(),
-  deployments: Type.Array(Type.Integer()),
-  token: Type.Optional(Type.String({ description: 'present only in the create response' })),
-});
 
 export const ServiceAccountCreateRequest = Type.Object(
   { name: CredentialName, role: Type.Optional(Type.String({ enum: ['admin', 'member'] })) },
   { additionalProperties: false },
 );
-export const ServiceAccountResponse = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  role: Type.String(),
-  hint: Type.String(),
-  created_at: Type.String(),
-  key: Type.Optional(Type.String({ description: 'present only in the create response' })),
-});
-
-export const HardwareResponse = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  gpus_per_instance: Type.Integer(),
-  instances: Type.Integer(),
-  instances_free: Type.Integer(),
-  cpus: Type.Optional(Type.Number({ description: 'vCPUs of one instance, when the catalog gives them' })),
-  memory_gib: Type.Optional(Type.Number({ description: 'memory of one instance in GiB, when the catalog gives it' })),
-});
-export const ClusterResponse = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  orchestration_enabled: Type.Boolean(),
-  hardware: Type.Array(HardwareResponse),
-});
 
 export const CertificateCreateRequest = Type.Object(
   {
@@ -418,45 +277,3 @@ export const CertificateCreateRequest = Type.Object(
   },
   { additionalProperties: false },
 );
-export const CertificateResponse = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  deployment_id: Type.Union([Type.Integer(), Type.Null()]),
-  deployments: Type.Array(Type.Integer(), { description: 'deployments that accept this certificate: the ones it is bound to, and the one it was issued for while that one takes client certificates' }),
-  max_priority: MaxPriority(MAX_PRIORITY_DOC),
-  serial: Type.String(),
-  fingerprint_sha256: Type.String(),
-  not_after: Type.String(),
-  revoked: Type.Boolean(),
-  revoked_at: Type.Union([Type.String(), Type.Null()]),
-  created_at: Type.String(),
-  pem_path: Type.String({ description: 'GET it for the certificate and private key in one .pem' }),
-});
-
-export const PresetResponse = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  description: Type.String(),
-  image: Type.String(),
-  tag: Type.String(),
-  container_port: Type.Integer(),
-  protocol: Type.String(),
-  health_check_path: Type.String(),
-  registry_username: Type.Union([Type.String(), Type.Null()]),
-  example_command: Type.Array(Type.String()),
-  needs_command: Type.Boolean(),
-  secret_env: Type.Array(Type.String(), { description: 'environment variables the engine reads a credential from: give them in secret_env' }),
-  fills: Type.Array(Type.String()),
-  local_runtime: Type.String(),
-});
-
-export const ReplicaResponse = Type.Object({
-  id: Type.Integer(),
-  name: Type.String(),
-  revision: Type.Integer(),
-  component: Type.String(),
-  state: Type.String({ enum: ['starting', 'ready', 'draining', 'stopped', 'failed'] }),
-  restarts: Type.Integer(),
-  detail: Type.Union([Type.String(), Type.Null()], { description: 'why it is not ready, as its runtime says (pulling its image, a crash and its restart); null when ready' }),
-  updated_at: Type.String(),
-});

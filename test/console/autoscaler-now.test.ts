@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import type { ActivityAnswer, ActivityPoint } from '../../console/src/api/types.js';
 import { autoscalerNow, settledPoints } from '../../console/src/components/autoscaler-now.js';
 
-const point = (t: string, o: Partial<ActivityPoint>): ActivityPoint => ({ t, in_flight: 0, in_flight_max: 0, held: 0, desired: 1, ready: 1, ...o });
-const answer = (points: ActivityPoint[], component: string | null = 'Replica'): ActivityAnswer => ({ step_seconds: 5, window_seconds: 900, component, points });
+const point = (t: string, o: Partial<ActivityPoint>): ActivityPoint => ({ t, in_flight: 0, in_flight_max: 0, held: 0, desired: 1, ready: 1, signal: null, ...o });
+const answer = (points: ActivityPoint[], component: string | null = 'Replica'): ActivityAnswer => ({ step_seconds: 5, window_seconds: 900, component, metric: 'concurrency', target: null, points });
 
 describe('console autoscaler now', () => {
   const finished = point('2026-03-01T12:00:00.000Z', { in_flight: 3.2, in_flight_max: 4, desired: 3, ready: 2, held: 1 });

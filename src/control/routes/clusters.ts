@@ -7,7 +7,7 @@ import { notFound } from '../../core/errors.js';
 import { clusterUsage, footprint } from '../../domain/quota.js';
 import { findCluster, type Cluster } from '../../domain/catalog.js';
 import type { ControlApp, ControlContext } from '../context.js';
-import { ClusterResponse, ErrorResponse, HardwareResponse, IdParams } from '../schemas.js';
+import { ClusterResponse, ErrorResponse, HardwareResponse, IdParams, QuotaResponse } from '../schemas.js';
 
 export function registerClusterRoutes(app: ControlApp, ctx: ControlContext): void {
   const tags = ['catalog'];
@@ -56,10 +56,3 @@ export function registerClusterRoutes(app: ControlApp, ctx: ControlContext): voi
     return { gpu_quota: ctx.deps.gpuQuota, gpus_reserved: reserved, gpus_free: Math.max(0, ctx.deps.gpuQuota - reserved), deployments: held };
   });
 }
-
-const QuotaResponse = Type.Object({
-  gpu_quota: Type.Integer({ description: 'the account GPU quota (--gpu-quota)' }),
-  gpus_reserved: Type.Integer({ description: 'GPUs every live deployment holds: max_replicas × GPUs per instance, or both pools' }),
-  gpus_free: Type.Integer(),
-  deployments: Type.Array(Type.Object({ id: Type.Integer(), name: Type.String(), family: Type.String(), gpus: Type.Integer() })),
-});

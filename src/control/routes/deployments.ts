@@ -8,6 +8,7 @@ import type { Family } from '../../domain/records.js';
 import { resolveTraffic } from '../../domain/traffic.js';
 import type { ControlApp, ControlContext } from '../context.js';
 import { callerRole } from '../caller.js';
+import type { DeploymentView } from '../../domain/api-views.js';
 import { renderDeployment, renderReplica, revisionDetail } from '../render.js';
 import {
   DeploymentResponse,
@@ -40,7 +41,7 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
   const body = family === 'general' ? GeneralRequest : OrchestratedRequest;
   const tags = [`${family} deployments`];
   const service = ctx.deployments;
-  const render = async (id: number, status?: string) => {
+  const render = async (id: number, status?: DeploymentView['status']) => {
     const d = await service.get(family, id);
     return renderDeployment(d, await replicasOf(ctx, id), ctx.deps.endpoint, status);
   };

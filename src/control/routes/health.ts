@@ -1,15 +1,19 @@
 // Owns the unauthenticated routes: liveness, readiness (the store answers) and the OpenAPI
 // document.
 
+import { Type } from 'typebox';
 import type { ControlApp, ControlContext } from '../context.js';
 import { PlatformError } from '../../core/errors.js';
 import { StoreUnavailableError } from '../../store/store.js';
 import { STORE_UNAVAILABLE } from '../errors.js';
+import { ErrorResponse } from '../schemas.js';
+
+const Health = (status: string) => Type.Object({ status: Type.Literal(status) }, { additionalProperties: false });
 
 export function registerHealthRoutes(app: ControlApp, ctx: ControlContext): void {
   const config = { public: true };
-  app.get('/healthz', { config, schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { config, schema: { hide: true } }, async () => {
+  app.get('/healthz', { config, schema: { hide: true, response: { 200: Health('ok') } } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { config, schema: { hide: true, response: { 200: Health('ready'), 503: ErrorResponse } } }, async () => {
     try {
       await ctx.deps.store.ping();
     } catch (err) {

@@ -8,7 +8,7 @@ import { PlatformError } from '../../core/errors.js';
 import type { Family } from '../../domain/records.js';
 import type { LogEntry, LogFilter } from '../../domain/ports.js';
 import type { ControlApp, ControlContext } from '../context.js';
-import { ErrorResponse, Id, IdParams } from '../schemas.js';
+import { ErrorResponse, Id, IdParams, LogsResponse } from '../schemas.js';
 
 const LogsQuery = Type.Object(
   {
@@ -20,23 +20,6 @@ const LogsQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-
-const LogLineView = Type.Object({
-  time: Type.String(),
-  revision: Type.Integer(),
-  component: Type.String(),
-  replica: Type.String(),
-  stream: Type.String(),
-  line: Type.String(),
-});
-
-const LogsResponse = Type.Object({
-  deployment_id: Type.Integer(),
-  revision: Type.Integer(),
-  logging: Type.Boolean(),
-  message: Type.Optional(Type.String()),
-  lines: Type.Array(LogLineView),
-});
 
 const HEARTBEAT_MS = 15_000;
 

@@ -11,7 +11,7 @@ import type { Family } from '../../domain/records.js';
 import { STATS_STEP_MS, STATS_STEPS } from '../../domain/revision-stats.js';
 import { resolveTraffic } from '../../domain/traffic.js';
 import type { ControlApp, ControlContext } from '../context.js';
-import { ErrorResponse, IdParams } from '../schemas.js';
+import { ErrorResponse, IdParams, RevisionMetricsResponse } from '../schemas.js';
 
 export const WINDOW_MIN_SECONDS = 10;
 /** The gateways keep five minutes of 5-second steps per revision. */
@@ -23,27 +23,6 @@ const RevisionMetricsQuery = Type.Object(
     window_seconds: Type.Optional(
       Type.Integer({ description: `the window to sum over, ${WINDOW_MIN_SECONDS} to ${WINDOW_MAX_SECONDS} seconds; default ${WINDOW_DEFAULT_SECONDS}` }),
     ),
-  },
-  { additionalProperties: false },
-);
-
-const RevisionFigures = Type.Object(
-  {
-    revision: Type.Integer(),
-    percent: Type.Integer({ description: 'its share of traffic now (0 when it has none)' }),
-    requests: Type.Integer(),
-    errors: Type.Integer({ description: 'answered with a 5xx status (by the gateway or the replica)' }),
-    ttft_p50_ms: Type.Union([Type.Number(), Type.Null()], { description: 'median time to first token (first response byte), ms; null without requests' }),
-    ttft_p99_ms: Type.Union([Type.Number(), Type.Null()], { description: '99th percentile time to first token, ms; null without requests' }),
-    tokens_per_second: Type.Number({ description: 'completion tokens per second over the window' }),
-  },
-  { additionalProperties: false },
-);
-
-export const RevisionMetricsResponse = Type.Object(
-  {
-    window_seconds: Type.Integer(),
-    revisions: Type.Array(RevisionFigures, { description: 'every revision that served in the window or takes traffic now, by number' }),
   },
   { additionalProperties: false },
 );

@@ -9,7 +9,7 @@ import { PlatformError } from '../../core/errors.js';
 import type { Family, RevisionUsage, UsageRecord } from '../../domain/records.js';
 import { hourOf } from '../../store/usage-ledger.js';
 import type { ControlApp, ControlContext } from '../context.js';
-import { ErrorResponse, IdParams } from '../schemas.js';
+import { ErrorResponse, IdParams, UsageResponse } from '../schemas.js';
 
 const UsageQuery = Type.Object(
   {
@@ -18,34 +18,6 @@ const UsageQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-
-const RevisionFigures = Type.Object({
-  requests: Type.Integer(),
-  errors: Type.Integer(),
-  prompt_tokens: Type.Integer(),
-  completion_tokens: Type.Integer(),
-  gpu_seconds: Type.Number(),
-});
-
-const Figures = {
-  requests: Type.Integer(),
-  errors: Type.Integer(),
-  prompt_tokens: Type.Integer(),
-  completion_tokens: Type.Integer(),
-  rate_limited: Type.Integer({ description: "requests refused with 429 by the deployment's rate_limit (counted in requests too)" }),
-  gpu_seconds: Type.Number(),
-  replica_seconds: Type.Record(Type.String(), Type.Number()),
-  revisions: Type.Record(Type.String(), RevisionFigures, {
-    description:
-      'the same figures by revision number, for the replica that served each request or lived the seconds; requests that reached no replica (refused, held and given up) count only above; {} for hours counted before revisions were',
-  }),
-};
-
-const UsageResponse = Type.Object({
-  deployment_id: Type.Integer(),
-  hours: Type.Array(Type.Object({ hour: Type.String(), ...Figures })),
-  totals: Type.Object(Figures),
-});
 
 type Figures = Omit<UsageRecord, 'id' | 'deployment_id' | 'hour' | 'updated_at' | 'rate_limited' | 'revisions' | 'flushed'> & {
   rate_limited: number;

@@ -2,19 +2,9 @@
 // every account, members included, so a client — the console at sign-in — can check a key and
 // learn what it may do before it tries.
 
-import { Type } from 'typebox';
 import type { ControlApp } from '../context.js';
 import { callerAccount } from '../caller.js';
-import { ErrorResponse } from '../schemas.js';
-
-const WhoamiResponse = Type.Object(
-  {
-    id: Type.Integer(),
-    name: Type.String(),
-    role: Type.String({ enum: ['admin', 'member'], description: 'admin: everything; member: all but service accounts (and host commands, unless the server allows them)' }),
-  },
-  { additionalProperties: false },
-);
+import { ErrorResponse, WhoamiResponse } from '../schemas.js';
 
 export function registerWhoamiRoutes(app: ControlApp): void {
   app.get('/whoami', { schema: { tags: ['service accounts'], response: { 200: WhoamiResponse, 401: ErrorResponse } } }, async (request) => {
