@@ -35,7 +35,7 @@ import { UsageLedger } from '../store/usage-ledger.js';
 import { orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
 import { logFilePath } from '../runtime/log-files.js';
 import { Controller } from './controller.js';
-import { LocalLeftovers } from './leftovers.js';
+import { LocalLeftovers, type DeploymentLeftovers } from './leftovers.js';
 
 class FakeReplica implements ReplicaHandle {
   phase: ReplicaPhase = 'starting';
@@ -112,6 +112,8 @@ class FakeRuntime implements Runtime {
 }
 
 let dir: string;
+/** The store's clock: leases expire only as a test steps it. */
+let storeClock: ManualClock;
 let store: FileStore;
 let runtime: FakeRuntime;
 let inflight: Map<number, number>;
@@ -119,7 +121,8 @@ const controllers: Controller[] = [];
 
 beforeEach(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-controller-'));
-  store = new FileStore({ dir });
+  storeClock = new ManualClock(Date.now());
+  store = new FileStore({ dir, clock: storeClock });
   await store.open();
   runtime = new FakeRuntime();
   inflight = new Map();
@@ -169,14 +172,15 @@ async function edit(id: number, tag: string): Promise<void> {
 describe('Controller rollouts', () => {
   it('replaces replicas one at a time (surge 1): a new one ready, then an old one drained', async () => {
     const id = await deploy(2);
-    await controller().start();
+    const c = controller();
+    await c.start();
     await expect.poll(() => runtime.started.length).toBe(2);
     for (const r of runtime.started) r.set('ready');
     await expect.poll(async () => (await get(id)).serving_revision).toBe(1);
 
     await edit(id, 'v2');
     await expect.poll(() => runtime.started.length).toBe(3);
-    await new Promise((r) => setTimeout(r, 200));
+    await c.settled(); // the passes that would start a second new replica have run
     expect(runtime.started).toHaveLength(3); // never two new at once
     expect(live()).toHaveLength(3);
     expect((await get(id)).rollout).toMatchObject({ revision: 2, from_revision: 1, state: 'in_progress' });
@@ -247,7 +251,8 @@ describe('Controller', () => {
 
   it('keeps an old revision serving until the new one is fully ready, then drains and stops it', async () => {
     const id = await deploy(1);
-    await controller().start();
+    const c = controller();
+    await c.start();
     await expect.poll(() => runtime.started.length).toBe(1);
     const old = runtime.started[0]!;
     old.set('ready');
@@ -258,7 +263,7 @@ describe('Controller', () => {
     await expect.poll(() => runtime.started.length).toBe(2);
     const fresh = runtime.started[1]!;
     expect(fresh.request).toMatchObject({ revision: 2, tag: 'v2' });
-    await new Promise((r) => setTimeout(r, 200));
+    await c.settled();
     expect(old.stopped).toBe(false);
 
     fresh.set('ready');
@@ -267,23 +272,31 @@ describe('Controller', () => {
   });
 
   it('drains: a replica with requests in flight is stopped only when they finish', async () => {
+    const clock = new ManualClock(1_000_000);
     const id = await deploy(2);
-    await controller().start();
+    await controller({ clock }).start();
     await expect.poll(() => runtime.started.length).toBe(2);
     for (const r of runtime.started) r.set('ready');
     const records = await replicaRecords();
     for (const r of records) inflight.set(r.id, 1);
 
-    await modify(store, 'deployment', id, (d) => ({ ...d, scaling: { ...d.scaling, min_replicas: 1, max_replicas: 1 } }));
-    await expect.poll(async () => (await replicaRecords()).some((r) => r.state === 'draining')).toBe(true);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(live()).toHaveLength(2);
+    try {
+      await modify(store, 'deployment', id, (d) => ({ ...d, scaling: { ...d.scaling, min_replicas: 1, max_replicas: 1 } }));
+      await expect.poll(async () => (await replicaRecords()).some((r) => r.state === 'draining')).toBe(true);
+      await expect.poll(() => clock.waiting()).toBe(1); // its drain waits on the clock for the request
+      clock.advance(4900); // just short of the drain deadline
+      await expect.poll(() => clock.waiting() === 1 || live().length < 2).toBe(true); // looked again, and waits again
+      expect(live()).toHaveLength(2);
 
-    const draining = (await replicaRecords()).find((r) => r.state === 'draining')!;
-    inflight.set(draining.id, 0);
-    await expect.poll(() => live().length).toBe(1);
-    expect((await get(id)).revision).toBe(1);
-    inflight.clear();
+      const draining = (await replicaRecords()).find((r) => r.state === 'draining')!;
+      inflight.set(draining.id, 0);
+      clock.advance(100);
+      await expect.poll(() => live().length).toBe(1);
+      expect((await get(id)).revision).toBe(1);
+    } finally {
+      inflight.clear();
+      clock.advance(60_000);
+    }
   });
 
   it('drains on its clock: the settle pause and the drain deadline pass only as the clock is stepped', async () => {
@@ -298,10 +311,10 @@ describe('Controller', () => {
     try {
       await modify(store, 'deployment', id, (d) => ({ ...d, paused: true, status: 'paused' }));
       await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('draining');
-      await new Promise((r) => setTimeout(r, 300));
+      await expect.poll(() => clock.waiting()).toBe(1); // the settle pause
       expect(live()).toHaveLength(1); // settling: no time has passed on the clock
       clock.advance(10_000);
-      await new Promise((r) => setTimeout(r, 300));
+      await expect.poll(() => clock.waiting() === 1 || live().length === 0).toBe(true); // now waiting on the request
       expect(live()).toHaveLength(1); // settled, and a request is still in flight
       clock.advance(5000);
       await expect.poll(() => live().length, { timeout: 2000 }).toBe(0); // the drain deadline passed: stopped anyway
@@ -339,7 +352,7 @@ describe('Controller', () => {
     await deploy(1);
     const c = controller();
     await c.start();
-    await new Promise((r) => setTimeout(r, 200));
+    await c.settled();
     expect(c.isLeader).toBe(false);
     expect(runtime.started).toHaveLength(0);
     await store.releaseLease('controller', 'someone-else');
@@ -348,12 +361,16 @@ describe('Controller', () => {
 });
 
 describe('Controller lease fencing', () => {
-  // Passes only when the test asks (a long tick): the controller "stalls" in between.
-  const stalled = () => controller({ leaseTtlMs: 200, tickMs: 60_000 });
-  const pass = async (c: Controller) => {
-    c.poke();
-    await new Promise((r) => setTimeout(r, 100));
-  };
+  // Passes only when the test asks (a long tick): the controller "stalls" in between, while
+  // the test steps the store's clock past its lease.
+  let warnings: string[] = [];
+  beforeEach(() => {
+    warnings = [];
+  });
+  const stalled = () => controller({ leaseTtlMs: 200, tickMs: 60_000, logger: pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) }) });
+  const pass = (c: Controller) => c.settled();
+  /** The writes of replica records the store refused so far (each one is logged). */
+  const refusals = () => warnings.filter((l) => l.includes('replica record write refused')).length;
 
   it("refuses a deposed leader's writes; once it sees the lease taken it stops its replicas and writes nothing", async () => {
     await deploy(1);
@@ -361,10 +378,10 @@ describe('Controller lease fencing', () => {
     await c.start();
     runtime.started[0]!.set('ready');
     await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('ready');
-    await new Promise((r) => setTimeout(r, 300)); // the leader stalls past its lease
+    storeClock.advance(300); // the leader stalls past its lease
     expect(await store.holdLease('controller', 'successor', 60_000)).toBe(2);
     runtime.started[0]!.set('starting'); // the stalled leader wakes and writes what it saw: refused
-    await new Promise((r) => setTimeout(r, 100));
+    await expect.poll(refusals).toBe(1);
     expect((await replicaRecords())[0]?.state).toBe('ready');
     await pass(c);
     expect(c.isLeader).toBe(false);
@@ -379,9 +396,9 @@ describe('Controller lease fencing', () => {
     await c.start();
     runtime.started[0]!.set('ready');
     await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('ready');
-    await new Promise((r) => setTimeout(r, 300)); // expired; no other controller
+    storeClock.advance(300); // expired; no other controller
     runtime.started[0]!.set('starting');
-    await new Promise((r) => setTimeout(r, 100));
+    await expect.poll(refusals).toBe(1);
     expect((await replicaRecords())[0]?.state).toBe('ready'); // refused: the lease is not held
     await pass(c);
     expect(c.isLeader).toBe(true);
@@ -393,9 +410,9 @@ describe('Controller lease fencing', () => {
     await deploy(1);
     const c = stalled();
     await c.start();
-    await new Promise((r) => setTimeout(r, 300));
+    storeClock.advance(300);
     expect(await store.holdLease('controller', 'meanwhile', 150)).toBe(2);
-    await new Promise((r) => setTimeout(r, 250)); // that one went away too
+    storeClock.advance(250); // that one went away too
     await pass(c);
     expect(c.isLeader).toBe(true);
     expect(runtime.started[0]!.stopped).toBe(true);
@@ -407,9 +424,35 @@ describe('Controller lease fencing', () => {
 describe('Controller clean-up of deleted deployments', () => {
   const parents = () => ({ logs: path.join(dir, 'logs'), cache: path.join(dir, 'model-cache'), workers: path.join(dir, 'orchestrated') });
 
+  /** Passes begun so far: each begins by listing the leftovers on disk. */
+  let passesBegun = 0;
   function cleaning(extra: Partial<ConstructorParameters<typeof Controller>[0]> = {}): Controller {
     const { logs, cache, workers } = parents();
-    return controller({ leftovers: new LocalLeftovers({ store, dirs: [logs, workers, cache] }), workersDir: workers, ...extra });
+    const local = new LocalLeftovers({ store, dirs: [logs, workers, cache] });
+    const leftovers: DeploymentLeftovers = {
+      onDisk: () => {
+        passesBegun++;
+        return local.onDisk();
+      },
+      inStore: () => local.inStore(),
+      remove: (id) => local.remove(id),
+    };
+    passesBegun = 0;
+    return controller({ leftovers, workersDir: workers, ...extra });
+  }
+
+  /**
+   * Resolves once a pass begun after this call has ended (the one after it has begun), for
+   * a controller whose replicas still drain, where `settled()` would wait for the drain too.
+   */
+  async function aPassRan(c: Controller): Promise<void> {
+    const begun = passesBegun;
+    await expect
+      .poll(() => {
+        c.poke();
+        return passesBegun;
+      })
+      .toBeGreaterThanOrEqual(begun + 2);
   }
 
   /** What a deployment that ran leaves: a replica log, its model cache, a usage row. */
@@ -438,9 +481,10 @@ describe('Controller clean-up of deleted deployments', () => {
     const live = await deploy(1);
     await leave(paused);
     await leave(live);
-    await cleaning({ leftoverScanMs: 100 }).start();
+    const c = cleaning({ leftoverScanMs: 100 });
+    await c.start();
     await expect.poll(() => runtime.started.length).toBe(1);
-    await new Promise((r) => setTimeout(r, 200)); // a few passes
+    await c.settled(); // the first pass scanned the store too, as it does on taking the lease
     expect(await left(paused)).toEqual(['logs', 'cache', 'usage']);
 
     await store.delete('deployment', paused);
@@ -462,23 +506,31 @@ describe('Controller clean-up of deleted deployments', () => {
   });
 
   it("keeps a deleted deployment's logs while its replicas drain, then removes them", async () => {
+    const clock = new ManualClock(Date.now());
     const id = await deploy(1);
-    await cleaning().start();
+    const c = cleaning({ clock });
+    await c.start();
     await expect.poll(() => runtime.started.length).toBe(1);
     runtime.started[0]!.set('ready');
     const [record] = await replicaRecords();
     inflight.set(record!.id, 1);
     await leave(id);
 
-    await store.delete('deployment', id);
-    await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('draining');
-    await new Promise((r) => setTimeout(r, 300));
-    expect(await left(id)).toEqual(['logs', 'cache', 'usage']); // still writing its log
+    try {
+      await store.delete('deployment', id);
+      await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('draining');
+      await aPassRan(c); // the drain waits on the clock, which stands still: it is still draining
+      expect(await left(id)).toEqual(['logs', 'cache', 'usage']); // still writing its log
 
-    inflight.set(record!.id, 0);
-    await expect.poll(() => live().length).toBe(0);
-    await expect.poll(() => left(id)).toEqual([]);
-    expect(await replicaRecords()).toEqual([]);
+      inflight.set(record!.id, 0);
+      clock.advance(100);
+      await expect.poll(() => live().length).toBe(0);
+      await expect.poll(() => left(id)).toEqual([]);
+      expect(await replicaRecords()).toEqual([]);
+    } finally {
+      inflight.clear(); // so a failed run's stop() is not left draining
+      clock.advance(60_000);
+    }
   });
 
   it("removes a paused orchestrated deployment's workers file when it is deleted", async () => {

@@ -23,6 +23,10 @@ export class ManualClock implements Clock {
     if (ms <= 0) return Promise.resolve();
     return new Promise<void>((wake) => this.sleepers.push({ at: this.t + ms, wake }));
   }
+  /** How many sleepers wait: a loop that sleeps on this clock is back at its wait once this grows again after an `advance`. */
+  waiting(): number {
+    return this.sleepers.length;
+  }
   advance(ms: number): void {
     this.set(this.t + ms);
   }

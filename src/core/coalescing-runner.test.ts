@@ -6,19 +6,21 @@ describe('CoalescingRunner', () => {
     let runs = 0;
     let active = 0;
     let most = 0;
+    let open: () => void = () => {};
+    const gate = new Promise<void>((r) => (open = r));
     const runner = new CoalescingRunner(async () => {
       runs++;
       active++;
       most = Math.max(most, active);
-      await new Promise((r) => setTimeout(r, 20));
+      await gate; // the first run is still going while the other triggers arrive
       active--;
     }, () => {});
     runner.trigger();
     runner.trigger();
     runner.trigger();
-    await runner.current();
-    await new Promise((r) => setTimeout(r, 5));
-    await runner.current();
+    expect(runs).toBe(1);
+    open();
+    await runner.settled();
     expect(runs).toBe(2);
     expect(most).toBe(1);
   });

@@ -39,11 +39,7 @@ const running = 'vllm:num_requests_running{model_name="sim/model",engine="0"}';
 const waiting = 'vllm:num_requests_waiting{model_name="sim/model",engine="0"}';
 
 async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await expect.poll(check, { timeout: ms, interval: 20 }).toBe(true);
 }
 
 describe('engine server', () => {

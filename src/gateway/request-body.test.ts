@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { BodyError, BodyGate, grpcMessageCheck } from './request-body.js';
 
 const frame = (length: number): Buffer => {
@@ -40,17 +40,20 @@ describe('BodyGate', () => {
   });
 
   it('fails the wait with a timeout when the client sends nothing, but not while the gateway itself is not reading', async () => {
+    vi.useFakeTimers();
+    onTestFinished(() => void vi.useRealTimers());
     const silent = new BodyGate({ maxBytes: 1000, idleMs: 50 }, null);
-    const outcome = await new Promise<{ ok: boolean; kind?: string }>((resolve) =>
+    const outcome = new Promise<{ ok: boolean; kind?: string }>((resolve) =>
       silent.onFirstByte((r) => resolve(r.ok ? { ok: true } : { ok: false, kind: r.error?.kind })),
     );
-    expect(outcome).toEqual({ ok: false, kind: 'timeout' });
+    vi.advanceTimersByTime(50);
+    expect(await outcome).toEqual({ ok: false, kind: 'timeout' });
 
     // Data waiting in the gate's buffer (nobody reads it yet) is our backpressure, not a stall.
     const waiting = new BodyGate({ maxBytes: 1_000_000, idleMs: 50 }, null);
     waiting.onFirstByte(() => undefined);
     waiting.write(Buffer.alloc(10));
-    await new Promise((r) => setTimeout(r, 200));
+    vi.advanceTimersByTime(200); // four idle periods with the bytes unread
     expect(waiting.destroyed).toBe(false);
     waiting.destroy();
   });

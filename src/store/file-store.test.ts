@@ -7,6 +7,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, rmdir, writeFile } from 'node:fs
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../core/clock.js';
 import { FileStore } from './file-store.js';
 import { StoreError, type ChangeEvent, type Store } from './store.js';
 import { createToken, describeStoreContract, tokenRecord } from './store.contract.js';
@@ -17,9 +18,10 @@ async function tempDir(): Promise<string> {
 
 describeStoreContract('FileStore', async () => {
   const dir = await tempDir();
+  const clock = new ManualClock(Date.parse('2026-01-01T00:00:00.000Z'));
   const opened: Store[] = [];
   const openNew = async () => {
-    const store = new FileStore({ dir });
+    const store = new FileStore({ dir, clock });
     await store.open();
     opened.push(store);
     return store;
@@ -31,6 +33,7 @@ describeStoreContract('FileStore', async () => {
       for (const store of opened) await store.close();
       await rm(dir, { recursive: true, force: true });
     },
+    elapse: async (ms) => clock.advance(ms),
   };
 });
 

@@ -5,6 +5,7 @@
 
 import { open as openFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { systemClock, type Clock } from '../core/clock.js';
 import { KINDS, type DeploymentEvent, type Kind, type NewDeploymentEvent, type RecordMap } from '../domain/records.js';
 import { addEvent } from './events.js';
 import {
@@ -69,8 +70,12 @@ export class FileStore implements Store {
   /** Reports live in memory: a file store has one process, which is every publisher. */
   private readonly reports = new Map<string, Map<string, { body: string; expires: number }>>();
 
-  constructor(options: { dir: string }) {
+  /** Leases and reports expire on this clock, so tests step it rather than wait them out. */
+  private readonly clock: Clock;
+
+  constructor(options: { dir: string; clock?: Clock }) {
     this.dir = path.resolve(options.dir);
+    this.clock = options.clock ?? systemClock;
     this.statePath = path.join(this.dir, 'state.json');
     this.tmpPath = path.join(this.dir, 'state.json.tmp');
     this.lockPath = path.join(this.dir, 'LOCK');
@@ -107,7 +112,7 @@ export class FileStore implements Store {
 
   async holdLease(name: string, holder: string, ttlMs: number): Promise<number> {
     this.assertOpen();
-    const now = Date.now();
+    const now = this.clock.now();
     const current = this.leases.get(name);
     const live = current !== undefined && current.expires > now;
     if (live && current.holder !== holder) return 0;
@@ -126,19 +131,19 @@ export class FileStore implements Store {
   private checkFence(fence: Fence | undefined): void {
     if (!fence) return;
     const lease = this.leases.get(fence.lease);
-    if (lease?.holder !== fence.holder || lease.expires <= Date.now()) throw new FencedError(fence);
+    if (lease?.holder !== fence.holder || lease.expires <= this.clock.now()) throw new FencedError(fence);
   }
 
   async publishReport(topic: string, publisher: string, body: string, ttlMs: number): Promise<void> {
     this.assertOpen();
     let byPublisher = this.reports.get(topic);
     if (!byPublisher) this.reports.set(topic, (byPublisher = new Map()));
-    byPublisher.set(publisher, { body, expires: Date.now() + ttlMs });
+    byPublisher.set(publisher, { body, expires: this.clock.now() + ttlMs });
   }
 
   async readReports(topic: string): Promise<Map<string, string>> {
     this.assertOpen();
-    const now = Date.now();
+    const now = this.clock.now();
     const out = new Map<string, string>();
     const byPublisher = this.reports.get(topic);
     for (const [publisher, r] of byPublisher ?? []) {

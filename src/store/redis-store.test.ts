@@ -30,6 +30,22 @@ async function dropPrefix(url: string, prefix: string): Promise<void> {
   }
 }
 
+/** Resolves once the server's clock, which expires leases and reports, is `ms` past now. */
+async function redisTimePasses(url: string, ms: number): Promise<void> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  const serverMs = async () => {
+    const [seconds, micros] = await redis.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  };
+  try {
+    await redis.connect();
+    const until = (await serverMs()) + ms;
+    await expect.poll(serverMs, { interval: 20, timeout: ms + 5000 }).toBeGreaterThanOrEqual(until);
+  } finally {
+    redis.disconnect();
+  }
+}
+
 /** Stores on one fresh prefix; cleanup closes them all and deletes the prefix's keys. */
 async function redisHarness(): Promise<StoreHarness & { another: () => Promise<Store> }> {
   const url = redisUrlForTests() ?? '';
@@ -49,6 +65,7 @@ async function redisHarness(): Promise<StoreHarness & { another: () => Promise<S
       for (const store of opened) await store.close();
       await dropPrefix(url, prefix);
     },
+    elapse: (ms) => redisTimePasses(url, ms),
   };
 }
 

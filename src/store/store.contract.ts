@@ -25,6 +25,11 @@ export interface StoreHarness {
   reopen: () => Promise<Store>;
   /** Closes every instance it handed out and removes the state. */
   cleanup: () => Promise<void>;
+  /**
+   * Resolves once `ms` have passed on the clock the store expires leases and reports by: a
+   * store on an injected clock steps it; one on its server's clock waits for that clock.
+   */
+  elapse: (ms: number) => Promise<void>;
 }
 
 const CREATED_AT = '2025-01-01T00:00:00.000Z';
@@ -315,9 +320,9 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         expect(await store.holdLease('controller', 'b', 10_000)).toBe(0);
         await store.releaseLease('controller', 'a');
         expect(await store.holdLease('controller', 'b', 150)).toBe(2);
-        await new Promise((r) => setTimeout(r, 250));
+        await harness.elapse(250);
         expect(await store.holdLease('controller', 'a', 150)).toBe(3); // expired, taken: a new epoch
-        await new Promise((r) => setTimeout(r, 250));
+        await harness.elapse(250);
         expect(await store.holdLease('controller', 'a', 10_000)).toBe(4); // even by the same holder
       });
 
@@ -329,8 +334,9 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         const made = await store.create('token', (id) => tokenRecord(id, 'x'), { unique: [{ index: TOKEN_HASH, key: 'hash-x' }] });
         expect((await a.update('token', made.value.id, 1, tokenRecord(made.value.id, 'by-a', 'hash-x'))).version).toBe(2);
         await expect(b.update('token', made.value.id, 2, tokenRecord(made.value.id, 'by-b', 'hash-x'))).rejects.toBeInstanceOf(FencedError);
-        await new Promise((r) => setTimeout(r, 250)); // a stalls past its lease; b takes over
-        expect(await store.holdLease('controller', 'b', 10_000)).toBe(2);
+        await harness.elapse(250); // a stalls past its lease: refused even before anyone takes it
+        await expect(createToken(a, 'expired')).rejects.toBeInstanceOf(FencedError);
+        expect(await store.holdLease('controller', 'b', 10_000)).toBe(2); // b takes over
         const deposed = [
           () => createToken(a, 'late'),
           () => a.update('token', made.value.id, 2, tokenRecord(made.value.id, 'late', 'hash-x')),
@@ -351,10 +357,12 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       it('keeps each publisher\'s latest report until its time to live runs out', async () => {
         await store.publishReport('load', 'gw-a', '{"n":1}', 10_000);
         await store.publishReport('load', 'gw-a', '{"n":2}', 10_000); // replaces its own
-        await store.publishReport('load', 'gw-b', '{"n":3}', 150);
+        await store.publishReport('load', 'gw-b', '{"n":3}', 400);
         await store.publishReport('other', 'gw-a', 'x', 10_000);
         expect(Object.fromEntries(await store.readReports('load'))).toEqual({ 'gw-a': '{"n":2}', 'gw-b': '{"n":3}' });
-        await new Promise((r) => setTimeout(r, 250));
+        await harness.elapse(100);
+        expect(Object.fromEntries(await store.readReports('load'))).toEqual({ 'gw-a': '{"n":2}', 'gw-b': '{"n":3}' }); // not yet
+        await harness.elapse(350);
         expect(Object.fromEntries(await store.readReports('load'))).toEqual({ 'gw-a': '{"n":2}' });
         expect(await store.readReports('none')).toEqual(new Map());
       });
