@@ -4,6 +4,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    // The default reporter plus the slowest ten files at the end of the run (test/slowest-files-reporter.ts).
+    reporters: ['default', './test/slowest-files-reporter.ts'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,

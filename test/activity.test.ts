@@ -3,6 +3,7 @@
 // and a ready replica within the last 15 minutes; unknown ids and the other family are 404;
 // and a control API that runs no autoscaler answers 409 saying where activity is recorded.
 
+import { waitFor } from './helpers/wait.js';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generalBody, startControl, type TestControl } from './helpers/control.js';
@@ -37,14 +38,18 @@ describe('activity where the autoscaler runs (infergate serve)', () => {
     for (let round = 0; round < 2; round++) await Promise.all([stream(), stream(), stream(), stream()]);
 
     let body: { step_seconds: number; window_seconds: number; component: string | null; points: Point[] } | undefined;
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      const res = await platform.call('GET', `/deployments/general/${id}/activity`);
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      body = res.body;
-      if (body!.points.some((p) => p.in_flight > 0) || Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    // The expectations below say what was seen if the traffic never shows.
+    await waitFor(
+      async () => {
+        const res = await platform.call('GET', `/deployments/general/${id}/activity`);
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        body = res.body;
+        return body!.points.some((p) => p.in_flight > 0);
+      },
+      15_000,
+      'the traffic in the activity',
+      500,
+    ).catch(() => undefined);
     expect(body).toMatchObject({ step_seconds: 5, window_seconds: 900, component: 'Replica' });
     const points = body!.points;
     expect(points.some((p) => p.in_flight > 0 && p.in_flight_max >= p.in_flight), JSON.stringify(points)).toBe(true);

@@ -1,8 +1,10 @@
 // The architecture's boundaries as rules (.dependency-cruiser.cjs), checked two ways: the real
 // src/ breaks none of them, and each rule reports a deliberate violation in a scratch tree —
 // so a rule that silently stopped matching would fail here, not pass everything.
+// Tests synchronise on events, not fixed sleeps: no test file sleeps unless the allow-list
+// below says why, and the scanner is shown to catch each shape of sleep.
 
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -102,4 +104,97 @@ describe('architecture boundaries', () => {
     // The placement interface is the request path's way to a policy.
     expect(found.some((v) => v.includes('src/gateway/pipeline.ts → src/balancer/selector.ts'))).toBe(false);
   }, 60_000);
+});
+
+/**
+ * Lines of `text` that wait a fixed time: a promise resolved by a timer
+ * (`setTimeout(r, 200)`, `setTimeout(() => resolve(), 200)`), timers/promises' delay, or a
+ * call of a `sleep(` / `delay(` function (an injected clock's `clock.sleep(` is a method call,
+ * not matched: a fake clock wakes it). Comment lines are skipped.
+ */
+export function bareSleeps(text: string): number[] {
+  const shapes = [
+    /setTimeout\(\s*(?:\(\)\s*=>\s*)?(?:r|res|resolve|done|wake|next)\b\s*(?:\(\s*\w*\s*\))?\s*,/,
+    /from\s+['"](?:node:)?timers\/promises['"]/,
+    /(?<![\w.$'"`-])(?:sleep|delay)\s*\(/,
+  ];
+  const found: number[] = [];
+  text.split('\n').forEach((line, i) => {
+    const t = line.trim();
+    if (t.startsWith('//') || t.startsWith('*') || t.startsWith('/*')) return;
+    if (shapes.some((shape) => shape.test(line))) found.push(i + 1);
+  });
+  return found;
+}
+
+/**
+ * Test files that may sleep, each with why: a timer is the thing under test, or a pause
+ * paces load, or nothing observable marks the moment. A file here that no longer sleeps
+ * fails the check too, so the list stays true.
+ */
+const SLEEPS_ALLOWED: Record<string, string> = {
+  'test/architecture.test.ts': "the scanner's own samples: each shape of sleep, written as a string",
+  'test/helpers/wait.ts': 'the one polling helper: the pause between two looks at the condition',
+  'test/helpers/raw-tls.ts': 'the deadline of a wait that data ends first: a parsed response or the close wakes it',
+  'test/helpers/chat-upstream.ts': "a fake engine's pacing between streamed chunks: the stream's timing is what the tests read",
+  'test/security/stalled-bodies.test.ts': "a load generator's pacing: a valid client's request every 250 ms beside the stalled ones",
+  'test/security/gateway-auth-matrix.test.ts':
+    'the pacing of requests sent until a withdrawn credential is refused (how long that takes is the measure); to be replaced: the pause that lets a known limitation\'s forwarded request land',
+  'test/redis-outage.test.ts': "the outage's length is the scenario, and a flush interval of the service (another process) passes to show nothing was counted twice",
+  'test/gateway-forwarding.test.ts': "to be replaced: a whole second of the in-flight meter's real clock passes",
+  'test/security/gateway-limits.test.ts': 'to be replaced: waits past the short timeout to show a busy stream is not cut, and after a final response',
+  'test/security/gateway-smuggling.test.ts': 'to be replaced: gives a body sent after a 401 time to (not) reach a replica',
+  'test/security/sandbox.test.ts': 'to be replaced: gives a refused host command time to (not) run',
+};
+
+async function testFiles(dir: string, keep: (name: string) => boolean): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(path.join(ROOT, dir), { withFileTypes: true })) {
+    const rel = path.posix.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      if (entry.name !== 'node_modules') out.push(...(await testFiles(rel, keep)));
+    } else if (keep(entry.name)) out.push(rel);
+  }
+  return out;
+}
+
+describe('tests wait on events, not fixed sleeps', () => {
+  it('no test file sleeps outside the allow-list, and every file on it still needs to', async () => {
+    const files = [
+      ...(await testFiles('src', (n) => n.endsWith('.test.ts') || n.endsWith('.contract.ts'))),
+      ...(await testFiles('test', (n) => n.endsWith('.ts'))),
+    ].sort();
+    const sleeping = new Map<string, number[]>();
+    for (const file of files) {
+      const lines = bareSleeps(await readFile(path.join(ROOT, file), 'utf8'));
+      if (lines.length > 0) sleeping.set(file, lines);
+    }
+    const unexplained = [...sleeping].filter(([file]) => !(file in SLEEPS_ALLOWED)).map(([file, lines]) => `${file}:${lines.join(',')}`);
+    expect(unexplained, 'wait on the event instead (expect.poll, vi.waitFor, a ManualClock, Controller.settled()), or add the file to SLEEPS_ALLOWED with why').toEqual([]);
+    const stale = Object.keys(SLEEPS_ALLOWED).filter((file) => !sleeping.has(file));
+    expect(stale, 'these files no longer sleep: take them off SLEEPS_ALLOWED').toEqual([]);
+  });
+
+  it('the scanner catches each shape of sleep and leaves waits on events alone', () => {
+    const sleeps = [
+      'await new Promise((r) => setTimeout(r, 200));',
+      'await new Promise((resolve) => setTimeout(resolve, 50));',
+      'await new Promise<void>((done) => setTimeout(() => done(), 10));',
+      "import { setTimeout as pause } from 'node:timers/promises';",
+      'await sleep(100);',
+      'await delay(25);',
+    ];
+    const waits = [
+      'await clock.sleep(100);',
+      'await expect.poll(() => live().length).toBe(1);',
+      'await vi.waitFor(() => expect(seen).toBe(true));',
+      "spawn('sleep', ['30']);",
+      "command: ['/bin/sh', '-c', 'exec sleep 30'],",
+      'const timer = setTimeout(() => controller.abort(), 5000);',
+      '// a comment may say sleep(1) without sleeping',
+      'await c.settled();',
+    ];
+    expect(sleeps.map((line) => bareSleeps(line).length)).toEqual(sleeps.map(() => 1));
+    expect(waits.map((line) => bareSleeps(line).length)).toEqual(waits.map(() => 0));
+  });
 });

@@ -5,6 +5,7 @@
 // stream; a full activator queue answers 503 with Retry-After, a held request that waits too
 // long too.
 
+import { waitFor } from './helpers/wait.js';
 import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { engineBody, replicaMains, usePlatform, type Platform } from './helpers/platform.js';
@@ -107,7 +108,8 @@ describe('a scale-down decided while streams run', () => {
     await platform.waitFor(id, (d: Counts) => d.components.Replica.ready === 2, 30_000, 'two replicas after a burst');
     bursting = false;
     await Promise.all(burst);
-    await new Promise((r) => setTimeout(r, 300));
+    // Both replicas idle at the gateway before the long streams, so each picks a different one.
+    await waitFor(async () => (await metric(/^infergate_inflight_requests\{deployment="shrink",replica=""\} (\S+)$/m)) === 0, 5000, 'the burst to leave the gateway');
 
     // Two long streams: power of two choices puts one on each replica. Concurrency 2 wants
     // one replica, so the autoscaler removes one while both streams run.

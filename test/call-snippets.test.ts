@@ -97,13 +97,13 @@ beforeAll(async () => {
     );
   }
   // The files the snippets name, saved as they name them.
-  const ca = await fetch(`${platform.apiUrl}/ca.crt`, { headers: { authorization: `Bearer ${PLATFORM_ADMIN_KEY}` } });
+  const ca = await platform.call('GET', '/ca.crt');
   expect(ca.status).toBe(200);
-  await writeFile(path.join(dir, 'ca.crt'), await ca.text());
+  await writeFile(path.join(dir, 'ca.crt'), String(ca.body));
   const priv = await view('private');
-  const pem = await fetch(`${platform.apiUrl}/certificates/${String(priv.client_certificate_id)}/pem`, { headers: { authorization: `Bearer ${PLATFORM_ADMIN_KEY}` } });
+  const pem = await platform.call('GET', `/certificates/${String(priv.client_certificate_id)}/pem`);
   expect(pem.status).toBe(200);
-  await writeFile(path.join(dir, 'private-client.pem'), await pem.text());
+  await writeFile(path.join(dir, 'private-client.pem'), String(pem.body));
 }, 120_000);
 
 afterAll(async () => {

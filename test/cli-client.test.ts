@@ -5,6 +5,8 @@
 // status passed on; usage as JSON; a refusal printing its field with exit 1; an unreachable
 // API with exit 3; a usage error with exit 2.
 
+import { killChildren, runToEnd, type ChildRun } from './helpers/child-process.js';
+import { waitFor } from './helpers/wait.js';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -27,27 +29,17 @@ beforeAll(async () => {
   env = { INFERGATE_CONFIG: path.join(home, 'config', 'infergate.json'), NO_COLOR: '1', INFERGATE_API: '', INFERGATE_KEY: '' };
 });
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  await killChildren(children);
   await rm(home, { recursive: true, force: true });
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = ChildRun;
 
-/** Runs `infergate …` to its end, with `input` on stdin. */
-function cli(args: string[], input = '', extraEnv: Record<string, string> = {}): Promise<Run> {
+/** Runs `infergate …` to its end. */
+function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
   const child = spawnCli(args, { ...env, ...extraEnv });
   children.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (b: Buffer) => (stdout += b.toString()));
-  child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
-  return new Promise((resolve) => {
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runToEnd(child);
 }
 
 /** spawnCli's stdin is closed; login reads the key from it, so this one gets a pipe. */
@@ -130,11 +122,15 @@ describe('infergate client', () => {
     // With --tail 0 nothing from before is printed: a request line can only come from the
     // stream. Requests are made until one shows, since the CLI takes a moment to connect.
     const client = platform.client('cli-b', 'tok_cli-b_0123456789abcdef');
-    const deadline = Date.now() + 20_000;
-    while (!/POST \/v1\/chat\/completions 200/.test(stdout) && Date.now() < deadline) {
-      await client.chat.completions.create({ model: 'sim/model', messages: [{ role: 'user', content: 'hi' }] });
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    await waitFor(
+      async () => {
+        await client.chat.completions.create({ model: 'sim/model', messages: [{ role: 'user', content: 'hi' }] });
+        return /POST \/v1\/chat\/completions 200/.test(stdout);
+      },
+      20_000,
+      'a request line from the log stream',
+      500,
+    ).catch(() => undefined); // the expectation below says what was printed instead
     expect(stdout).toMatch(/^cli-b-r1-\d+ .*POST \/v1\/chat\/completions 200/m);
     child.kill('SIGINT');
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));

@@ -18,7 +18,7 @@ import { ROOT } from './helpers/dist-build.js';
 import { FAST_ENGINE, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from './helpers/platform.js';
 import { freePort } from './helpers/ports.js';
 import { spawnCli } from './helpers/serve-process.js';
-import { runToEnd } from './helpers/child-process.js';
+import { killChildren, runToEnd, type ChildRun } from './helpers/child-process.js';
 
 let platform: Platform;
 usePlatform('cli-usability', ['--drain-timeout', '2', '--stop-grace', '2'], (p) => (platform = p));
@@ -32,15 +32,11 @@ beforeAll(async () => {
   env = { INFERGATE_CONFIG: path.join(home, 'config.json'), NO_COLOR: '1', INFERGATE_API: platform.apiUrl, INFERGATE_KEY: PLATFORM_ADMIN_KEY };
 });
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await killChildren(children);
   await rm(home, { recursive: true, force: true });
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = ChildRun;
 
 function collect(child: ChildProcess): Promise<Run> {
   children.push(child);

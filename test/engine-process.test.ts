@@ -4,6 +4,8 @@
 // nim flavor with and without REGISTRY_API_KEY, ollama's pull-then-chat, the shared model cache
 // (cold then warm), SIGTERM and a bad flag. Every child is tracked by pid and killed in afterAll.
 
+import { killChildren } from './helpers/child-process.js';
+import { waitFor } from './helpers/wait.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,8 +30,7 @@ const children: ChildProcess[] = [];
 let root: string;
 
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r)))));
+  await killChildren(children);
   if (root) await rm(root, { recursive: true, force: true });
 });
 
@@ -53,17 +54,17 @@ async function startEngine(args: string[], env: Record<string, string> = {}): Pr
   const url = `http://127.0.0.1:${port}`;
   let gone = false;
   void spawned.exited.then(() => (gone = true));
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (gone) throw new Error(`engine exited before listening:\n${spawned.output()}`);
-    if (Date.now() > deadline) throw new Error(`engine did not listen within 30 s:\n${spawned.output()}`);
-    const answered = await fetch(`${url}/metrics`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (answered) break;
-    await sleep(25);
-  }
+  await waitFor(
+    async () => {
+      if (gone) throw new Error(`engine exited before listening:\n${spawned.output()}`);
+      return fetch(`${url}/metrics`).then(
+        (r) => r.ok,
+        () => false,
+      );
+    },
+    30_000,
+    'the engine to listen',
+  );
   return {
     ...spawned,
     url,
@@ -77,17 +78,7 @@ async function startEngine(args: string[], env: Record<string, string> = {}): Pr
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
 
 const status = (url: string) => fetch(url).then((r) => r.status);
 
@@ -149,7 +140,7 @@ describe('openai flavor', () => {
       status: 503,
       body: { error: { message: expect.stringContaining('loading'), type: 'server_error', param: null, code: null } },
     });
-    await waitFor('ready', async () => ((await status(`${openai.url}/health`)) === 200 ? true : undefined));
+    await waitFor(async () => ((await status(`${openai.url}/health`)) === 200 ? true : undefined), 15_000, 'ready');
     const banner = openai.logs().find((l) => typeof l.msg === 'string' && l.msg.includes('SIMULATED openai inference server'));
     expect(banner).toBeDefined();
     expect(openai.output()).toContain('model loaded in');
@@ -159,7 +150,7 @@ describe('openai flavor', () => {
   });
 
   it('serves the openai SDK: non-streamed, streamed with include_usage, n=2, deterministic text', async () => {
-    await waitFor('ready', async () => ((await status(`${openai.url}/health`)) === 200 ? true : undefined));
+    await waitFor(async () => ((await status(`${openai.url}/health`)) === 200 ? true : undefined), 15_000, 'ready');
     const client = new OpenAI({ baseURL: `${openai.url}/v1`, apiKey: 'not-checked', maxRetries: 0 });
 
     const plain = await client.chat.completions.create({ model: 'sim/model', messages: question, max_tokens: 8 });
@@ -213,17 +204,21 @@ describe('scheduler across requests', () => {
         signal: a.signal,
       }).catch(() => null),
     );
-    await waitFor('one running and one waiting', async () => {
-      const [running, waiting] = await Promise.all([gauge(queue.url, 'vllm:num_requests_running'), gauge(queue.url, 'vllm:num_requests_waiting')]);
-      return running === 1 && waiting === 1 ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const [running, waiting] = await Promise.all([gauge(queue.url, 'vllm:num_requests_running'), gauge(queue.url, 'vllm:num_requests_waiting')]);
+        return running === 1 && waiting === 1;
+      },
+      15_000,
+      'one running and one waiting',
+    );
     // The same gauges on the separate --metrics-port listener.
     const extra = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     expect(extra).toContain('vllm:num_requests_waiting{model_name="sim/model",engine="0"} 1');
     for (const a of aborts) a.abort();
     await Promise.all(requests);
     // Aborted clients free their slot and leave the queue.
-    await waitFor('slots freed', async () => ((await gauge(queue.url, 'vllm:num_requests_running')) === 0 ? true : undefined));
+    await waitFor(async () => ((await gauge(queue.url, 'vllm:num_requests_running')) === 0 ? true : undefined), 15_000, 'slots freed');
     expect(await gauge(queue.url, 'vllm:num_requests_waiting')).toBe(0);
   });
 
@@ -236,16 +231,16 @@ describe('scheduler across requests', () => {
 describe('nim flavor', () => {
   it('without REGISTRY_API_KEY stays live, never ready, and logs why', async () => {
     expect(await status(`${nimNoKey.url}/v1/health/live`)).toBe(200);
-    await sleep(500); // longer than --startup-ms
+    // The load gives up at once and for good (state failed): once it said so, ready never comes.
+    const error = await waitFor(() => nimNoKey.logs().find((l) => l.level === 50), 15_000, 'the load to fail');
+    expect(String(error.msg)).toContain('REGISTRY_API_KEY');
     const ready = await fetch(`${nimNoKey.url}/v1/health/ready`);
     expect(ready.status).toBe(503);
-    const error = nimNoKey.logs().find((l) => l.level === 50);
-    expect(String(error?.msg)).toContain('REGISTRY_API_KEY');
   });
 
   it('with REGISTRY_API_KEY becomes ready and serves chat completions', async () => {
     expect(await (await fetch(`${nimKey.url}/v1/health/live`)).json()).toEqual({ object: 'health.response', message: 'Service is live', status: 'live' });
-    await waitFor('nim ready', async () => ((await status(`${nimKey.url}/v1/health/ready`)) === 200 ? true : undefined));
+    await waitFor(async () => ((await status(`${nimKey.url}/v1/health/ready`)) === 200 ? true : undefined), 15_000, 'nim ready');
     expect(await (await fetch(`${nimKey.url}/v1/health/ready`)).json()).toMatchObject({ object: 'health.response', status: 'ready' });
     const client = new OpenAI({ baseURL: `${nimKey.url}/v1`, apiKey: 'x', maxRetries: 0 });
     const reply = await client.chat.completions.create({ model: 'sim/model', messages: question });
@@ -305,7 +300,7 @@ describe('model cache', () => {
   it('a second engine on the same cache dir loads warm and becomes ready faster', async () => {
     const cacheDir = path.join(root, 'cache');
     const readyAfter = async (p: EngineProcess) => {
-      await waitFor('ready', async () => ((await status(`${p.url}/health`)) === 200 ? true : undefined));
+      await waitFor(async () => ((await status(`${p.url}/health`)) === 200 ? true : undefined), 15_000, 'ready');
       return performance.now() - p.listeningAt;
     };
     const args = ['--startup-ms', '1500', '--warm-load-ratio', '0.1', '--model', 'org/cached-model', '--cache-dir', cacheDir];

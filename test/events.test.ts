@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generalBody, startControl, type TestControl } from './helpers/control.js';
 import { engineBody, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from './helpers/platform.js';
 import { spawnCli } from './helpers/serve-process.js';
-import { runToEnd } from './helpers/child-process.js';
+import { killChildren, runToEnd } from './helpers/child-process.js';
 
 const TOKEN = 'tok-events-0123456789';
 
@@ -69,7 +69,7 @@ describe('failing and events with infergate serve', { timeout: 120_000 }, () => 
     home = await mkdtemp(path.join(os.tmpdir(), 'infergate-events-cli-'));
   });
   afterAll(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await killChildren(children);
     await rm(home, { recursive: true, force: true });
   });
 

@@ -5,6 +5,8 @@
 // workers, a dead prefill worker or KV port failing fast with a clear error, and /health
 // following the workers file. Every child is tracked by pid and killed in afterAll.
 
+import { killChildren } from './helpers/child-process.js';
+import { waitFor } from './helpers/wait.js';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -29,12 +31,10 @@ const children: ChildProcess[] = [];
 let root: string;
 
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) process.kill(c.pid as number, 'SIGKILL');
-  await Promise.all(children.map((c) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r)))));
+  await killChildren(children);
   if (root) await rm(root, { recursive: true, force: true });
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Spawns `infergate <args>` on a free port and waits until `readyPath` answers 200. */
 async function start(args: string[], readyPath: string): Promise<Proc> {
@@ -45,13 +45,15 @@ async function start(args: string[], readyPath: string): Promise<Proc> {
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${args[0]} exited before it was ready:\n${out}`);
-    if (Date.now() > deadline) throw new Error(`${args[0]} was not ready within 30 s:\n${out}`);
-    if (await fetch(url + readyPath).then((r) => r.ok, () => false)) break;
-    await sleep(25);
-  }
+  await waitFor(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`${args[0]} exited before it was ready:\n${out}`);
+      return fetch(url + readyPath).then((r) => r.ok, () => false);
+    },
+    30_000,
+    `${args[0]} to be ready`,
+    25,
+  );
   return {
     child,
     url,

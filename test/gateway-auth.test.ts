@@ -113,8 +113,8 @@ describe('gateway authentication', () => {
     expect((await call('au-c', { pem: pems['au-c'] })).status).toBe(200);
     const revoked = await env.api.call('POST', `/certificates/${certIds['au-c']}/revoke`);
     expect(revoked.status).toBe(200);
-    const ms = await waitFor(async () => (await call('au-c', { pem: pems['au-c'] })).status === 401, 1000, 'revocation');
-    expect(ms).toBeLessThan(1000);
+    // The wait's 1 s bound is the assertion: the change must reach the gateway within it.
+    await waitFor(async () => (await call('au-c', { pem: pems['au-c'] })).status === 401, 1000, 'revocation');
   });
 
   it('answers 404 for an unknown host', async () => {

@@ -91,8 +91,8 @@ describe('replica choice', () => {
     for (let i = 0; i < 30; i++) before.set(`k${i}`, String((await request('fw-leave', { session: `k${i}` })).headers['x-upstream']));
     const gone = upstreams[1]!.name;
     await env.removeReplica(ids[1]!);
-    const ms = await waitFor(() => env.gateway.table.lookup(hostOf('fw-leave'))?.replicas.length === 1, 1000, 'replica removed from the table');
-    expect(ms).toBeLessThan(1000);
+    // The wait's 1 s bound is the assertion: the change must reach the gateway within it.
+    await waitFor(() => env.gateway.table.lookup(hostOf('fw-leave'))?.replicas.length === 1, 1000, 'replica removed from the table');
     for (const [key, served] of before) {
       const now = String((await request('fw-leave', { session: key })).headers['x-upstream']);
       expect(now).toBe(served === gone ? upstreams[0]!.name : served);

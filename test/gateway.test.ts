@@ -2,6 +2,7 @@
 // Host routing, Bearer authentication, paused / not-ready answers, forwarding to a ready
 // replica without the client's Authorization, and changes taking effect from the feed.
 
+import { waitFor } from './helpers/wait.js';
 import http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -24,14 +25,6 @@ let upstream: http.Server;
 let upstreamPort: number;
 const seenHeaders: http.IncomingHttpHeaders[] = [];
 
-async function waitFor(check: () => Promise<boolean>, ms = 1000): Promise<number> {
-  const start = Date.now();
-  while (!(await check())) {
-    if (Date.now() - start > ms) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return Date.now() - start;
-}
 
 beforeAll(async () => {
   api = await startControl();

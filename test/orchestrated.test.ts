@@ -11,6 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ENDPOINT_DOMAIN, replicaMains, usePlatform, type Platform } from './helpers/platform.js';
+import { waitFor } from './helpers/wait.js';
 import { bearer, modelInfer, modelStreamInfer, v2ClientTls } from './helpers/v2-client.js';
 
 let platform: Platform;
@@ -29,14 +30,11 @@ async function create(body: Record<string, unknown>): Promise<number> {
 }
 
 const view = async (id: number): Promise<View> => (await platform.call('GET', `/deployments/orchestrated/${id}`)).body;
-async function waitFor(id: number, check: (d: View) => boolean, ms: number, what: string): Promise<View> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const d = await view(id);
-    if (check(d)) return d;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(d)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+async function waitForView(id: number, check: (d: View) => boolean, ms: number, what: string): Promise<View> {
+  let last: View | undefined;
+  return waitFor(async () => check((last = await view(id))) && last, ms, what, 100).catch((err: Error) => {
+    throw new Error(`${err.message}; last view: ${JSON.stringify(last)}`);
+  });
 }
 
 async function logs(id: number, component: string): Promise<string[]> {
@@ -54,7 +52,7 @@ async function streamed(name: string, model: string): Promise<string> {
 describe('orchestrated aggregated', () => {
   it('serves the openai SDK through the gateway and the Frontend, by alias and by model id; killing the Frontend makes it not ready', async () => {
     const id = await create({ name: 'agg', model: 'org/agg-model', served_model_name: 'agg', hardware_instance_id: 1, extra_args: FAST });
-    const ready = await waitFor(id, (d) => d.status === 'ready', 40_000, 'agg ready');
+    const ready = await waitForView(id, (d) => d.status === 'ready', 40_000, 'agg ready');
     expect(ready.components).toEqual({ Frontend: { ready: 1, desired: 1 }, Worker: { ready: 1, desired: 1 } });
     expect(await streamed('agg', 'agg')).not.toBe('');
     expect(await streamed('agg', 'org/agg-model')).not.toBe('');
@@ -64,10 +62,10 @@ describe('orchestrated aggregated', () => {
     const frontend = replicaMains(platform.dataDir, 'agg-r1-frontend-')[0]!;
     const killedAt = Date.now();
     process.kill(frontend.pid, 'SIGKILL');
-    await waitFor(id, (d) => d.status === 'not_ready', 5000, 'not_ready after the Frontend died');
+    await waitForView(id, (d) => d.status === 'not_ready', 5000, 'not_ready after the Frontend died');
     expect(Date.now() - killedAt).toBeLessThan(5000);
     expect(replicaMains(platform.dataDir, 'agg-r1-worker-')).toHaveLength(1); // the worker still runs
-    await waitFor(id, (d) => d.status === 'ready', 30_000, 'ready again after the Frontend restarted');
+    await waitForView(id, (d) => d.status === 'ready', 30_000, 'ready again after the Frontend restarted');
     expect(await streamed('agg', 'agg')).not.toBe('');
   });
 });
@@ -82,7 +80,7 @@ describe('orchestrated disaggregated', () => {
       enable_logging: true,
       extra_args: FAST,
     });
-    const ready = await waitFor(id, (d) => d.status === 'ready', 40_000, 'disagg ready');
+    const ready = await waitForView(id, (d) => d.status === 'ready', 40_000, 'disagg ready');
     expect(ready.worker_pools).toEqual({ prefill: { hardware_instance_id: 1, replicas: 1 }, decode: { hardware_instance_id: 1, replicas: 1 } });
     expect(ready.components).toEqual({ Frontend: { ready: 1, desired: 1 }, Prefill: { ready: 1, desired: 1 }, Decode: { ready: 1, desired: 1 } });
     expect(await streamed('disagg', 'org/disagg-model')).not.toBe('');
@@ -106,7 +104,7 @@ describe('orchestrated workers', () => {
   it('the model-hub token reaches workers as a file, never in their environment, logs or responses', async () => {
     const secret = 'hf_secret_token_0123456789';
     const id = await create({ name: 'gated', model: 'org/gated', hardware_instance_id: 1, model_hub_token: secret, extra_args: FAST });
-    await waitFor(id, (d) => d.status === 'ready', 40_000, 'gated ready');
+    await waitForView(id, (d) => d.status === 'ready', 40_000, 'gated ready');
     const d = await platform.call('GET', `/deployments/orchestrated/${id}`);
     expect(JSON.stringify(d.body)).not.toContain(secret);
     expect(d.body.has_model_hub_token).toBe(true);
@@ -121,7 +119,7 @@ describe('orchestrated workers', () => {
 describe('orchestrated gRPC and autoscaled workers', () => {
   it('a gRPC deployment serves ModelInfer and ModelStreamInfer through the gateway and its Frontend', async () => {
     const id = await create({ name: 'agrpc', model: 'org/grpc-model', served_model_name: 'grpc-model', protocol: 'grpc', hardware_instance_id: 1, extra_args: FAST });
-    await waitFor(id, (d) => d.status === 'ready', 40_000, 'agrpc ready');
+    await waitForView(id, (d) => d.status === 'ready', 40_000, 'agrpc ready');
     const client = v2ClientTls(platform.ports.gateway, `agrpc.${ENDPOINT_DOMAIN}`, platform.ca);
     const unary = await modelInfer(client, 'grpc-model', 'hello', 5, bearer(TOKEN));
     expect(unary.text).not.toBe('');
@@ -136,7 +134,7 @@ describe('orchestrated gRPC and autoscaled workers', () => {
 
   it('the Worker count follows concurrency within [min, max]', async () => {
     const id = await create({ name: 'scaled', model: 'org/scaled', hardware_instance_id: 1, min_replicas: 1, max_replicas: 2, concurrency: 1, extra_args: [...FAST, '--itl-ms', '40'] });
-    await waitFor(id, (d) => d.status === 'ready', 40_000, 'scaled ready');
+    await waitForView(id, (d) => d.status === 'ready', 40_000, 'scaled ready');
     const client = platform.client('scaled', TOKEN);
     let running = true;
     const load = Array.from({ length: 4 }, async () => {
@@ -145,7 +143,7 @@ describe('orchestrated gRPC and autoscaled workers', () => {
         for await (const _chunk of s) void _chunk;
       }
     });
-    const up = await waitFor(id, (d) => d.components.Worker?.ready === 2, 30_000, 'two workers under load');
+    const up = await waitForView(id, (d) => d.components.Worker?.ready === 2, 30_000, 'two workers under load');
     expect(up.components.Worker).toEqual({ ready: 2, desired: 2 });
     running = false;
     await Promise.all(load);
@@ -155,7 +153,7 @@ describe('orchestrated gRPC and autoscaled workers', () => {
 describe('orchestrated traffic split', () => {
   it('runs both revisions with their own Frontend and Workers; the tag host reaches only the canary', async () => {
     const id = await create({ name: 'orchsplit', model: 'org/split', hardware_instance_id: 1, extra_args: FAST });
-    await waitFor(id, (d) => d.status === 'ready', 40_000, 'orchsplit ready');
+    await waitForView(id, (d) => d.status === 'ready', 40_000, 'orchsplit ready');
     const res = await platform.call('PATCH', `/deployments/orchestrated/${id}`, {
       extra_args: [...FAST, '--itl-ms', '6'],
       traffic: [
@@ -165,7 +163,7 @@ describe('orchestrated traffic split', () => {
     });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const both = (d: View) => [1, 2].every((n) => (d.revision_replicas ?? []).some((r) => r.revision === n && r.ready >= 1));
-    const split = await waitFor(id, both, 40_000, 'both revisions ready');
+    const split = await waitForView(id, both, 40_000, 'both revisions ready');
     // Each revision runs its own Frontend and its own Worker.
     for (const prefix of ['orchsplit-r1-frontend-', 'orchsplit-r1-worker-', 'orchsplit-r2-frontend-', 'orchsplit-r2-worker-']) {
       expect(replicaMains(platform.dataDir, prefix), prefix).toHaveLength(1);

@@ -43,7 +43,8 @@ describe('a replica killed under steady load', () => {
       }
     };
     const workers = Array.from({ length: 4 }, worker);
-    await new Promise((r) => setTimeout(r, 800));
+    // The kill lands in steady traffic: the workers are being served before it.
+    await expect.poll(() => served.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(8);
 
     const victim = replicaMains(platform.dataDir, 'steady-')[0]!;
     process.kill(victim.pid, 'SIGKILL');

@@ -71,6 +71,7 @@ describe('stopping a replica', () => {
     const id = await create(engineBody('drain', TOKEN, { min_replicas: 2, max_replicas: 2, command: ['--startup-ms', '200', '--ttft-ms', '10', '--itl-ms', '40'] }));
     await platform.waitFor(id, readyCount(2), 30_000, 'two ready replicas');
     const client = platform.client('drain', TOKEN);
+    let firstChunks = 0;
     const stream = async () => {
       // ignore_eos (vLLM's extension, which the engine honours) makes every stream 60 tokens long.
       const s = await client.chat.completions.create({ ...ask, max_tokens: 60, stream: true, stream_options: { include_usage: true }, ignore_eos: true } as OpenAI.ChatCompletionCreateParamsStreaming);
@@ -78,6 +79,7 @@ describe('stopping a replica', () => {
       let finish: string | null = null;
       let tokens = 0;
       for await (const chunk of s) {
+        if (replica === '') firstChunks++;
         replica = chunk.system_fingerprint ?? replica;
         if (chunk.choices[0]?.finish_reason) finish = chunk.choices[0].finish_reason;
         if (chunk.usage) tokens = chunk.usage.completion_tokens;
@@ -86,7 +88,8 @@ describe('stopping a replica', () => {
     };
     // Two concurrent streams land on both replicas (power of two choices picks the idle one).
     const streams = [stream(), stream()];
-    await new Promise((r) => setTimeout(r, 600));
+    // Both streams routed (each has its first chunk) before the scale-down.
+    await expect.poll(() => firstChunks, { timeout: 10_000 }).toBe(2);
     const patched = await platform.call('PATCH', `/deployments/general/${id}`, { min_replicas: 1, max_replicas: 1 });
     expect(patched.status).toBe(200);
     const results = await Promise.all(streams);

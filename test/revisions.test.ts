@@ -4,6 +4,7 @@
 // that never becomes ready fails while the old one keeps serving, and a rollback recovers;
 // pause answers 503 within 2 s with no replica process left, and resume restores the counts.
 
+import { waitFor } from './helpers/wait.js';
 import path from 'node:path';
 import type OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
@@ -58,7 +59,8 @@ describe('rolling updates under load', () => {
     await platform.call('PATCH', `/deployments/general/${id}`, { env: { EDITION: 'four' } });
     const last = await platform.waitFor(id, rolledOut(4), 60_000, 'revision 4 rolled out');
     const doneAt = Date.now();
-    await new Promise((r) => setTimeout(r, 500));
+    // Traffic keeps flowing after the last rollout, so the check below has requests to look at.
+    await waitFor(() => served.filter((s) => s.at > doneAt + 200).length >= 3, 10_000, 'requests after the last rollout');
     running = false;
     await Promise.all(clients);
 

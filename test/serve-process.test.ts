@@ -1,6 +1,9 @@
 // `infergate serve` as a real child process: start-up lines, persistence across SIGKILL,
 // the data-dir lock, clean shutdown, and one-line failures with exit code 1.
 
+import { runToEnd } from './helpers/child-process.js';
+import { waitFor } from './helpers/wait.js';
+import { apiCall } from './helpers/admin-api.js';
 import { X509Certificate } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import net from 'node:net';
@@ -31,23 +34,12 @@ async function start(name: string, extra: Partial<Parameters<typeof startServe>[
   return p;
 }
 
-async function call(p: ServeProcess, key: string, method: string, route: string, body?: unknown) {
-  const res = await fetch(p.apiUrl + route, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: (await res.json().catch(() => undefined)) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
+const call = (p: ServeProcess, key: string, method: string, route: string, body?: unknown) => apiCall(p.apiUrl, key, method, route, body);
 
 /** Runs the CLI to completion and returns its exit code and output. */
 async function runToExit(args: string[], env: Record<string, string>) {
-  const child = spawnCli(args, env);
-  let out = '';
-  child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-  return { code, out };
+  const { code, stdout, stderr } = await runToEnd(spawnCli(args, env));
+  return { code, out: stdout + stderr };
 }
 
 describe('infergate serve', () => {
@@ -242,21 +234,18 @@ describe('infergate serve', () => {
       socket.on('error', reject);
     });
     expect(status).toBe(404);
-    const line = await new Promise<Record<string, unknown>>((resolve, reject) => {
-      const deadline = Date.now() + 5_000;
-      const look = () => {
-        const found = p
+    const line = await waitFor(
+      () =>
+        p
           .output()
           .split('\n')
           .filter((l) => l.startsWith('{'))
           .map((l) => JSON.parse(l) as Record<string, unknown>)
-          .find((l) => l.msg === 'request');
-        if (found) return resolve(found);
-        if (Date.now() > deadline) return reject(new Error(`no access log line in:\n${p.output()}`));
-        setTimeout(look, 50);
-      };
-      look();
-    });
+          .find((l) => l.msg === 'request'),
+      5_000,
+      'an access log line',
+      50,
+    );
     expect(line).toMatchObject({ component: 'gateway', protocol: 'http', method: 'GET', path: '/v1/models', status: 404, deployment: null });
     expect(JSON.stringify(line)).not.toContain('hidden');
     p.kill('SIGTERM');

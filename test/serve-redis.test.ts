@@ -3,6 +3,7 @@
 // Redis routes the control process's deployments. Both run the default gateway workers (one
 // per core on Redis), so the default is what this exercises.
 
+import { apiCall } from './helpers/admin-api.js';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -45,18 +46,13 @@ describeWithRedis('infergate serve on Redis', () => {
   it('keeps state across a restart on a new data dir and shares it with a gateway process', async () => {
     const first = await start('one');
     expect(first.output()).toMatch(/state in Redis/);
-    const headers = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' };
-    const created = await fetch(`${first.apiUrl}/deployments/general`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify(generalBody('redis-kept', 'redis-endpoint-token-1')),
-    });
+    const created = await apiCall(first.apiUrl, adminKey, 'POST', '/deployments/general', generalBody('redis-kept', 'redis-endpoint-token-1'));
     expect(created.status).toBe(201);
     first.kill('SIGKILL');
     await first.exited;
 
     const second = await start('two');
-    const list = (await (await fetch(`${second.apiUrl}/deployments/general`, { headers })).json()) as { items: { name: string }[] };
+    const list = (await apiCall(second.apiUrl, adminKey, 'GET', '/deployments/general')).body as { items: { name: string }[] };
     expect(list.items.map((d) => d.name)).toEqual(['redis-kept']);
 
     const gateway = await start('gw', ['--role', 'gateway']);
@@ -72,5 +68,5 @@ describeWithRedis('infergate serve on Redis', () => {
     // A second control process on the same store stands by: one controller acts at a time.
     const standby = await start('three');
     await expect.poll(() => standby.output(), { timeout: 10_000 }).toMatch(/another controller holds the lease on this store: standing by/);
-  });
+  }, 60_000); // four `infergate serve` starts and a lease hand-over: near the 30 s default on a loaded 2-core machine
 });

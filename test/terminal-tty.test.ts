@@ -6,8 +6,8 @@
 // session's processes gone when the socket closes; and the upgrade refused with 401 without a
 // credential.
 
-import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { processesRunning } from './helpers/child-process.js';
 import { engineBody, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from './helpers/platform.js';
 import { bearerProtocol, openTty, ttyOutput } from './helpers/terminal.js';
 
@@ -18,20 +18,6 @@ let platform: Platform;
 usePlatform('tty', ['--allow-unsandboxed-host-commands'], (p) => (platform = p));
 
 const TOKEN = 'tok-tty-0123456789';
-
-function processesRunning(argv: string[]): number[] {
-  const wanted = argv.join('\0') + '\0';
-  return readdirSync('/proc')
-    .filter((p) => /^\d+$/.test(p))
-    .filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, 'latin1') === wanted;
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 describe('the terminal with a pseudo-terminal (infergate.tty.v1)', () => {
   it('runs a shell in the replica: environment, size and resize, Ctrl-C, and its processes killed on close', async () => {
@@ -54,7 +40,8 @@ describe('the terminal with a pseudo-terminal (infergate.tty.v1)', () => {
     // Ctrl-C reaches the foreground job through the pty's line discipline; the shell answers next.
     const started = Date.now();
     await ttyOutput(ws, 'sleep 30', /sleep 30\r\n/);
-    await new Promise((r) => setTimeout(r, 500));
+    // Ctrl-C before the shell has forked the job would interrupt the shell's own line instead.
+    await expect.poll(() => processesRunning(['sleep', '30']).length, { timeout: 5000 }).toBe(1);
     ws.send('0\x03');
     expect(await ttyOutput(ws, 'echo "after-$((6*7))"', /after-42\r\n/)).toContain('after-42');
     expect(Date.now() - started).toBeLessThan(15_000);

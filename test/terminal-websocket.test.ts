@@ -7,7 +7,7 @@
 // The same terminal against a real `infergate serve` is in terminal-tty.test.ts.
 
 import { localShells } from '../src/runtime/shell-launcher.js';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import type { ShellProvider } from '../src/domain/ports.js';
 import { modify } from '../src/store/store.js';
+import { processesRunning } from './helpers/child-process.js';
 import { ADMIN_KEY, generalBody, startControl, type TestControl } from './helpers/control.js';
 import { bearerProtocol, openTty, ttyOutput, type TtyOpened } from './helpers/terminal.js';
 
@@ -67,21 +68,6 @@ function must(opened: TtyOpened): { ws: WebSocket; response: IncomingMessage } {
   return opened;
 }
 
-/** Pids of live processes whose command line is exactly `argv`. */
-function processesRunning(argv: string[]): number[] {
-  const wanted = argv.join('\0') + '\0';
-  return readdirSync('/proc')
-    .filter((p) => /^\d+$/.test(p))
-    .filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, 'latin1') === wanted;
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
-
 describe('loading', () => {
   it('starts the API without loading node-pty (a native addon): only a tty session needs it', () => {
     const loaded = Object.keys(createRequire(import.meta.url).cache).filter((m) => m.includes(`${path.sep}node-pty${path.sep}`));
@@ -102,7 +88,9 @@ describe('the key in a WebSocket subprotocol', () => {
     expect(reversed.ws.protocol).toBe('infergate.tty.v1');
     reversed.ws.close();
 
-    await new Promise((r) => setTimeout(r, 200));
+    // Every session's lines are written once each has logged its close.
+    const count = (what: string) => logLines.filter((l) => l.includes(what)).length;
+    await expect.poll(() => count('terminal closed') >= 2 && count('terminal closed') === count('terminal opened')).toBe(true);
     const log = logLines.join('\n');
     expect(log).toContain('terminal opened');
     expect(log).not.toContain(ADMIN_KEY);

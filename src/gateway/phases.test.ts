@@ -1,6 +1,9 @@
+// Unit tests of the gateway's pure request phases: tables of inputs and the verdict each must
+// get, so breaking one rule fails its row.
+
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { authenticatePhase, headersPhase, MAX_REQUEST_HEADERS, routePhase, targetPhase } from './phases.js';
+import { admitPhase, authenticatePhase, headersPhase, MAX_REQUEST_HEADERS, pausedPhase, rateLimitPhase, routePhase, targetPhase, type PhaseResult } from './phases.js';
 import { testRoute } from '../../test/helpers/route.js';
 import type { Route } from './routing-table.js';
 
@@ -155,5 +158,108 @@ describe('authenticatePhase', () => {
     expect(none.ok ? '' : none.rejection.message).toBe('this endpoint requires Authorization: Bearer <token> or one of its client certificates');
     const bare = authenticatePhase(testRoute(), { authorization: undefined, certificateFingerprint: 'aa01' });
     expect(bare).toMatchObject({ ok: false, rejection: { authFailure: 'certificate_not_accepted' } });
+  });
+});
+
+/** The rejection's status and code, or 'pass': one word per verdict for the tables below. */
+const verdict = <T>(r: PhaseResult<T>): string => (r.ok ? 'pass' : `${r.rejection.status} ${r.rejection.code}`);
+
+describe('headersPhase: counts', () => {
+  it.each([
+    [raw('Host', 'Authorization', 'content-type'), 'pass'],
+    [raw('HOST', 'x-a', 'hoST'), '400 invalid_request'],
+    [raw('AUTHORIZATION', 'authorization'), '400 invalid_request'],
+    // Same length as the names it looks for, not the names: counted as ordinary fields.
+    [raw('hos', 'hostx', 'authorizatio', 'authorizations'), 'pass'],
+    [raw(':authority', 'host'), 'pass'],
+    [raw(...Array.from({ length: MAX_REQUEST_HEADERS }, (_, i) => `x-${i}`), ':path'), 'pass'],
+    [raw(...Array.from({ length: MAX_REQUEST_HEADERS + 1 }, (_, i) => `x-${i}`), 'host', 'host'), '431 headers_too_large'],
+  ])('%j → %s', (headers, expected) => {
+    expect(verdict(headersPhase(headers))).toBe(expected);
+  });
+});
+
+describe('authenticatePhase: the Authorization header', () => {
+  const hash = (v: string) => createHash('sha256').update(v, 'utf8').digest('hex');
+  const route = testRoute({ tokenHash: hash('tok-1') });
+  it.each([
+    ['Bearer tok-1', 'pass'],
+    ['bearer tok-1', 'pass'],
+    ['BEARER\ttok-1 ', 'pass'],
+    ['Bearer  tok-1', 'pass'],
+    ['Bearer tok-1 extra', '401 unauthenticated'],
+    ['Bearertok-1', '401 unauthenticated'],
+    ['Basic tok-1', '401 unauthenticated'],
+    ['tok-1', '401 unauthenticated'],
+    ['Bearer tok-2', '401 unauthenticated'],
+    ['Bearer tok-1x', '401 unauthenticated'],
+    ['Bearer ', '401 unauthenticated'],
+  ])('%j → %s', (authorization, expected) => {
+    expect(verdict(authenticatePhase(route, { authorization, certificateFingerprint: null }))).toBe(expected);
+  });
+
+  it('says invalid_token only for a bearer token it could read; a malformed header counts as none presented', () => {
+    const reason = (authorization: string) => {
+      const r = authenticatePhase(route, { authorization, certificateFingerprint: null });
+      return r.ok ? null : r.rejection.authFailure;
+    };
+    expect(reason('Bearer wrong')).toBe('invalid_token');
+    expect(reason('Basic dXNlcjpwdw==')).toBe('missing_credential');
+  });
+
+  it('never passes a token on a route with none bound, and says no credential is bound', () => {
+    const r = authenticatePhase(testRoute({ tokenHash: null }), { authorization: 'Bearer anything', certificateFingerprint: null });
+    expect(verdict(r)).toBe('401 unauthenticated');
+    const none = authenticatePhase(testRoute(), { authorization: undefined, certificateFingerprint: null });
+    expect(none.ok ? '' : none.rejection.message).toBe('this endpoint requires a credential, and none is bound to it');
+  });
+
+  it('challenges with the route host, and names the invalid token in the challenge', () => {
+    const r = authenticatePhase(route, { authorization: 'Bearer wrong', certificateFingerprint: null });
+    expect(r.ok ? null : r.rejection.headers).toEqual({ 'www-authenticate': 'Bearer realm="demo.test", error="invalid_token"' });
+  });
+});
+
+describe('rateLimitPhase', () => {
+  it.each([
+    [{ ok: true } as const, 'pass', undefined],
+    [{ ok: false, limit: 'requests', retryAfterSeconds: 3, message: 'over 10 requests per minute' } as const, '429 rate_limited', '3'],
+    [{ ok: false, limit: 'tokens', retryAfterSeconds: 1, message: 'over 1000 tokens per minute' } as const, '429 rate_limited', '1'],
+  ])('%j → %s', (decision, expected, retryAfter) => {
+    const r = rateLimitPhase(decision);
+    expect(verdict(r)).toBe(expected);
+    if (!r.ok) {
+      expect(r.rejection.headers).toEqual({ 'retry-after': retryAfter });
+      expect(r.rejection.message).toBe(decision.ok ? '' : decision.message);
+    }
+  });
+});
+
+describe('pausedPhase and admitPhase', () => {
+  const one = [{ id: 1, address: '127.0.0.1:1' }];
+  it.each([
+    ['ready with a replica', testRoute({ replicas: one }), 'pass', 'pass'],
+    ['paused with a replica', testRoute({ paused: true, replicas: one }), '503 unavailable', '503 unavailable'],
+    ['paused with none', testRoute({ paused: true }), '503 unavailable', '503 unavailable'],
+    ['not paused, no replica', testRoute({ status: 'pending' }), 'pass', '503 unavailable'],
+    ['a tag whose revision has no replica', testRoute({ tag: { name: 'canary', revision: 3 } }), 'pass', '503 unavailable'],
+  ])('%s → paused %s, admit %s', (_what, route, paused, admitted) => {
+    expect(verdict(pausedPhase(route))).toBe(paused);
+    expect(verdict(admitPhase(route))).toBe(admitted);
+  });
+
+  it('admits to the ready replicas themselves', () => {
+    const route = testRoute({ replicas: one });
+    expect(admitPhase(route)).toEqual({ ok: true, value: route.replicas });
+  });
+
+  it('says which: paused (no retry hint), not ready (with its status), or the tag and its revision', () => {
+    const message = (route: Parameters<typeof admitPhase>[0]) => {
+      const r = admitPhase(route);
+      return r.ok ? null : { message: r.rejection.message, headers: r.rejection.headers };
+    };
+    expect(message(testRoute({ paused: true, replicas: one }))).toEqual({ message: 'deployment demo is paused; resume it to serve requests', headers: undefined });
+    expect(message(testRoute({ status: 'pending' }))).toEqual({ message: 'deployment demo is not ready (pending): no replica is ready yet', headers: { 'retry-after': '5' } });
+    expect(message(testRoute({ tag: { name: 'canary', revision: 3 } }))?.message).toMatch(/^tag canary of deployment demo reaches only revision 3, which has no ready replica yet/);
   });
 });

@@ -1,5 +1,7 @@
 // Test helper: a control API on a real HTTP port (port 0) over a file store in a temp dir,
-// with an admin key, and a small JSON client for it.
+// with an admin key, and a small JSON client for it. Every JSON answer is checked against its
+// route's response schema (strictly, with TypeBox: fastify's serialiser alone lets a wrong enum
+// value or a fraction in an integer through), so a view that drifts from its schema fails the test.
 
 import { fileLogSource } from '../../src/runtime/log-source.js';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -7,10 +9,13 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { systemClock } from '../../src/core/clock.js';
+import { apiCall, type ApiResponse } from './admin-api.js';
 import { Sealer } from '../../src/core/secrets.js';
 import { DEFAULT_CATALOG } from '../../src/domain/catalog.js';
 import { DEFAULT_IMAGE_MAP } from '../../src/domain/image-map.js';
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
+import type { TSchema } from 'typebox';
+import { Value } from 'typebox/value';
 import { buildControlApp, type ControlApp } from '../../src/control/app.js';
 import type { HostCommandPolicy } from '../../src/domain/host-commands.js';
 import { Credentials } from '../../src/control/credentials.js';
@@ -22,18 +27,43 @@ import type { Store } from '../../src/store/store.js';
 
 export const ADMIN_KEY = 'igk_test-admin-key-0123456789abcdef';
 
-export interface ApiResponse {
-  status: number;
-  headers: Headers;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- test convenience
-}
+export type { ApiResponse } from './admin-api.js';
 
 export interface TestControl {
   app: ControlApp;
   store: Store;
   url: string;
   call(method: string, path: string, body?: unknown, key?: string | null): Promise<ApiResponse>;
+  /** Answers that did not match their route's response schema, so far (call() and close() throw on any). */
+  schemaMismatches: string[];
   close(): Promise<void>;
+}
+
+/** The schema a route declares for this status: exact, then `4xx`-style, then `default`; undefined when none. */
+function responseSchemaFor(request: FastifyRequest, status: number): TSchema | undefined {
+  const response = (request.routeOptions.schema as { response?: Record<string, TSchema> } | undefined)?.response;
+  if (!response) return undefined;
+  return response[String(status)] ?? response[`${String(status)[0]}xx`] ?? response.default;
+}
+
+/**
+ * Checks each JSON answer against its route's response schema before fastify serialises it.
+ * A mismatch is recorded (with the fields at fault) and answered 500, so whichever client made
+ * the request sees it, and call() and close() fail with the record.
+ */
+export function checkResponsesAgainstSchemas(app: ControlApp, mismatches: string[]): void {
+  app.addHook('preSerialization', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    const schema = responseSchemaFor(request, reply.statusCode);
+    if (schema === undefined || Value.Check(schema, payload)) return payload;
+    const errors = [...Value.Errors(schema, payload)].slice(0, 5).map((e) => `${e.instancePath || '/'} ${e.message}`);
+    const message = `${request.method} ${request.url} answered ${reply.statusCode} not matching its response schema: ${errors.join('; ')}`;
+    mismatches.push(message);
+    throw new Error(message);
+  });
+}
+
+function failOnMismatch(mismatches: readonly string[]): void {
+  if (mismatches.length > 0) throw new Error(`the control API answered outside its response schemas (fix the view or the schema):\n${mismatches.join('\n')}`);
 }
 
 let sharedCa: Promise<{ ca: CertificateAuthority; dir: string }> | null = null;
@@ -89,6 +119,8 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
     ...(opts.revisionMetrics ? { revisionMetrics: opts.revisionMetrics } : {}),
     consoleDir: opts.consoleDir ?? null,
   });
+  const schemaMismatches: string[] = [];
+  checkResponsesAgainstSchemas(app, schemaMismatches);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -97,22 +129,17 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
     app,
     store,
     url,
+    schemaMismatches,
     async call(method, p, body, key = ADMIN_KEY) {
-      const headers: Record<string, string> = {};
-      if (key !== null) headers.authorization = `Bearer ${key}`;
-      let payload: string | undefined;
-      if (body !== undefined) {
-        headers['content-type'] = 'application/json';
-        payload = typeof body === 'string' ? body : JSON.stringify(body);
-      }
-      const res = await fetch(url + p, { method, headers, body: payload });
-      const text = await res.text();
-      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+      const res = await apiCall(url, key, method, p, body);
+      failOnMismatch(schemaMismatches);
+      return res;
     },
     async close() {
       await app.close();
       await store.close();
       await rm(dir, { recursive: true, force: true });
+      failOnMismatch(schemaMismatches);
     },
   };
 }

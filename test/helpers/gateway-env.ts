@@ -13,6 +13,7 @@ import { loadOrCreateCa, type CertificateAuthority } from '../../src/pki/ca.js';
 import { loadOrIssueGatewayCertificate } from '../../src/pki/server-certs.js';
 import { UsageLedger } from '../../src/store/usage-ledger.js';
 import { generalBody, startControl, type TestControl } from './control.js';
+import { waitFor } from './wait.js';
 
 export const DOMAIN = 'endpoints.test';
 
@@ -39,14 +40,7 @@ export interface GatewayEnv {
   close(): Promise<void>;
 }
 
-export async function waitFor(check: () => boolean | Promise<boolean>, ms = 2000, what = 'condition'): Promise<number> {
-  const start = Date.now();
-  while (!(await check())) {
-    if (Date.now() - start > ms) throw new Error(`${what} not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return Date.now() - start;
-}
+export { waitFor };
 
 export async function startGatewayEnv(
   opts: Partial<Pick<GatewayOptions, 'ejection' | 'timeouts' | 'loadFactor' | 'connections' | 'clientTimeouts' | 'body' | 'authFailures' | 'tracing'>> & { withUsage?: boolean } = {},

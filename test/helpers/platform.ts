@@ -10,7 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import OpenAI from 'openai';
+import { adminCaller, type AdminCall } from './admin-api.js';
 import { freePort } from './ports.js';
+import { waitFor } from './wait.js';
 import { startServe, type ServeProcess } from './serve-process.js';
 import { gatewayFetch } from './tls-clients.js';
 
@@ -33,7 +35,7 @@ export interface Platform extends PlatformDirs {
   serve: ServeProcess;
   apiUrl: string;
   ca: string;
-  call(method: string, route: string, body?: unknown): Promise<{ status: number; body: Json }>;
+  call: AdminCall;
   deployment(id: number): Promise<Json>;
   waitFor(id: number, check: (d: Json) => boolean, ms: number, what: string): Promise<Json>;
   client(name: string, token: string): OpenAI;
@@ -64,21 +66,7 @@ export async function startPlatform(dirs: PlatformDirs, args: string[] = []): Pr
     },
   });
   const ca = await readFile(path.join(dirs.certsDir, 'ca.crt'), 'utf8');
-  const call: Platform['call'] = async (method, route, body) => {
-    const res = await fetch(serve.apiUrl + route, {
-      method,
-      headers: { authorization: `Bearer ${PLATFORM_ADMIN_KEY}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: body !== undefined ? JSON.stringify(body) : undefined,
-    });
-    const text = await res.text();
-    let parsed: Json = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // not JSON: keep the text
-    }
-    return { status: res.status, body: parsed };
-  };
+  const call: Platform['call'] = adminCaller(serve.apiUrl, PLATFORM_ADMIN_KEY);
   const deployment = async (id: number) => (await call('GET', `/deployments/general/${id}`)).body;
   return {
     ...dirs,
@@ -88,14 +76,13 @@ export async function startPlatform(dirs: PlatformDirs, args: string[] = []): Pr
     call,
     deployment,
     async waitFor(id, check, ms, what) {
-      const deadline = Date.now() + ms;
       let last: Json;
-      for (;;) {
-        last = await deployment(id);
-        if (check(last)) return last;
-        if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}; last: ${JSON.stringify(last)}`);
-        await new Promise((r) => setTimeout(r, 100));
+      try {
+        await waitFor(async () => check((last = await deployment(id))), ms, what, 100);
+      } catch (err) {
+        throw new Error(`${(err as Error).message}; last view: ${JSON.stringify(last)}`);
       }
+      return last;
     },
     endpoint: (name) => `https://${name}.${ENDPOINT_DOMAIN}:${dirs.ports.gateway}`,
     client(name, token) {

@@ -3,6 +3,7 @@
 // one; a test that stops and starts Redis itself runs one with persistence, so the data
 // survives the restart.
 
+import { waitFor } from './wait.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { stopChild } from './child-process.js';
@@ -49,13 +50,7 @@ async function waitUntilAnswering(child: ChildProcess, port: number): Promise<vo
     );
   });
   failed.catch(() => undefined);
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    const answered = await Promise.race([pingOnce(port), failed]);
-    if (answered) return;
-    await Promise.race([sleep(50), failed]);
-  }
-  throw new Error(`redis-server on port ${port} did not answer PING within ${READY_TIMEOUT_MS} ms`);
+  await Promise.race([waitFor(() => pingOnce(port), READY_TIMEOUT_MS, `redis-server on port ${port} to answer PING`, 50), failed]);
 }
 
 /** A raw RESP PING, so readiness does not depend on a client library's reconnect logic. */
@@ -75,8 +70,4 @@ function pingOnce(port: number): Promise<boolean> {
       if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
     });
   });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

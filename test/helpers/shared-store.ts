@@ -3,6 +3,7 @@
 // same admin key, sealing key and domain — the control API as their admin, the deployment
 // the summed-scaling scenarios share, and a streamed chat read to its end.
 
+import { adminCaller } from './admin-api.js';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { expect } from 'vitest';
@@ -41,16 +42,9 @@ export function startOnSharedStore(store: SharedStore, name: string, args: strin
 
 export type AdminApi<T> = (method: string, route: string, body?: unknown) => Promise<{ status: number; body: T }>;
 
-/** The control API as the admin: JSON in, status and JSON out. `url` is read at each call (a standby's once it took over). */
+/** The admin caller (helpers/admin-api) typed to the view a test reads; `url` is read at each call (a standby's once it took over). */
 export function adminApi<T>(url: () => string, adminKey: string): AdminApi<T> {
-  return async (method, route, body) => {
-    const res = await fetch(`${url()}${route}`, {
-      method,
-      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: res.status, body: (await res.json()) as T };
-  };
+  return adminCaller(url, adminKey);
 }
 
 interface WithReplicas {

@@ -34,7 +34,7 @@ export function gatewayFetch(tls: ClientTls): typeof globalThis.fetch {
 
 /** Downloads a client certificate's .pem through the control API. */
 export async function downloadPem(api: TestControl, certificateId: number): Promise<string> {
-  const res = await fetch(`${api.url}/certificates/${certificateId}/pem`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
-  if (res.status !== 200) throw new Error(`pem ${certificateId}: ${res.status} ${await res.text()}`);
-  return res.text();
+  const res = await api.call('GET', `/certificates/${certificateId}/pem`);
+  if (res.status !== 200 || typeof res.body !== 'string') throw new Error(`pem ${certificateId}: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
 }
