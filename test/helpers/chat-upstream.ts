@@ -1,10 +1,12 @@
 // Test helper: a replica stand-in that speaks enough of the OpenAI chat completions API
 // for gateway tests — plain and streamed responses with `usage`, its name
 // in `system_fingerprint` — and records what reached it: headers, and streams the client
-// abandoned. Streams can be held after their first chunk until the test releases them.
+// abandoned; the gateway's own once-a-second scrape of /metrics is answered 404 and not
+// recorded (it is not a forwarded request). Streams can be held after their first chunk until the test releases them.
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isGatewayScrape } from './recording-upstream.js';
 
 export interface SeenRequest {
   method: string;
@@ -91,6 +93,10 @@ export async function startChatUpstream(opts: ChatUpstreamOptions): Promise<Chat
 
   const server = http.createServer((req, res) => {
     const path = req.url ?? '/';
+    if (isGatewayScrape(req)) {
+      res.writeHead(404).end();
+      return;
+    }
     state.seen.push({ method: req.method ?? '', path, headers: req.headers });
     let raw = '';
     req.setEncoding('utf8');

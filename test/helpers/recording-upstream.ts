@@ -29,7 +29,7 @@ export interface RecordingUpstream {
 }
 
 /** The gateway's GET /metrics: its scraper's user agent, never forwarded (no X-Forwarded-For). */
-function isGatewayScrape(req: http.IncomingMessage): boolean {
+export function isGatewayScrape(req: http.IncomingMessage): boolean {
   return req.method === 'GET' && req.url === '/metrics' && req.headers['user-agent'] === SCRAPER_USER_AGENT && req.headers['x-forwarded-for'] === undefined;
 }
 

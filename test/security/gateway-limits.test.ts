@@ -204,7 +204,8 @@ describe('request bodies', () => {
     clearInterval(sampler);
     expect(statusOf(text)).toBe(408);
     expect(bodyOf(text)).toMatchObject({ error: { code: 'request_timeout' } });
-    expect(upstream.seen.length).toBe(seen);
+    // Listed, not counted: whatever did reach the upstream names itself if this fails.
+    expect(upstream.seen.slice(seen).map((r) => `${r.method} ${r.path} ${r.headers['user-agent'] ?? ''} ${r.headers['x-forwarded-for'] ?? ''}`)).toEqual([]);
     expect(maxInflight).toBe(0);
     // The autoscaler's input (time-weighted concurrency per second) saw nothing either.
     expect(env.gateway.inflight.concurrency(ids.plain!).filter((s) => s.second >= since).every((s) => s.average === 0)).toBe(true);
