@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { browserAvailable, ensureConsoleBuilt, launchBrowser, watchPage } from '../helpers/browser.js';
+import { processesRunning } from '../helpers/child-process.js';
 import { engineBody, FAST_ENGINE, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from '../helpers/platform.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -180,8 +181,11 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     await page.keyboard.type('echo $GREETING');
     await page.keyboard.press('Enter');
     await expect.poll(() => screen.textContent(), { timeout: 10_000 }).toContain('hello from the console');
-    await page.keyboard.type('sleep 30');
+    // A duration no other test uses, so the process is this terminal's; Ctrl-C once it runs
+    // (pressed before the shell has started it, the interrupt can land in between and be lost).
+    await page.keyboard.type('sleep 4331');
     await page.keyboard.press('Enter');
+    await expect.poll(() => processesRunning(['sleep', '4331']).length, { timeout: 10_000 }).toBe(1);
     await page.keyboard.press('Control+C');
     await page.keyboard.type('echo after-$((40+2))');
     await page.keyboard.press('Enter');
