@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generalBody } from './helpers/control.js';
 import { freePort } from './helpers/ports.js';
 import { FAST_ENGINE, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from './helpers/platform.js';
-import { spawnCli } from './helpers/serve-process.js';
+import { CLI, spawnCli } from './helpers/serve-process.js';
 
 let platform: Platform;
 usePlatform('cli', ['--autoscale-stable-window', '4', '--autoscale-panic-window', '2', '--drain-timeout', '2', '--stop-grace', '2'], (p) => (platform = p));
@@ -45,8 +45,7 @@ function cli(args: string[], extraEnv: Record<string, string> = {}): Promise<Run
 /** spawnCli's stdin is closed; login reads the key from it, so this one gets a pipe. */
 async function login(): Promise<Run> {
   const { spawn } = await import('node:child_process');
-  const main = path.resolve('src/cli/main.ts');
-  const child = spawn(process.execPath, ['--import', 'tsx', main, 'login', '--api', platform.apiUrl], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(CLI[0] as string, [...CLI.slice(1), 'login', '--api', platform.apiUrl], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   children.push(child);
   let stdout = '';
   let stderr = '';

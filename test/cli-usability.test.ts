@@ -14,7 +14,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { generalBody } from './helpers/control.js';
-import { ROOT } from './helpers/dist-build.js';
+import { DIST_MAIN, ROOT } from './helpers/dist-build.js';
 import { FAST_ENGINE, PLATFORM_ADMIN_KEY, usePlatform, type Platform } from './helpers/platform.js';
 import { freePort } from './helpers/ports.js';
 import { spawnCli } from './helpers/serve-process.js';
@@ -157,10 +157,10 @@ describe('infergate for a new user', () => {
       expect(generated.code, generated.stderr).toBe(0);
       script = path.join(home, 'infergate.bash');
       await writeFile(script, generated.stdout);
-      // `infergate` on PATH, as an installed one would be: this checkout from source.
+      // `infergate` on PATH, as an installed one would be: this checkout's compiled CLI.
       bin = path.join(home, 'bin');
       await mkdir(bin, { recursive: true });
-      await writeFile(path.join(bin, 'infergate'), `#!/bin/sh\nexec "${process.execPath}" --import tsx "${path.join(ROOT, 'src/cli/main.ts')}" "$@"\n`);
+      await writeFile(path.join(bin, 'infergate'), `#!/bin/sh\nexec "${process.execPath}" "${DIST_MAIN}" "$@"\n`);
       await chmod(path.join(bin, 'infergate'), 0o755);
     });
 

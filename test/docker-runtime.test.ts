@@ -19,6 +19,7 @@ import { LABEL } from '../src/runtime/docker/container-spec.js';
 import { dockerGate, ensureEngineImage, pushImage, removeContainersWithLabel, removeImage, startRegistry, type Registry } from './helpers/docker.js';
 import { PLATFORM_ADMIN_KEY, platformDirs, startPlatform, type Platform, type PlatformDirs } from './helpers/platform.js';
 import { freePort } from './helpers/ports.js';
+import { CLI } from './helpers/serve-process.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
 
 const available = await dockerGate();
@@ -111,9 +112,9 @@ async function chat(name: string, content = 'hi'): Promise<{ status: number; bod
   return { status: res.status, body: (await res.json()) as { system_fingerprint?: string } };
 }
 
-/** `infergate <args>` against this platform, from source; resolves with its exit code and output. */
+/** `infergate <args>` against this platform; resolves with its exit code and output. */
 function cli(args: string[], until?: RegExp): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/cli/main.ts'), ...args], {
+  const child = spawn(CLI[0] as string, [...CLI.slice(1), ...args], {
     env: { ...process.env, INFERGATE_API: platform.apiUrl, INFERGATE_KEY: PLATFORM_ADMIN_KEY, INFERGATE_CONFIG: path.join(root, 'cli-config.json') },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

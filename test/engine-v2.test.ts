@@ -153,8 +153,11 @@ const outputText = (res: InferResponse): string => {
 beforeAll(async () => {
   port = await freePort();
   metricsPort = await freePort();
+  // The first checks ask the engine while its model loads: the load must outlast a gRPC
+  // connect and six calls on a loaded CI machine (300 ms did not, once); later tests wait on
+  // ServerReady, so a longer load costs this file its length and nothing else.
   child = spawnCli(
-    ['engine', '--flavor', 'v2', '--host', '127.0.0.1', '--port', String(port), '--metrics-port', String(metricsPort), '--startup-ms', '300', '--ttft-ms', '10', '--itl-ms', '5', '--model', MODEL, '--replica-id', 'r-1', '--listen', 'at-start'],
+    ['engine', '--flavor', 'v2', '--host', '127.0.0.1', '--port', String(port), '--metrics-port', String(metricsPort), '--startup-ms', '3000', '--ttft-ms', '10', '--itl-ms', '5', '--model', MODEL, '--replica-id', 'r-1', '--listen', 'at-start'],
     { INFERGATE_CONFIG_FILE: '' },
   );
   children.push(child);

@@ -1,16 +1,22 @@
-// Vitest global setup: makes a Redis available to the suites that need one. Uses REDIS_URL
-// when set, otherwise starts a private, throwaway redis-server on a free port (never assumes
-// 6379, never touches a Redis it did not start), and stops it by pid afterwards.
+// Vitest global setup: builds dist/ when src/ is newer (every process a test starts runs
+// dist/cli/main.js; see helpers/dist-build.ts), and makes a Redis available to the suites that
+// need one. Uses REDIS_URL when set, otherwise starts a private, throwaway redis-server on a
+// free port (never assumes 6379, never touches a Redis it did not start), and stops it by pid
+// afterwards.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import type {} from './helpers/redis.js';
+import { ensureDistBuilt } from './helpers/dist-build.js';
 import { freePort } from './helpers/ports.js';
 import { startRedisServer } from './helpers/redis-server.js';
 
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
+  await ensureDistBuilt();
+  // Watch mode reruns after an edit: the child processes must run the edited source.
+  project.onTestsRerun(() => ensureDistBuilt());
   const fromEnv = process.env.REDIS_URL;
   if (fromEnv) {
     project.provide('redisUrl', fromEnv);

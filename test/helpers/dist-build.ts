@@ -1,6 +1,9 @@
-// Test helper: a compiled dist/ that matches src/, for tests of what `npm install` ships (the
-// `infergate` bin is dist/cli/main.js). tsc runs only when a source file is newer than
-// dist/cli/main.js, under a lock file, so parallel vitest workers compile once.
+// Test helper: a compiled dist/ that matches src/. Every process a test starts runs
+// dist/cli/main.js, as an installed `infergate` does: plain Node starts in half the CPU of
+// tsx's loader and esbuild service, which on a 2-core machine is the difference between a
+// suite that fits its time and one whose rollouts miss their deadlines. The global setup
+// builds it before any file runs (and again before a watch-mode rerun); tsc runs only when a
+// source file is newer than dist/cli/main.js, under a lock file, so concurrent runs compile once.
 
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
@@ -9,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { vi } from 'vitest';
+import { waitFor } from './wait.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const DIST_MAIN = path.join(ROOT, 'dist/cli/main.js');
@@ -33,17 +36,20 @@ const fresh = () => existsSync(DIST_MAIN) && statSync(DIST_MAIN).mtimeMs >= newe
 /** Compiles src/ into dist/ (tsc only, as `prepare` does before Vite) when dist/ is missing or older. */
 export async function ensureDistBuilt(): Promise<void> {
   if (fresh()) return;
-  await vi.waitFor(
+  await waitFor(
     async () => {
       try {
         await writeFile(LOCK, String(process.pid), { flag: 'wx' });
+        return true;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
         await breakStaleLock();
-        throw new Error(`${LOCK} is held by another build`);
+        return false;
       }
     },
-    { timeout: 5 * 60_000, interval: 200 },
+    5 * 60_000,
+    `${LOCK}, held by another build`,
+    200,
   );
   try {
     if (fresh()) return;

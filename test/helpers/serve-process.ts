@@ -2,12 +2,8 @@
 // and certs directories, waited on until it prints its control API URL. Stopped by pid.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { DIST_MAIN, ROOT } from './dist-build.js';
 import { freePort } from './ports.js';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const MAIN = path.join(ROOT, 'src/cli/main.ts');
 
 export interface ServeProcess {
   child: ChildProcess;
@@ -37,9 +33,12 @@ export async function servePorts(): Promise<Record<string, string>> {
   };
 }
 
-/** Runs the CLI from source through tsx, so tests need no build step. */
+/** The command line of `infergate`: the compiled CLI, kept current by the global setup. */
+export const CLI: readonly string[] = [process.execPath, DIST_MAIN];
+
+/** Runs the compiled CLI (dist/, built from src/ by the global setup before any file runs). */
 export function spawnCli(args: string[], env: Record<string, string>, wrapper: string[] = []): ChildProcess {
-  const command = [...wrapper, process.execPath, '--import', 'tsx', MAIN, ...args];
+  const command = [...wrapper, ...CLI, ...args];
   return spawn(command[0] as string, command.slice(1), {
     cwd: ROOT,
     // The local runtime unless a test asks for another: with a Docker daemon on the machine,
