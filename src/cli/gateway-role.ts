@@ -14,7 +14,6 @@ import { createGateway, type Gateway } from '../gateway/gateway.js';
 import { LoadPublisher } from '../gateway/load-publisher.js';
 import type { CertificateAuthority } from '../pki/ca.js';
 import { coversPathHost, loadOrIssueGatewayCertificate, readOperatorCertificate } from '../pki/server-certs.js';
-import { RedisRateLimits } from '../store/redis-rate-limit.js';
 import type { Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { listen } from './listen.js';
@@ -108,7 +107,7 @@ export async function startGateway(ctx: GatewayRoleContext): Promise<StartedGate
     accessLog: config.accessLog,
     tracing: await tracingOf(logger),
     // Gateways on one Redis share each credential's rate limits there (docs/operations.md#rate-limits-on-redis).
-    sharedLimits: config.redisUrl !== null ? new RedisRateLimits({ url: config.redisUrl, prefix: config.redisPrefix }) : null,
+    sharedLimits: config.redisUrl !== null ? new (await import('../store/redis-rate-limit.js')).RedisRateLimits({ url: config.redisUrl, prefix: config.redisPrefix }) : null,
   });
   await gateway.start();
   closers.push(() => gateway.close());

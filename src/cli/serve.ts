@@ -44,7 +44,6 @@ import { listenerMeters } from '../net/metrics.js';
 import { meterListener } from '../net/server-meters.js';
 import { loadOrCreateCa, type CertificateAuthority } from '../pki/ca.js';
 import { FileStore } from '../store/file-store.js';
-import { RedisStore } from '../store/redis-store.js';
 import type { Store } from '../store/store.js';
 import { loadSealingKey } from './key-files.js';
 import { ensureAdminKey } from './admin-key.js';
@@ -71,7 +70,10 @@ export async function serve(config: Config, out: (line: string) => void): Promis
   // account whose key was never shown locks everyone out).
   await checkPorts(plannedListeners(config));
   const logger = pino({ level: config.logLevel, base: { service: 'infergate' } });
-  const store: Store = config.redisUrl ? new RedisStore({ url: config.redisUrl, prefix: config.redisPrefix }) : new FileStore({ dir: config.dataDir });
+  // ioredis is loaded only when a Redis is named: a start on the file store skips its cost.
+  const store: Store = config.redisUrl
+    ? new (await import('../store/redis-store.js')).RedisStore({ url: config.redisUrl, prefix: config.redisPrefix })
+    : new FileStore({ dir: config.dataDir });
   await store.open();
   const closers: Array<() => Promise<void>> = [() => store.close()];
   // One usage ledger per process (gateway requests, controller replica lifetimes); flushed
