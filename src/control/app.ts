@@ -9,7 +9,6 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequ
 import swagger from '@fastify/swagger';
 import websocket from '@fastify/websocket';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Ajv, type ErrorObject } from 'ajv';
 import type { Clock } from '../core/clock.js';
 import { PlatformError } from '../core/errors.js';
 import type { Sealer } from '../core/secrets.js';
@@ -27,6 +26,7 @@ import { DeploymentService } from './deployment-service.js';
 import { errorHandler } from './errors.js';
 import { answerClientError, answerFrameworkError, closeIfBodyWithheld, continueAfterAuthentication, handleExpectations } from './http-edge.js';
 import { requestLogView } from './request-log.js';
+import { serializerCompiler, validatorCompiler } from './schema-compilers.js';
 import { BEARER_PROTOCOL_PREFIX, bearerFromProtocols, selectProtocol } from './websocket-auth.js';
 import type { EndpointAddress } from './render.js';
 import { registerCaRoutes } from './routes/ca.js';
@@ -52,49 +52,6 @@ declare module 'fastify' {
     /** Routes anyone may call: health checks and the API description. */
     public?: boolean;
   }
-}
-
-/**
- * Bodies are checked strictly (no type coercion: "1" is not an integer); path and query
- * strings are coerced, since they are always strings on the wire — integers only from
- * decimal digits (see decimalIntegers).
- */
-function validatorCompiler() {
-  const strict = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: true, removeAdditional: false, strict: false });
-  const coercing = new Ajv({ allErrors: false, coerceTypes: true, useDefaults: true, removeAdditional: false, strict: false });
-  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    httpPart === 'body' ? strict.compile(schema) : decimalIntegers(schema, coercing.compile(schema));
-}
-
-type Validator = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
-
-const DECIMAL = /^-?[0-9]+$/;
-
-/**
- * AJV coerces any string JavaScript reads as a number: "1e400" becomes Infinity (which passes
- * as an integer), "0x10" 16, " 7 " 7. Integer parameters must be plain decimal digits;
- * anything else is a 400 naming the parameter, before the coercing validator runs (whose
- * schema bounds, e.g. MAX_ID, catch digits too many to be an id).
- */
-function decimalIntegers(schema: object, validate: Validator): Validator {
-  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
-  const names = Object.entries(properties)
-    .filter(([, s]) => s.type === 'integer')
-    .map(([name]) => name);
-  if (names.length === 0) return validate;
-  const check: Validator = (data) => {
-    const values = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
-    const bad = names.find((n) => values[n] !== undefined && !(typeof values[n] === 'string' && DECIMAL.test(values[n])));
-    if (bad !== undefined) {
-      const message = Array.isArray(values[bad]) ? 'must be given once' : 'must be an integer in decimal digits';
-      check.errors = [{ instancePath: `/${bad}`, schemaPath: '', keyword: 'type', params: {}, message }];
-      return false;
-    }
-    const ok = validate(data);
-    check.errors = validate.errors ?? null;
-    return ok;
-  };
-  return check;
 }
 
 export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
@@ -123,6 +80,7 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   ).withTypeProvider<TypeBoxTypeProvider>() as unknown as ControlApp;
 
   app.setValidatorCompiler(validatorCompiler());
+  app.setSerializerCompiler(serializerCompiler());
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) => {
     const err = new PlatformError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`);
