@@ -140,7 +140,6 @@ const SLEEPS_ALLOWED: Record<string, string> = {
   'test/security/gateway-auth-matrix.test.ts':
     'the pacing of requests sent until a withdrawn credential is refused (how long that takes is the measure); to be replaced: the pause that lets a known limitation\'s forwarded request land',
   'test/redis-outage.test.ts': "the outage's length is the scenario, and a flush interval of the service (another process) passes to show nothing was counted twice",
-  'test/gateway-forwarding.test.ts': "to be replaced: a whole second of the in-flight meter's real clock passes",
   'test/security/gateway-limits.test.ts': 'to be replaced: waits past the short timeout to show a busy stream is not cut, and after a final response',
   'test/security/gateway-smuggling.test.ts': 'to be replaced: gives a body sent after a 401 time to (not) reach a replica',
   'test/security/sandbox.test.ts': 'to be replaced: gives a refused host command time to (not) run',

@@ -156,7 +156,8 @@ describe('streaming', () => {
     expect(env.gateway.inflight.deploymentInflight(streamId)).toBe(2);
     const replicaId = env.gateway.table.lookup(hostOf('fw-sse'))!.replicas[0]!.id;
     expect(env.gateway.inflight.inflight(replicaId)).toBe(2);
-    await new Promise((r) => setTimeout(r, 2100)); // a whole bucket second passes with 2 in flight
+    // A whole second of the meter closes with both streams in flight (its own clock decides when).
+    await waitFor(() => env.gateway.inflight.concurrency(streamId).some((s) => s.average > 1.9), 5000, 'a second averaging 2 in flight');
     held().release();
     for (const s of streams) await new Promise((r) => s.res.on('end', r).resume());
     await waitFor(() => env.gateway.inflight.deploymentInflight(streamId) === 0, 1000, 'in-flight back to 0');

@@ -4,20 +4,20 @@
 // key, waiting for a deployment state, the openai SDK on an endpoint URL through the
 // gateway, and the replica processes of a data dir read from the process list (/proc).
 
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import OpenAI from 'openai';
 import { adminCaller, type AdminCall } from './admin-api.js';
+import { ENDPOINT_DOMAIN, seedCerts } from './certs-template.js';
 import { freePort } from './ports.js';
 import { waitFor } from './wait.js';
 import { startServe, type ServeProcess } from './serve-process.js';
 import { gatewayFetch } from './tls-clients.js';
 
 export const PLATFORM_ADMIN_KEY = 'platform-admin-key-0123456789';
-export const ENDPOINT_DOMAIN = 'endpoints.localhost';
 
 /** Fast reference-engine knobs for tests: short model load, quick tokens. */
 export const FAST_ENGINE = ['--startup-ms', '300', '--ttft-ms', '10', '--itl-ms', '3'];
@@ -52,7 +52,11 @@ export async function platformDirs(root: string, name: string): Promise<Platform
   };
 }
 
+export { ENDPOINT_DOMAIN };
+
 export async function startPlatform(dirs: PlatformDirs, args: string[] = []): Promise<Platform> {
+  // The run's CA and gateway certificate, unless this platform has its own from a previous start.
+  if (!existsSync(dirs.certsDir)) await seedCerts(inject('certsTemplate'), dirs.certsDir);
   const serve = await startServe({
     dataDir: dirs.dataDir,
     certsDir: dirs.certsDir,
