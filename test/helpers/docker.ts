@@ -19,6 +19,7 @@ import { stringify } from 'yaml';
 import { packageVersion } from '../../src/cli/version.js';
 import { dockerAnswers, dockerClient } from '../../src/runtime/docker/client.js';
 import { buildEngineImage, ENGINE_CONTENT_LABEL, engineContentDigest, engineImageRef } from '../../src/runtime/docker/engine-image.js';
+import { ensureDistBuilt } from './dist-build.js';
 import { freePort } from './ports.js';
 import { stopChild } from './child-process.js';
 
@@ -53,8 +54,7 @@ export function ensureEngineImage(): Promise<string> {
     const ref = engineImageRef(packageVersion());
     const docker = dockerClient();
     return withLock(lockPathFor(ref), async () => {
-      // Loaded here: it imports vitest, and the benchmarks use this module outside vitest.
-      await (await import('./dist-build.js')).ensureDistBuilt();
+      await ensureDistBuilt();
       const digest = await engineContentDigest(ROOT);
       const existing = await inspectImage(docker, ref);
       if (existing?.Config.Labels?.[ENGINE_CONTENT_LABEL] === digest) return ref;
