@@ -15,30 +15,55 @@ import { ensureDistBuilt } from './helpers/dist-build.js';
 import { freePort } from './helpers/ports.js';
 import { startRedisServer } from './helpers/redis-server.js';
 
+/** What every vitest project of this run gets: made once, whatever the number of projects. */
+interface RunResources {
+  certsTemplate: string;
+  /** '' when no Redis is available (only allowed outside CI). */
+  redisUrl: string;
+  close(): Promise<void>;
+}
+
+// vitest calls the global setup once per project (vitest.config.ts has two), each time in a
+// module graph of its own but in the one vitest process: the run's resources are kept on the
+// process, made by the first call and closed by the last teardown.
+const RUN = Symbol.for('infergate.test-run-resources');
+type Shared = { resources?: Promise<RunResources>; users: number };
+const shared = ((globalThis as { [RUN]?: Shared })[RUN] ??= { users: 0 });
+
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  await ensureDistBuilt();
+  shared.users++;
+  const run = await (shared.resources ??= prepareRun());
   // Watch mode reruns after an edit: the child processes must run the edited source.
   project.onTestsRerun(() => ensureDistBuilt());
-  const certs = await makeCertsTemplate();
-  project.provide('certsTemplate', certs);
-  const removeCerts = () => rm(path.dirname(certs), { recursive: true, force: true });
-  const stopRedis = await provideRedis(project);
+  project.provide('certsTemplate', run.certsTemplate);
+  project.provide('redisUrl', run.redisUrl);
   return async () => {
-    await stopRedis?.();
-    await removeCerts();
+    if (--shared.users > 0) return;
+    delete shared.resources;
+    await run.close();
   };
 }
 
-async function provideRedis(project: TestProject): Promise<(() => Promise<void>) | undefined> {
+async function prepareRun(): Promise<RunResources> {
+  await ensureDistBuilt();
+  const certsTemplate = await makeCertsTemplate();
+  const redis = await redisForRun();
+  return {
+    certsTemplate,
+    redisUrl: redis?.url ?? '',
+    async close() {
+      await redis?.stop?.();
+      await rm(path.dirname(certsTemplate), { recursive: true, force: true });
+    },
+  };
+}
+
+/** REDIS_URL, else a throwaway redis-server; undefined when neither (an error under CI=true). */
+async function redisForRun(): Promise<{ url: string; stop?: () => Promise<void> } | undefined> {
   const fromEnv = process.env.REDIS_URL;
-  if (fromEnv) {
-    project.provide('redisUrl', fromEnv);
-    return undefined;
-  }
+  if (fromEnv) return { url: fromEnv };
   try {
-    const server = await startThrowawayRedis();
-    project.provide('redisUrl', server.url);
-    return server.stop;
+    return await startThrowawayRedis();
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     if (process.env.CI === 'true') {
@@ -47,7 +72,6 @@ async function provideRedis(project: TestProject): Promise<(() => Promise<void>)
     process.stderr.write(
       `\n!!! WARNING: no Redis (${why}).\n!!! Redis store suites are SKIPPED. Set REDIS_URL or install redis-server to run them.\n\n`,
     );
-    project.provide('redisUrl', '');
     return undefined;
   }
 }
