@@ -113,6 +113,48 @@ describe('latency model', () => {
     expect(model.describe(1)!.speed).toBeCloseTo(1, 1); // the fleet's, not the replica's
   });
 
+  it('tries a replica whose samples all fell in its fit\u2019s warm-up, rather than leave it at the fleet\u2019s mean', () => {
+    // What a gateway saw of a 5 ms replica (1) and a 150 ms one (2), one request at a time (a
+    // failing end-to-end run): the fit's first eight samples teach no speed, and the fit then
+    // predicts about 170 ms (the first sample, with nothing ahead, set its intercept). Replica 1
+    // stood there with no speed of its own while replica 2 measured just below it, and was
+    // never sent another request.
+    const model = new LatencyModel();
+    const sample = (replicaId: number, ttftMs: number, tokensAhead = 16) => model.observe({ replicaId, scope: SCOPE, tokensAhead, inflight: 0, ttftMs });
+    // The first request of the run found no prompt tokens owed or uncached: 0 tokens ahead.
+    sample(2, 182, 0);
+    for (const [id, ms] of [[1, 14], [2, 163], [1, 7], [1, 7], [2, 156], [2, 153], [2, 156]] as const) sample(id, ms);
+    expect(model.describe(1)?.samples).toBe(3);
+    // Replica 2's first sample past the warm-up gives it a speed; replica 1 has none yet.
+    sample(2, 157);
+    expect(model.predict(1, SCOPE, 16, 0)).toBeLessThan(model.predict(2, SCOPE, 16, 0));
+    // Tried, its own samples keep it ahead, and soon far ahead.
+    for (let k = 0; k < 10; k++) {
+      sample(1, 7);
+      expect(model.predict(1, SCOPE, 16, 0)).toBeLessThan(model.predict(2, SCOPE, 16, 0));
+    }
+    expect(model.predict(1, SCOPE, 16, 0)).toBeLessThan(model.predict(2, SCOPE, 16, 0) / 4);
+  });
+
+  it('predicts a replica seen only in the warm-up just under its deployment\u2019s fastest, and by its own speed from its next samples', () => {
+    const model = new LatencyModel();
+    // Replica 3's one sample falls in the fit's warm-up (its first eight samples).
+    model.observe(at(3, 0, fleetAt(0)));
+    const random = seeded(5);
+    for (let k = 0; k < 20; k++) {
+      feed(model, 1, FLEET, 1, random);
+      feed(model, 2, FLEET, 1, random);
+    }
+    const best = Math.min(model.predict(1, SCOPE, 500, 0), model.predict(2, SCOPE, 500, 0));
+    expect(model.predict(3, SCOPE, 500, 0)).toBeLessThan(best);
+    expect(model.predict(3, SCOPE, 500, 0)).toBeGreaterThan(best * 0.9);
+    // One sample three times slower ends the head start; more teach its speed.
+    model.observe(at(3, 0, 3 * fleetAt(0)));
+    expect(model.predict(3, SCOPE, 500, 0)).toBeGreaterThan(best);
+    for (let k = 0; k < 15; k++) model.observe(at(3, 0, 3 * fleetAt(0)));
+    expect(model.predict(3, SCOPE, 500, 0) / fleetAt(0)).toBeCloseTo(3, 0);
+  });
+
   it('is not thrown by one stall, even with nothing in flight', () => {
     const model = trained();
     model.observe(at(1, 0, 60_000)); // a minute: a stuck connection, a garbage collection

@@ -9,11 +9,15 @@
 //                    clamped), so a replica slower than its fleet — a slower GPU, a noisy
 //                    neighbour — costs more at once, before any queue shows; what all the
 //                    replicas' speeds share drifts into the fit, so speeds say how a replica
-//                    differs and the fit is what a new replica is expected to do;
+//                    differs and the fit is what a new replica is expected to do; a replica
+//                    with no speed learnt yet is predicted a little faster than the fastest
+//                    one learnt, so it is tried rather than left at the fleet's mean forever;
 //   a queue model    per replica, a concurrency limit learnt AIMD-like from samples that
 //                    queued (observed − predicted above max(25 ms, the prediction)) and a
 //                    queue turn (ms a request waits per request queued ahead of it).
-// Every observe and predict is O(1): the gateway predicts for every replica on every request.
+// Every observe and predict is O(1), but for a replica with no speed learnt yet, whose predict
+// is O(replicas of its deployment) once per change of their speeds: the gateway predicts for
+// every replica on every request.
 
 import type { LatencySample } from './selector.js';
 
@@ -79,6 +83,14 @@ const SETTLE_SHARE = 1 - 0.95 ** SETTLE_EVERY;
 const FIT_WARMUP = 8;
 /** A replica's first samples set its speed whatever they look like: the fit cannot judge a replica it has not seen. */
 const REPLICA_WARMUP = 3;
+/**
+ * A replica with no speed learnt is predicted this much faster than the fastest learnt speed of
+ * its deployment: sent the next request, it gets a speed of its own. At the fleet's mean instead,
+ * it would never be tried while a replica measured faster than the mean is idle — a fast replica
+ * whose first samples fell in the fit's warm-up was starved that way. No faster than the best
+ * known, so a burst does not pile onto it.
+ */
+const UNLEARNT_EDGE = 0.95;
 /** The speed's moving average weight once past its first samples. */
 const SPEED_ALPHA = 0.2;
 /**
@@ -132,6 +144,22 @@ class FleetFit {
   logSum = 0;
   /** Bumped whenever the offset moves: every replica's cached speed is then stale. */
   version = 0;
+  /** Its replicas (members), and the fastest learnt log speed among them as of `speedChanges`. */
+  readonly replicas = new Set<ReplicaState>();
+  speedChanges = 0;
+  private bestAt = -1;
+  private best = Infinity;
+
+  /** The lowest log speed of a member with a learnt speed (Infinity: none yet), recomputed once per change. */
+  bestLogSpeed(): number {
+    if (this.bestAt !== this.speedChanges) {
+      let best = Infinity;
+      for (const r of this.replicas) if (r.judged > 0 && r.logSpeed < best) best = r.logSpeed;
+      this.best = best;
+      this.bestAt = this.speedChanges;
+    }
+    return this.best;
+  }
 
   constructor(prior: readonly [number, number, number]) {
     this.theta = Float64Array.from(prior);
@@ -199,6 +227,8 @@ class FleetFit {
 interface ReplicaState {
   scope: number;
   samples: number;
+  /** Samples observed while its fit was warm (those in the warm-up teach no speed). */
+  judged: number;
   /** e^(logSpeed − its fit's offset), as of the fit's `version` in speedVersion. */
   speed: number;
   speedVersion: number;
@@ -300,6 +330,11 @@ export class LatencyModel {
       else if (inflight >= edge - 1) r.limit += 1 / r.limit;
     }
     r.samples++;
+    if (warm) {
+      r.judged++;
+      // The first learnt speed makes it a candidate for its deployment's fastest.
+      if (r.judged === 1) fit.speedChanges++;
+    }
   }
 
   /** Predicted ms to first token if a request with tokensAhead were sent now to a replica with `inflight` in flight. */
@@ -309,7 +344,7 @@ export class LatencyModel {
     const tokens = tokensAhead > 0 ? tokensAhead : 0;
     const n = inflight > 0 ? inflight : 0;
     if (r === undefined) return fit.predict(tokens, n);
-    const speed = this.speedOf(r, fit);
+    const speed = r.judged === 0 && r.member === fit ? this.unlearntSpeed(r, fit) : this.speedOf(r, fit);
     const limit = Math.floor(r.limit);
     if (n < limit) return speed * fit.predict(tokens, n);
     return speed * fit.predict(tokens, limit) + (n - limit + 1) * this.turnOf(r, fit);
@@ -395,6 +430,20 @@ export class LatencyModel {
     return this.defaultTurnMs;
   }
 
+  /**
+   * The speed an observed replica with none learnt is predicted at: a little faster than its
+   * deployment's fastest, or its own (the fleet's) while none is learnt. A replica never
+   * observed stays at the fleet's: that is what a new replica is expected to do; its first
+   * sample past the fit's warm-up teaches its speed.
+   */
+  private unlearntSpeed(r: ReplicaState, fit: FleetFit): number {
+    const own = this.speedOf(r, fit);
+    const best = fit.bestLogSpeed();
+    if (best === Infinity) return own;
+    const edge = UNLEARNT_EDGE * Math.exp(best - fit.offset);
+    return edge < own ? edge : own;
+  }
+
   /** A step of the replica's speed towards `ratio` (in logs), the innovation clipped to ±clip. */
   private learnSpeed(r: ReplicaState, fit: FleetFit, ratio: number, alpha: number, clip: number): void {
     const relative = r.logSpeed - fit.offset;
@@ -402,6 +451,7 @@ export class LatencyModel {
     const delta = clamp(relative + alpha * step, LOG_SPEED_MIN, LOG_SPEED_MAX) - relative;
     r.logSpeed += delta;
     fit.logSum += delta;
+    fit.speedChanges++;
     r.speed = Math.exp(r.logSpeed - fit.offset);
     r.speedVersion = fit.version;
   }
@@ -440,6 +490,8 @@ export class LatencyModel {
     r.speedVersion = -1;
     fit.members++;
     fit.logSum += r.logSpeed;
+    fit.replicas.add(r);
+    fit.speedChanges++;
   }
 
   private leave(r: ReplicaState): void {
@@ -447,6 +499,8 @@ export class LatencyModel {
     if (fit === null) return;
     fit.members--;
     fit.logSum -= r.logSpeed;
+    fit.replicas.delete(r);
+    fit.speedChanges++;
     r.member = null;
   }
 
@@ -486,6 +540,7 @@ export class LatencyModel {
       r = {
         scope,
         samples: 0,
+        judged: 0,
         speed: 1,
         speedVersion: -1,
         logSpeed: 0,
