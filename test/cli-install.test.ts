@@ -8,6 +8,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { lstat, mkdtemp, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
+import net from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
@@ -111,5 +112,24 @@ describe('start-up of a client command', () => {
     expect(code).toBe(0);
     expect(urls.some((u) => u.endsWith('/dist/config/config.js'))).toBe(true);
     expect(urls.some((u) => u.endsWith('/dist/client/run.js'))).toBe(false);
+  }, 60_000);
+
+  it('an HTTP engine loads neither gRPC nor protobuf; a v2 engine does', async () => {
+    // A port already taken: each engine loads what it serves with, fails to listen and exits 1.
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = String((taken.address() as net.AddressInfo).port);
+    try {
+      const grpc = (urls: string[]) => urls.filter((u) => /\/node_modules\/(@grpc\/|protobufjs\/)/.test(u));
+      const http = await moduleGraph(['engine', '--host', '127.0.0.1', '--port', port, '--startup-ms', '0']);
+      expect(http.code, http.stderr).toBe(1);
+      expect(http.urls.some((u) => u.endsWith('/dist/engine/server.js'))).toBe(true);
+      expect(grpc(http.urls)).toEqual([]);
+      const v2 = await moduleGraph(['engine', '--flavor', 'v2', '--host', '127.0.0.1', '--port', port, '--startup-ms', '0']);
+      expect(v2.code, v2.stderr).toBe(1);
+      expect(grpc(v2.urls)).not.toEqual([]);
+    } finally {
+      taken.close();
+    }
   }, 60_000);
 });
