@@ -65,7 +65,7 @@ describe('installing infergate', () => {
   }, 120_000);
 });
 
-describe('start-up of a client command', () => {
+describe('start-up: what each command loads', () => {
   /** Every module URL `infergate ARGS` (the compiled entry) resolves, recorded by a resolve hook. */
   async function moduleGraph(args: string[]): Promise<{ urls: string[]; code: number | null; stderr: string }> {
     const dir = await mkdtemp(path.join(tmp, 'trace-'));
