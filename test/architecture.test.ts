@@ -104,6 +104,18 @@ describe('architecture boundaries', () => {
     // The placement interface is the request path's way to a policy.
     expect(found.some((v) => v.includes('src/gateway/pipeline.ts → src/balancer/selector.ts'))).toBe(false);
   }, 60_000);
+
+  it('schemas are built with the Type of src/core/typebox.ts: no other file of src/ imports a value from typebox', async () => {
+    // The build bundles typebox into dist/core/typebox.js; an import of the package elsewhere
+    // would load its 373 modules again at every start. Types may come from the package.
+    const valueImport = /^\s*import\s+(?!type\b)[^;]*?\bfrom\s+['"]typebox(?:\/[^'"]*)?['"]/m;
+    expect(valueImport.test("import { Type } from 'typebox';")).toBe(true);
+    expect(valueImport.test("import type { Static } from 'typebox';")).toBe(false);
+    const files = await testFiles('src', (n) => n.endsWith('.ts') && !n.endsWith('.test.ts') && !n.endsWith('.contract.ts'));
+    const offenders: string[] = [];
+    for (const file of files) if (file !== 'src/core/typebox.ts' && valueImport.test(await readFile(path.join(ROOT, file), 'utf8'))) offenders.push(file);
+    expect(offenders).toEqual([]);
+  });
 });
 
 /**

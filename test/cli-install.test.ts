@@ -36,7 +36,10 @@ describe('installing infergate', () => {
   it('the bin is dist/cli/main.js: a node shebang, built by prepare, shipped by npm pack', async () => {
     expect(pkg.bin).toEqual({ infergate: 'dist/cli/main.js' });
     expect(pkg.scripts.prepare).toBe('npm run build');
-    expect(pkg.scripts.build).toMatch(/^tsc -p tsconfig\.build\.json && /);
+    expect(pkg.scripts.build).toMatch(/^npm run build:service && /);
+    expect(pkg.scripts['build:service']).toBe('node scripts/build-service.mjs');
+    // typebox is bundled into the one module that imports it (scripts/build-service.mjs): no import of the package is left in dist/.
+    expect(await readFile(path.join(ROOT, 'dist/core/typebox.js'), 'utf8')).not.toMatch(/from ["']typebox["']/);
     expect((await readFile(DIST_MAIN, 'utf8')).split('\n')[0]).toBe('#!/usr/bin/env node');
     const { stdout } = await npm(['pack', '--dry-run', '--json', '--ignore-scripts']);
     const files = (JSON.parse(stdout) as { files: { path: string }[] }[])[0]!.files.map((f) => f.path);

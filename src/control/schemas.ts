@@ -3,7 +3,8 @@
 // domain/api-views.ts and are re-exported here for the routes. The spec's semantic rules (name
 // pattern, pools, quotas…) live in domain/validate.ts, which names the field at fault in each message.
 
-import { Type, type TSchema } from 'typebox';
+import { Type } from '../core/typebox.js';
+import type { TSchema } from 'typebox';
 import { AUTOSCALING_METRICS, METRIC_RULES } from '../domain/autoscaling-signal.js';
 import { PRIORITIES } from '../domain/priority.js';
 import { ROLLOUT_MODES, TAG_MAX, TRAFFIC_MAX_ENTRIES } from '../domain/traffic.js';

@@ -4,7 +4,8 @@
 // types from here, so a field changed in one place changes for every reader. Pure TypeBox and
 // domain constants: the CLI and the console may import it (the console only its types).
 
-import { Type, type Static } from 'typebox';
+import { Type } from '../core/typebox.js';
+import type { Static } from 'typebox';
 import { AUTOSCALING_METRICS } from './autoscaling-signal.js';
 import { PRIORITIES } from './priority.js';
 import { ROLLOUT_MODES } from './traffic.js';

@@ -2,8 +2,9 @@
 // dist/cli/main.js, as an installed `infergate` does: plain Node starts in half the CPU of
 // tsx's loader and esbuild service, which on a 2-core machine is the difference between a
 // suite that fits its time and one whose rollouts miss their deadlines. The global setup
-// builds it before any file runs (and again before a watch-mode rerun); tsc runs only when a
-// source file is newer than dist/cli/main.js, under a lock file, so concurrent runs compile once.
+// builds it before any file runs (and again before a watch-mode rerun) with the service build
+// (scripts/build-service.mjs), only when a source file is newer than dist/cli/main.js, under a
+// lock file, so concurrent runs compile once.
 
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
@@ -33,7 +34,7 @@ function newestSource(dir: string): number {
 
 const fresh = () => existsSync(DIST_MAIN) && statSync(DIST_MAIN).mtimeMs >= newestSource(path.join(ROOT, 'src'));
 
-/** Compiles src/ into dist/ (tsc only, as `prepare` does before Vite) when dist/ is missing or older. */
+/** Builds src/ into dist/ (the service build, as `prepare` does before Vite) when dist/ is missing or older. */
 export async function ensureDistBuilt(): Promise<void> {
   if (fresh()) return;
   await waitFor(
@@ -53,9 +54,10 @@ export async function ensureDistBuilt(): Promise<void> {
   );
   try {
     if (fresh()) return;
-    await execFileAsync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }).catch((err: { stdout?: string }) => {
+    // The build `npm run build` runs before Vite: tsc, then typebox bundled into one file.
+    await execFileAsync(process.execPath, [path.join(ROOT, 'scripts/build-service.mjs')], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }).catch((err: { stdout?: string; stderr?: string }) => {
       // tsc writes its output on type errors too; those are the typecheck's to report. No output is a failure.
-      if (!existsSync(DIST_MAIN)) throw new Error(`tsc -p tsconfig.build.json produced no dist/cli/main.js:\n${err.stdout ?? String(err)}`);
+      if (!existsSync(DIST_MAIN)) throw new Error(`the service build produced no dist/cli/main.js:\n${err.stderr ?? ''}${err.stdout ?? String(err)}`);
     });
   } finally {
     await unlink(LOCK).catch(() => undefined);

@@ -4,7 +4,7 @@
 // Public by nature, and served without a credential (like the health routes), so the line a
 // "Call it" snippet starts with — fetching it — works before anything else is set up.
 
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.js';
 import type { ControlApp, ControlContext } from '../context.js';
 
 export function registerCaRoutes(app: ControlApp, ctx: ControlContext): void {

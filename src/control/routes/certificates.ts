@@ -2,7 +2,7 @@
 // download as one .pem (certificate and private key), change the cap on the X-Priority class
 // of its requests (PATCH max_priority; any service account, as for issuing), revoke.
 
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.js';
 import type { ControlApp, ControlContext } from '../context.js';
 import { renderCertificate } from '../render.js';
 import { CertificateCreateRequest, CertificateResponse, CredentialUpdateRequest, ErrorResponse, IdParams } from '../schemas.js';

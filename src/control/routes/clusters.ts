@@ -2,7 +2,7 @@
 // each are still free for new deployments, and the account's GPU quota with what each
 // deployment reserves of it (the figures the quota check at create, update and clone uses).
 
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.js';
 import { notFound } from '../../core/errors.js';
 import { clusterUsage, footprint } from '../../domain/quota.js';
 import { findCluster, type Cluster } from '../../domain/catalog.js';

@@ -3,7 +3,7 @@
 // pause, resume, rollback, clone and the revision history; the per-deployment routes beside
 // them (logs, usage, activity, revision metrics, events, terminal) are registered here too.
 
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.js';
 import type { Family } from '../../domain/records.js';
 import { resolveTraffic } from '../../domain/traffic.js';
 import type { ControlApp, ControlContext } from '../context.js';

@@ -1,7 +1,7 @@
 // Owns the unauthenticated routes: liveness, readiness (the store answers) and the OpenAPI
 // document.
 
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.js';
 import type { ControlApp, ControlContext } from '../context.js';
 import { PlatformError } from '../../core/errors.js';
 import { StoreUnavailableError } from '../../store/store.js';

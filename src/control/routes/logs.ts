@@ -3,7 +3,7 @@
 // `follow=true` a Server-Sent Events stream of every line written after the call. A revision
 // deployed with enable_logging false has no logs (spec), and the answer says so.
 
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.js';
 import { PlatformError } from '../../core/errors.js';
 import type { Family } from '../../domain/records.js';
 import type { LogEntry, LogFilter } from '../../domain/ports.js';

@@ -1,7 +1,7 @@
 // Owns GET /presets and GET /presets/{id}: the general-inference recipes a create can name in
 // `preset`, with the fields each fills and what the local runtime runs for its image.
 
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.js';
 import { PlatformError } from '../../core/errors.js';
 import { resolveImage } from '../../domain/image-map.js';
 import { PRESETS, type Preset } from '../../domain/presets.js';

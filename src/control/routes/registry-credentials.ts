@@ -3,7 +3,7 @@
 // them. The password is never returned, only its last four characters. One in use by a
 // deployment's current spec cannot be deleted: its next pull would fail.
 
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.js';
 import { isoNow } from '../../core/clock.js';
 import { notFound, PlatformError } from '../../core/errors.js';
 import { hintOf } from '../../core/secrets.js';

@@ -4,7 +4,7 @@
 // canary can be compared with the revision it may replace. The figures live in memory where
 // the autoscaler runs; a control process without one answers 409 saying so, like /activity.
 
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.js';
 import { PlatformError } from '../../core/errors.js';
 import type { RevisionMetrics } from '../../domain/ports.js';
 import type { Family } from '../../domain/records.js';

@@ -1,7 +1,7 @@
 // Owns the service-account routes: platform credentials for automation. Admin only; the
 // key is shown once at creation.
 
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.js';
 import type { ControlApp, ControlContext } from '../context.js';
 import { requireAdmin } from '../caller.js';
 import { renderServiceAccount } from '../render.js';

@@ -11,7 +11,7 @@
 // processes are killed when it closes. Opening and closing are logged with the service account.
 
 import type { WebSocket } from 'ws';
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.js';
 import { PlatformError } from '../../core/errors.js';
 import type { ShellTarget } from '../../domain/ports.js';
 import type { Family } from '../../domain/records.js';

@@ -2,7 +2,7 @@
 // their cap on the X-Priority class (max_priority), set at creation or by PATCH. Any service
 // account may manage tokens, so any may raise a cap: it is the deployment owner's policy.
 
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.js';
 import type { ControlApp, ControlContext } from '../context.js';
 import { renderToken } from '../render.js';
 import { CredentialUpdateRequest, ErrorResponse, IdParams, TokenCreateRequest, TokenResponse } from '../schemas.js';

@@ -4,7 +4,7 @@
 // the totals, optionally limited to `from`/`to` (ISO 8601). Exact counts, written by the
 // gateways and the controller.
 
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.js';
 import { PlatformError } from '../../core/errors.js';
 import type { Family, RevisionUsage, UsageRecord } from '../../domain/records.js';
 import { hourOf } from '../../store/usage-ledger.js';
