@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { engineBody, killLeftoverReplicas } from './helpers/platform.js';
 import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
 import type { ServeProcess } from './helpers/serve-process.js';
@@ -45,6 +45,11 @@ describeWithRedis('gateway workers sharing the gateway port', () => {
   let gatewayPort: number;
   let metricsPort: number;
   let ca: string;
+
+  // What serve said, when a test failed: a worker's death and the primary's account of it.
+  afterEach((ctx) => {
+    if (ctx.task.result?.state === 'fail') process.stderr.write(`--- infergate serve output ---\n${serve?.output() ?? ''}\n`);
+  });
 
   beforeAll(async () => {
     root = await mkdtemp(path.join(os.tmpdir(), 'infergate-workers-'));

@@ -91,6 +91,9 @@ export class GatewayWorkers {
     slot.worker = worker;
     slot.ready = false;
     slot.startedAt = Date.now();
+    // A message sent to a worker that died a moment ago fails with an 'error' event; unheard,
+    // it would end the primary and every worker with it. Its 'exit' follows and replaces it.
+    worker.on('error', (err: Error) => this.opts.logger.warn({ worker: slot.index, err: err.message }, 'gateway worker channel error'));
     const send = (message: ToWorker) => {
       if (worker.isConnected()) worker.send(message);
     };
