@@ -184,7 +184,13 @@ describe('streaming', () => {
 
   it('sends response headers before the first body byte exists', async () => {
     let writeBody: () => void = () => undefined;
-    const slow = http.createServer((_req, res) => {
+    const slow = http.createServer((req, res) => {
+      // The gateway also scrapes a replica's /metrics: only the completion is held, or a scrape
+      // arriving after it would take writeBody and leave the stream unwritten.
+      if (req.url !== '/v1/chat/completions') {
+        res.writeHead(404).end();
+        return;
+      }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.flushHeaders();
       writeBody = () => res.end('data: late\n\n');
