@@ -10,14 +10,15 @@
 //                    neighbour — costs more at once, before any queue shows; what all the
 //                    replicas' speeds share drifts into the fit, so speeds say how a replica
 //                    differs and the fit is what a new replica is expected to do; a replica
-//                    with no speed learnt yet is predicted a little faster than the fastest
-//                    one learnt, so it is tried rather than left at the fleet's mean forever;
+//                    seen only while the fit warmed up (no speed learnt) is predicted a little
+//                    faster than the fastest one learnt, so it is tried rather than left at
+//                    the fleet's mean forever;
 //   a queue model    per replica, a concurrency limit learnt AIMD-like from samples that
 //                    queued (observed − predicted above max(25 ms, the prediction)) and a
 //                    queue turn (ms a request waits per request queued ahead of it).
-// Every observe and predict is O(1), but for a replica with no speed learnt yet, whose predict
-// is O(replicas of its deployment) once per change of their speeds: the gateway predicts for
-// every replica on every request.
+// Every observe and predict is O(1), but for such a replica, whose predict is O(replicas of its
+// deployment) once per change of their speeds: the gateway predicts for every replica on every
+// request.
 
 import type { LatencySample } from './selector.js';
 
@@ -84,8 +85,9 @@ const FIT_WARMUP = 8;
 /** A replica's first samples set its speed whatever they look like: the fit cannot judge a replica it has not seen. */
 const REPLICA_WARMUP = 3;
 /**
- * A replica with no speed learnt is predicted this much faster than the fastest learnt speed of
- * its deployment: sent the next request, it gets a speed of its own. At the fleet's mean instead,
+ * A replica observed only during its fit's warm-up (so with no speed learnt) is predicted this
+ * much faster than the fastest learnt speed of its deployment: sent the next request, it gets a
+ * speed of its own. At the fleet's mean instead,
  * it would never be tried while a replica measured faster than the mean is idle — a fast replica
  * whose first samples fell in the fit's warm-up was starved that way. No faster than the best
  * known, so a burst does not pile onto it.
