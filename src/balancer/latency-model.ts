@@ -142,12 +142,11 @@ class FleetFit {
    */
   offset = 0;
   /** The deployment's replicas and the sum of their log speeds: their mean is drawn to the offset. */
-  members = 0;
+  readonly replicas = new Set<ReplicaState>();
   logSum = 0;
   /** Bumped whenever the offset moves: every replica's cached speed is then stale. */
   version = 0;
-  /** Its replicas (members), and the fastest learnt log speed among them as of `speedChanges`. */
-  readonly replicas = new Set<ReplicaState>();
+  /** Bumped whenever a replica's speed, or the set of them, changes: bestLogSpeed() is then recomputed. */
   speedChanges = 0;
   private bestAt = -1;
   private best = Infinity;
@@ -156,7 +155,7 @@ class FleetFit {
   bestLogSpeed(): number {
     if (this.bestAt !== this.speedChanges) {
       let best = Infinity;
-      for (const r of this.replicas) if (r.judged > 0 && r.logSpeed < best) best = r.logSpeed;
+      for (const r of this.replicas) if (r.learnt && r.logSpeed < best) best = r.logSpeed;
       this.best = best;
       this.bestAt = this.speedChanges;
     }
@@ -229,8 +228,8 @@ class FleetFit {
 interface ReplicaState {
   scope: number;
   samples: number;
-  /** Samples observed while its fit was warm (those in the warm-up teach no speed). */
-  judged: number;
+  /** Whether a sample came while its fit was warm (those in the warm-up teach no speed). */
+  learnt: boolean;
   /** e^(logSpeed − its fit's offset), as of the fit's `version` in speedVersion. */
   speed: number;
   speedVersion: number;
@@ -332,10 +331,10 @@ export class LatencyModel {
       else if (inflight >= edge - 1) r.limit += 1 / r.limit;
     }
     r.samples++;
-    if (warm) {
-      r.judged++;
-      // The first learnt speed makes it a candidate for its deployment's fastest.
-      if (r.judged === 1) fit.speedChanges++;
+    if (warm && !r.learnt) {
+      r.learnt = true;
+      // Its first learnt speed makes it a candidate for its deployment's fastest.
+      fit.speedChanges++;
     }
   }
 
@@ -346,7 +345,7 @@ export class LatencyModel {
     const tokens = tokensAhead > 0 ? tokensAhead : 0;
     const n = inflight > 0 ? inflight : 0;
     if (r === undefined) return fit.predict(tokens, n);
-    const speed = r.judged === 0 && r.member === fit ? this.unlearntSpeed(r, fit) : this.speedOf(r, fit);
+    const speed = !r.learnt && r.member === fit ? this.unlearntSpeed(r, fit) : this.speedOf(r, fit);
     const limit = Math.floor(r.limit);
     if (n < limit) return speed * fit.predict(tokens, n);
     return speed * fit.predict(tokens, limit) + (n - limit + 1) * this.turnOf(r, fit);
@@ -465,8 +464,8 @@ export class LatencyModel {
    * change: θ grows by the factor the speeds lose.
    */
   private settle(fit: FleetFit): void {
-    if (fit.members === 0) return;
-    const shift = SETTLE_SHARE * (fit.logSum / fit.members - fit.offset);
+    if (fit.replicas.size === 0) return;
+    const shift = SETTLE_SHARE * (fit.logSum / fit.replicas.size - fit.offset);
     if (!(Math.abs(shift) > 1e-9)) return;
     const factor = Math.exp(shift);
     for (let i = 0; i < 3; i++) fit.theta[i] = fit.theta[i]! * factor;
@@ -490,7 +489,6 @@ export class LatencyModel {
     r.member = fit;
     r.logSpeed = fit.offset;
     r.speedVersion = -1;
-    fit.members++;
     fit.logSum += r.logSpeed;
     fit.replicas.add(r);
     fit.speedChanges++;
@@ -499,7 +497,6 @@ export class LatencyModel {
   private leave(r: ReplicaState): void {
     const fit = r.member;
     if (fit === null) return;
-    fit.members--;
     fit.logSum -= r.logSpeed;
     fit.replicas.delete(r);
     fit.speedChanges++;
@@ -542,7 +539,7 @@ export class LatencyModel {
       r = {
         scope,
         samples: 0,
-        judged: 0,
+        learnt: false,
         speed: 1,
         speedVersion: -1,
         logSpeed: 0,
