@@ -145,12 +145,22 @@ describe('infergate client', () => {
   }, 30_000);
 
   it('prints usage as JSON', async () => {
-    const usage = await cli(['usage', 'cli-b', '-o', 'json']);
-    expect(usage.code, usage.stderr).toBe(0);
-    const parsed = JSON.parse(usage.stdout) as { totals: { requests: number }; hours: unknown[] };
-    expect(parsed.totals.requests).toBeGreaterThanOrEqual(1);
+    // Usage is flushed to the store every couple of seconds, so the requests made above show
+    // up within a flush or two, not at once: the CLI is asked until they do.
+    type Usage = { totals: { requests: number }; hours: unknown[] };
+    const parsed = await waitFor(
+      async () => {
+        const usage = await cli(['usage', 'cli-b', '-o', 'json']);
+        expect(usage.code, usage.stderr).toBe(0);
+        const body = JSON.parse(usage.stdout) as Usage;
+        return body.totals.requests >= 1 && body;
+      },
+      15_000,
+      'the requests above in usage',
+      250,
+    );
     expect(parsed.hours.length).toBeGreaterThanOrEqual(1);
-  });
+  }, 30_000);
 
   it('prints a refusal with its field and exits 1; a wrong command line exits 2; an unreachable API exits 3', async () => {
     const bad = await writeSpecs('bad.yaml', [spec('cli-bad', { min_replicas: 5, max_replicas: 2 })]);
