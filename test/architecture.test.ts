@@ -149,12 +149,8 @@ const SLEEPS_ALLOWED: Record<string, string> = {
   'test/helpers/raw-tls.ts': 'the deadline of a wait that data ends first: a parsed response or the close wakes it',
   'test/helpers/chat-upstream.ts': "a fake engine's pacing between streamed chunks: the stream's timing is what the tests read",
   'test/security/stalled-bodies.test.ts': "a load generator's pacing: a valid client's request every 250 ms beside the stalled ones",
-  'test/security/gateway-auth-matrix.test.ts':
-    'the pacing of requests sent until a withdrawn credential is refused (how long that takes is the measure); to be replaced: the pause that lets a known limitation\'s forwarded request land',
+  'test/security/gateway-auth-matrix.test.ts': 'the pacing of requests sent until a withdrawn credential is refused (how long that takes is the measure)',
   'test/redis-outage.test.ts': "the outage's length is the scenario, and a flush interval of the service (another process) passes to show nothing was counted twice",
-  'test/security/gateway-limits.test.ts': 'to be replaced: waits past the short timeout to show a busy stream is not cut, and after a final response',
-  'test/security/gateway-smuggling.test.ts': 'to be replaced: gives a body sent after a 401 time to (not) reach a replica',
-  'test/security/sandbox.test.ts': 'to be replaced: gives a refused host command time to (not) run',
 };
 
 async function testFiles(dir: string, keep: (name: string) => boolean): Promise<string[]> {

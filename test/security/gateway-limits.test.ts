@@ -142,8 +142,10 @@ describe('connection timeouts', () => {
     await env.addReplica(id, slow.address);
     await env.waitForReplicas('lim-slow', 1);
     const busy = await h2session('lim-slow');
+    // Cut (close) or told to go (GOAWAY, after which the session takes no new stream).
     let busyClosed = false;
     busy.once('close', () => (busyClosed = true));
+    busy.once('goaway', () => (busyClosed = true));
     const stream = busy.request({
       ':method': 'POST',
       ':path': '/v1/chat/completions',
@@ -152,7 +154,11 @@ describe('connection timeouts', () => {
       'content-type': 'application/json',
     });
     stream.end(JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }));
-    await new Promise((r) => setTimeout(r, SHORT * 3));
+    await waitFor(() => slow.open === 1, 5000, 'the stream held at the replica');
+    // The clock is a session opened after it with no stream: the gateway closes that one at
+    // its idle timeout, so an idle timer running on the busy session would have fired first.
+    const later = await h2session('lim-plain');
+    await new Promise<void>((resolve) => later.once('close', resolve));
     expect(busyClosed).toBe(false);
     slow.release();
     await new Promise<void>((resolve) => stream.on('end', resolve).resume());
@@ -260,18 +266,36 @@ describe('request bodies', () => {
   });
 });
 
+/** Whether `text` (raw HTTP/1.1 bytes) holds a final (non-1xx) response with all of its body. */
+function finalResponseComplete(text: string): boolean {
+  const start = text.search(/HTTP\/1\.1 [2-5]\d\d /);
+  if (start < 0) return false;
+  const end = text.indexOf('\r\n\r\n', start);
+  if (end < 0) return false;
+  const head = text.slice(start, end).toLowerCase();
+  const body = text.slice(end + 4);
+  if (/\r\ntransfer-encoding: *chunked/.test(head)) return /(^|\r\n)0\r\n\r\n/.test(body);
+  const length = /\r\ncontent-length: *(\d+)/.exec(head);
+  return length !== null && Buffer.byteLength(body, 'latin1') >= Number(length[1]);
+}
+
 describe('100 Continue', () => {
   const expectContinue = async (authorization: string | null): Promise<string> => {
     const socket = await connect('lim-plain');
     const auth = authorization === null ? '' : `Authorization: Bearer ${authorization}\r\n`;
     socket.write(`POST /echo HTTP/1.1\r\nHost: ${hostOf('lim-plain')}\r\n${auth}Content-Length: 5\r\nExpect: 100-continue\r\n\r\n`);
     let text = '';
+    let sent = false;
     socket.on('data', (c: Buffer) => {
       text += c.toString('latin1');
-      if (text.startsWith('HTTP/1.1 100')) socket.write('hello');
+      if (!sent && text.startsWith('HTTP/1.1 100')) {
+        sent = true;
+        socket.write('hello');
+      }
     });
-    await waitFor(() => /\r\n\r\n[\s\S]*\}$/.test(text) || text.includes('HTTP/1.1 2'), 3000, 'a final response');
-    await new Promise((r) => setTimeout(r, 50));
+    // Anything an interim 100 could add comes before the final response on the wire, so the
+    // wait ends once that final response is whole.
+    await waitFor(() => finalResponseComplete(text), 3000, 'a whole final response');
     socket.destroy();
     return text;
   };

@@ -364,12 +364,18 @@ describe('Expect: 100-continue', () => {
     const mark = sec.mark();
     const conn = await RawConnection.open(target());
     conn.write(expecting(''));
-    await conn.waitFor(2, 1000);
+    await conn.waitFor(1, 1000);
     conn.write('hello');
-    await new Promise((r) => setTimeout(r, 50));
+    // A request after the body: once it is answered, or the connection closed, the gateway has
+    // read the body or thrown it away, and whatever it did with it has happened.
+    const before = conn.responses.length;
+    conn.write(`GET /v1/models HTTP/1.1\r\nHost: ${A.host}\r\n\r\n`);
+    await conn.waitFor(before + 1, 5000);
+    expect(conn.closed || conn.responses.length > before).toBe(true);
     conn.close();
     const final = conn.responses.filter((r) => r.status >= 200);
-    expect(final.map((r) => r.status)).toEqual([401]);
+    expect(final[0]?.status).toBe(401);
+    expect(final.slice(1).every((r) => r.status === 401 || r.status === 400)).toBe(true);
     expectUnauthenticated(rawAsAny(final[0]!));
     expectNothingReached(sec, mark);
   });
