@@ -208,7 +208,20 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
+  /**
+   * Waits until the usage API holds what a tab is about to show. Usage reaches the store at the
+   * ledgers' next flush (every couple of seconds) and the Usage tab polls every 10 s: a tab
+   * opened before the flush would show it only at its next poll, 10 s later.
+   */
+  type UsageTotals = { requests: number; revisions: Record<string, { requests: number; gpu_seconds: number }> };
+  async function usageStored(check: (totals: UsageTotals) => boolean): Promise<void> {
+    await expect
+      .poll(async () => check((await platform.call('GET', `/deployments/general/${chatId}/usage`)).body.totals as UsageTotals), { timeout: 20_000 })
+      .toBe(true);
+  }
+
   it('Usage and Activity show the requests made and the replicas', async () => {
+    await usageStored((t) => t.requests >= 2);
     await at(`/deployments/general/${chatId}/usage`);
     await expect.poll(async () => Number((await page.getByTestId('total-requests').textContent()) ?? '0'), { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
     await shot('usage');
@@ -273,6 +286,7 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     await platform.waitFor(chatId, (x) => x.revision === 3 && x.status === 'ready' && x.components.Replica.ready >= 1, 30_000, 'revision 3 ready after resume');
     const ask = () => platform.client('chat', tokenForChat).chat.completions.create({ model: 'sim/model', messages: [{ role: 'user', content: 'on revision 3' }], max_tokens: 2 }).then(() => true, () => false);
     await expect.poll(ask, { timeout: 15_000 }).toBe(true);
+    await usageStored((t) => ['1', '2', '3'].every((r) => (t.revisions[r]?.gpu_seconds ?? 0) > 0) && t.revisions['3']!.requests >= 1);
     await at(`/deployments/general/${chatId}/usage`);
     const table = page.getByRole('table', { name: 'Usage by revision' });
     const requests = async () => (await table.locator('tr[data-figure="requests"] td').allTextContents()).map(Number);
