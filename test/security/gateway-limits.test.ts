@@ -158,7 +158,9 @@ describe('connection timeouts', () => {
     // The clock is a session opened after it with no stream: the gateway closes that one at
     // its idle timeout, so an idle timer running on the busy session would have fired first.
     const later = await h2session('lim-plain');
-    await new Promise<void>((resolve) => later.once('close', resolve));
+    let laterClosed = false;
+    later.once('close', () => (laterClosed = true));
+    await waitFor(() => laterClosed, SHORT + 5000, 'the later, idle session closed at its idle timeout');
     expect(busyClosed).toBe(false);
     slow.release();
     await new Promise<void>((resolve) => stream.on('end', resolve).resume());
