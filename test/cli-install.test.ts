@@ -136,3 +136,21 @@ describe('start-up: what each command loads', () => {
     }
   }, 60_000);
 });
+
+describe('a reader that stops early', () => {
+  /** `infergate ARGS` with its stdout pipe already closed by the reader, as `| head -1` leaves it. */
+  async function withClosedStdout(args: string[]): Promise<{ code: number | null; stderr: string }> {
+    const child = spawn(process.execPath, [DIST_MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, INFERGATE_CONFIG: path.join(tmp, 'none.json') } });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    return { code, stderr };
+  }
+
+  it('ends a command that prints quietly with 0, not with an EPIPE stack', async () => {
+    for (const args of [['--help'], ['delete', '--help'], ['version']]) {
+      expect(await withClosedStdout(args), args.join(' ')).toEqual({ code: 0, stderr: '' });
+    }
+  }, 60_000);
+});

@@ -81,10 +81,26 @@ async function runServe(args: string[]): Promise<void> {
   process.once('SIGTERM', () => shutdown('SIGTERM'));
 }
 
+/**
+ * A reader that stops early (`infergate ls | head -1`) closes the pipe under a command that
+ * prints a result: what it wanted was written, so the command ends quietly with 0 rather than
+ * with an EPIPE stack. Not for the programs (serve, engine, frontend): their stdout is their
+ * log, and losing it is a failure to be seen.
+ */
+function endQuietlyWhenStdoutCloses(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+}
+
+const PROGRAMS = new Set(['serve', 'engine', 'frontend', 'image', 'admin']);
+
 async function main(argv: string[]): Promise<void> {
   // A gateway worker forked by `serve --gateway-workers N`: its configuration comes from the primary.
   if (cluster.isWorker && process.env[WORKER_ENV] !== undefined) return (await import('./gateway-worker.js')).runGatewayWorker();
   const [command, ...rest] = argv;
+  if (command === undefined || !PROGRAMS.has(command)) endQuietlyWhenStdoutCloses();
   switch (command) {
     case 'serve':
       return runServe(rest);
