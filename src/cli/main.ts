@@ -84,8 +84,8 @@ async function runServe(args: string[]): Promise<void> {
 /**
  * A reader that stops early (`infergate ls | head -1`) closes the pipe under a command that
  * prints a result: what it wanted was written, so the command ends quietly with 0 rather than
- * with an EPIPE stack. Not for the programs (serve, engine, frontend): their stdout is their
- * log, and losing it is a failure to be seen.
+ * with an EPIPE stack. Not for the programs (PROGRAMS): their stdout is a log, or a key shown
+ * once (`admin reset-key`), and losing it is a failure to be seen.
  */
 function endQuietlyWhenStdoutCloses(): void {
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
