@@ -84,8 +84,8 @@ async function runServe(args: string[]): Promise<void> {
 /**
  * A reader that stops early (`infergate ls | head -1`) closes the pipe under a command that
  * prints a result: what it wanted was written, so the command ends quietly with 0 rather than
- * with an EPIPE stack. Not for the programs (PROGRAMS): their stdout is a log, or a key shown
- * once (`admin reset-key`), and losing it is a failure to be seen.
+ * with an EPIPE stack. Called where such commands are dispatched, not for the programs: their
+ * stdout is a log, or a key shown once (`admin reset-key`), and losing it is a failure to be seen.
  */
 function endQuietlyWhenStdoutCloses(): void {
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
@@ -94,13 +94,10 @@ function endQuietlyWhenStdoutCloses(): void {
   });
 }
 
-const PROGRAMS = new Set(['serve', 'engine', 'frontend', 'image', 'admin']);
-
 async function main(argv: string[]): Promise<void> {
   // A gateway worker forked by `serve --gateway-workers N`: its configuration comes from the primary.
   if (cluster.isWorker && process.env[WORKER_ENV] !== undefined) return (await import('./gateway-worker.js')).runGatewayWorker();
   const [command, ...rest] = argv;
-  if (command === undefined || !PROGRAMS.has(command)) endQuietlyWhenStdoutCloses();
   switch (command) {
     case 'serve':
       return runServe(rest);
@@ -114,15 +111,18 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./admin-command.js')).runAdmin(rest);
     case 'version':
     case '--version':
+      endQuietlyWhenStdoutCloses();
       process.stdout.write(packageVersion() + '\n');
       return;
     case undefined:
     case 'help':
     case '--help':
     case '-h':
+      endQuietlyWhenStdoutCloses();
       process.stdout.write(USAGE + '\n');
       return;
     default: {
+      endQuietlyWhenStdoutCloses();
       const { runClient } = await import('../client/run.js');
       process.exitCode = await runClient(argv);
     }

@@ -15,6 +15,7 @@ import { modify } from '../../src/store/store.js';
 import { startChatUpstream, type ChatUpstream } from '../helpers/chat-upstream.js';
 import { hostOf, startGatewayEnv, tokenFor, waitFor, type GatewayEnv } from '../helpers/gateway-env.js';
 import { httpsRequest } from '../helpers/https-client.js';
+import { RawConnection } from '../helpers/raw-tls.js';
 
 const SHORT = 700; // ms: every client-side timeout of this gateway
 let env: GatewayEnv;
@@ -268,38 +269,20 @@ describe('request bodies', () => {
   });
 });
 
-/** Whether `text` (raw HTTP/1.1 bytes) holds a final (non-1xx) response with all of its body. */
-function finalResponseComplete(text: string): boolean {
-  const start = text.search(/HTTP\/1\.1 [2-5]\d\d /);
-  if (start < 0) return false;
-  const end = text.indexOf('\r\n\r\n', start);
-  if (end < 0) return false;
-  const head = text.slice(start, end).toLowerCase();
-  const body = text.slice(end + 4);
-  if (/\r\ntransfer-encoding: *chunked/.test(head)) return /(^|\r\n)0\r\n\r\n/.test(body);
-  const length = /\r\ncontent-length: *(\d+)/.exec(head);
-  return length !== null && Buffer.byteLength(body, 'latin1') >= Number(length[1]);
-}
-
 describe('100 Continue', () => {
   const expectContinue = async (authorization: string | null): Promise<string> => {
-    const socket = await connect('lim-plain');
+    const conn = await RawConnection.open({ port: env.port, servername: hostOf('lim-plain'), ca: env.ca.certPem });
     const auth = authorization === null ? '' : `Authorization: Bearer ${authorization}\r\n`;
-    socket.write(`POST /echo HTTP/1.1\r\nHost: ${hostOf('lim-plain')}\r\n${auth}Content-Length: 5\r\nExpect: 100-continue\r\n\r\n`);
-    let text = '';
-    let sent = false;
-    socket.on('data', (c: Buffer) => {
-      text += c.toString('latin1');
-      if (!sent && text.startsWith('HTTP/1.1 100')) {
-        sent = true;
-        socket.write('hello');
-      }
-    });
-    // Anything an interim 100 could add comes before the final response on the wire, so the
-    // wait ends once that final response is whole.
-    await waitFor(() => finalResponseComplete(text), 3000, 'a whole final response');
-    socket.destroy();
-    return text;
+    conn.write(`POST /echo HTTP/1.1\r\nHost: ${hostOf('lim-plain')}\r\n${auth}Content-Length: 5\r\nExpect: 100-continue\r\n\r\n`);
+    // The parser counts an interim 100 as a response: the body goes after it, once, and the
+    // wait ends with the whole final response (anything an interim adds comes before it).
+    const [first] = await conn.waitFor(1, 3000);
+    if (first?.status === 100) {
+      conn.write('hello');
+      await conn.waitFor(2, 3000);
+    }
+    conn.close();
+    return conn.raw;
   };
 
   it('is not sent to an unauthenticated request: the 401 comes first and alone', async () => {
