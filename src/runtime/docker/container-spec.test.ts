@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_IMAGE_MAP } from '../../domain/image-map.js';
 import type { ReplicaRequest } from '../runtime.js';
 import { replicaRequest } from '../../../test/helpers/replica-request.js';
-import { containerName, planContainer, publishedPort, registryOf, type ContainerInputs } from './container-spec.js';
+import { containerImage, containerName, hardenedHostConfig, HOLDER_LIMITS, holderName, planContainer, planHolder, publishedPort, registryOf, type ContainerInputs } from './container-spec.js';
 
 const request = (o: Partial<ReplicaRequest> = {}): ReplicaRequest =>
   replicaRequest({ name: 'chat-r2-7', deploymentId: 3, revision: 2, image: '127.0.0.1:5000/team/engine', tag: 'v1', env: { MODE: 'fast' }, ...o });
@@ -17,6 +17,7 @@ const inputs = (o: Partial<ContainerInputs> = {}): ContainerInputs => ({
   gpuHostConfig: {},
   configHostPath: null,
   cacheHostPath: null,
+  pod: null,
   ...o,
 });
 
@@ -113,6 +114,89 @@ describe('planContainer', () => {
     const plan = planContainer(request({ image: 'infergate/reference-engine', tag: 'v2', protocol: 'grpc' }), inputs({ simulateEngines: false }));
     expect(plan.simulated).toBe(true);
     expect(plan.body.Cmd).toEqual(['engine', '--flavor', 'v2']);
+  });
+});
+
+describe('members of an orchestrated deployment\'s pod', () => {
+  const workersDir = '/data/orchestrated/3';
+  const frontend = (o: Partial<ReplicaRequest> = {}) =>
+    request({
+      name: 'orch-r2-frontend-5',
+      component: 'Frontend',
+      image: 'infergate/frontend',
+      tag: 'latest',
+      env: {},
+      gpus: 0,
+      command: ['--mode', 'aggregated', '--model', 'org/m', '--workers-file', `${workersDir}/workers-r2.json`],
+      readOnlyPaths: [workersDir],
+      ...o,
+    });
+  const worker = (o: Partial<ReplicaRequest> = {}) =>
+    request({ name: 'orch-r2-prefill-6', component: 'Prefill', image: 'infergate/reference-engine', tag: 'openai', command: ['--model', 'org/m', '--kv-role', 'prefill', '--port', '9999'], ...o });
+  const pod = { holder: 'f00dfeed'.repeat(8), port: 8001 };
+
+  it('the Frontend runs infergate frontend from the reference engine image, never pulled, on its port in the pod', () => {
+    const plan = planContainer(frontend(), inputs({ pod, simulateEngines: false }));
+    expect(plan).toMatchObject({ image: 'infergate/engine:0.1.0', simulated: false, engineImage: true });
+    expect(plan.body.Cmd).toEqual(['frontend', '--mode', 'aggregated', '--model', 'org/m', '--workers-file', `${workersDir}/workers-r2.json`, '--host', '0.0.0.0', '--port', '8001']);
+    expect(plan.body).not.toHaveProperty('Entrypoint');
+    expect(plan.body.Env).toEqual(expect.arrayContaining(['PORT=8001', 'HOST=0.0.0.0', 'INFERGATE_REPLICA_ID=orch-r2-frontend-5']));
+    expect(containerImage(frontend(), inputs())).toEqual({ image: 'infergate/engine:0.1.0', simulated: false, engineImage: true });
+  });
+
+  it("shares the holder's network namespace: nothing published, no hostname of its own, the pod port labelled", () => {
+    const plan = planContainer(frontend(), inputs({ pod }));
+    const hc = hostConfig(plan.body);
+    expect(hc.NetworkMode).toBe(`container:${pod.holder}`);
+    expect(hc).not.toHaveProperty('PortBindings');
+    expect(plan.body).not.toHaveProperty('ExposedPorts');
+    expect(plan.body).not.toHaveProperty('Hostname');
+    expect(plan.body.Labels).toMatchObject({ 'io.infergate.component': 'Frontend', 'io.infergate.replica': 'orch-r2-frontend-5', 'io.infergate.pod-port': '8001' });
+  });
+
+  it('the Frontend reads its workers file directory, read-only at the same path, and nothing else of the host', () => {
+    expect(hostConfig(planContainer(frontend(), inputs({ pod })).body).Mounts).toEqual([{ Type: 'bind', Source: workersDir, Target: workersDir, ReadOnly: true }]);
+  });
+
+  it('is hardened exactly as a general replica is', () => {
+    const limits = { nanoCpus: 2e9, memoryBytes: 4 * 1024 ** 3, pidsLimit: 4096 };
+    const member = hostConfig(planContainer(worker(), inputs({ pod, limits })).body);
+    const general = hostConfig(planContainer(request(), inputs({ limits })).body);
+    for (const hc of [member, general]) expect(hc).toMatchObject({ ...hardenedHostConfig(limits), RestartPolicy: { Name: 'no' } });
+    expect(member).not.toHaveProperty('CapAdd');
+    expect(member.Privileged).toBe(false);
+  });
+
+  it("a worker's port in the pod comes last, after the deployment's own flags; its token file is found from /", () => {
+    const plan = planContainer(
+      worker({ command: ['--model', 'org/m', '--hub-token-file', './secrets/model-hub-token', '--port', '9999'], configFile: { filename: 'model-hub-token', mount_path: '/secrets', content: 't' } }),
+      inputs({ pod, configHostPath: '/data/replicas/orch-r2-prefill-6/config/model-hub-token' }),
+    );
+    const cmd = plan.body.Cmd as string[];
+    expect(cmd.slice(0, 3)).toEqual(['engine', '--flavor', 'openai']);
+    expect(cmd.slice(-4)).toEqual(['--host', '0.0.0.0', '--port', '8001']);
+    expect(plan.body.WorkingDir).toBe('/');
+    expect(hostConfig(plan.body).Mounts).toEqual([{ Type: 'bind', Source: '/data/replicas/orch-r2-prefill-6/config/model-hub-token', Target: '/secrets/model-hub-token', ReadOnly: true }]);
+  });
+});
+
+describe('the pod holder', () => {
+  const body = planHolder(7, { scope: 'abc123', network: 'infergate-abc123', engineImage: 'infergate/engine:0.1.0' });
+
+  it('runs an idle Node process from the reference engine image, on the service network, with nothing published', () => {
+    expect(body.Image).toBe('infergate/engine:0.1.0');
+    expect(body.Entrypoint).toEqual(['/usr/local/bin/node', '-e', expect.stringContaining('setInterval')]);
+    expect(body.Cmd).toEqual([]);
+    expect(hostConfig(body).NetworkMode).toBe('infergate-abc123');
+    expect(body).not.toHaveProperty('ExposedPorts');
+    expect(hostConfig(body)).not.toHaveProperty('PortBindings');
+    expect(hostConfig(body).Mounts).toEqual([]);
+  });
+
+  it('is hardened like every container, with an idle process\'s limits, and labelled with the scope and deployment', () => {
+    expect(hostConfig(body)).toMatchObject({ ...hardenedHostConfig(HOLDER_LIMITS), RestartPolicy: { Name: 'no' } });
+    expect(body.Labels).toEqual({ 'io.infergate.scope': 'abc123', 'io.infergate.deployment-id': '7', 'io.infergate.pod': '7' });
+    expect(holderName('abc123', 7)).toBe('infergate-abc123-pod-7');
   });
 });
 

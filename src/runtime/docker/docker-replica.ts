@@ -4,6 +4,9 @@
 // output followed from the Engine API into the replica's log, readiness probed, a crash
 // restarted with exponential backoff, and a stop with SIGTERM, the grace, then SIGKILL — or
 // the same supervision taken over for a container an earlier run of the service left running.
+// A member of an orchestrated deployment's pod (docker-pod.ts) runs in its holder's network
+// namespace, at the holder's address and its own port there; it is made again when the holder
+// it was created in is gone.
 
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,7 +17,8 @@ import type { LocalReplicaTiming } from '../local-replica.js';
 import { probeAnswer, probeOnce, readinessProbe, type Probe } from '../readiness.js';
 import { ReplicaBase, replicaLog, restartDelay } from '../replica-base.js';
 import type { ReplicaExit, ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell } from '../runtime.js';
-import { containerName, publishedPort, runsSimulated, type ContainerInputs, type ContainerPlan, planContainer } from './container-spec.js';
+import { containerImage, containerName, publishedPort, runsSimulated, type ContainerImage, type ContainerInputs, planContainer } from './container-spec.js';
+import type { PodSeat } from './docker-pod.js';
 import { dockerShells } from './exec-shell.js';
 import { PullError, type ImagePuller } from './image-puller.js';
 
@@ -25,7 +29,9 @@ export interface DockerReplicaDeps {
   logsDir: string;
   cacheDir: string;
   /** Everything planContainer needs but the replica's own paths and GPUs. */
-  container: Omit<ContainerInputs, 'configHostPath' | 'cacheHostPath' | 'gpuHostConfig'>;
+  container: Omit<ContainerInputs, 'configHostPath' | 'cacheHostPath' | 'gpuHostConfig' | 'pod'>;
+  /** Its seat in its deployment's pod (an orchestrated component); null: a container with a network of its own. */
+  pod: PodSeat | null;
   /** GPUs for a replica that runs a real engine: ids, or a reason it has to wait. */
   gpus: { acquire(owner: string, count: number): string[] | null; claim(owner: string, ids: readonly string[]): string[]; release(owner: string): void; hostConfig(ids: string[]): Record<string, unknown>; free(): number; total(): number };
   /** Makes the reference engine image present (built here once per host). */
@@ -48,8 +54,10 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
   private pid: number | null = null;
   private port: number | null = null;
   private metricsPort: number | null = null;
-  /** The container's own address on its bridge network: probes see the server itself there, not Docker's port proxy. */
+  /** The container's own address on its bridge network (a pod member: its holder's): probes see the server itself there, not Docker's port proxy. */
   private containerIp: string | null = null;
+  /** The pod holder the container was created in (a pod member): its network namespace is that holder's. */
+  private holderId: string | null = null;
   /** Ends the log follow of the current container start. */
   private unfollow: (() => void) | null = null;
   private readonly root: string;
@@ -70,6 +78,7 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     }
     this.root = path.join(deps.replicasDir, req.name);
     this.probe = readinessProbe(req);
+    deps.pod?.onLost(() => this.podLost());
     if (adopted !== null) void this.takeOver(adopted.container);
     else void this.launch();
   }
@@ -83,8 +92,9 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     const held = (info.HostConfig.DeviceRequests ?? []).flatMap((r) => r.DeviceIDs ?? []).map((id) => id.replace(/^nvidia\.com\/gpu=/, ''));
     const conflicts = deps.gpus.claim(req.name, held);
     if (conflicts.length > 0) deps.logger.warn({ replica: req.name, gpus: conflicts }, 'a container taken back holds GPUs another replica holds');
-    const ip = bridgeAddress(info);
-    const ready = ip !== null && (await probeOnce(readinessProbe(req), ip, req.containerPort, deps.timing.probeTimeoutMs).catch(() => false));
+    const ip = deps.pod !== null ? (deps.pod.current()?.ip ?? null) : bridgeAddress(info);
+    const port = deps.pod?.port ?? req.containerPort;
+    const ready = ip !== null && (await probeOnce(readinessProbe(req), ip, port, deps.timing.probeTimeoutMs).catch(() => false));
     return new DockerReplica(req, deps, { container, info, ready });
   }
 
@@ -93,11 +103,13 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
   }
 
   observe(): ReplicaObservation {
+    // A general replica is reached at its published port on loopback; a pod member at its holder's address.
+    const host = this.deps.pod === null ? '127.0.0.1' : this.containerIp;
+    const reachable = this.port !== null && host !== null;
     return {
       phase: this.phase,
-      address: this.port === null ? null : `127.0.0.1:${this.port}`,
-      metricsTarget:
-        this.port === null ? null : { address: `127.0.0.1:${this.metricsPort ?? this.port}`, path: this.req.metricsPath ?? '/metrics' },
+      address: reachable ? `${host}:${this.port}` : null,
+      metricsTarget: reachable ? { address: `${host}:${this.metricsPort ?? this.port}`, path: this.req.metricsPath ?? '/metrics' } : null,
       pid: this.pid,
       restarts: this.restarts,
       detail: this.phase === 'ready' ? null : this.detail,
@@ -126,6 +138,8 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     this.deps.gpus.release(this.req.name);
     this.container = null;
     this.pid = null;
+    // Its port in the pod is free again; the holder goes with the pod's last member.
+    await this.deps.pod?.leave().catch((err: Error) => this.deps.logger.warn({ err, replica: this.req.name }, 'removing a pod holder failed'));
     this.setPhase('stopped');
     await this.log?.close();
     rmSync(this.root, { recursive: true, force: true });
@@ -136,7 +150,7 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     if (!this.stopping) this.timer = setTimeout(() => void step(), ms);
   }
 
-  /** Files the container mounts from this host: its config file and its deployment's model cache. */
+  /** Files the container mounts from this host: its config file, its deployment's model cache, and a Frontend's workers file directory. */
   private prepareHostPaths(): { configHostPath: string | null; cacheHostPath: string | null } {
     rmSync(this.root, { recursive: true, force: true });
     mkdirSync(this.root, { recursive: true, mode: 0o700 });
@@ -148,6 +162,8 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
       // data directory around it is the service's own.
       writeFileSync(configHostPath, this.req.configFile.content, { mode: 0o644 });
     }
+    // A Frontend's workers file directory, bound read-only: Docker refuses a bind of a missing path.
+    for (const dir of this.req.readOnlyPaths ?? []) mkdirSync(dir, { recursive: true, mode: 0o755 });
     let cacheHostPath: string | null = null;
     if (this.req.modelCaching) {
       cacheHostPath = path.join(this.deps.cacheDir, String(this.req.deploymentId));
@@ -163,9 +179,21 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
   private async launch(): Promise<void> {
     if (this.stopping) return;
     try {
+      if (this.container !== null && this.deps.pod !== null && (await this.deps.pod.join()).id !== this.holderId) {
+        // Its holder is gone, and its network namespace with it: a container is made in the new one.
+        this.note('its pod holder was made anew: the container is made again in it');
+        await this.container.remove({ force: true, v: true }).catch(() => undefined);
+        this.container = null;
+      }
+      if (this.stopping) return;
       if (this.container === null) {
         const created = await this.create();
-        if (created === null || this.stopping) return;
+        if (created === null) return;
+        if (this.stopping) {
+          // Stopped while it was being made: nothing else would remove it.
+          await created.remove({ force: true, v: true }).catch(() => undefined);
+          return;
+        }
         this.container = created;
       }
       await this.startContainer(this.container);
@@ -190,21 +218,41 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
       this.later(5000, () => this.launch());
       return null;
     }
-    const plan = planContainer(this.req, { ...this.deps.container, ...this.prepareHostPaths(), gpuHostConfig: this.deps.gpus.hostConfig(gpuIds) });
+    const hostPaths = this.prepareHostPaths();
+    if (!(await this.imagePresent(containerImage(this.req, this.deps.container)))) return null;
+    const holder = this.deps.pod === null ? null : await this.joinPod(this.deps.pod);
+    const pod = holder === null || this.deps.pod === null ? null : { holder: holder.id, port: this.deps.pod.port };
+    const plan = planContainer(this.req, { ...this.deps.container, ...hostPaths, gpuHostConfig: this.deps.gpus.hostConfig(gpuIds), pod });
     if (gpuIds.length > 0) plan.notes.push(`infergate runtime: GPUs ${gpuIds.join(', ')}`);
     else if (wantsGpus) plan.notes.push('infergate runtime: this host has no GPUs: the container runs without one');
-    if (!(await this.imagePresent(plan))) return null;
     for (const line of plan.notes) this.note(line);
     const name = containerName(this.deps.container.scope, this.req.name);
     // A container of this name left by a crash between create and record is not ours to keep.
     await this.deps.docker.getContainer(name).remove({ force: true }).catch(() => {});
-    return this.deps.docker.createContainer({ name, ...plan.body });
+    const created = await this.deps.docker.createContainer({ name, ...plan.body });
+    this.holderId = holder?.id ?? null;
+    return created;
+  }
+
+  /** Its pod's running holder (made first when there is none), said as the detail while it is being made. */
+  private async joinPod(seat: PodSeat): Promise<{ id: string; ip: string }> {
+    if (seat.current() === null) this.setDetail('preparing its pod (the network namespace it shares with its deployment)');
+    return seat.join();
+  }
+
+  /** The pod's holder stopped: the container, without a network now, is stopped and made again in a new holder. */
+  private podLost(): void {
+    const container = this.container;
+    if (this.stopping || container === null) return;
+    this.note('its pod holder stopped, and its network with it: restarting in a new one');
+    // Its exit is then a crash like any: the restart (launch) joins the new holder.
+    void container.kill().catch(() => undefined);
   }
 
   /** Whether the plan's image is on this host; when not, the reason is the detail and a retry is scheduled. */
-  private async imagePresent(plan: ContainerPlan): Promise<boolean> {
+  private async imagePresent(plan: ContainerImage): Promise<boolean> {
     try {
-      if (plan.simulated) {
+      if (plan.engineImage) {
         this.setDetail(`preparing the reference engine image ${plan.image}`);
         await this.deps.engineImage((line) => this.note(line));
       } else {
@@ -222,7 +270,7 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
       const reason = err instanceof PullError ? err.failure.reason : `the image cannot be prepared: ${firstLine((err as Error).message)}`;
       // Retried with a backoff whatever the kind; these ones only an edit of the deployment (or the registry) mends.
       const permanent = err instanceof PullError && ['unknown_image', 'unknown_tag', 'refused_credentials'].includes(err.failure.kind);
-      if (!plan.simulated) this.pull = { image: plan.image, state: 'failed', reason, permanent };
+      if (!plan.engineImage) this.pull = { image: plan.image, state: 'failed', reason, permanent };
       this.note(`${reason}; trying again in ${Math.round(waitMs / 1000)} s`);
       this.deps.logger.warn({ replica: this.req.name, image: plan.image, kind: err instanceof PullError ? err.failure.kind : 'other', reason }, 'image pull failed');
       this.setDetail(`${reason}; retrying in ${Math.round(waitMs / 1000)} s`);
@@ -236,7 +284,7 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     await container.start();
     if (this.stopping) return;
     await this.attach(container, startedAt);
-    this.note(`started container ${container.id.slice(0, 12)} (pid ${this.pid}) on 127.0.0.1:${this.port}`);
+    this.note(`started container ${container.id.slice(0, 12)} (pid ${this.pid}) on ${this.observe().address ?? `port ${this.port}`}`);
     this.deps.logger.info({ replica: this.req.name, container: container.id.slice(0, 12), port: this.port }, 'replica container started');
   }
 
@@ -255,13 +303,20 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     this.schedule();
   }
 
-  /** The started container's pid, published ports and bridge address. */
+  /** The started container's pid, published ports and bridge address (a pod member: its port in the pod, and its holder's address). */
   private readInspect(info: Dockerode.ContainerInspectInfo): void {
+    this.pid = info.State.Pid > 0 ? info.State.Pid : null;
+    if (this.deps.pod !== null) {
+      this.port = this.deps.pod.port;
+      this.metricsPort = null;
+      this.containerIp = this.deps.pod.current()?.ip ?? null;
+      this.holderId = /^container:(.+)$/.exec(info.HostConfig.NetworkMode ?? '')?.[1] ?? null;
+      return;
+    }
     const ports = info.NetworkSettings.Ports as Record<string, Array<{ HostIp: string; HostPort: string }> | null>;
     const metrics = this.req.metricsPort !== null && this.req.metricsPort !== this.req.containerPort ? `${this.req.metricsPort}/tcp` : null;
     this.port = publishedPort(ports, `${this.req.containerPort}/tcp`);
     this.metricsPort = metrics === null ? null : publishedPort(ports, metrics);
-    this.pid = info.State.Pid > 0 ? info.State.Pid : null;
     this.containerIp = bridgeAddress(info);
   }
 
@@ -312,7 +367,7 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     const container = this.container;
     if (container === null || this.port === null || this.stopping) return;
     // A TCP probe through Docker's port proxy would pass before the server listens: the container's own address is probed.
-    const [host, port] = this.containerIp !== null ? [this.containerIp, this.req.containerPort] : ['127.0.0.1', this.port];
+    const [host, port] = this.containerIp !== null ? [this.containerIp, this.deps.pod?.port ?? this.req.containerPort] : ['127.0.0.1', this.port];
     const { ok, answer } = await probeAnswer(this.probe, host, port, timing.probeTimeoutMs).catch((err: Error) => ({ ok: false, answer: err.message }));
     if (this.container !== container || this.stopping || this.port === null) return;
     if (!ok && this.phase !== 'ready' && ++this.startingProbes >= NOT_READY_SAYS_WHY_AFTER) this.setDetail(`running, not ready: ${answer}`);

@@ -1,11 +1,11 @@
-// Owns the Docker runtime: general replicas as containers on this host's Docker Engine
+// Owns the Docker runtime: every replica as a container on this host's Docker Engine
 // (docker-replica.ts), behind the same Runtime port as the local one. It keeps what one host
 // shares between its replicas — the bridge network without inter-container traffic, the
-// image puller (one pull per image), the GPU allocator, the reference engine image built once
-// — takes back its containers by label after a restart, and removes the ones no replica
-// record names. Orchestrated components (the Frontend and its workers) run on the local
-// runtime it wraps: the Frontend reaches its workers on host loopback (docs/runtime.md says
-// what containers for them would take).
+// image puller (one pull per image), the GPU allocator, the reference engine image built once,
+// the pods of orchestrated deployments (docker-pod.ts: one network namespace per deployment,
+// which its Frontend and workers share) — takes back its containers by label after a restart,
+// and removes the ones no replica record names. The local runtime it wraps only reaps what an
+// earlier run left as processes.
 
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
@@ -19,6 +19,7 @@ import { DEFAULT_TIMING, type LocalReplicaTiming } from '../local-replica.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaRequest, Runtime } from '../runtime.js';
 import { containerLimits } from './container-limits.js';
 import { LABEL } from './container-spec.js';
+import { DockerPods } from './docker-pod.js';
 import { DockerReplica, type DockerReplicaDeps } from './docker-replica.js';
 import { buildEngineImage, ENGINE_CONTENT_LABEL, engineContentDigest } from './engine-image.js';
 import type { GpuAllocator } from './gpu-allocator.js';
@@ -37,7 +38,7 @@ export interface DockerRuntimeOptions {
   /** The reference engine image's ref, and the checkout it is built from when missing. */
   engineImage: string;
   appDir: string;
-  /** Runs what is not a container here (orchestrated components). */
+  /** Reaps replica processes and sweeps directories an earlier run left (one under the local runtime, or before orchestrated deployments were containers). */
   local: Runtime;
   /** CPUs the daemon has: container CPU limits are clamped to it (Docker refuses more). */
   hostCpus: number;
@@ -89,6 +90,7 @@ export class DockerRuntime implements Runtime {
   private readonly puller: ImagePuller;
   private building: Promise<void> | null = null;
   private readonly deps: DockerReplicaDeps;
+  private readonly pods: DockerPods;
 
   constructor(private readonly opts: DockerRuntimeOptions) {
     this.puller = new ImagePuller(opts.docker, opts.pullBackoff ?? DEFAULT_PULL_BACKOFF);
@@ -119,7 +121,16 @@ export class DockerRuntime implements Runtime {
       engineImage: (onNote) => this.engineImage(onNote),
       timing: { ...DEFAULT_TIMING, ...opts.timing },
       logger: opts.logger,
+      pod: null,
     };
+    this.pods = new DockerPods({
+      docker: opts.docker,
+      scope: opts.scope,
+      network: networkName(opts.scope),
+      engineImage: opts.engineImage,
+      prepareEngineImage: (onNote) => this.engineImage(onNote),
+      logger: opts.logger,
+    });
   }
 
   get description(): string {
@@ -128,18 +139,27 @@ export class DockerRuntime implements Runtime {
   }
 
   start(request: ReplicaRequest): ReplicaHandle {
-    if (!this.containerized(request)) return this.guarded(this.opts.local.start(request));
-    return new DockerReplica(request, this.depsFor(request));
+    if (!inPod(request)) return new DockerReplica(request, this.depsFor(request));
+    // A new member's port is free in its pod (a seat is refused only for a port asked for).
+    const seat = this.pods.seat(request.deploymentId, request.name)!;
+    return new DockerReplica(request, { ...this.depsFor(request), pod: seat });
   }
 
   async adopt(leftover: LeftoverReplica, request: ReplicaRequest): Promise<ReplicaHandle | null> {
-    if (!this.containerized(request)) {
-      const handle = await this.opts.local.adopt(leftover, request);
-      return handle === null ? null : this.guarded(handle);
-    }
     const [found] = await this.containersOf(leftover.name);
     if (found === undefined || found.State !== 'running') return null;
-    return DockerReplica.takeBack(request, this.depsFor(request), this.opts.docker.getContainer(found.Id));
+    const container = this.opts.docker.getContainer(found.Id);
+    if (!inPod(request)) return DockerReplica.takeBack(request, this.depsFor(request), container);
+    // A pod member is taken back on its port, in its holder, when that holder still runs.
+    const port = Number(found.Labels[LABEL.podPort]);
+    const holder = /^container:(.+)$/.exec(found.HostConfig.NetworkMode)?.[1];
+    const seat = Number.isInteger(port) && port > 0 && holder !== undefined ? this.pods.seat(request.deploymentId, leftover.name, port) : null;
+    if (seat === null) return null;
+    if (!(await this.pods.takeBack(request.deploymentId, holder!))) {
+      seat.forget();
+      return null;
+    }
+    return DockerReplica.takeBack(request, { ...this.depsFor(request), pod: seat }, container);
   }
 
   async reap(leftover: LeftoverReplica): Promise<boolean> {
@@ -154,6 +174,13 @@ export class DockerRuntime implements Runtime {
     const removed = await this.opts.local.sweep(keep);
     const ours = await this.opts.docker.listContainers({ all: true, filters: { label: [`${LABEL.scope}=${this.opts.scope}`] } });
     for (const c of ours) {
+      // A pod holder stays while a member of this run is in it.
+      if (c.Labels[LABEL.pod] !== undefined) {
+        if (this.pods.holds(c)) continue;
+        await this.opts.docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {});
+        removed.push(c.Names[0]?.replace(/^\//, '') ?? c.Id.slice(0, 12));
+        continue;
+      }
       const replica = c.Labels[LABEL.replica] ?? '';
       if (keep.has(replica)) continue;
       await this.opts.docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {});
@@ -166,25 +193,6 @@ export class DockerRuntime implements Runtime {
   /** A shell in a container is a Docker exec as the container's user: nothing runs on this host. */
   shellRefusal(): string | null {
     return null;
-  }
-
-  /** A local replica's shell runs on this host: only where the local runtime allows shells. */
-  private guarded(handle: ReplicaHandle): ReplicaHandle {
-    const local = this.opts.local;
-    return {
-      get name() {
-        return handle.name;
-      },
-      observe: () => handle.observe(),
-      onChange: (listener) => handle.onChange(listener),
-      stop: (graceMs) => handle.stop(graceMs),
-      shellContext: () => (local.shellRefusal() === null ? handle.shellContext() : null),
-    };
-  }
-
-  /** General replicas are containers; orchestrated components stay local processes. */
-  private containerized(request: ReplicaRequest): boolean {
-    return request.component === COMPONENT.Replica;
   }
 
   private depsFor(request: ReplicaRequest): DockerReplicaDeps {
@@ -219,4 +227,9 @@ export class DockerRuntime implements Runtime {
     // to remove it while a container still uses it, and then it is left for `docker image prune`.
     if (current && current.Id !== built.id) await docker.getImage(current.Id).remove().catch(() => undefined);
   }
+}
+
+/** Orchestrated components (Frontend, Worker, Prefill, Decode) share their deployment's pod; a general replica has a network of its own. */
+function inPod(request: ReplicaRequest): boolean {
+  return request.component !== COMPONENT.Replica;
 }

@@ -28,7 +28,8 @@ export const ENGINE_CONTENT_LABEL = 'io.infergate.engine.content';
 
 /** Where the app lives inside the image; the entrypoint runs its dist/cli/main.js. */
 export const ENGINE_APP_DIR = '/opt/infergate';
-const NODE_PATH = '/usr/local/bin/node';
+/** The Node binary inside the image (a pod holder runs it with a script of its own). */
+export const ENGINE_NODE = '/usr/local/bin/node';
 const NOBODY = 65534;
 /** Host tools placed in /usr/bin: enough for a terminal to look around, and for tests to ask `id`. */
 const TOOLS = ['id', 'cat', 'ls', 'env', 'sleep'];
@@ -115,7 +116,7 @@ export async function buildEngineImage(docker: Dockerode, opts: BuildEngineImage
  */
 export async function engineContentDigest(appDir: string): Promise<string> {
   const hash = createHash('sha256');
-  hash.update(JSON.stringify({ revision: RECIPE_REVISION, dockerfile: dockerfile(readAppVersion(appDir)), tools: TOOLS, etc: ETC_FILES, node: NODE_PATH }));
+  hash.update(JSON.stringify({ revision: RECIPE_REVISION, dockerfile: dockerfile(readAppVersion(appDir)), tools: TOOLS, etc: ETC_FILES, node: ENGINE_NODE }));
   hash.update(`${process.execPath}\0${process.version}\0`);
   for (const name of ['package.json', 'package-lock.json']) {
     hash.update(`${name}\0`);
@@ -303,7 +304,7 @@ class Rootfs {
 async function collectRootfs(appDir: string): Promise<RootfsEntry[]> {
   const fs = new Rootfs();
   const elfs: string[] = [];
-  await fs.hostFile(NODE_PATH, process.execPath);
+  await fs.hostFile(ENGINE_NODE, process.execPath);
   elfs.push(process.execPath);
   const shell = await hostShell();
   await fs.hostFile('/bin/sh', shell);
@@ -429,7 +430,7 @@ function dockerfile(version: string): string {
     `USER ${NOBODY}:${NOBODY}`,
     'WORKDIR /tmp',
     `LABEL org.opencontainers.image.title=${JSON.stringify(ENGINE_IMAGE_TITLE)} org.opencontainers.image.version=${JSON.stringify(version)}`,
-    `ENTRYPOINT ${JSON.stringify([NODE_PATH, `${ENGINE_APP_DIR}/dist/cli/main.js`])}`,
+    `ENTRYPOINT ${JSON.stringify([ENGINE_NODE, `${ENGINE_APP_DIR}/dist/cli/main.js`])}`,
     'CMD ["engine"]',
     '',
   ].join('\n');
