@@ -125,6 +125,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     // Chosen before the control API starts: whether images run in containers decides its rule for host commands.
     const chosen = config.role !== 'gateway' ? await chooseRuntime(config, shared.images, sandbox?.host ?? null, logger.child({ component: 'runtime' }), shared.registries) : null;
     if (chosen !== null) lines.push(chosen.line);
+    if (chosen?.kind === 'docker') lines.push(`infergate: the daemon pulls from ${registriesWords(config.registries)} (--registries)`);
     if (config.role !== 'gateway') {
       const hostCommands: HostCommandPolicy = {
         sandboxed: sandbox?.sandboxed ?? false,
@@ -362,6 +363,13 @@ async function loadCatalog(file: string | null): Promise<Catalog> {
 async function readApiTls(config: Config): Promise<{ cert: Buffer; key: Buffer } | null> {
   if (!config.apiTlsCert || !config.apiTlsKey) return null;
   return { cert: await readFile(config.apiTlsCert), key: await readFile(config.apiTlsKey) };
+}
+
+/** --registries in words for the start-up line. */
+function registriesWords(listed: readonly string[]): string {
+  const any = 'any registry but loopback, link-local and this service';
+  if (listed.length === 0) return any;
+  return listed.map((l) => (l === '*' ? any : l)).join(', ');
 }
 
 function hostForUrl(host: string): string {

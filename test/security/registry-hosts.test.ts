@@ -76,6 +76,7 @@ describe.skipIf(!available)('registry credentials and registry hosts, with the r
     const registries = [corpRegistry.host, attacker.host, attacker2.host, `127.0.0.1:${dirs.ports.metrics}`].join(',');
     platform = await startPlatform(dirs, ['--runtime', 'docker', '--registries', registries, '--stop-grace', '1']);
     scope = /network infergate-([0-9a-f]+)/.exec(platform.serve.output())?.[1] ?? '';
+    expect(platform.serve.output()).toContain(`infergate: the daemon pulls from ${registries.split(',').join(', ')} (--registries)`);
     const member = await platform.call('POST', '/service-accounts', { name: 'mallory', role: 'member' });
     expect(member.status).toBe(201);
     memberKey = member.body.key;
