@@ -631,13 +631,14 @@ export class Controller {
         return null;
       }
       const host = registryHostOf(spec.image);
-      if ((found.registry ?? null) === null || normaliseRegistryHost(found.registry ?? '') !== host) {
-        const unbound = (found.registry ?? null) === null;
-        const message = unbound
-          ? `${unboundCredentialMessage(found)}; the image is pulled without it`
-          : `registry credential "${found.name}" (id ${found.id}) is bound to the registry ${found.registry}, and image ${spec.image} is pulled from ${host}: its password is not sent there; the image is pulled without it`;
-        this.opts.logger.error({ deployment: d.name, registry_credential: found.id, bound_to: found.registry ?? null, image_registry: host }, message);
-        this.recordEvent(d.id, { type: 'warning', reason: unbound ? REGISTRY_CREDENTIAL_EVENTS.unbound : REGISTRY_CREDENTIAL_EVENTS.withheld, message });
+      const bound = found.registry ?? null;
+      if (bound === null || normaliseRegistryHost(bound) !== host) {
+        const message =
+          bound === null
+            ? `${unboundCredentialMessage(found)}; the image is pulled without it`
+            : `registry credential "${found.name}" (id ${found.id}) is bound to the registry ${bound}, and image ${spec.image} is pulled from ${host}: its password is not sent there; the image is pulled without it`;
+        this.opts.logger.error({ deployment: d.name, registry_credential: found.id, bound_to: bound, image_registry: host }, message);
+        this.recordEvent(d.id, { type: 'warning', reason: bound === null ? REGISTRY_CREDENTIAL_EVENTS.unbound : REGISTRY_CREDENTIAL_EVENTS.withheld, message });
         return null;
       }
       username = found.username;
