@@ -499,9 +499,12 @@ async function main(): Promise<void> {
     await removeImage(docker, engineRef).catch(() => undefined);
     for (const id of engineIds) await removeIfUntagged(docker, id);
   });
+  // The registry first: the Docker service pulls from a loopback registry only when --registries lists it.
+  const registry = await startRegistry({ users: { [REGISTRY_USER.username]: REGISTRY_USER.password } });
+  onCleanup(() => registry.stop());
   const local = await startSvc('local', catalog);
   services.push(local);
-  const dock = await startSvc('docker', catalog, ['--engine-image', engineRef]);
+  const dock = await startSvc('docker', catalog, ['--engine-image', engineRef, '--registries', `${registry.host},*`]);
   services.push(dock);
   console.log(`bench: ${local.runtimeLine}\nbench: ${dock.runtimeLine}`);
   console.log(`bench: Docker Engine ${answer.version}; ${os.cpus().length} cores shared by everything; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
@@ -516,9 +519,7 @@ async function main(): Promise<void> {
   const engineBytes = (await docker.getImage(engineRef).inspect()).Size;
   console.log(`bench: warm-up ${warm.readyMs} ms to ready, building ${engineRef} (${(engineBytes / 2 ** 20).toFixed(0)} MiB) on the way`);
 
-  // The registry and its images, made before anything is timed.
-  const registry = await startRegistry({ users: { [REGISTRY_USER.username]: REGISTRY_USER.password } });
-  onCleanup(() => registry.stop());
+  // The registry's images, made before anything is timed.
   const repo = `${registry.host}/bench/engine`;
   const coldRepo = `${registry.host}/bench/engine-cold`;
   const pushedId = engineAfterWarm;

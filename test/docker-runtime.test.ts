@@ -1,6 +1,7 @@
 // The Docker runtime end to end, against the real dockerd of this machine and Debian's
 // docker-registry on loopback with htpasswd auth: `infergate serve --runtime docker` pulls a
-// private image with the deployment's credentials and runs it as containers that answer
+// private image with the deployment's credentials (or vault credentials bound to that registry;
+// the loopback registry is listed in --registries) and runs it as containers that answer
 // through the gateway (Bearer and mTLS); wrong credentials and unknown tags become status
 // reasons (and a failing status) without a loop of pulls; the entrypoint, a command override and the environment
 // reach the container; root inside sees none of the service's files; the vendor-packaged flow
@@ -43,6 +44,10 @@ let engineImage: string;
 /** Images this file made, removed at the end. */
 const images: string[] = [];
 let scope: string;
+/** A port nothing listens on: a registry that is listed but unreachable. */
+let closed: number;
+/** --registries: the test's registries on loopback are pulled from only when listed; * keeps the local builds (Docker Hub names). */
+const serveArgs = () => ['--runtime', 'docker', '--engine-image', engineImage, '--stop-grace', '2', '--drain-timeout', '5', '--registries', `${registry.host},127.0.0.1:${closed},*`];
 
 type Deployment = { id: number; status: string; status_reason: string | null; components: { Replica: { ready: number; desired: number } }; rollout: { state: string } | null; client_certificate_id: number | null };
 
@@ -144,7 +149,8 @@ describe.skipIf(!available)('the Docker runtime', () => {
     // Only the registry has them now: every deployment below really pulls.
     for (const ref of [`${registry.host}/team/engine:v1`, `${registry.host}/team/engine:v2`, `${registry.host}/nim/meta/llama-3.1-8b-instruct:1.0`]) await removeImage(docker, ref);
     dirs = await platformDirs(root, 'docker');
-    platform = await startPlatform(dirs, ['--runtime', 'docker', '--engine-image', engineImage, '--stop-grace', '2', '--drain-timeout', '5']);
+    closed = await freePort();
+    platform = await startPlatform(dirs, serveArgs());
     scope = /network infergate-([0-9a-f]+)/.exec(platform.serve.output())?.[1] ?? '';
     expect(scope).not.toBe('');
   }, 240_000);
@@ -212,14 +218,14 @@ describe.skipIf(!available)('the Docker runtime', () => {
     expect(refused.status).toBe(401);
   }, 90_000);
 
-  it('pulls with registry credentials kept in the vault, named by the deployment', async () => {
-    const stored = await platform.call('POST', '/vault/registry-credentials', { name: 'robot', ...VAULTED });
+  it('pulls with registry credentials kept in the vault, bound to the registry and named by the deployment', async () => {
+    const stored = await platform.call('POST', '/vault/registry-credentials', { name: 'robot', ...VAULTED, registry: registry.host });
     expect(stored.status).toBe(201);
     const id = await create(general('from-vault', { image: `${registry.host}/team/engine`, tag: 'v1', command: [...ENGINE_ENTRY, ...FAST], registry_credential_id: stored.body.id }));
     await platform.waitFor(id, ready(1), 60_000, 'from-vault ready');
     expect((await chat('from-vault')).status).toBe(200);
     // The same image with vault credentials the registry refuses: the pull is checked per credentials.
-    const wrong = await platform.call('POST', '/vault/registry-credentials', { name: 'robot-wrong', username: VAULTED.username, password: 'not-it' });
+    const wrong = await platform.call('POST', '/vault/registry-credentials', { name: 'robot-wrong', username: VAULTED.username, password: 'not-it', registry: registry.host });
     const refused = await create(general('from-vault-wrong', { image: `${registry.host}/team/engine`, tag: 'v1', command: [], registry_credential_id: wrong.body.id }));
     await expect.poll(async () => ((await platform.deployment(refused)) as Deployment).status_reason ?? '', { timeout: 30_000 }).toMatch(/refused the credentials/);
     for (const d of [id, refused]) expect((await platform.call('DELETE', `/deployments/general/${d}`)).status).toBe(202);
@@ -229,7 +235,6 @@ describe.skipIf(!available)('the Docker runtime', () => {
     const wrong = await create(general('wrong-creds', { image: `${registry.host}/team/engine`, tag: 'v1', command: [], registry_username: TEAM.username, registry_password: 'not-the-password' }));
     const missing = await create(general('missing-tag', { image: `${registry.host}/team/engine`, tag: 'v9', command: [], registry_username: TEAM.username, registry_password: TEAM.password }));
     const unknownImage = await create(general('missing-image', { image: `${registry.host}/team/no-such-engine`, tag: 'v1', command: [], registry_username: TEAM.username, registry_password: TEAM.password }));
-    const closed = await freePort();
     const unreachable = await create(general('no-registry', { image: `127.0.0.1:${closed}/team/engine`, tag: 'v1', command: [], registry_username: TEAM.username, registry_password: TEAM.password }));
     const reasonOf = async (id: number) => ((await platform.deployment(id)) as Deployment).status_reason ?? '';
     await expect.poll(() => reasonOf(wrong), { timeout: 30_000 }).toMatch(/refused the credentials for .*team\/engine: check registry_username and registry_password; retrying in 5 s/);
@@ -310,7 +315,7 @@ describe.skipIf(!available)('the Docker runtime', () => {
     await platform.serve.exited;
     // Containers outlive the control process.
     expect((await containersOf(privateId)).filter((c) => c.State === 'running')).toHaveLength(2);
-    platform = await startPlatform(dirs, ['--runtime', 'docker', '--engine-image', engineImage, '--stop-grace', '2', '--drain-timeout', '5']);
+    platform = await startPlatform(dirs, serveArgs());
     await platform.waitFor(privateId, ready(2), 60_000, 'private ready after a restart');
     expect((await chat('private')).status).toBe(200);
     expect(platform.serve.output()).not.toMatch(/serve exited/);

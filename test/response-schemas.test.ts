@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_KEY, disaggregatedBody, generalBody, startControl, type TestControl } from './helpers/control.js';
 
-const broken = vi.hoisted(() => ({ tokenWithoutHint: false, deploymentStatus: null as string | null }));
+const broken = vi.hoisted(() => ({ tokenWithoutCap: false, deploymentStatus: null as string | null }));
 
 vi.mock('../src/control/render.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../src/control/render.js')>();
@@ -14,8 +14,8 @@ vi.mock('../src/control/render.js', async (importOriginal) => {
     ...real,
     renderToken: (...args: Parameters<typeof real.renderToken>) => {
       const view = real.renderToken(...args);
-      if (!broken.tokenWithoutHint) return view;
-      const { hint: _dropped, ...rest } = view;
+      if (!broken.tokenWithoutCap) return view;
+      const { max_priority: _dropped, ...rest } = view;
       return rest as typeof view;
     },
     renderDeployment: (...args: Parameters<typeof real.renderDeployment>) => {
@@ -35,7 +35,7 @@ describe('control API answers match their response schemas', () => {
   });
 
   const heal = () => {
-    broken.tokenWithoutHint = false;
+    broken.tokenWithoutCap = false;
     broken.deploymentStatus = null;
     api.schemaMismatches.splice(0);
   };
@@ -43,16 +43,16 @@ describe('control API answers match their response schemas', () => {
   it('a view that drops a required field fails the call, and the answer is a 500', async () => {
     const created = await api.call('POST', '/vault/tokens', { name: 'schema-probe' });
     expect(created.status).toBe(201);
-    broken.tokenWithoutHint = true;
+    broken.tokenWithoutCap = true;
     try {
-      await expect(api.call('GET', `/vault/tokens/${created.body.id}`)).rejects.toThrow(/GET \/vault\/tokens\/\d+ answered 200 not matching its response schema: .*hint/);
+      await expect(api.call('GET', `/vault/tokens/${created.body.id}`)).rejects.toThrow(/GET \/vault\/tokens\/\d+ answered 200 not matching its response schema: .*max_priority/);
       // Any client sees it, not only the helper's.
       const raw = await fetch(`${api.url}/vault/tokens/${created.body.id}`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
       expect(raw.status).toBe(500);
     } finally {
       heal();
     }
-    expect((await api.call('GET', `/vault/tokens/${created.body.id}`)).body.hint).toEqual(expect.any(String));
+    expect((await api.call('GET', `/vault/tokens/${created.body.id}`)).body.max_priority).toBeNull();
   });
 
   it('a value outside its enum fails too, though fastify would serialise it', async () => {
@@ -95,7 +95,7 @@ describe('control API answers match their response schemas', () => {
       api.call('POST', '/vault/tokens', { name: 'schema-token', max_priority: 'standard' }),
       api.call('POST', '/certificates', { name: 'schema-cert', deployment_id: general.body.id, max_priority: null }),
       api.call('POST', '/service-accounts', { name: 'schema-bot', role: 'member' }),
-      api.call('POST', '/vault/registry-credentials', { name: 'schema-registry', username: 'u', password: 'p4ssword' }),
+      api.call('POST', '/vault/registry-credentials', { name: 'schema-registry', username: 'u', password: 'p4ssword', registry: 'registry.example.com' }),
       api.call('GET', '/clusters'),
       api.call('GET', '/clusters/1/hardware'),
       api.call('GET', '/quota'),

@@ -4,7 +4,7 @@
 // live once, in src/domain/validation/field-rules.ts; this catches a side that stops using them.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkGeneral, checkOrchestrated, type GeneralBody, type OrchestratedBody, type Problems } from '../console/src/forms/rules.js';
+import { checkGeneral, checkOrchestrated, registryMoveProblems, type GeneralBody, type OrchestratedBody, type Problems } from '../console/src/forms/rules.js';
 import { startControl, type TestControl } from './helpers/control.js';
 import { generalBody } from './helpers/spec-fixtures.js';
 
@@ -135,4 +135,44 @@ describe('the console and the control API apply the same field rules', () => {
       }
     },
   );
+});
+
+describe('the console and the control API say the same of registry credentials and their host', () => {
+  it('a vault credential is refused for an image from another registry, in the same words, and taken for one from its own', async () => {
+    const made = async (name: string, registry: string) => (await api.call('POST', '/vault/registry-credentials', { name, username: 'team', password: 'agree-password', registry })).body as { id: number; name: string; registry: string };
+    const elsewhere = await made('agree-elsewhere', 'registry.example.com:5000');
+    const hub = await made('agree-hub', 'docker.io');
+    const registryCredentials = [elsewhere, hub];
+    for (const [credential, ok] of [[elsewhere, false], [hub, true]] as const) {
+      const body = { ...(generalBody(`agree-cred-${credential.id}`, TOKEN) as GeneralBody), registry_credential_id: credential.id };
+      const problems = checkGeneral(body, { mode: 'create', tokenBound: true, registryCredentials });
+      const server = await serverVerdict('general', { ...body }, 'registry_credential_id');
+      const context = JSON.stringify({ console: problems, server: server.all });
+      if (ok) {
+        expect(problems, context).toEqual({});
+        expect(server.status, context).toBe(201);
+      } else {
+        expect(server.status, context).toBe(400);
+        expect(problems.registry_credential_id, context).toBe(server.message);
+        expect(server.message).toMatch(/is for the registry registry\.example\.com:5000/);
+      }
+    }
+  });
+
+  it('moving the image to another registry host drops the credentials held, and a change naming none is refused in the same words', async () => {
+    const created = await api.call('POST', '/deployments/general', { ...generalBody('agree-move', TOKEN), max_replicas: 1, registry_username: 'me', registry_password: 'pw' });
+    expect(created.status).toBe(201);
+    const patch = { image: 'nvcr.io/nim/meta/llama' };
+    const res = await api.call('PATCH', `/deployments/general/${created.body.id}`, patch);
+    expect(res.status).toBe(400);
+    const server = Object.fromEntries((res.body.error.details as Array<{ field: string; message: string }>).map((p) => [p.field, p.message]));
+    const problems = registryMoveProblems({ image: created.body.image, registry_username: 'me', has_registry_password: true, registry_credential_id: null }, patch);
+    expect(Object.keys(problems)).toEqual(['registry_username', 'registry_password']);
+    for (const field of Object.keys(problems)) expect(problems[field], field).toBe(server[field]);
+    // Named (here: null), the change goes through on both sides.
+    const cleared = { ...patch, registry_username: null, registry_password: null };
+    expect(registryMoveProblems({ image: created.body.image, registry_username: 'me', has_registry_password: true, registry_credential_id: null }, cleared)).toEqual({});
+    expect((await api.call('PATCH', `/deployments/general/${created.body.id}`, cleared)).status).toBe(200);
+    expect((await api.call('DELETE', `/deployments/general/${created.body.id}`)).status).toBe(202);
+  });
 });

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { ConfigError, type Config } from '../config/config.js';
 import type { ImageMap } from '../domain/image-map.js';
+import type { RegistryGate } from '../domain/ports.js';
 import { LocalRuntime } from '../runtime/local-runtime.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { SandboxHost } from '../runtime/sandbox.js';
@@ -27,7 +28,8 @@ function appDir(): string {
   return fileURLToPath(new URL('../../', import.meta.url));
 }
 
-export async function chooseRuntime(config: Config, images: ImageMap, sandbox: SandboxHost | null, logger: Logger): Promise<ChosenRuntime> {
+/** `registries`: which registry hosts the daemon may pull from, asked again before every pull. */
+export async function chooseRuntime(config: Config, images: ImageMap, sandbox: SandboxHost | null, logger: Logger, registries?: RegistryGate): Promise<ChosenRuntime> {
   const local = new LocalRuntime({ dataDir: config.dataDir, selfCommand: selfCommand(), images, logger, sandbox, allowUnsandboxedHostCommands: config.allowUnsandboxedHostCommands });
   if (config.runtime === 'local') return { runtime: local, kind: 'local', line: `infergate: runtime local (--runtime local): ${local.description}` };
   // The Docker client (dockerode) is loaded only when Docker may be used: a third of a
@@ -60,6 +62,7 @@ export async function chooseRuntime(config: Config, images: ImageMap, sandbox: S
     appDir: appDir(),
     local,
     hostCpus: info.NCPU ?? 1,
+    ...(registries ? { registries } : {}),
   });
   const why = config.runtime === 'auto' ? `auto: Docker Engine ${answer.version} answers at ${dockerEndpoint(docker)}` : `--runtime docker, Docker Engine ${answer.version}`;
   return { runtime, kind: 'docker', line: `infergate: runtime docker (${why}): ${runtime.description}; GPUs from ${found.source}` };

@@ -40,7 +40,7 @@ import { clusterExposition } from '../metrics/cluster.js';
 import { createMetricsServer, createRegistry } from '../metrics/registry.js';
 import { ConnectionGuard } from '../net/connection-guard.js';
 import { capsWarning, openFileLimit } from '../net/file-limit.js';
-import { listenerMeters } from '../net/metrics.js';
+import { countAccepted, listenerMeters } from '../net/metrics.js';
 import { meterListener } from '../net/server-meters.js';
 import { loadOrCreateCa, type CertificateAuthority } from '../pki/ca.js';
 import { FileStore } from '../store/file-store.js';
@@ -50,6 +50,7 @@ import { ensureAdminKey } from './admin-key.js';
 import { gatewayBanner, gatewayCertificate, startGateway } from './gateway-role.js';
 import { GatewayWorkers } from './gateway-workers.js';
 import { checkPorts, listen, type PlannedListener } from './listen.js';
+import { HostRegistryGate } from '../net/registry-gate.js';
 
 export interface RunningService {
   metricsPort: number;
@@ -98,6 +99,8 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       catalog: await loadCatalog(config.catalogFile),
       ca: await loadOrCreateCa(config.certsDir),
       sealer: config.role !== 'gateway' ? new Sealer(await loadSealingKey(config.dataDir, process.env.INFERGATE_SECRET_KEY)) : null,
+      // This service's own ports are never a registry: the configured ones now, the bound ones as each listener starts.
+      registries: new HostRegistryGate({ listed: config.registries, ports: plannedListeners(config).map((l) => l.port) }),
     };
     const { registry } = shared;
     const monitor = new StoreMonitor(store, registry, logger.child({ component: 'store' }));
@@ -120,8 +123,9 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       config.role !== 'gateway' ? { load: null, revisions: (id, windowSeconds) => revisionMetrics?.load?.revisions(id, windowSeconds) ?? [] } : null;
     if (sandbox !== null) lines.push(sandbox.description);
     // Chosen before the control API starts: whether images run in containers decides its rule for host commands.
-    const chosen = config.role !== 'gateway' ? await chooseRuntime(config, shared.images, sandbox?.host ?? null, logger.child({ component: 'runtime' })) : null;
+    const chosen = config.role !== 'gateway' ? await chooseRuntime(config, shared.images, sandbox?.host ?? null, logger.child({ component: 'runtime' }), shared.registries) : null;
     if (chosen !== null) lines.push(chosen.line);
+    if (chosen?.kind === 'docker') lines.push(`infergate: the daemon pulls from ${registriesWords(config.registries)} (--registries)`);
     if (config.role !== 'gateway') {
       const hostCommands: HostCommandPolicy = {
         sandboxed: sandbox?.sandboxed ?? false,
@@ -141,10 +145,12 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       const certificate = await gatewayCertificate(config, shared.ca);
       closers.push(() => running.stop());
       const port = await running.start();
+      shared.registries.addOwnPort(port);
       logger.info({ pids: running.pids() }, 'gateway workers started');
       lines.push(...gatewayBanner(config, port, certificate.operator, config.gatewayWorkers));
     } else if (config.role !== 'control') {
       const started = await startGateway(shared);
+      shared.registries.addOwnPort(started.port);
       gateway = { gateway: started.gateway, publisher: started.publisher };
       lines.push(...started.lines);
     }
@@ -153,8 +159,10 @@ export async function serve(config: Config, out: (line: string) => void): Promis
 
     const exposition = workers === null ? registry : clusterExposition(registry, workers);
     const metrics = createMetricsServer(exposition, { [SERVICE_DISCOVERY_PATH]: () => replicaTargetGroups(store) });
+    countAccepted(metrics, registry, 'metrics');
     closers.push(() => new Promise<void>((resolve) => metrics.close(() => resolve())));
     const metricsPort = await listen(metrics, config.metricsHost, config.metricsPort, 'metrics-port', 'metrics');
+    shared.registries.addOwnPort(metricsPort);
     lines.push(`infergate: metrics on http://${hostForUrl(config.metricsHost)}:${metricsPort}/metrics; replica targets for Prometheus http_sd at ${SERVICE_DISCOVERY_PATH}`);
     lines.push(`infergate: state in ${config.redisUrl ? 'Redis' : config.dataDir}`);
     const caps = [config.role !== 'control' ? config.limits.gateway.maxConnections : null, config.role !== 'gateway' ? config.limits.api.maxConnections : null];
@@ -185,6 +193,8 @@ interface Shared {
   ca: CertificateAuthority;
   /** The key that seals secrets at rest; null in a gateway-only process, which needs none. */
   sealer: Sealer | null;
+  /** Which registry hosts the container daemon may pull from: asked by the control API and the image puller. */
+  registries: HostRegistryGate;
 }
 
 function sealerOf(shared: Shared): Sealer {
@@ -202,7 +212,7 @@ async function startControl(
   activity: ActivityRecorder | null,
   revisionMetrics: RevisionMetricsSource | null,
 ): Promise<string[]> {
-  const { config, store, logger, closers, registry, images, catalog, ca } = shared;
+  const { config, store, logger, closers, registry, images, catalog, ca, registries } = shared;
   const { logsDir } = runtimeDirs(config.dataDir);
   const api = settingsOf(config).api;
   const app = await buildControlApp({
@@ -214,6 +224,7 @@ async function startControl(
     activity,
     revisionMetrics,
     hostCommands,
+    registries,
     gpuQuota: config.gpuQuota,
     sealer: sealerOf(shared),
     clock: systemClock,
@@ -230,6 +241,7 @@ async function startControl(
   meterListener(app.server, apiMeters);
   closers.push(() => app.close());
   const apiPort = await listen(app.server as Server, config.apiHost, config.apiPort, 'api-port', 'control API');
+  registries.addOwnPort(apiPort);
   await app.ready();
   // Once the API listens: a start that fails before this point has made no account.
   const adminLine = await ensureAdminKey(store, { dataDir: config.dataDir, redisUrl: config.redisUrl, fixedKey: config.adminKey, fixedKeyFile: config.adminKeyFile });
@@ -351,6 +363,13 @@ async function loadCatalog(file: string | null): Promise<Catalog> {
 async function readApiTls(config: Config): Promise<{ cert: Buffer; key: Buffer } | null> {
   if (!config.apiTlsCert || !config.apiTlsKey) return null;
   return { cert: await readFile(config.apiTlsCert), key: await readFile(config.apiTlsKey) };
+}
+
+/** --registries in words for the start-up line. */
+function registriesWords(listed: readonly string[]): string {
+  const any = 'any registry but loopback, link-local and this service';
+  if (listed.length === 0) return any;
+  return listed.map((l) => (l === '*' ? any : l)).join(', ');
 }
 
 function hostForUrl(host: string): string {

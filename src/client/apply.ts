@@ -4,12 +4,11 @@
 // with only the fields that differ — saying beforehand whether that scales in place, takes
 // effect at once or makes a revision (the same forecast as the console's) — and what matches
 // is left alone. Only the fields the file names are compared: a field left out keeps its
-// value. Secrets (tokens, passwords) cannot be read back: a registry password or model-hub
-// token, like a secret environment variable, is sent when the deployment does not have one
-// yet; an endpoint token when the deployment has none, or when the last four characters of
-// its token (which the vault shows) differ from the file's. A secret the file gives that is
-// not sent is named in a warning (apply --replace-secrets sends them all), so a changed token
-// or password is never dropped silently. Registry credentials are the vault's
+// value. Secrets (tokens, passwords) cannot be read back, nor any part of them: an endpoint
+// token, a registry password or model-hub token, like a secret environment variable, is sent
+// when the deployment does not have one yet. A secret the file gives that is not sent is named
+// in a warning (apply --replace-secrets sends them all), so a changed token or password is
+// never dropped silently. Registry credentials are the vault's
 // (registry_credential_id) or the deployment's own pair, never both: a file that switches to
 // one side clears the other unless it names it. flow_control is compared by what the gateway
 // applies (keys left out and null mean the defaults), not by how the file spells it; traffic by
@@ -33,16 +32,8 @@ const SHOWN_AS_SET: Record<string, string> = { registry_password: 'has_registry_
 /** Whether the deployment holds a write-only secret, where the API says so. */
 const holds = (current: Deployment, key: string): boolean | undefined => (SHOWN_AS_SET[key] ? current[SHOWN_AS_SET[key]] === true : undefined);
 
-/** How the vault shows a token: its last four characters (the API's hint). */
-export const tokenHint = (value: string): string => `…${value.slice(-4)}`;
-
 /** What patchFor knows beyond the file and the deployment. */
 export interface SecretContext {
-  /**
-   * The hint of the vault token the deployment is bound to (endpoint_token_id); null when it
-   * could not be read, absent when the deployment has no token or the file gives none.
-   */
-  tokenHint?: string | null;
   /** Send every secret the file gives, even one the deployment has (apply --replace-secrets). */
   replaceSecrets?: boolean;
 }
@@ -59,7 +50,7 @@ export interface Desired {
  */
 export type Step =
   | { kind: 'create'; desired: Desired }
-  | { kind: 'patch'; desired: Desired; current: Deployment; plan: PatchPlan; withheld: string[]; tokenHint?: string | null }
+  | { kind: 'patch'; desired: Desired; current: Deployment; plan: PatchPlan; withheld: string[] }
   | { kind: 'unchanged'; desired: Desired; current: Deployment; withheld: string[] };
 
 /** Reads a file (or standard input for `-`) into the deployments it describes. */
@@ -125,23 +116,20 @@ function holdsToken(current: Deployment): boolean | undefined {
 /**
  * Whether a write-only field of the file is sent: always with replaceSecrets (a value; null
  * only removes one the deployment has); else, like a secret variable, set when the deployment
- * has none and removed by null when it has one — and an endpoint token also when its hint
- * shows the deployment's is another one.
+ * has none and removed by null when it has one.
  */
 function sendsSecret(key: string, raw: unknown, current: Deployment, context: SecretContext): boolean {
   const held = key === 'endpoint_bearer_token' ? holdsToken(current) : holds(current, key);
   if (held === undefined) return false;
   if (raw === null || raw === undefined) return held;
-  if (!held || context.replaceSecrets === true) return true;
-  return key === 'endpoint_bearer_token' && typeof raw === 'string' && typeof context.tokenHint === 'string' && context.tokenHint !== tokenHint(raw);
+  return !held || context.replaceSecrets === true;
 }
 
 /**
  * The fields of the file that differ from the deployment as the API shows it. Secret variables,
- * the registry password and the model-hub token cannot be read back: one the deployment does
- * not have is set, one it has is left alone (context.replaceSecrets sends it anyway), null
- * removes one it has. An endpoint token is sent when the deployment has none or its token's
- * hint (context.tokenHint) differs from the file's.
+ * the endpoint token, the registry password and the model-hub token cannot be read back: one
+ * the deployment does not have is set, one it has is left alone (context.replaceSecrets sends
+ * it anyway), null removes one it has.
  */
 export function patchFor(desired: Desired, current: Deployment, context: SecretContext = {}): Body {
   const patch: Body = {};
@@ -197,35 +185,18 @@ function storedTraffic(value: unknown): unknown {
 /**
  * The secrets the file gives a value for that the patch does not carry: the deployment has
  * them and their values cannot be read back, so a changed one would be lost without a word.
- * An endpoint token whose hint matches the deployment's is taken to be the same token.
  */
-export function withheldSecrets(desired: Desired, current: Deployment, patch: Body, context: SecretContext = {}): string[] {
+export function withheldSecrets(desired: Desired, patch: Body): string[] {
   const withheld: string[] = [];
   const { secret } = splitEnvironment(desired.body);
   for (const key of WRITE_ONLY) {
     const raw = desired.body[key];
     if (typeof raw !== 'string' || key in patch) continue;
-    if (key === 'endpoint_bearer_token' && (holdsToken(current) !== true || context.tokenHint === tokenHint(raw))) continue;
     withheld.push(key);
   }
   const sent = isRecord(patch.secret_env) ? patch.secret_env : {};
   for (const [name, value] of Object.entries(secret)) if (value !== null && !(name in sent)) withheld.push(`secret_env.${name}`);
   return withheld;
-}
-
-/**
- * The hint of the vault token a deployment is bound to, when the file gives an endpoint token
- * to compare with it; null when it cannot be read (then the token is not sent, and said so).
- */
-async function boundTokenHint(api: ApiClient, desired: Desired, current: Deployment): Promise<string | null | undefined> {
-  const id = current.endpoint_token_id;
-  if (typeof desired.body.endpoint_bearer_token !== 'string' || typeof id !== 'number') return undefined;
-  try {
-    return (await api.get<{ hint: string }>(`/vault/tokens/${id}`)).hint;
-  } catch (err) {
-    if (err instanceof ApiRefusal) return null;
-    throw err;
-  }
 }
 
 /**
@@ -250,11 +221,10 @@ export async function planApply(api: ApiClient, desired: readonly Desired[], opt
       const current = existing.find((e) => e.name === d.name);
       if (!current) return { kind: 'create', desired: d };
       if (current.family !== d.family) throw new UsageError(`${d.name} exists as a ${current.family} deployment, not ${d.family}; delete it first or rename`);
-      const context: SecretContext = { tokenHint: await boundTokenHint(api, d, current), replaceSecrets: options.replaceSecrets };
-      const patch = patchFor(d, current, context);
-      const withheld = withheldSecrets(d, current, patch, context);
+      const patch = patchFor(d, current, { replaceSecrets: options.replaceSecrets });
+      const withheld = withheldSecrets(d, patch);
       if (Object.keys(patch).length === 0) return { kind: 'unchanged', desired: d, current, withheld };
-      return { kind: 'patch', desired: d, current, plan: classifyPatch(patch, current.revision), withheld, tokenHint: context.tokenHint };
+      return { kind: 'patch', desired: d, current, plan: classifyPatch(patch, current.revision), withheld };
     }),
   );
 }
@@ -285,15 +255,14 @@ export function describeStep(step: Step): string {
   return `${label}: ${step.plan.statement}`;
 }
 
-/** The field-by-field difference, for `diff`; secret variables by name, never their values (a token by its hint). */
+/** The field-by-field difference, for `diff`; secrets by name, never their values nor any part of them. */
 export function describeChanges(step: Step): string[] {
   if (step.kind !== 'patch') return [];
   return Object.entries(step.plan.patch).map(([key, value]) => {
-    if (key === 'endpoint_bearer_token') {
-      const before = holdsToken(step.current) ? (step.tokenHint ?? 'set') : 'not set';
-      return `  ${key}: ${before} → ${typeof value === 'string' ? tokenHint(value) : 'removed'} (value not shown)`;
+    if (WRITE_ONLY.has(key)) {
+      const held = key === 'endpoint_bearer_token' ? holdsToken(step.current) : holds(step.current, key);
+      return `  ${key}: ${held ? 'set' : 'not set'} → ${value === null ? 'removed' : 'set'} (value not shown)`;
     }
-    if (WRITE_ONLY.has(key)) return `  ${key}: ${holds(step.current, key) ? 'set' : 'not set'} → ${value === null ? 'removed' : 'set'} (value not shown)`;
     if (key !== 'secret_env' || !isRecord(value)) return `  ${key}: ${JSON.stringify(step.current[key] ?? null)} → ${JSON.stringify(value)}`;
     const names = (removed: boolean) => Object.keys(value).filter((n) => (value[n] === null) === removed);
     const parts = [names(false).length > 0 ? `set ${names(false).join(', ')}` : '', names(true).length > 0 ? `remove ${names(true).join(', ')}` : ''];

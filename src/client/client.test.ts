@@ -303,17 +303,18 @@ describe('the status reason', () => {
 
 describe('registry credentials', () => {
   const PASSWORD = 'registry pass-0123456789';
-  const team = { id: 2, name: 'team-registry', username: 'team', hint: '…6789', created_at: '2026-01-05T10:00:00.000Z', deployments: [3] };
-  const numbered = { id: 5, name: '7', username: 'ci', hint: '…abcd', created_at: '2026-01-06T10:00:00.000Z', deployments: [] };
+  const team = { id: 2, name: 'team-registry', username: 'team', registry: 'registry.example.com:5000', created_at: '2026-01-05T10:00:00.000Z', deployments: [3] };
+  const numbered = { id: 5, name: '7', username: 'ci', registry: null, created_at: '2026-01-06T10:00:00.000Z', deployments: [] };
   const api: Answer = ({ method, path: route, body }) => {
     if (route === '/vault/registry-credentials' && method === 'GET') return [200, { items: [team, numbered] }];
     if (route === '/deployments/general' && method === 'GET') return [200, { items: [deployment(3, 'chat', {})] }];
     if (route === '/deployments/orchestrated' && method === 'GET') return [200, { items: [] }];
     if (route === '/vault/registry-credentials' && method === 'POST') {
-      const b = body as { name: string; username: string; password: string };
-      return [201, { id: 9, name: b.name, username: b.username, hint: `…${b.password.slice(-4)}`, created_at: '2026-01-07T10:00:00.000Z', deployments: [] }];
+      const b = body as { name: string; username: string; password: string; registry: string };
+      return [201, { id: 9, name: b.name, username: b.username, registry: b.registry, created_at: '2026-01-07T10:00:00.000Z', deployments: [] }];
     }
     if (route === '/vault/registry-credentials/2' && method === 'GET') return [200, team];
+    if (route === '/vault/registry-credentials/5' && method === 'PATCH') return [200, { ...numbered, registry: (body as { registry: string }).registry }];
     if (route === '/vault/registry-credentials/2' && method === 'DELETE') {
       return [409, { error: { code: 'conflict', message: 'registry credential team-registry is used by chat: point them at other credentials first (PATCH registry_credential_id)' } }];
     }
@@ -331,27 +332,29 @@ describe('registry credentials', () => {
   });
 
   it('create reads the password from standard input (its line ending dropped, spaces kept) and never prints it', async () => {
-    const { printed, sent } = await run(['create', 'ngc', '--username', '$oauthtoken', '--password-stdin'], `${PASSWORD}\n`);
-    expect(sent).toEqual([{ method: 'POST', path: '/vault/registry-credentials', body: { name: 'ngc', username: '$oauthtoken', password: PASSWORD } }]);
-    expect(printed).toBe('registry credential ngc (id 9) for user $oauthtoken, password …6789; deployments use it with registry_credential_id: 9\n');
-    expect(JSON.parse((await run(['create', 'ngc', '--username', 'u', '--password-stdin', '-o', 'json'], PASSWORD)).printed)).toMatchObject({ id: 9, hint: '…6789' });
-    expect((await run(['create', 'ngc', '--username', 'u', '--password-stdin', '-o', 'name'], PASSWORD)).printed).toBe('ngc\n');
+    const { printed, sent } = await run(['create', 'ngc', '--username', '$oauthtoken', '--registry', 'nvcr.io', '--password-stdin'], `${PASSWORD}\n`);
+    expect(sent).toEqual([{ method: 'POST', path: '/vault/registry-credentials', body: { name: 'ngc', username: '$oauthtoken', password: PASSWORD, registry: 'nvcr.io' } }]);
+    // No part of the password is shown: the credential is told by its name, user and registry.
+    expect(printed).toBe('registry credential ngc (id 9) for user $oauthtoken at nvcr.io; deployments pulling from there use it with registry_credential_id: 9\n');
+    expect(printed).not.toContain('6789');
+    expect(JSON.parse((await run(['create', 'ngc', '--username', 'u', '--registry', 'nvcr.io', '--password-stdin', '-o', 'json'], PASSWORD)).printed)).toMatchObject({ id: 9, registry: 'nvcr.io' });
+    expect((await run(['create', 'ngc', '--username', 'u', '--registry', 'nvcr.io', '--password-stdin', '-o', 'name'], PASSWORD)).printed).toBe('ngc\n');
   });
 
   it('create reads the password from --password-file', async () => {
     dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-regcred-'));
     const file = path.join(dir, 'password.txt');
     await writeFile(file, `${PASSWORD}\r\n`);
-    const { sent } = await run(['create', 'team', '--username', 'team', '--password-file', file]);
-    expect(sent[0]?.body).toEqual({ name: 'team', username: 'team', password: PASSWORD });
-    await expect(run(['create', 'team', '--username', 'team', '--password-file', path.join(dir, 'absent.txt')])).rejects.toThrow(/cannot read --password-file .*absent\.txt/);
+    const { sent } = await run(['create', 'team', '--username', 'team', '--registry', 'registry.example.com:5000', '--password-file', file]);
+    expect(sent[0]?.body).toEqual({ name: 'team', username: 'team', password: PASSWORD, registry: 'registry.example.com:5000' });
+    await expect(run(['create', 'team', '--username', 'team', '--registry', 'r.example', '--password-file', path.join(dir, 'absent.txt')])).rejects.toThrow(/cannot read --password-file .*absent\.txt/);
   });
 
   const refusals: [string, string[], string, RegExp][] = [
-    ['no password option', ['--username', 'u'], PASSWORD, /no password: pipe it in with --password-stdin or name a file with --password-file FILE/],
-    ['an empty standard input', ['--username', 'u', '--password-stdin'], '\n', /no password on standard input/],
-    ['several lines', ['--username', 'u', '--password-stdin'], 'one\ntwo\n', /more than one line/],
-    ['both sources', ['--username', 'u', '--password-stdin', '--password-file', 'p.txt'], PASSWORD, /not both/],
+    ['no password option', ['--username', 'u', '--registry', 'r.example'], PASSWORD, /no password: pipe it in with --password-stdin or name a file with --password-file FILE/],
+    ['an empty standard input', ['--username', 'u', '--registry', 'r.example', '--password-stdin'], '\n', /no password on standard input/],
+    ['several lines', ['--username', 'u', '--registry', 'r.example', '--password-stdin'], 'one\ntwo\n', /more than one line/],
+    ['both sources', ['--username', 'u', '--registry', 'r.example', '--password-stdin', '--password-file', 'p.txt'], PASSWORD, /not both/],
   ];
   for (const [name, args, stdin, message] of refusals) {
     it(`create refuses ${name}, sending nothing`, async () => {
@@ -363,19 +366,27 @@ describe('registry credentials', () => {
     });
   }
 
-  it('create takes no password on the command line, and needs --username', async () => {
-    const plain = run(['create', 'x', '--username', 'u', '--password', PASSWORD]);
+  it('create takes no password on the command line, and needs --username and --registry', async () => {
+    const plain = run(['create', 'x', '--username', 'u', '--registry', 'r.example', '--password', PASSWORD]);
     await expect(plain).rejects.toThrow(CommanderError);
-    await expect(run(['create', 'x', '--username', 'u', '--password', PASSWORD])).rejects.toThrow(/unknown option '--password'/);
-    await expect(run(['create', 'x', '--password-stdin'], PASSWORD)).rejects.toThrow(/--username/);
+    await expect(run(['create', 'x', '--username', 'u', '--registry', 'r.example', '--password', PASSWORD])).rejects.toThrow(/unknown option '--password'/);
+    await expect(run(['create', 'x', '--registry', 'r.example', '--password-stdin'], PASSWORD)).rejects.toThrow(/--username/);
+    await expect(run(['create', 'x', '--username', 'u', '--password-stdin'], PASSWORD)).rejects.toThrow(/--registry/);
+  });
+
+  it('bind sends the registry host by PATCH and says where the password goes', async () => {
+    const { printed, sent } = await run(['bind', '7', 'ci.example.com']);
+    expect(sent.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /vault/registry-credentials', 'PATCH /vault/registry-credentials/5']);
+    expect(sent[1]?.body).toEqual({ registry: 'ci.example.com' });
+    expect(printed).toBe('registry credential 7 (id 5) is bound to ci.example.com: its password is sent there only\n');
   });
 
   it('ls shows who pulls with each (by name), never a password; -o yaml and name for scripts', async () => {
     const lines = (await run(['ls'])).printed.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+NAME\s+USERNAME\s+HINT\s+DEPLOYMENTS\s+CREATED$/);
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+USERNAME\s+REGISTRY\s+DEPLOYMENTS\s+CREATED$/);
     // The table names the deployments; JSON and YAML keep the API's ids.
-    expect(lines[1]).toMatch(/^2\s+team-registry\s+team\s+…6789\s+chat\s+2026-01-05T10:00:00\.000Z$/);
-    expect(lines[2]).toMatch(/^5\s+7\s+ci\s+…abcd\s+-\s+/);
+    expect(lines[1]).toMatch(/^2\s+team-registry\s+team\s+registry\.example\.com:5000\s+chat\s+2026-01-05T10:00:00\.000Z$/);
+    expect(lines[2]).toMatch(/^5\s+7\s+ci\s+none: not used until an admin binds it\s+-\s+/);
     expect((await run(['ls', '-o', 'yaml'])).printed).toContain('- id: 2\n  name: team-registry\n  username: team\n');
     expect((await run(['ls', '-o', 'name'])).printed).toBe('team-registry\n7\n');
   });
@@ -399,8 +410,8 @@ describe('registry credentials', () => {
 
   it('completion knows the commands and their options', async () => {
     const { printed } = await runAgainst(api, ['completion', 'bash']);
-    expect(printed).toMatch(/^ {4}"registry-credentials"\) words="create ls get rm /m);
-    expect(printed).toMatch(/^ {4}"registry-credentials create"\) words="--username --password-stdin --password-file /m);
+    expect(printed).toMatch(/^ {4}"registry-credentials"\) words="create bind ls get rm /m);
+    expect(printed).toMatch(/^ {4}"registry-credentials create"\) words="--username --registry --password-stdin --password-file /m);
   });
 });
 
@@ -412,7 +423,7 @@ describe('registry credentials of a deployment', () => {
   const table: Record<string, unknown> = {
     '/deployments/general': { items: [fromVault, gone, own, open] },
     '/deployments/orchestrated': { items: [] },
-    '/vault/registry-credentials/2': { id: 2, name: 'team-registry', username: 'team', hint: '…6789', created_at: '2026-01-05T10:00:00.000Z', deployments: [3] },
+    '/vault/registry-credentials/2': { id: 2, name: 'team-registry', username: 'team', registry: 'registry.example.com', created_at: '2026-01-05T10:00:00.000Z', deployments: [3] },
   };
   for (const id of [3, 4, 5, 6]) table[`/deployments/general/${id}/replicas`] = { items: [] };
   const describeLines = async (name: string) => (await runAgainst(getsFrom(table), ['describe', name])).printed.split('\n');
@@ -470,26 +481,21 @@ describe('secrets a re-apply cannot compare', () => {
   const mtlsOnly = deployment(4, 'mtls', { endpoint_token_id: null });
   const file = (name: string, body: Record<string, unknown>) => ({ family: 'general' as const, name, body: { name, ...body } });
 
-  it('sends an endpoint token when the deployment has none, or when the last four characters of its token differ', () => {
+  it('sends an endpoint token only when the deployment has none: no part of a token is shown to compare', () => {
     expect(patchFor(file('mtls', { endpoint_bearer_token: TOKEN }), mtlsOnly)).toEqual({ endpoint_bearer_token: TOKEN });
-    expect(patchFor(file('chat', { endpoint_bearer_token: TOKEN }), chat, { tokenHint: '…cdef' })).toEqual({});
-    expect(patchFor(file('chat', { endpoint_bearer_token: TOKEN }), chat, { tokenHint: '…9999' })).toEqual({ endpoint_bearer_token: TOKEN });
-    // The bound token could not be read: nothing to compare with, so it is not sent (and said so).
-    expect(patchFor(file('chat', { endpoint_bearer_token: TOKEN }), chat, { tokenHint: null })).toEqual({});
-    expect(patchFor(file('chat', { endpoint_bearer_token: null }), chat, { tokenHint: '…cdef' })).toEqual({ endpoint_bearer_token: null });
+    expect(patchFor(file('chat', { endpoint_bearer_token: TOKEN }), chat)).toEqual({});
+    expect(patchFor(file('chat', { endpoint_bearer_token: null }), chat)).toEqual({ endpoint_bearer_token: null });
   });
 
   it('names each secret of the file it does not send', () => {
     const body = { endpoint_bearer_token: TOKEN, registry_password: 'pw-never-printed', model_hub_token: 'hf_new', secret_env: { HF_TOKEN: 'v', NEW_KEY: 'w' } };
     const desired = file('chat', body);
-    const patch = patchFor(desired, chat, { tokenHint: null });
+    const patch = patchFor(desired, chat);
     // The model-hub token and NEW_KEY are new to the deployment: sent. The rest it has already.
     expect(patch).toEqual({ model_hub_token: 'hf_new', secret_env: { NEW_KEY: 'w' } });
-    expect(withheldSecrets(desired, chat, patch, { tokenHint: null })).toEqual(['endpoint_bearer_token', 'registry_password', 'secret_env.HF_TOKEN']);
-    // A token whose last four characters match is taken for the same one: nothing to say about it.
-    expect(withheldSecrets(desired, chat, patch, { tokenHint: '…cdef' })).toEqual(['registry_password', 'secret_env.HF_TOKEN']);
+    expect(withheldSecrets(desired, patch)).toEqual(['endpoint_bearer_token', 'registry_password', 'secret_env.HF_TOKEN']);
     // Null removes; nothing of the file is lost.
-    expect(withheldSecrets(file('chat', { registry_password: null }), chat, {})).toEqual([]);
+    expect(withheldSecrets(file('chat', { registry_password: null }), {})).toEqual([]);
   });
 
   it('says so in one line per deployment, naming the fields and what to do, never a value', () => {
@@ -509,30 +515,32 @@ describe('secrets a re-apply cannot compare', () => {
     ]);
   });
 
-  it('--replace-secrets sends every secret the file gives; a diff shows a token by its last four characters only', () => {
+  it('--replace-secrets sends every secret the file gives; a diff shows none of their characters', () => {
     const desired = file('chat', { endpoint_bearer_token: TOKEN, registry_password: 'pw-never-printed', secret_env: { HF_TOKEN: 'v' } });
-    const context = { tokenHint: '…cdef', replaceSecrets: true };
+    const context = { replaceSecrets: true };
     const patch = patchFor(desired, chat, context);
     expect(patch).toEqual({ endpoint_bearer_token: TOKEN, registry_password: 'pw-never-printed', secret_env: { HF_TOKEN: 'v' } });
-    expect(withheldSecrets(desired, chat, patch, context)).toEqual([]);
-    const text = describeChanges({ kind: 'patch', desired, current: chat, withheld: [], tokenHint: '…cdef', plan: classifyPatch(patch, 1) }).join('\n');
-    expect(text).toContain('  endpoint_bearer_token: …cdef → …cdef (value not shown)');
+    expect(withheldSecrets(desired, patch)).toEqual([]);
+    const text = describeChanges({ kind: 'patch', desired, current: chat, withheld: [], plan: classifyPatch(patch, 1) }).join('\n');
+    expect(text).toContain('  endpoint_bearer_token: set → set (value not shown)');
     expect(text).toContain('  registry_password: set → set (value not shown)');
-    expect(text).not.toMatch(/never-printed|0123456789/);
+    expect(text).not.toMatch(/never-printed|cdef|0123456789/);
   });
 
-  it('planApply reads the bound token\'s hint from the vault to compare', async () => {
-    const answers = { '/deployments/general': { items: [chat] }, '/deployments/orchestrated': { items: [] }, '/vault/tokens/1': { id: 1, name: 'chat-endpoint', hint: '…beef', created_at: '2026-01-05T10:00:00.000Z', deployments: [3] } };
+  it('planApply asks the vault nothing about the bound token: a token it has is withheld, and said so', async () => {
+    const answers = { '/deployments/general': { items: [chat] }, '/deployments/orchestrated': { items: [] } };
     const sent: Sent[] = [];
     const client = new ApiClient({ api: 'http://api.test', key: 'key-0123456789', source: 'test' }, { request: standIn(getsFrom(answers), sent) });
     const [step] = await planApply(client, [file('chat', { endpoint_bearer_token: TOKEN })]);
-    expect(sent.map((r) => r.path)).toContain('/vault/tokens/1');
-    expect(step).toMatchObject({ kind: 'patch', withheld: [], plan: { patch: { endpoint_bearer_token: TOKEN }, effect: 'at_once' } });
+    expect(sent.map((r) => r.path)).not.toContain('/vault/tokens/1');
+    expect(step).toMatchObject({ kind: 'unchanged', withheld: ['endpoint_bearer_token'] });
+    const [replaced] = await planApply(client, [file('chat', { endpoint_bearer_token: TOKEN })], { replaceSecrets: true });
+    expect(replaced).toMatchObject({ kind: 'patch', withheld: [], plan: { patch: { endpoint_bearer_token: TOKEN }, effect: 'at_once' } });
   });
 });
 
 describe('lists that name deployments', () => {
-  const tokens = { items: [{ id: 1, name: 'shared', hint: '…abcd', created_at: '2026-01-05T10:00:00.000Z', deployments: [3, 9, 4] }, { id: 2, name: 'spare', hint: '…ef01', max_priority: 'sheddable', created_at: '2026-01-05T10:00:00.000Z', deployments: [] }] };
+  const tokens = { items: [{ id: 1, name: 'shared', created_at: '2026-01-05T10:00:00.000Z', deployments: [3, 9, 4] }, { id: 2, name: 'spare', max_priority: 'sheddable', created_at: '2026-01-05T10:00:00.000Z', deployments: [] }] };
   const answers = getsFrom({
     '/vault/tokens': tokens,
     '/deployments/general': { items: [deployment(3, 'chat', {})] },
@@ -545,9 +553,9 @@ describe('lists that name deployments', () => {
 
   it('tokens ls names the deployments each token protects, of both families; one gone meanwhile by its id', async () => {
     const lines = (await runAgainst(answers, ['tokens', 'ls'])).printed.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+NAME\s+HINT\s+MAX PRIORITY\s+DEPLOYMENTS\s+CREATED$/);
-    expect(lines[1]).toMatch(/^1\s+shared\s+…abcd\s+any\s+chat, id 9, llm\s+2026-01-05T10:00:00\.000Z$/);
-    expect(lines[2]).toMatch(/^2\s+spare\s+…ef01\s+sheddable\s+-\s+/);
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+MAX PRIORITY\s+DEPLOYMENTS\s+CREATED$/);
+    expect(lines[1]).toMatch(/^1\s+shared\s+any\s+chat, id 9, llm\s+2026-01-05T10:00:00\.000Z$/);
+    expect(lines[2]).toMatch(/^2\s+spare\s+sheddable\s+-\s+/);
   });
 
   it('-o json keeps the API\'s ids and does not ask for the deployments', async () => {
@@ -560,8 +568,8 @@ describe('lists that name deployments', () => {
 describe('priority caps of credentials', () => {
   const answer: Answer = ({ method, path: route, body }) => {
     const cap = (body as { max_priority?: unknown } | undefined)?.max_priority ?? null;
-    if (method === 'POST' && route === '/vault/tokens') return [201, { id: 4, name: 'batch', hint: '…0000', token: 'tok_secret_value', max_priority: cap, deployments: [] }];
-    if (method === 'PATCH' && route === '/vault/tokens/4') return [200, { id: 4, name: 'batch', hint: '…0000', max_priority: cap, deployments: [] }];
+    if (method === 'POST' && route === '/vault/tokens') return [201, { id: 4, name: 'batch', token: 'tok_secret_value', max_priority: cap, deployments: [] }];
+    if (method === 'PATCH' && route === '/vault/tokens/4') return [200, { id: 4, name: 'batch', max_priority: cap, deployments: [] }];
     if (method === 'POST' && route === '/certificates') return [201, { id: 9, name: 'app2', fingerprint_sha256: 'ab', max_priority: cap, deployment_id: 3 }];
     if (method === 'PATCH' && route === '/certificates/9') return [200, { id: 9, name: 'app2', max_priority: cap }];
     if (method === 'GET' && route === '/certificates') return [200, { items: [{ id: 9, name: 'app2', not_after: '2027-01-01', revoked: false, max_priority: 'standard', deployments: [] }] }];

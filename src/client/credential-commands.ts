@@ -2,7 +2,9 @@
 // registry credentials in the vault, client certificates, and service accounts. A value shown
 // once by the API (a token, a key) is printed once, with a line saying so. A secret the client
 // sends (a registry password) is read from standard input or a file, never from the command
-// line, where `ps` and the shell's history would show it. Tables name the deployments a token,
+// line, where `ps` and the shell's history would show it; no part of a secret is ever shown (a
+// credential is told by its name, username, registry and creation time). A registry credential
+// is bound to the one registry host its password is sent to (--registry; `bind` for an admin). Tables name the deployments a token,
 // certificate or registry credential serves; JSON and YAML keep the API's ids. Tokens and
 // certificates carry a cap on the X-Priority class of their requests (--max-priority), set at
 // creation and changed with `update`; tables show it as MAX PRIORITY ("any" for none).
@@ -16,16 +18,19 @@ import { deploymentNames, namesById } from './deployments.js';
 import { ApiRefusal, UsageError } from './errors.js';
 import { print, type Column, type Format } from './output.js';
 
-/** A registry credential as the API renders it: never the password, only its last characters (hint); deployments: those pulling with it. */
+/** A registry credential as the API renders it: never the password nor any part of it; registry: the host it is sent to; deployments: those pulling with it. */
 export type RegistryCredential = RegistryCredentialView;
 
 export const REGISTRY_CREDENTIALS = '/vault/registry-credentials';
+
+/** How a table shows a credential bound to no host (an older one): not used until an admin binds it. */
+const UNBOUND = 'none: not used until an admin binds it';
 
 const registryColumns = (names: ReadonlyMap<number, string>): Column<RegistryCredential>[] => [
   { header: 'ID', value: (c) => String(c.id) },
   { header: 'NAME', value: (c) => c.name },
   { header: 'USERNAME', value: (c) => c.username },
-  { header: 'HINT', value: (c) => c.hint },
+  { header: 'REGISTRY', value: (c) => c.registry ?? UNBOUND },
   { header: 'DEPLOYMENTS', value: (c) => deploymentNames(c.deployments, names) },
   { header: 'CREATED', value: (c) => c.created_at },
 ];
@@ -97,12 +102,11 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
     .action(async (_opts, cmd: Command) => {
       const client = api(cmd);
       const f = format(cmd);
-      type Token = { id: number; name: string; hint: string; max_priority?: Priority | null; deployments: number[]; created_at: string };
+      type Token = { id: number; name: string; max_priority?: Priority | null; deployments: number[]; created_at: string };
       const [tokenList, names] = await Promise.all([client.get<{ items: Token[] }>('/vault/tokens'), namesFor(client, f)]);
       print(tokenList.items, f, out, [
         { header: 'ID', value: (t) => String(t.id) },
         { header: 'NAME', value: (t) => t.name },
-        { header: 'HINT', value: (t) => t.hint },
         capColumn<Token>(),
         { header: 'DEPLOYMENTS', value: (t) => deploymentNames(t.deployments, names) },
         { header: 'CREATED', value: (t) => t.created_at },
@@ -131,18 +135,30 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
     .command('create <name>')
     .description('keep a registry username and password in the vault; the password is read from standard input or a file, never the command line')
     .requiredOption('--username <user>', 'the registry user')
+    .requiredOption('--registry <host[:port]>', 'the registry host the password is sent to, and the only one (docker.io for Docker Hub); deployments use it only for images pulled from there')
     .option('--password-stdin', 'read the password from standard input (as docker login does)')
     .option('--password-file <file>', 'read the password from a file')
-    .action(async (name: string, opts: { username: string; passwordStdin?: boolean; passwordFile?: string }, cmd: Command) => {
+    .action(async (name: string, opts: { username: string; registry: string; passwordStdin?: boolean; passwordFile?: string }, cmd: Command) => {
       if (opts.passwordStdin && opts.passwordFile !== undefined) throw new UsageError('give --password-stdin or --password-file, not both');
       let password: string;
       if (opts.passwordFile !== undefined) password = passwordFrom(readOptionFile('--password-file', opts.passwordFile), opts.passwordFile);
       else if (opts.passwordStdin) password = passwordFrom(kit.io.readStdin(), 'standard input');
       else throw new UsageError('no password: pipe it in with --password-stdin or name a file with --password-file FILE (never on the command line, where ps shows it)');
-      const c = await api(cmd).call<RegistryCredential>('POST', REGISTRY_CREDENTIALS, { name, username: opts.username, password });
+      const c = await api(cmd).call<RegistryCredential>('POST', REGISTRY_CREDENTIALS, { name, username: opts.username, password, registry: opts.registry });
       const f = format(cmd);
       if (f !== 'table') return print(c, f, out, registryColumns(new Map()), (x) => x.name);
-      out.write(`registry credential ${c.name} (id ${c.id}) for user ${c.username}, password ${c.hint}; deployments use it with registry_credential_id: ${c.id}\n`);
+      out.write(`registry credential ${c.name} (id ${c.id}) for user ${c.username} at ${c.registry ?? 'no registry'}; deployments pulling from there use it with registry_credential_id: ${c.id}\n`);
+    });
+  registry
+    .command('bind <id-or-name> <registry>')
+    .description("bind a registry credential to the registry host its password is sent to (admins only): an older credential bound to none is not used until then")
+    .action(async (ref: string, host: string, _opts, cmd: Command) => {
+      const client = api(cmd);
+      const found = await findRegistryCredential(client, ref);
+      const c = await client.call<RegistryCredential>('PATCH', `${REGISTRY_CREDENTIALS}/${found.id}`, { registry: host });
+      const f = format(cmd);
+      if (f !== 'table') return print(c, f, out, registryColumns(new Map()), (x) => x.name);
+      out.write(`registry credential ${c.name} (id ${c.id}) is bound to ${c.registry ?? host}: its password is sent there only\n`);
     });
   registry
     .command('ls')

@@ -39,9 +39,10 @@ export const EXAMPLES: Record<string, string[]> = {
   'tokens update': ['infergate tokens update 3 --max-priority standard', 'infergate tokens update 3 --max-priority none'],
   'registry-credentials': ['infergate registry-credentials ls'],
   'registry-credentials create': [
-    'printf %s "$REGISTRY_PASSWORD" | infergate registry-credentials create team-registry --username team --password-stdin',
-    'infergate registry-credentials create ngc --username \'$oauthtoken\' --password-file ngc-api-key.txt',
+    'printf %s "$REGISTRY_PASSWORD" | infergate registry-credentials create team-registry --username team --registry registry.example.com:5000 --password-stdin',
+    'infergate registry-credentials create ngc --username \'$oauthtoken\' --registry nvcr.io --password-file ngc-api-key.txt',
   ],
+  'registry-credentials bind': ['infergate registry-credentials bind team-registry registry.example.com:5000'],
   'registry-credentials ls': ['infergate registry-credentials ls -o yaml'],
   'registry-credentials get': ['infergate registry-credentials get team-registry', 'infergate registry-credentials get 2 -o json'],
   'registry-credentials rm': ['infergate registry-credentials rm team-registry'],

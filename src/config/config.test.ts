@@ -27,6 +27,14 @@ describe('serve config', () => {
     });
   });
 
+  it('reads --registries (INFERGATE_REGISTRIES): hosts normalised, * kept, empty by default; a bad entry stops the start naming it', () => {
+    expect(parse([]).registries).toEqual([]);
+    expect(parse(['--registries', '127.0.0.1:5000, Index.Docker.IO ,*']).registries).toEqual(['127.0.0.1:5000', 'docker.io', '*']);
+    expect(parse([], { INFERGATE_REGISTRIES: 'registry.example.com:5000' }).registries).toEqual(['registry.example.com:5000']);
+    expect(() => parse(['--registries', 'nvcr.io,https://x.example'])).toThrow(ConfigError);
+    expect(() => parse(['--registries', 'nvcr.io,https://x.example'])).toThrow(/--registries entry "https:\/\/x\.example" must be/);
+  });
+
   it('takes every INFERGATE_* override, and a flag wins over the environment', () => {
     const env = {
       INFERGATE_GATEWAY_PORT: '8443',

@@ -8,6 +8,7 @@ import { readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Flags, helpText, wholeNumber } from '../flags/flags.js';
+import { parseRegistryList } from '../domain/registry-hosts.js';
 import { parseGpuList } from '../runtime/docker/gpu-allocator.js';
 import { ConfigError, readTunables, SERVE, type Tunables } from './serve-flags.js';
 
@@ -40,6 +41,12 @@ export interface Config extends Tunables {
   gpus: string[] | null;
   /** How a container asks for its GPUs: nvidia device requests or CDI device names. */
   gpuRequest: 'nvidia' | 'cdi';
+  /**
+   * `--registries`: the registry hosts the container daemon may pull from, normalised
+   * (host[:port], docker.io for Docker Hub, `*` for any host that is not loopback or
+   * link-local); empty: `*`.
+   */
+  registries: string[];
   /** The reference engine image the Docker runtime runs for known engine images on a host without GPUs; null: infergate/engine:<version>. */
   engineImage: string | null;
   catalogFile: string | null;
@@ -131,6 +138,8 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
   if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/.test(redisPrefix)) {
     throw new ConfigError(`--redis-prefix must be 1-64 letters, digits or _.:- , not "${redisPrefix}"`);
   }
+  const registries = parseRegistryList(pick('registries'));
+  if ('problem' in registries) throw new ConfigError(registries.problem);
   const resolve = (p: string | null): string | null => (p === null ? null : path.resolve(cwd, p));
   const gatewayWorkers = parseGatewayWorkers(f.string('gateway-workers'), role, redisUrl);
 
@@ -155,6 +164,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     runtime,
     gpus,
     gpuRequest: f.oneOf('gpu-request', ['nvidia', 'cdi'] as const),
+    registries: registries.list,
     engineImage: orNull(pick('engine-image')),
     catalogFile: resolve(orNull(pick('catalog'))),
     imageMapFile: resolve(orNull(pick('image-map'))),

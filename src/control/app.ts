@@ -38,6 +38,7 @@ import { registerPresetRoutes } from './routes/presets.js';
 import { registerServiceAccountRoutes } from './routes/service-accounts.js';
 import { registerTokenRoutes } from './routes/tokens.js';
 import { registerRegistryCredentialRoutes } from './routes/registry-credentials.js';
+import { bindOlderRegistryCredentials, dropStoredHints } from './credential-upgrades.js';
 import { registerWhoamiRoutes } from './routes/whoami.js';
 import { BODY_LIMIT, EMBEDDED_HOST_COMMANDS, type ControlApp, type ControlContext, type ControlDeps } from './context.js';
 
@@ -108,6 +109,19 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   await ctx.deployments.sealLegacySecretEnv().then(
     (n) => (n > 0 ? deps.logger?.info({ deployments: n }, 'sealed always-secret environment variables that older records kept in plain env') : undefined),
     (err: unknown) => deps.logger?.warn({ err }, 'sealing always-secret environment variables of older records failed; retried at the next start'),
+  );
+  // Before any answer too: an older vault registry credential is bound to its host or left
+  // unused, and no record keeps a hint of a secret.
+  await bindOlderRegistryCredentials(deps.store, deps.clock).then(
+    ({ bound, unbound }) => {
+      for (const c of bound) deps.logger?.info({ registry_credential: c.id, registry: c.registry }, `registry credential ${c.name} bound to ${c.registry}, the registry its deployments pull from`);
+      for (const c of unbound) deps.logger?.warn({ registry_credential: c.id, deployments: c.deployments }, `registry credential ${c.name} is bound to no registry host and is not used until an admin binds it (PATCH /vault/registry-credentials/${c.id})`);
+    },
+    (err: unknown) => deps.logger?.warn({ err }, 'binding older registry credentials to their registry host failed; retried at the next start'),
+  );
+  await dropStoredHints(deps.store).then(
+    (n) => (n > 0 ? deps.logger?.info({ records: n }, 'removed the hints (last characters of a secret) older credential records kept') : undefined),
+    (err: unknown) => deps.logger?.warn({ err }, 'removing the hints older credential records kept failed; retried at the next start (they are never returned)'),
   );
 
   app.decorateRequest('account', null);

@@ -16,9 +16,9 @@ export function callerRole(request: { account: ServiceAccountRecord | null }): S
   return callerAccount(request).role;
 }
 
-/** 403 unless the caller is an admin service account. */
-export function requireAdmin(account: ServiceAccountRecord | null): void {
+/** 403 unless the caller is an admin service account; `what` is the action refused. */
+export function requireAdmin(account: ServiceAccountRecord | null, what = 'manage service accounts'): void {
   if (account?.role !== 'admin') {
-    throw new PlatformError('forbidden', 'only an admin service account may manage service accounts');
+    throw new PlatformError('forbidden', `only an admin service account may ${what}`);
   }
 }

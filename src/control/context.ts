@@ -10,7 +10,7 @@ import type { Sealer } from '../core/secrets.js';
 import type { Catalog } from '../domain/catalog.js';
 import type { HostCommandPolicy } from '../domain/host-commands.js';
 import type { ImageMap } from '../domain/image-map.js';
-import type { ActivitySource, LogSource, RevisionMetricsSource, ShellProvider } from '../domain/ports.js';
+import type { ActivitySource, LogSource, RegistryGate, RevisionMetricsSource, ShellProvider } from '../domain/ports.js';
 import type { CertificateAuthority } from '../pki/ca.js';
 import type { Store } from '../store/store.js';
 import type { CertificateService } from './certificate-service.js';
@@ -44,6 +44,12 @@ export interface ControlDeps {
   revisionMetrics?: RevisionMetricsSource | null;
   /** Who may deploy host commands; `infergate serve` passes what its sandbox probe found. */
   hostCommands?: HostCommandPolicy;
+  /**
+   * Which registry hosts the container daemon may pull from (--registries); asked where images
+   * run in containers (hostCommands.containers). Absent: any host that is not loopback,
+   * link-local or unspecified (no DNS lookup, no listener known).
+   */
+  registries?: RegistryGate;
   /** Client-side timeouts of the listener; the defaults are Node's and fastify's. */
   timeouts?: ListenerTimeouts;
   /** The web console's build (index.html and assets/); default dist/console; null: no console at `/`. */

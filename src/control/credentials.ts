@@ -6,7 +6,7 @@
 
 import { isoNow, type Clock } from '../core/clock.js';
 import { notFound, PlatformError } from '../core/errors.js';
-import { generateCredential, hintOf, SERVICE_KEY_PREFIX, sha256Hex, TOKEN_PREFIX } from '../core/secrets.js';
+import { generateCredential, SERVICE_KEY_PREFIX, sha256Hex, TOKEN_PREFIX } from '../core/secrets.js';
 import type { Priority } from '../domain/priority.js';
 import type { ServiceAccountRecord, ServiceAccountRole, TokenRecord } from '../domain/records.js';
 import { ConflictError, modify, NotFoundError, type Store } from '../store/store.js';
@@ -43,7 +43,7 @@ export class Credentials {
     try {
       const created = await this.store.create(
         'service_account',
-        (id) => ({ id, name, role, key_hash: hash, hint: hintOf(key), created_at: isoNow(this.clock) }),
+        (id) => ({ id, name, role, key_hash: hash, created_at: isoNow(this.clock) }),
         { unique: [{ index: SA_NAME_INDEX, key: name }, { index: SA_KEY_INDEX, key: hash }] },
       );
       return { account: created.value, key };
@@ -107,7 +107,7 @@ export class Credentials {
     const hash = sha256Hex(value);
     const created = await this.store.create(
       'token',
-      (id) => ({ id, name, hash, hint: hintOf(value), max_priority: maxPriority, created_at: isoNow(this.clock) }),
+      (id) => ({ id, name, hash, max_priority: maxPriority, created_at: isoNow(this.clock) }),
       { unique: [{ index: TOKEN_HASH_INDEX, key: hash }] },
     );
     return { token: created.value, value };

@@ -9,11 +9,13 @@
 
 import { isoNow, type Clock } from '../core/clock.js';
 import { notFound, PlatformError } from '../core/errors.js';
-import { sha256Hex, hintOf, type Sealer } from '../core/secrets.js';
+import { sha256Hex, type Sealer } from '../core/secrets.js';
 import type { Catalog } from '../domain/catalog.js';
 import { hostCommandRefusal, runsHostCommand, type HostCommandPolicy } from '../domain/host-commands.js';
 import { isAlwaysSecret } from '../domain/secret-env.js';
 import type { ImageMap } from '../domain/image-map.js';
+import type { RegistryGate } from '../domain/ports.js';
+import { pulledFromRegistry, registryHostOf, registryRefusal } from '../domain/registry-hosts.js';
 import { checkCapacity, type Placement } from '../domain/quota.js';
 import type {
   DeploymentRecord,
@@ -49,7 +51,14 @@ export interface DeploymentServiceDeps {
   certificates: CertificateService;
   /** Who may write a spec that runs its command on this host. */
   hostCommands: HostCommandPolicy;
+  /** Which registry hosts the container daemon may pull from; absent: the default rule with no lookups. */
+  registries?: RegistryGate;
 }
+
+/** The default rule (any host but loopback, link-local and unspecified) for an app built without a gate. */
+const DEFAULT_GATE: RegistryGate = {
+  refusal: (host) => Promise.resolve(registryRefusal(host, [], { resolved: [], own: { addresses: new Set(), ports: new Set() } })),
+};
 
 export class DeploymentService {
   constructor(private readonly deps: DeploymentServiceDeps) {}
@@ -70,6 +79,7 @@ export class DeploymentService {
     const ctx = await this.context();
     const draft = unwrap(validateCreate(family, body, ctx));
     this.assertHostCommandAllowed(draft.spec, role);
+    await this.assertRegistryAllowed(draft.spec, null);
     return this.insert(draft, ctx.others, 'create', {});
   }
 
@@ -79,6 +89,7 @@ export class DeploymentService {
     const draft = unwrap(validateClone(source, body, ctx));
     // The clone's spec is written anew by this caller, even when it is the source's unchanged.
     this.assertHostCommandAllowed(draft.spec, role);
+    await this.assertRegistryAllowed(draft.spec, null);
     return this.insert(draft, ctx.others, 'clone', source.spec.secrets);
   }
 
@@ -93,6 +104,8 @@ export class DeploymentService {
     // Fail fast before a new token value is registered in the vault.
     const first = unwrap(validatePatch(before, body, ctx));
     if (first.specChanged) this.assertHostCommandAllowed(first.draft.spec, role);
+    // The body's image is the same on every retry below: checked once, before anything is written.
+    if (first.specChanged) await this.assertRegistryAllowed(first.draft.spec, before.spec);
     // ...and before a certificate is issued: a refusal (rules or quota) issues nothing.
     if (needsCertificate(first.draft)) this.assertCapacity(first.draft, ctx.others, id);
     const newTokenId = first.draft.auth.token_value
@@ -261,7 +274,7 @@ export class DeploymentService {
       tokenIds: new Set(tokens.map((t) => t.value.id)),
       platformKeyHashes: new Set(accounts.map((a) => a.value.key_hash)),
       certificateIds: new Set(certificates.filter((c) => c.value.revoked_at === null).map((c) => c.value.id)),
-      registryCredentialIds: new Set(registryCredentials.map((c) => c.value.id)),
+      registryCredentials: new Map(registryCredentials.map(({ value: c }) => [c.id, { id: c.id, name: c.name, registry: c.registry ?? null }])),
       takenNames: new Set(others.map((d) => d.name)),
       otherDeployments: others,
       images: this.deps.images,
@@ -349,7 +362,7 @@ export class DeploymentService {
       try {
         const created = await store.create(
           'token',
-          (id) => ({ id, name, hash, hint: hintOf(value), created_at: isoNow(clock) }),
+          (id) => ({ id, name, hash, created_at: isoNow(clock) }),
           { unique: [{ index: TOKEN_HASH_INDEX, key: hash }] },
         );
         return created.value.id;
@@ -357,6 +370,20 @@ export class DeploymentService {
         if (!(err instanceof ConflictError)) throw err; // lost a race: the winner's id is found next
       }
     }
+  }
+
+  /**
+   * 400 naming `image` when the container daemon may not pull from the image's registry host
+   * (--registries; loopback, link-local and this service's own listeners by default), so the
+   * daemon is never sent there. Only where images run in containers, and only for an image
+   * that is pulled (infergate's own engine and Frontend are not) and that changes.
+   */
+  private async assertRegistryAllowed(spec: DeploymentSpec, before: DeploymentSpec | null): Promise<void> {
+    if (spec.family !== 'general' || this.deps.hostCommands.containers !== true) return;
+    if (before?.family === 'general' && before.image === spec.image) return;
+    if (!pulledFromRegistry(this.deps.images, spec.image, spec.tag)) return;
+    const refusal = await (this.deps.registries ?? DEFAULT_GATE).refusal(registryHostOf(spec.image));
+    if (refusal) throw new PlatformError('invalid_field', `image ${spec.image} cannot be pulled: ${refusal}`, { field: 'image' });
   }
 
   /** 403 when this caller may not write a spec that runs its command on this host. */

@@ -220,7 +220,6 @@ export function renderToken(t: TokenRecord, deployments: DeploymentRecord[]): To
   return {
     id: t.id,
     name: t.name,
-    hint: t.hint,
     max_priority: t.max_priority ?? null,
     created_at: t.created_at,
     deployments: deployments.filter((d) => d.auth.token_id === t.id).map((d) => d.id),
@@ -228,7 +227,7 @@ export function renderToken(t: TokenRecord, deployments: DeploymentRecord[]): To
 }
 
 export function renderServiceAccount(a: ServiceAccountRecord): ServiceAccountView {
-  return { id: a.id, name: a.name, role: a.role, hint: a.hint, created_at: a.created_at };
+  return { id: a.id, name: a.name, role: a.role, created_at: a.created_at };
 }
 
 /** Never the key, sealed or not: the private key leaves only through the .pem route. */

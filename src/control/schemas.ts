@@ -252,12 +252,22 @@ export const CredentialUpdateRequest = Type.Object(
   { additionalProperties: false },
 );
 
+const RegistryHost = (doc: string) =>
+  Type.String({ minLength: 1, maxLength: 261, description: `the registry host, host[:port] (docker.io for Docker Hub; index.docker.io and registry-1.docker.io are read as docker.io): ${doc}` });
+
 export const RegistryCredentialCreateRequest = Type.Object(
   {
     name: CredentialName,
     username: Type.String({ minLength: 1, maxLength: 256, description: 'the registry user, e.g. $oauthtoken for a vendor registry' }),
     password: Type.String({ minLength: 1, maxLength: 8192, description: 'the registry password or API key: stored encrypted, never returned' }),
+    registry: RegistryHost('the password is sent to this host only, and a deployment may use the credential only for an image pulled from it'),
   },
+  { additionalProperties: false },
+);
+
+/** PATCH of a vault registry credential: binds it to its registry host (admins only). */
+export const RegistryCredentialUpdateRequest = Type.Object(
+  { registry: RegistryHost('binds the credential to this host (admins only); every deployment using it must pull its image from there') },
   { additionalProperties: false },
 );
 

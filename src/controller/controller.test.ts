@@ -588,6 +588,66 @@ describe('Controller secret environment variables', () => {
   });
 });
 
+describe('Controller registry credentials from the vault', () => {
+  const unseal = (s: string) => {
+    if (!s.startsWith('sealed:')) throw new Error('bad seal');
+    return s.slice('sealed:'.length);
+  };
+  /** A vault credential bound to `registry`, and a deployment of `image` naming it, written as any writer could. */
+  async function deployWithVaultCredential(image: string, registry: string | null | undefined): Promise<number> {
+    const credential = await store.create('registry_credential', (id) => ({
+      id,
+      name: 'corp',
+      username: 'corpbot',
+      sealed_password: 'sealed:corp-password',
+      ...(registry === undefined ? {} : { registry }),
+      created_at: new Date(0).toISOString(),
+    }));
+    const base = deploymentRecord(0, 'pulls');
+    const spec = { ...base.spec, image, tag: 'v1', command: ['serve'], registry_credential_id: credential.value.id };
+    const created = await store.create('deployment', (id) => ({ ...base, id, spec, revisions: [{ ...base.revisions[0]!, spec }], scaling: { ...base.scaling, min_replicas: 1 } }));
+    return created.value.id;
+  }
+  const eventsOf = async (id: number) => (await store.listEvents(id)).map((e) => ({ reason: e.reason, type: e.type, message: e.message }));
+
+  it('are sent to the registry host they are bound to', async () => {
+    await deployWithVaultCredential('registry.example.com:5000/corp/engine', 'registry.example.com:5000');
+    await controller({ unseal }).start();
+    await expect.poll(() => runtime.started.length).toBe(1);
+    expect(runtime.started[0]!.request.registryAuth).toEqual({ username: 'corpbot', password: 'corp-password' });
+  });
+
+  it('are not sent to another host, whatever wrote the spec: the pull goes without them, with a log line and an event', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
+    const id = await deployWithVaultCredential('127.0.0.1:19555/corp/engine', 'registry.example.com:5000');
+    await controller({ unseal, logger }).start();
+    await expect.poll(() => runtime.started.length).toBe(1);
+    expect(runtime.started[0]!.request.registryAuth).toBeNull();
+    await expect.poll(() => eventsOf(id)).toContainEqual({
+      reason: 'RegistryCredentialWithheld',
+      type: 'warning',
+      message: expect.stringMatching(/bound to the registry registry\.example\.com:5000, and image 127\.0\.0\.1:19555\/corp\/engine is pulled from 127\.0\.0\.1:19555: its password is not sent there/),
+    });
+    expect(lines.some((l) => /its password is not sent there/.test(l))).toBe(true);
+    expect(lines.join('\n')).not.toContain('corp-password');
+  });
+
+  it('one bound to no host (an older record, unbound or not yet upgraded) is not sent at all', async () => {
+    for (const registry of [null, undefined]) {
+      const id = await deployWithVaultCredential(`registry.example.com/corp/engine-${String(registry)}`, registry);
+      const c = controller({ unseal });
+      await c.start();
+      await expect.poll(() => runtime.started.filter((r) => r.request.deploymentId === id).length).toBe(1);
+      expect(runtime.started.find((r) => r.request.deploymentId === id)!.request.registryAuth).toBeNull();
+      await expect.poll(async () => (await eventsOf(id)).map((e) => e.reason)).toContain('RegistryCredentialUnbound');
+      await c.stop();
+      controllers.splice(controllers.indexOf(c), 1);
+      await store.delete('deployment', id);
+    }
+  });
+});
+
 describe('Controller: failing, and the deployment\'s events', () => {
   const events = async (id: number) => (await store.listEvents(id)).map((e) => `${e.reason}${e.count > 1 ? ` x${e.count}` : ''}`);
 

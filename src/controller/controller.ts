@@ -26,6 +26,7 @@ import { fencedStore } from '../store/fenced-store.js';
 import { FencedError, modify, NotFoundError, StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { appliedCount, resolveTraffic, soleRevisionOf, splitOf, type RevisionShare } from '../domain/traffic.js';
+import { normaliseRegistryHost, REGISTRY_CREDENTIAL_EVENTS, registryHostOf, unboundCredentialMessage } from '../domain/registry-hosts.js';
 import { crashLooping, deploymentStatus, desiredReplicas, failingReason, GENERAL_COMPONENT, splitFigure, splitReplicas, type ReplicaHealth } from './desired.js';
 import { ControllerLease } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
@@ -613,7 +614,10 @@ export class Controller {
   /**
    * The registry credentials of a general spec, unsealed — its own, or the vault's it names —
    * never logged. Ones that cannot be read leave the pull without credentials, which the
-   * registry then refuses in words the deployment's status shows.
+   * registry then refuses in words the deployment's status shows. A vault credential goes only
+   * to the registry host it is bound to: the API refuses any other use, and this is checked
+   * again here, whatever wrote the spec; one bound elsewhere, or to no host, is not sent (a
+   * log line and an event say so).
    */
   private async registryAuth(d: DeploymentRecord, spec: DeploymentSpec): Promise<ReplicaRequest['registryAuth']> {
     if (spec.family !== 'general') return null;
@@ -624,6 +628,17 @@ export class Controller {
       const found = (await this.store.get('registry_credential', fromVault))?.value;
       if (found === undefined) {
         this.opts.logger.error({ deployment: d.name, registry_credential: fromVault }, 'the registry credential this deployment names is not in the vault; the image is pulled without credentials');
+        return null;
+      }
+      const host = registryHostOf(spec.image);
+      const bound = found.registry ?? null;
+      if (bound === null || normaliseRegistryHost(bound) !== host) {
+        const message =
+          bound === null
+            ? `${unboundCredentialMessage(found)}; the image is pulled without it`
+            : `registry credential "${found.name}" (id ${found.id}) is bound to the registry ${bound}, and image ${spec.image} is pulled from ${host}: its password is not sent there; the image is pulled without it`;
+        this.opts.logger.error({ deployment: d.name, registry_credential: found.id, bound_to: bound, image_registry: host }, message);
+        this.recordEvent(d.id, { type: 'warning', reason: bound === null ? REGISTRY_CREDENTIAL_EVENTS.unbound : REGISTRY_CREDENTIAL_EVENTS.withheld, message });
         return null;
       }
       username = found.username;

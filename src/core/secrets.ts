@@ -25,11 +25,6 @@ export function constantTimeEqualHex(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** Last four characters: enough to tell credentials apart, too little to guess them. */
-export function hintOf(value: string): string {
-  return '…' + value.slice(-4);
-}
-
 const SEAL_VERSION = 'v1';
 
 /** Encrypts small secrets (registry passwords, hub tokens, private keys) at rest. */

@@ -191,7 +191,9 @@ export const RegistryCredentialResponse = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   username: Type.String(),
-  hint: Type.String({ description: 'the last four characters of the password' }),
+  registry: NullOr(Type.String(), {
+    description: 'the registry host (host[:port]; docker.io for Docker Hub) the password is sent to, and the only one; null: an older credential bound to none, not used until an admin binds it',
+  }),
   created_at: Type.String(),
   deployments: Type.Array(Type.Integer(), { description: 'deployments whose current spec pulls with these credentials' }),
 });
@@ -200,7 +202,6 @@ export type RegistryCredentialView = Static<typeof RegistryCredentialResponse>;
 export const TokenResponse = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
-  hint: Type.String(),
   max_priority: MaxPriority(MAX_PRIORITY_DOC),
   created_at: Type.String(),
   deployments: Type.Array(Type.Integer()),
@@ -212,7 +213,6 @@ export const ServiceAccountResponse = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
   role: Type.Enum(['admin', 'member']),
-  hint: Type.String(),
   created_at: Type.String(),
   key: Type.Optional(Type.String({ description: 'present only in the create response' })),
 });

@@ -139,3 +139,13 @@ export interface RevisionMetricsSource {
   /** Every revision that served in the window, by number; `windowSeconds` at most 300. */
   revisions(deploymentId: number, windowSeconds: number): RevisionMetrics[];
 }
+
+/**
+ * Whether the container daemon may be sent to pull from a registry host: the rule is
+ * registry-hosts.ts's (registryRefusal); the facts it needs (what a name resolves to, this
+ * host's addresses, the service's listener ports) are the implementation's to find.
+ */
+export interface RegistryGate {
+  /** Why the daemon must not pull from `host` (host[:port] as an image names it), or undefined when it may. */
+  refusal(host: string): Promise<string | undefined>;
+}

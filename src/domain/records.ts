@@ -285,8 +285,8 @@ export interface TokenRecord {
   name: string;
   /** SHA-256 hex of the token value; the value itself is never stored. */
   hash: string;
-  /** Last four characters, so an operator can tell tokens apart. */
-  hint: string;
+  /** Records from before hints were dropped held the token's last four characters here; removed at start-up, never returned. */
+  hint?: string;
   /** The highest X-Priority class a request with this token gets; null or absent (older records): any. */
   max_priority?: Priority | null;
   created_at: string;
@@ -299,7 +299,8 @@ export interface ServiceAccountRecord {
   name: string;
   role: ServiceAccountRole;
   key_hash: string;
-  hint: string;
+  /** Records from before hints were dropped held the key's last four characters here; removed at start-up, never returned. */
+  hint?: string;
   created_at: string;
 }
 
@@ -392,8 +393,15 @@ export interface RegistryCredentialRecord {
   name: string;
   username: string;
   sealed_password: string;
-  /** Last four characters of the password, so an operator can tell credentials apart. */
-  hint: string;
+  /**
+   * The registry host (host[:port], normalised: docker.io for Docker Hub) the password is
+   * sent to, and the only one. Absent on records from before credentials were bound: the
+   * control API binds those at start-up where the deployments using them agree on one host;
+   * null when it could not (then the credential is not used until an admin binds it).
+   */
+  registry?: string | null;
+  /** Records from before hints were dropped held the password's last four characters here; removed at start-up, never returned. */
+  hint?: string;
   created_at: string;
 }
 

@@ -65,3 +65,20 @@ export function listenerMeters(registry: Registry | null, listener: string): Lis
     trackOpen: (count) => d.openCounts.set(listener, count),
   };
 }
+
+/**
+ * Counts every connection `server` accepts, as infergate_connections_accepted_total{listener}:
+ * for a listener with no guard of its own (the metrics listener), so an operator — and the
+ * registry tests — can see who connects to it, this host's container daemon included.
+ */
+export function countAccepted(server: { on(event: 'connection', listener: () => void): unknown }, registry: Registry, listener: string): void {
+  let counter = registry.getSingleMetric('infergate_connections_accepted_total') as Counter<'listener'> | undefined;
+  counter ??= new Counter({
+    name: 'infergate_connections_accepted_total',
+    help: 'Connections accepted, by listener (counted for the metrics listener)',
+    labelNames: ['listener'],
+    registers: [registry],
+  });
+  const child = counter.labels(listener);
+  server.on('connection', () => child.inc());
+}

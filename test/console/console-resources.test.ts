@@ -142,28 +142,50 @@ describe.runIf(run)('console resource pages in Chromium', { timeout: 90_000 }, (
     expect(seen.errors).toEqual([]);
   });
 
-  it('Registry credentials: kept in the vault, chosen by a deployment, switched in Settings, deletion refused while in use', async () => {
+  it('Registry credentials: kept in the vault bound to a registry, chosen by a deployment for an image from there, bound again by an admin, switched in Settings, deletion refused while in use', async () => {
     const password = 'registry-console-password-4c7e';
     await at('/registry-credentials');
     await page.getByLabel('Credential name').fill('team-registry');
     await page.getByLabel('Registry username').fill('team');
     expect(await page.getByLabel('Registry password').getAttribute('type')).toBe('password');
     await page.getByLabel('Registry password').fill(password);
+    // Not a host: the API's words, next to the field.
+    await page.getByLabel('Registry', { exact: true }).fill('https://registry.example.com');
+    await page.getByRole('button', { name: 'Create registry credential' }).click();
+    await expect.poll(() => page.locator('[data-field="registry"] .field-error').textContent()).toMatch(/^Registry must be a registry host, host\[:port\] .*without a scheme or a path$/);
+    await page.getByLabel('Registry', { exact: true }).fill('registry.example.com:5000');
     await page.getByRole('button', { name: 'Create registry credential' }).click();
     const row = page.locator('tr[data-registry-credential="team-registry"]');
-    await expect.poll(() => row.textContent()).toMatch(/team-registry\s*team\s*…4c7e\s*none/);
+    await expect.poll(() => row.textContent()).toMatch(/team-registry\s*team/);
+    const bound = row.getByLabel('Registry of team-registry');
+    await expect.poll(() => bound.inputValue()).toBe('registry.example.com:5000');
     expect(await page.getByLabel('Registry password').inputValue()).toBe('');
-    expect(await page.content()).not.toContain(password);
+    // No part of the password, anywhere on the page.
+    expect(await page.content()).not.toContain('4c7e');
     const credential = (await platform.call('GET', '/vault/registry-credentials')).body.items[0];
 
-    // The create form offers it in place of a username and password.
+    // The create form offers it in place of a username and password, for an image from its registry only.
     await at('/deployments/new/general');
     await page.getByLabel('Endpoint Name', { exact: true }).fill('pulls-vault');
     await page.getByLabel('Image', { exact: true }).fill('infergate/reference-engine');
     await page.getByLabel('Container Port').fill('8000');
-    await page.getByLabel('Registry credentials').selectOption({ label: 'team-registry (team, …4c7e)' });
+    await page.getByLabel('Registry credentials').selectOption({ label: 'team-registry (team at registry.example.com:5000)' });
     expect(await page.getByLabel('Image Registry Username').count()).toBe(0);
-    await expect.poll(() => page.locator('[data-field="registry_credential_id"] .hint').textContent()).toContain('Pulls as team with the password ending 4c7e');
+    await expect.poll(() => page.locator('[data-field="registry_credential_id"] .hint').textContent()).toContain('Pulls as team with the password kept in the vault as "team-registry", sent to registry.example.com:5000 only');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    await expect
+      .poll(() => page.locator('[data-field="registry_credential_id"] .field-error').textContent())
+      .toMatch(/is for the registry registry\.example\.com:5000, and image infergate\/reference-engine is pulled from docker\.io/);
+    // An admin binds it again, in its row (Docker Hub, where this image comes from).
+    await at('/registry-credentials');
+    await bound.fill('index.docker.io');
+    await row.getByRole('button', { name: 'Bind team-registry to this registry' }).click();
+    await expect.poll(async () => (await platform.call('GET', `/vault/registry-credentials/${credential.id}`)).body.registry).toBe('docker.io');
+    await at('/deployments/new/general');
+    await page.getByLabel('Endpoint Name', { exact: true }).fill('pulls-vault');
+    await page.getByLabel('Image', { exact: true }).fill('infergate/reference-engine');
+    await page.getByLabel('Container Port').fill('8000');
+    await page.getByLabel('Registry credentials').selectOption({ label: 'team-registry (team at docker.io)' });
     await page.getByRole('button', { name: 'Create', exact: true }).click();
     await page.waitForURL(/#\/deployments\/general\/\d+/);
     const id = Number(/general\/(\d+)/.exec(page.url())?.[1]);
@@ -194,7 +216,7 @@ describe.runIf(run)('console resource pages in Chromium', { timeout: 90_000 }, (
     await page.getByLabel('Image Registry Password').fill('own-password-0000');
     await save(2);
     expect(await read()).toMatchObject({ registry_credential_id: null, registry_username: 'team', has_registry_password: true });
-    await page.getByLabel('Registry credentials').selectOption({ label: 'team-registry (team, …4c7e)' });
+    await page.getByLabel('Registry credentials').selectOption({ label: 'team-registry (team at docker.io)' });
     await save(3);
     expect(await read()).toMatchObject({ registry_credential_id: credential.id, registry_username: null, has_registry_password: false });
 

@@ -304,7 +304,7 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     await at('/deployments/new/orchestrated');
     await page.getByLabel('Endpoint Name', { exact: true }).fill('orch');
     await page.getByLabel('Model', { exact: true }).fill('acme/tiny-chat');
-    await page.getByLabel('Endpoint token').selectOption({ label: `shared-orchestrated (${vault.body.hint})` });
+    await page.getByLabel('Endpoint token').selectOption({ label: `shared-orchestrated (id ${vault.body.id})` });
     expect(await page.getByLabel('Enable logging').isChecked()).toBe(true);
     await page.getByRole('button', { name: 'Create', exact: true }).click();
     await page.waitForURL(/#\/deployments\/orchestrated\/\d+/);

@@ -13,6 +13,7 @@ import {
   nameProblem,
   parseWhole,
   placeholderProblem,
+  registryMoveProblems,
   scalingProblems,
   type GeneralBody,
 } from '../../console/src/forms/rules.js';
@@ -82,6 +83,28 @@ describe('console form rules', () => {
     expect(both).toEqual({ registry_credential_id: expect.stringMatching(/not both/) });
     // Editing: a stored password the body keeps counts as given.
     expect(checkGeneral({ ...minimal, registry_credential_id: 2 }, { mode: 'edit', tokenBound: true, registryPasswordStored: true })).toHaveProperty('registry_credential_id');
+  });
+
+  it('takes a vault credential only for an image from the registry it is bound to; one bound to none is not used', () => {
+    const registryCredentials = [
+      { id: 2, name: 'team', registry: 'registry.example.com:5000' },
+      { id: 3, name: 'old', registry: null },
+    ];
+    const at = (image: string, id: number) => checkGeneral({ ...minimal, image, registry_credential_id: id }, { mode: 'create', tokenBound: true, registryCredentials });
+    expect(at('registry.example.com:5000/team/engine', 2)).toEqual({});
+    expect(at('127.0.0.1:19555/corp/engine', 2)).toEqual({ registry_credential_id: expect.stringMatching(/is for the registry registry\.example\.com:5000, and image 127\.0\.0\.1:19555\/corp\/engine is pulled from 127\.0\.0\.1:19555/) });
+    expect(at('registry.example.com:5000/team/engine', 3)).toEqual({ registry_credential_id: expect.stringMatching(/bound to no registry host.*an admin must bind it/) });
+  });
+
+  it('Settings: an image moved to another registry host asks for its credentials, or null, on each field the deployment holds', () => {
+    const stored = { image: 'registry.example.com:5000/team/engine', registry_username: 'bob', has_registry_password: true, registry_credential_id: null };
+    expect(registryMoveProblems(stored, { tag: 'v2' })).toEqual({});
+    expect(registryMoveProblems(stored, { image: 'registry.example.com:5000/team/other' })).toEqual({});
+    expect(registryMoveProblems(stored, { image: 'other.example/team/engine' })).toEqual({
+      registry_username: expect.stringMatching(/are not sent to other\.example: give other\.example's/),
+      registry_password: expect.stringMatching(/set registry_username and registry_password to null to pull without/),
+    });
+    expect(registryMoveProblems(stored, { image: 'other.example/team/engine', registry_username: null, registry_password: null })).toEqual({});
   });
 
   it('treats a stored registry password as set when editing', () => {

@@ -20,7 +20,7 @@ import { buildControlApp, type ControlApp } from '../../src/control/app.js';
 import type { HostCommandPolicy } from '../../src/domain/host-commands.js';
 import { Credentials } from '../../src/control/credentials.js';
 import type { ActivitySource, RevisionMetricsSource } from '../../src/domain/ports.js';
-import type { ShellProvider } from '../../src/domain/ports.js';
+import type { RegistryGate, ShellProvider } from '../../src/domain/ports.js';
 import { loadOrCreateCa, type CertificateAuthority } from '../../src/pki/ca.js';
 import { FileStore } from '../../src/store/file-store.js';
 import type { Store } from '../../src/store/store.js';
@@ -86,6 +86,8 @@ export interface StartControlOptions {
   logsDir?: string;
   /** Default: the app's own (admins only). */
   hostCommands?: HostCommandPolicy;
+  /** Which registry hosts the daemon may pull from (asked where images run in containers); default: the app's own rule. */
+  registries?: RegistryGate;
   logger?: FastifyBaseLogger;
   /** Default: none (no console at `/`); a directory with index.html and assets/ to test the console's files. */
   consoleDir?: string | null;
@@ -113,6 +115,7 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
     endpoint: { domain: 'endpoints.test', port: 443 },
     ca: opts.ca ?? (await testCa()),
     ...(opts.hostCommands ? { hostCommands: opts.hostCommands } : {}),
+    ...(opts.registries ? { registries: opts.registries } : {}),
     ...(opts.logger ? { logger: opts.logger } : {}),
     ...(opts.shells ? { shells: opts.shells } : {}),
     ...(opts.activity ? { activity: opts.activity } : {}),

@@ -61,7 +61,7 @@ export type Hardware = HardwareView;
 export type Cluster = ClusterView;
 export type Preset = PresetView;
 export type VaultToken = TokenView;
-/** A registry username and password kept in the vault; the password is never returned, only its last characters (hint). */
+/** A registry username and password kept in the vault, bound to the registry host its password is sent to; the password is never returned, nor any part of it. */
 export type RegistryCredential = RegistryCredentialView;
 export type Certificate = CertificateView;
 export type ServiceAccount = ServiceAccountView;

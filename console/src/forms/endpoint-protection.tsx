@@ -35,7 +35,8 @@ function choiceHint(choice: TokenChoice, endpointName: string, vault: readonly V
   if (choice === 'keep') return 'The endpoint keeps accepting the token it has now.';
   const token = vault.find((t) => `vault:${t.id}` === choice);
   const others = token ? token.deployments.length : 0;
-  return `Clients call the endpoint with the value of vault token "${token?.name ?? choice}" (it ends in ${token?.hint.replace(/^…/, '') ?? '…'})${others > 0 ? `, which already protects ${others} other endpoint${others === 1 ? '' : 's'}` : ''}.`;
+  const made = token ? `, made ${new Date(token.created_at).toLocaleString()}` : '';
+  return `Clients call the endpoint with the value of vault token "${token?.name ?? choice}"${made}${others > 0 ? `, which already protects ${others} other endpoint${others === 1 ? '' : 's'}` : ''}.`;
 }
 
 export function EndpointProtection({
@@ -62,12 +63,13 @@ export function EndpointProtection({
   const bound = current?.endpoint_token_id != null ? tokens.find((t) => t.id === current.endpoint_token_id) : undefined;
   const hasToken = current?.endpoint_token_id != null;
   const options: Option[] = [
-    ...(hasToken ? [{ value: 'keep', label: `Keep the current token${bound ? ` (${bound.name}, ${bound.hint})` : ''}` }] : []),
+    ...(hasToken ? [{ value: 'keep', label: `Keep the current token${bound ? ` (${bound.name}, id ${bound.id})` : ''}` }] : []),
     { value: 'new', label: 'Create a new token' },
     { value: 'paste', label: 'Paste a token' },
     { value: 'none', label: hasToken ? 'Remove the token (client certificate only)' : 'None (client certificate only)' },
   ];
-  const vaultOptions = tokens.map((t) => ({ value: `vault:${t.id}`, label: `${t.name} (${t.hint})` }));
+  // Told apart by name and id: no part of a token is ever shown.
+  const vaultOptions = tokens.map((t) => ({ value: `vault:${t.id}`, label: `${t.name} (id ${t.id})` }));
   const pasting = auth.choice === 'paste';
   // One message for the token, shown under the control it is about; a refusal of
   // endpoint_token_id (a vault token deleted meanwhile) belongs to the select.

@@ -86,7 +86,8 @@ interface ContainerProps {
 function sourceHint(source: RegistrySource, chosen: RegistryCredential | undefined): string {
   if (source === 'own') return 'Only for a private registry. Credentials kept in the vault (the Registry credentials page) can be chosen here instead of typed.';
   if (!chosen) return `Registry credential ${vaultIdOf(source) ?? ''} of the vault.`;
-  return `Pulls as ${chosen.username} with the password ending ${chosen.hint.replace(/^…/, '')}, kept in the vault as "${chosen.name}"; nothing is typed here.`;
+  if (chosen.registry === null) return `"${chosen.name}" is bound to no registry, so it is not used until an admin binds it (Registry credentials page).`;
+  return `Pulls as ${chosen.username} with the password kept in the vault as "${chosen.name}", sent to ${chosen.registry} only: the image must be pulled from there. Nothing is typed here.`;
 }
 
 /** Registry credentials: chosen from the vault (registry_credential_id), or a username and password typed here. */
@@ -94,7 +95,7 @@ function RegistryFields({ values, set, problems, passwordStored, credentials }: 
   const source = values.registry_source;
   const chosenId = vaultIdOf(source);
   const chosen = credentials?.find((c) => c.id === chosenId);
-  const vaultOptions: Option[] = (credentials ?? []).map((c) => ({ value: `vault:${c.id}`, label: `${c.name} (${c.username}, ${c.hint})` }));
+  const vaultOptions: Option[] = (credentials ?? []).map((c) => ({ value: `vault:${c.id}`, label: `${c.name} (${c.username} at ${c.registry ?? 'no registry'})` }));
   // A credential chosen before the list has loaded still reads as chosen.
   if (chosenId !== null && !chosen) vaultOptions.push({ value: source, label: `registry credential ${chosenId}` });
   return (

@@ -10,6 +10,7 @@
 
 import { DEFAULT_FLOW_CONTROL } from '../../../src/domain/records.js';
 import { PRIORITIES } from '../../../src/domain/priority.js';
+import { credentialHostProblem, registryMove, type BoundCredential, type HeldCredentials } from '../../../src/domain/registry-hosts.js';
 import {
   annotationKeyProblem,
   bodyLimitProblem,
@@ -323,6 +324,8 @@ export interface CheckOptions {
   tokenBound: boolean;
   /** Edit only: the deployment already holds a registry password that this body keeps. */
   registryPasswordStored?: boolean;
+  /** The vault's registry credentials with the host each is bound to: one is used only for an image pulled from there. */
+  registryCredentials?: readonly BoundCredential[];
 }
 
 function checkRegistry(body: GeneralBody, opts: CheckOptions, out: Problems): void {
@@ -332,6 +335,22 @@ function checkRegistry(body: GeneralBody, opts: CheckOptions, out: Problems): vo
   if (username !== '' && !passwordSet) out.registry_password = REGISTRY_PASSWORD_MISSING;
   if (username === '' && passwordSet) out.registry_username = REGISTRY_USERNAME_MISSING;
   if (typeof body.registry_credential_id === 'number' && (username !== '' || passwordSet)) out.registry_credential_id = REGISTRY_CREDENTIAL_AND_PAIR;
+  else if (typeof body.registry_credential_id === 'number' && body.image) {
+    const credential = opts.registryCredentials?.find((c) => c.id === body.registry_credential_id);
+    const problem = credential ? credentialHostProblem(credential, body.image) : undefined;
+    if (problem) out.registry_credential_id = problem;
+  }
+}
+
+/**
+ * Settings: a change that moves the image to another registry host drops the credentials the
+ * deployment holds (those of the old host are never sent to the new one), so a `patch` that
+ * names none of them is refused, on each field it holds, in the server's words.
+ */
+export function registryMoveProblems(stored: { image: string } & HeldCredentials, patch: Readonly<Record<string, unknown>>): Problems {
+  if (typeof patch.image !== 'string') return {};
+  const move = registryMove(stored.image, patch.image, stored, patch);
+  return move.moved === null ? {} : Object.fromEntries(move.problems.map((p) => [p.field, p.message]));
 }
 
 function checkMetrics(body: GeneralBody, out: Problems): void {

@@ -20,7 +20,7 @@ import { ContainerFields, RuntimeFields } from './general-fields';
 import { HardwareFields } from './hardware-fields';
 import { TextInput } from './inputs';
 import { ModelFields, WorkerFields } from './orchestrated-fields';
-import { BODY_LIMIT_MAX, BODY_LIMIT_MIN, checkGeneral, checkOrchestrated, FIRST_RESPONSE_MAX_SECONDS, type GeneralBody, type OrchestratedBody } from './rules';
+import { BODY_LIMIT_MAX, BODY_LIMIT_MIN, checkGeneral, checkOrchestrated, registryMoveProblems, FIRST_RESPONSE_MAX_SECONDS, type GeneralBody, type OrchestratedBody } from './rules';
 import { ScalingFields } from './scaling-fields';
 import { bodySignalProblems } from './signal';
 import { classifyPatch, diffBodies, type Body, type PatchPlan } from './spec-diff';
@@ -123,10 +123,18 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
     mode: 'edit' as const,
     tokenBound: plan.tokenBound,
     registryPasswordStored: d.has_registry_password === true && typed.registry_password !== null,
+    registryCredentials: registry.data?.items ?? [],
   };
   const checked = { ...typed, ...(plan.certificateKept ? { client_certificate_id: d.client_certificate_id } : {}) };
   const rules = general ? checkGeneral(checked, checkOpts) : checkOrchestrated(checked, checkOpts);
-  const client: Problems = { ...rules, ...bodySignalProblems(typed), ...plan.problems, ...spec.problems, ...limitsBuilt.problems, ...trafficBuilt.problems };
+  // An image moved to another registry host: the credentials held are dropped, and the change must say so.
+  const moved = general
+    ? registryMoveProblems(
+        { image: d.image ?? '', registry_username: d.registry_username ?? null, has_registry_password: d.has_registry_password === true, registry_credential_id: d.registry_credential_id ?? null },
+        patch,
+      )
+    : {};
+  const client: Problems = { ...rules, ...moved, ...bodySignalProblems(typed), ...plan.problems, ...spec.problems, ...limitsBuilt.problems, ...trafficBuilt.problems };
   const fp = useProblems(client, next, PLACED);
   const p = fp.shown;
 

@@ -6,7 +6,7 @@
 import type { Items, Preset, RegistryCredential } from '../api/types';
 import { usePoll } from '../hooks';
 import { ContainerFields, PresetPicker, RuntimeFields } from '../forms/general-fields';
-import { checkGeneral } from '../forms/rules';
+import { checkGeneral, type GeneralBody } from '../forms/rules';
 import { emptyGeneral, generalBody } from '../forms/values';
 import { CreateFormFrame, Panel, useCreateForm } from './create-form';
 
@@ -21,7 +21,9 @@ const PLACED = [
 export function CreateGeneralPage() {
   const presets = usePoll<Items<Preset>>('/presets', 0);
   const registry = usePoll<Items<RegistryCredential>>('/vault/registry-credentials', 0);
-  const form = useCreateForm({ family: 'general', empty: emptyGeneral, build: generalBody, check: checkGeneral, placed: PLACED });
+  // A vault credential is checked against the image's registry host as the API will.
+  const check = (body: GeneralBody, opts: { mode: 'create'; tokenBound: boolean }) => checkGeneral(body, { ...opts, registryCredentials: registry.data?.items ?? [] });
+  const form = useCreateForm({ family: 'general', empty: emptyGeneral, build: generalBody, check, placed: PLACED });
   const { values, set, problems: p, parts } = form;
   return (
     <CreateFormFrame

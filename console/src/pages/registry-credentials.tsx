@@ -1,8 +1,10 @@
 // Owns the Registry credentials page: image registry usernames and passwords kept in the vault,
-// which general deployments choose (registry_credential_id) instead of typing them. The password
-// is typed once, in a password input, and never shown again: the list shows its last four
-// characters. Delete names the deployments pulling with one; the API refuses while there are
-// any, and its words are shown.
+// each bound to the one registry host its password is sent to, which general deployments choose
+// (registry_credential_id) for images pulled from that host instead of typing them. The
+// password is typed once, in a password input, and never shown again, nor any part of it: a
+// credential is told by its name, username, registry and creation time. An admin binds an
+// older credential (or rebinds one) in its row. Delete names the deployments pulling with one;
+// the API refuses while there are any, and its words are shown.
 
 import { api } from '../api/client';
 import type { RegistryCredential } from '../api/types';
@@ -10,12 +12,15 @@ import { CredentialList, NameField, NAME_HINT } from '../components/credential-l
 import { DeploymentLinks, useDeploymentNames } from '../components/deployment-links';
 import { focusForm } from '../components/empty-state';
 import { Field } from '../components/form';
+import { REGISTRY_HINT, RegistryHostCell } from '../forms/registry-host';
+import { session } from '../session';
 
 const ROUTE = '/vault/registry-credentials';
-const EMPTY = { name: '', username: '', password: '' };
+const EMPTY = { name: '', username: '', password: '', registry: '' };
 
 export function RegistryCredentialsPage() {
   const { byId, reload: reloadNames } = useDeploymentNames();
+  const admin = session.account()?.role === 'admin';
   return (
     <CredentialList<RegistryCredential, typeof EMPTY>
       title="Registry credentials"
@@ -30,22 +35,25 @@ export function RegistryCredentialsPage() {
         label: 'Create registry credential',
         empty: EMPTY,
         // Names and usernames are trimmed; the password is taken as typed (spaces may be part of it).
-        body: (d) => ({ name: d.name.trim(), username: d.username.trim(), password: d.password }),
-        labels: { name: 'Credential name', username: 'Registry username', password: 'Registry password' },
+        body: (d) => ({ name: d.name.trim(), username: d.username.trim(), password: d.password, registry: d.registry.trim() }),
+        labels: { name: 'Credential name', username: 'Registry username', password: 'Registry password', registry: 'Registry' },
         fields: (d, set, problems) => (
           <>
             <NameField label="Credential name" value={d.name} onChange={(name) => set({ name })} problems={problems} hint={NAME_HINT} />
             <Field label="Registry username" field="username" problems={problems} hint="For example $oauthtoken for a vendor's registry.">
               {(p) => <input {...p} type="text" value={d.username} onChange={(e) => set({ username: e.target.value })} required maxLength={256} spellCheck={false} autoComplete="off" />}
             </Field>
-            <Field label="Registry password" field="password" problems={problems} hint="Or API key. Stored sealed; only its last four characters are shown.">
+            <Field label="Registry password" field="password" problems={problems} hint="Or API key. Stored sealed and never shown again, nor any part of it.">
               {(p) => <input {...p} type="password" value={d.password} onChange={(e) => set({ password: e.target.value })} required maxLength={8192} autoComplete="new-password" />}
+            </Field>
+            <Field label="Registry" field="registry" problems={problems} hint={REGISTRY_HINT}>
+              {(p) => <input {...p} type="text" value={d.registry} onChange={(e) => set({ registry: e.target.value })} required maxLength={261} spellCheck={false} autoComplete="off" placeholder="registry.example.com:5000" />}
             </Field>
           </>
         ),
         notice: (c) => (
           <p className="notice" role="status">
-            Registry credential {c.name} created. Choose it in a general deployment's Container → Registry credentials.
+            Registry credential {c.name} created for {c.registry}. Choose it in a general deployment's Container → Registry credentials, for an image pulled from there.
           </p>
         ),
       }}
@@ -61,10 +69,15 @@ export function RegistryCredentialsPage() {
             </button>
           ),
         },
-        columns: () => [
+        columns: ({ reload, setError }) => [
           { header: 'Name', cell: (c) => c.name },
           { header: 'Username', cell: (c) => <code>{c.username}</code> },
-          { header: 'Password ends with', cell: (c) => <code>{c.hint}</code> },
+          {
+            header: 'Registry',
+            cell: (c) => (
+              <RegistryHostCell key={`${c.id}:${c.registry ?? ''}`} route={`${ROUTE}/${c.id}`} name={c.name} value={c.registry} admin={admin} onSaved={() => { setError(null); reload(); }} onError={setError} />
+            ),
+          },
           { header: 'Used by', cell: (c) => <DeploymentLinks ids={c.deployments} byId={byId} /> },
           { header: 'Created', cell: (c) => new Date(c.created_at).toLocaleString() },
         ],

@@ -54,7 +54,6 @@ export function ServiceAccountsPage() {
         columns: () => [
           { header: 'Name', cell: (a) => a.name },
           { header: 'Role', cell: (a) => a.role },
-          { header: 'Key ends with', cell: (a) => <code>{a.hint}</code> },
           { header: 'Created', cell: (a) => new Date(a.created_at).toLocaleString() },
         ],
         actions: (a, { confirm }) => (

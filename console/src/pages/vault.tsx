@@ -53,7 +53,6 @@ export function VaultPage() {
         },
         columns: ({ reload, setError }) => [
           { header: 'Name', cell: (t) => t.name },
-          { header: 'Ends with', cell: (t) => <code>{t.hint}</code> },
           {
             header: 'Max priority',
             cell: (t) => (

@@ -1,25 +1,36 @@
 // Owns the vault's registry credentials: a username and password for a private image
 // registry, kept sealed so deployments name them (registry_credential_id) instead of repeating
-// them. The password is never returned, only its last four characters. One in use by a
-// deployment's current spec cannot be deleted: its next pull would fail.
+// them, and bound to the one registry host (`registry`) the password is ever sent to. The
+// password is never returned, nor any part of it. An admin binds (or rebinds) a credential
+// with PATCH; one in use by a deployment's current spec cannot be deleted (its next pull would
+// fail), nor bound to a host its deployments' images are not pulled from.
 
 import { Type } from '../../core/typebox.js';
 import { isoNow } from '../../core/clock.js';
 import { notFound, PlatformError } from '../../core/errors.js';
-import { hintOf } from '../../core/secrets.js';
 import type { DeploymentRecord, RegistryCredentialRecord } from '../../domain/records.js';
-import { ConflictError } from '../../store/store.js';
+import { normaliseRegistryHost, registryHostOf, registryHostProblem } from '../../domain/registry-hosts.js';
+import { ConflictError, modify } from '../../store/store.js';
+import { requireAdmin } from '../caller.js';
 import type { ControlApp, ControlContext } from '../context.js';
-import { ErrorResponse, IdParams, RegistryCredentialCreateRequest, RegistryCredentialResponse } from '../schemas.js';
+import { ErrorResponse, IdParams, RegistryCredentialCreateRequest, RegistryCredentialResponse, RegistryCredentialUpdateRequest } from '../schemas.js';
 
 const NAME_INDEX = 'registry-credential-name';
 
-function usedBy(c: RegistryCredentialRecord, deployments: DeploymentRecord[]): number[] {
-  return deployments.filter((d) => d.spec.family === 'general' && d.spec.registry_credential_id === c.id).map((d) => d.id);
+/** The deployments whose current spec pulls with `c`, with the registry host of their image. */
+function usersOf(c: RegistryCredentialRecord, deployments: DeploymentRecord[]): { id: number; name: string; host: string }[] {
+  return deployments.flatMap((d) => (d.spec.family === 'general' && d.spec.registry_credential_id === c.id ? [{ id: d.id, name: d.name, host: registryHostOf(d.spec.image) }] : []));
 }
 
 function render(c: RegistryCredentialRecord, deployments: DeploymentRecord[]) {
-  return { id: c.id, name: c.name, username: c.username, hint: c.hint, created_at: c.created_at, deployments: usedBy(c, deployments) };
+  return { id: c.id, name: c.name, username: c.username, registry: c.registry ?? null, created_at: c.created_at, deployments: usersOf(c, deployments).map((d) => d.id) };
+}
+
+/** The host a request gives, normalised; a 400 naming `registry` when it is not one. */
+function registryHost(value: string): string {
+  const problem = registryHostProblem(value);
+  if (problem) throw new PlatformError('invalid_field', problem, { field: 'registry' });
+  return normaliseRegistryHost(value);
 }
 
 export function registerRegistryCredentialRoutes(app: ControlApp, ctx: ControlContext): void {
@@ -37,6 +48,7 @@ export function registerRegistryCredentialRoutes(app: ControlApp, ctx: ControlCo
     { schema: { tags, body: RegistryCredentialCreateRequest, response: { 201: RegistryCredentialResponse, 400: ErrorResponse, 409: ErrorResponse } } },
     async (request, reply) => {
       const { name, username, password } = request.body;
+      const registry = registryHost(request.body.registry);
       // The password reaches the container engine: never a platform credential.
       if ((await ctx.credentials.authenticate(password)) !== undefined) {
         throw new PlatformError('invalid_field', 'password is a service-account key, a platform credential for the control API; it cannot be a registry password (it would reach the container engine)', { field: 'password' });
@@ -44,10 +56,10 @@ export function registerRegistryCredentialRoutes(app: ControlApp, ctx: ControlCo
       try {
         const created = await store.create(
           'registry_credential',
-          (id) => ({ id, name, username, sealed_password: ctx.deps.sealer.seal(password), hint: hintOf(password), created_at: isoNow(ctx.deps.clock) }),
+          (id) => ({ id, name, username, sealed_password: ctx.deps.sealer.seal(password), registry, created_at: isoNow(ctx.deps.clock) }),
           { unique: [{ index: NAME_INDEX, key: name }] },
         );
-        request.log.info({ registry_credential: created.value.id, by: request.account?.name }, 'registry credential created');
+        request.log.info({ registry_credential: created.value.id, registry, by: request.account?.name }, 'registry credential created');
         return reply.status(201).send(render(created.value, []));
       } catch (err) {
         if (err instanceof ConflictError && err.index === NAME_INDEX) throw new PlatformError('conflict', `a registry credential named "${name}" already exists`, { field: 'name' });
@@ -65,16 +77,34 @@ export function registerRegistryCredentialRoutes(app: ControlApp, ctx: ControlCo
     render(await get(request.params.id), await deployments()),
   );
 
+  // Admins only: whoever binds a credential chooses where its password goes, and a member
+  // may use credentials it cannot read.
+  app.patch(
+    '/vault/registry-credentials/:id',
+    { schema: { tags, params: IdParams, body: RegistryCredentialUpdateRequest, response: { 200: RegistryCredentialResponse, 400: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse } } },
+    async (request) => {
+      requireAdmin(request.account, 'bind a registry credential to its registry host');
+      const registry = registryHost(request.body.registry);
+      const c = await get(request.params.id);
+      const elsewhere = usersOf(c, await deployments()).filter((d) => d.host !== registry);
+      if (elsewhere.length > 0) {
+        const named = elsewhere.map((d) => `${d.name} (${d.host})`).join(', ');
+        throw new PlatformError('conflict', `registry credential ${c.name} is used by ${named}, whose image is not pulled from ${registry}: point them at other credentials first (PATCH registry_credential_id), or bind it to their host`, { field: 'registry' });
+      }
+      const updated = (await modify(store, 'registry_credential', c.id, (current) => (current.registry === registry ? undefined : { ...current, registry }))).value;
+      request.log.info({ registry_credential: c.id, registry, was: c.registry ?? null, by: request.account?.name }, 'registry credential bound to its registry host');
+      return render(updated, await deployments());
+    },
+  );
+
   app.delete(
     '/vault/registry-credentials/:id',
     { schema: { tags, params: IdParams, response: { 204: Type.Null(), 404: ErrorResponse, 409: ErrorResponse } } },
     async (request, reply) => {
       const c = await get(request.params.id);
-      const all = await deployments();
-      const users = usedBy(c, all);
+      const users = usersOf(c, await deployments());
       if (users.length > 0) {
-        const names = all.filter((d) => users.includes(d.id)).map((d) => d.name);
-        throw new PlatformError('conflict', `registry credential ${c.name} is used by ${names.join(', ')}: point them at other credentials first (PATCH registry_credential_id)`);
+        throw new PlatformError('conflict', `registry credential ${c.name} is used by ${users.map((d) => d.name).join(', ')}: point them at other credentials first (PATCH registry_credential_id)`);
       }
       await store.delete('registry_credential', c.id);
       request.log.info({ registry_credential: c.id, by: request.account?.name }, 'registry credential deleted');

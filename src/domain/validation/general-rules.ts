@@ -4,6 +4,7 @@
 
 import { resolveImage } from '../image-map.js';
 import { findPreset, PRESETS } from '../presets.js';
+import { credentialHostProblem } from '../registry-hosts.js';
 import type { ConfigFile, GeneralSpec } from '../records.js';
 import { checkLimits } from './limits-rules.js';
 import { checkAuth, checkAnnotations, checkEnvironment } from './auth-and-env-rules.js';
@@ -98,14 +99,21 @@ function checkHealthPath(req: Req): string {
 
 const nonEmpty = (s: string | undefined): string | null => (s === undefined || s === '' ? null : s);
 
-/** registry_credential_id: credentials from the vault, instead of a username and password given here. */
-function checkRegistryCredential(req: Req, ctx: ValidationContext, opts: Options): number | null {
+/**
+ * registry_credential_id: credentials from the vault, instead of a username and password given
+ * here — and only for an image on the registry host the credential is bound to.
+ */
+function checkRegistryCredential(req: Req, ctx: ValidationContext, opts: Options, image: string | undefined): number | null {
   const id = req.int('registry_credential_id') ?? null;
   if (id === null || req.isBad('registry_credential_id')) return null;
-  if (!(ctx.registryCredentialIds ?? new Set()).has(id)) {
+  const credential = ctx.registryCredentials?.get(id);
+  if (credential === undefined) {
     req.add('registry_credential_id', `registry_credential_id ${id} is not in the vault (GET /vault/registry-credentials lists them)`);
   } else if (nonEmpty(req.str('registry_username')) !== null || secretWillBeSet(req, 'registry_password', opts)) {
     req.add('registry_credential_id', REGISTRY_CREDENTIAL_AND_PAIR);
+  } else if (image !== undefined && opts.checkCredentialHost !== false) {
+    const problem = credentialHostProblem(credential, image);
+    if (problem) req.add('registry_credential_id', problem);
   }
   return id;
 }
@@ -162,7 +170,7 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
   const routingPolicy = checkRoutingPolicy(req, protocol);
   const healthPath = checkHealthPath(req);
   const registryUsername = checkRegistry(req, opts);
-  const registryCredential = checkRegistryCredential(req, ctx, opts);
+  const registryCredential = checkRegistryCredential(req, ctx, opts, image);
   const metrics = checkMetrics(req);
   const configFile = checkConfigFile(req);
   const scaling = checkScaling(req);

@@ -7,6 +7,7 @@
 
 import type { FieldProblem } from '../../core/errors.js';
 import { autoscalingMetricOf } from '../autoscaling-signal.js';
+import { registryMove } from '../registry-hosts.js';
 import { rolloutModeOf } from '../traffic.js';
 import { limitsOf, routingPolicyOf, type DeploymentRecord, type Family, type DeploymentSpec, type EndpointAuth, type EndpointLimits, type GeneralSpec, type OrchestratedSpec, type ScalingSpec, type SealedSecrets } from '../records.js';
 import { AGGREGATED_FIELDS, POOLS, type PoolName } from './orchestrated-rules.js';
@@ -146,14 +147,16 @@ export function validatePatch(current: DeploymentRecord, body: unknown, ctx: Val
   if (current.spec.family === 'orchestrated') merged.serving_mode = current.spec.serving_mode;
   const released = releasedCertificate(current, body);
   if (released !== null) delete merged.client_certificate_id;
+  const move = dropCredentialsOfOtherHost(current.spec, merged, body);
   const opts: Options = {
     mode: 'patch',
-    inherited: { token_id: current.auth.token_id, secrets: current.spec.secrets },
+    inherited: { token_id: current.auth.token_id, secrets: move.secrets },
     checkCertificate: body.client_certificate_id !== undefined && body.client_certificate_id !== null,
+    checkCredentialHost: Object.hasOwn(body, 'registry_credential_id'),
     releasedCertificate: released,
   };
   dropTargetOfOtherMetric(merged, body, autoscalingMetricOf(current.scaling));
-  const result = validateRequest(current.family, merged, ctx, opts, immutableProblems(current, body));
+  const result = validateRequest(current.family, merged, ctx, opts, [...immutableProblems(current, body), ...move.problems]);
   if (!result.ok) return result;
   const draft = result.value;
   const specChanged = !sameSpec(draft.spec, current.spec) || secretsChange(draft.plainSecrets, current.spec.secrets);
@@ -213,13 +216,43 @@ export function validateClone(source: DeploymentRecord, body: unknown, ctx: Vali
   if (released !== null || dropsSourceCertificate(source, body)) delete base.client_certificate_id;
   const merged = mergeRequest(base, body, source.family);
   dropTargetOfOtherMetric(merged, body, autoscalingMetricOf(source.scaling));
-  const result = validateRequest(source.family, merged, ctx, {
-    mode: 'clone',
-    inherited: { token_id: source.auth.token_id, secrets: source.spec.secrets },
-    checkCertificate: true,
-    releasedCertificate: released,
-  });
+  const move = dropCredentialsOfOtherHost(source.spec, merged, body);
+  const result = validateRequest(
+    source.family,
+    merged,
+    ctx,
+    {
+      mode: 'clone',
+      inherited: { token_id: source.auth.token_id, secrets: move.secrets },
+      checkCertificate: true,
+      releasedCertificate: released,
+    },
+    move.problems,
+  );
   return withTrafficChecked(result, ctx);
+}
+
+/**
+ * A clone or PATCH whose image is on another registry host than the stored (or source)
+ * deployment's does not inherit its registry credentials: those of host A are never sent to
+ * host B. Each inherited field the body does not give again is taken out of the merged request
+ * (the registry password is cleared, so the sealed one is not copied); a body that names none
+ * of the three fields gets a problem per inherited field, saying to give B's or null. The
+ * sealed secrets the request may still inherit.
+ */
+function dropCredentialsOfOtherHost(spec: DeploymentSpec, merged: Obj, body: Obj): { secrets: SealedSecrets; problems: FieldProblem[] } {
+  if (spec.family !== 'general') return { secrets: spec.secrets, problems: [] };
+  const toImage = typeof merged.image === 'string' ? merged.image : spec.image;
+  const held = {
+    registry_username: spec.registry_username,
+    has_registry_password: spec.secrets.registry_password !== undefined,
+    registry_credential_id: spec.registry_credential_id ?? null,
+  };
+  const move = registryMove(spec.image, toImage, held, body);
+  if (move.moved === null) return { secrets: spec.secrets, problems: [] };
+  for (const field of move.dropped) if (!Object.hasOwn(body, field)) merged[field] = null;
+  const { registry_password: _dropped, ...secrets } = spec.secrets;
+  return { secrets, problems: move.problems.map((p) => ({ ...p, code: 'invalid_field' as const })) };
 }
 
 /** A new deployment's list (create, clone) names its only revision, 1, or `latest`. */

@@ -5,6 +5,7 @@
 import type { FieldProblem } from '../../core/errors.js';
 import type { Catalog } from '../catalog.js';
 import type { ImageMap } from '../image-map.js';
+import type { BoundCredential } from '../registry-hosts.js';
 import type { DeploymentRecord, DeploymentSpec, EndpointLimits, Family, ScalingSpec, SealedSecrets } from '../records.js';
 import type { RolloutMode, TrafficTarget } from '../traffic.js';
 
@@ -23,8 +24,11 @@ export interface ValidationContext {
   tokenIds: ReadonlySet<number>;
   /** Existing, unrevoked client certificates. */
   certificateIds: ReadonlySet<number>;
-  /** Registry credentials in the vault (bound by id with registry_credential_id); absent: none. */
-  registryCredentialIds?: ReadonlySet<number>;
+  /**
+   * Registry credentials in the vault (bound by id with registry_credential_id), with the
+   * registry host each is bound to (null: none yet, so it cannot be used); absent: none.
+   */
+  registryCredentials?: ReadonlyMap<number, BoundCredential>;
   /** Names of the other live deployments (both families). */
   takenNames: ReadonlySet<string>;
   /**
@@ -87,6 +91,12 @@ export interface Options {
   inherited: { token_id: number | null; secrets: SealedSecrets } | null;
   /** Check client_certificate_id against the context (patch: only when the body sets it). */
   checkCertificate: boolean;
+  /**
+   * Check that the vault registry credential is bound to the image's registry host (patch:
+   * only when the body names registry_credential_id, so scaling a deployment whose older
+   * credential awaits an admin's binding is not refused); absent: checked.
+   */
+  checkCredentialHost?: boolean;
   /**
    * The certificate the body's `private_endpoint: false` takes away from the stored
    * deployment (patch) or the clone's source, or null: when nothing protects the endpoint

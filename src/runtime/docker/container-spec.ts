@@ -85,12 +85,8 @@ export function imageRef(image: string, tag: string): string {
   return `${image}:${tag}`;
 }
 
-/** The registry host of an image reference (`127.0.0.1:5000/team/x` → `127.0.0.1:5000`), or null for Docker Hub's short names. */
-export function registryOf(image: string): string | null {
-  const first = image.split('/')[0] ?? '';
-  if (!image.includes('/')) return null;
-  return first.includes('.') || first.includes(':') || first === 'localhost' ? first : null;
-}
+/** The registry host of an image reference: the rule is the domain's (registry-hosts.ts), re-exported for the runtime. */
+export { registryOf } from '../../domain/registry-hosts.js';
 
 export function containerName(scope: string, replica: string): string {
   return `infergate-${scope}-${replica}`;

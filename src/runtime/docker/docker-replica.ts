@@ -269,7 +269,7 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
       const waitMs = Math.max(1000, retryAt - Date.now());
       const reason = err instanceof PullError ? err.failure.reason : `the image cannot be prepared: ${firstLine((err as Error).message)}`;
       // Retried with a backoff whatever the kind; these ones only an edit of the deployment (or the registry) mends.
-      const permanent = err instanceof PullError && ['unknown_image', 'unknown_tag', 'refused_credentials'].includes(err.failure.kind);
+      const permanent = err instanceof PullError && ['unknown_image', 'unknown_tag', 'refused_credentials', 'refused_registry'].includes(err.failure.kind);
       if (!plan.engineImage) this.pull = { image: plan.image, state: 'failed', reason, permanent };
       this.note(`${reason}; trying again in ${Math.round(waitMs / 1000)} s`);
       this.deps.logger.warn({ replica: this.req.name, image: plan.image, kind: err instanceof PullError ? err.failure.kind : 'other', reason }, 'image pull failed');

@@ -14,6 +14,7 @@ import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import { COMPONENT } from '../../domain/components.js';
 import type { ImageMap } from '../../domain/image-map.js';
+import type { RegistryGate } from '../../domain/ports.js';
 import { runtimeDirs } from '../local-runtime.js';
 import { DEFAULT_TIMING, type LocalReplicaTiming } from '../local-replica.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaRequest, Runtime } from '../runtime.js';
@@ -44,6 +45,8 @@ export interface DockerRuntimeOptions {
   hostCpus: number;
   timing?: Partial<LocalReplicaTiming>;
   pullBackoff?: PullBackoff;
+  /** Which registry hosts the daemon may pull from (--registries), asked before every pull; absent: any. */
+  registries?: RegistryGate;
 }
 
 /** The scope of a service: its store (the Redis URL and key prefix, else the data directory), hashed. */
@@ -93,7 +96,7 @@ export class DockerRuntime implements Runtime {
   private readonly pods: DockerPods;
 
   constructor(private readonly opts: DockerRuntimeOptions) {
-    this.puller = new ImagePuller(opts.docker, opts.pullBackoff ?? DEFAULT_PULL_BACKOFF);
+    this.puller = new ImagePuller(opts.docker, opts.pullBackoff ?? DEFAULT_PULL_BACKOFF, Date.now, opts.registries ?? null);
     const { replicasDir, logsDir, cacheDir } = runtimeDirs(opts.dataDir);
     const { gpus, gpuMode } = opts;
     this.deps = {

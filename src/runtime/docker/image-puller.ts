@@ -8,12 +8,18 @@
 // or Docker Hub, which is unreachable here anyway). One from a registry is pulled once per
 // credentials per run of the service, even when present: the pull is what checks that these
 // credentials may read it, and a member must not run a private image another deployment pulled.
+//
+// Before anything else the registry gate is asked again (the control API asked when the image
+// was accepted): a host the daemon may not contact (--registries; loopback, link-local and this
+// service's own listeners by default) fails the pull without the daemon ever being told of it,
+// whatever wrote the record and whatever its name resolves to now.
 
 import { createHash } from 'node:crypto';
 import type Dockerode from 'dockerode';
-import { registryOf } from './container-spec.js';
+import type { RegistryGate } from '../../domain/ports.js';
+import { registryHostOf, registryOf } from '../../domain/registry-hosts.js';
 
-export type PullFailureKind = 'unknown_image' | 'unknown_tag' | 'refused_credentials' | 'unreachable_registry' | 'other';
+export type PullFailureKind = 'unknown_image' | 'unknown_tag' | 'refused_credentials' | 'unreachable_registry' | 'refused_registry' | 'other';
 
 export interface PullFailure {
   kind: PullFailureKind;
@@ -129,16 +135,25 @@ export class ImagePuller {
     private readonly docker: Dockerode,
     private readonly backoff: PullBackoff = DEFAULT_PULL_BACKOFF,
     private readonly now: () => number = Date.now,
+    /** Which registry hosts the daemon may be sent to; null: any (tests of the puller alone). */
+    private readonly gate: RegistryGate | null = null,
   ) {}
 
   /**
    * Resolves once `ref` is on this host and these credentials may read it; `onProgress` hears
    * the percentage while a pull runs. Rejects with a PullError (classified, with its retry
-   * time) — at once, without pulling, while an earlier failure's backoff lasts.
+   * time) — at once, without pulling, while an earlier failure's backoff lasts, and without
+   * the daemon hearing of it when the registry gate refuses the image's host.
    */
   async ensure(ref: string, auth: Auth | null, onProgress: (percent: number) => void): Promise<void> {
     const state = this.stateOf(ref, auth);
     if (state.verified) return;
+    const host = registryHostOf(splitRef(ref).repo);
+    const refusal = this.gate === null ? undefined : await this.gate.refusal(host);
+    if (refusal !== undefined) {
+      // Not retried sooner than the longest backoff: only a restart with another --registries changes the answer.
+      throw new PullError({ kind: 'refused_registry', reason: `the image ${splitRef(ref).repo} is not pulled: ${refusal}` }, this.now() + this.backoff.maxMs);
+    }
     if (registryOf(splitRef(ref).repo) === null && (await this.present(ref))) {
       state.verified = true;
       return;
