@@ -4,11 +4,13 @@
 // mounts, limits and hardening. No I/O: every rule is a table test.
 //
 // The container keeps the image's user (root inside is allowed, as the product promises) and
-// gets what a platform adds around it: never privileged, NET_RAW dropped, no-new-privileges, a
-// pids limit, CPU and memory from the hardware instance, its own network namespace on a
+// gets what a platform adds around it: the hardening every container shares (containerHardening:
+// never privileged, NET_RAW dropped, and SETUID, SETGID, MKNOD, FSETID and SETFCAP unless an
+// admin's deployment keeps them, no-new-privileges), a pids limit, CPU and memory from the hardware instance, its own network namespace on a
 // bridge where containers cannot reach each other, ports published on 127.0.0.1 only, and no
 // host path but its own replica directory (the config file) and its deployment's model cache.
 
+import { GRANTABLE_CAPABILITIES, type ContainerCapability } from '../../domain/container-capabilities.js';
 import { resolveImage, type ImageMap } from '../../domain/image-map.js';
 import { deploymentEnv, simulatedEngineArgs } from '../launch-plan.js';
 import type { ReplicaRequest } from '../runtime.js';
@@ -27,6 +29,31 @@ export const LABEL = {
 export const CONTAINER_CACHE_DIR = '/model-cache';
 /** The address a container's server listens on: its own network namespace, reached only through the published port. */
 export const CONTAINER_HOST = '0.0.0.0';
+
+/** Dropped from every container's capabilities whatever its deployment says: raw sockets (ARP and ICMP spoofing on the bridge). */
+export const ALWAYS_DROPPED_CAPABILITIES = ['NET_RAW'] as const;
+
+export interface ContainerHardening {
+  Privileged: false;
+  CapDrop: string[];
+  SecurityOpt: string[];
+}
+
+/**
+ * The HostConfig fields every container of this runtime gets, whatever runs in it. Root in a
+ * container is the host's uid 0, and what it writes on a host path (the model cache) stays on
+ * the host: without SETUID, SETGID, FSETID and SETFCAP it can neither change its uid nor keep
+ * the set-id bits and file capabilities that would act outside, without MKNOD it makes no device
+ * node; `no-new-privileges` stops a set-id file from raising anyone inside. `keep` are the
+ * capabilities an admin's deployment asked to keep (container_capabilities).
+ */
+export function containerHardening(keep: readonly ContainerCapability[] = []): ContainerHardening {
+  return {
+    Privileged: false,
+    CapDrop: [...ALWAYS_DROPPED_CAPABILITIES, ...GRANTABLE_CAPABILITIES.filter((c) => !keep.includes(c))],
+    SecurityOpt: ['no-new-privileges:true'],
+  };
+}
 
 export interface ContainerInputs {
   /** Labels this service's containers share (one per store), so two services on one daemon never touch each other's. */
@@ -142,9 +169,7 @@ export function planContainer(req: ReplicaRequest, inputs: ContainerInputs): Con
       // HostPort '' lets Docker pick a free port, so two replicas on one container port both serve.
       PortBindings: Object.fromEntries(published.map((p) => [p, [{ HostIp: '127.0.0.1', HostPort: '' }]])),
       Mounts: mounts,
-      Privileged: false,
-      CapDrop: ['NET_RAW'],
-      SecurityOpt: ['no-new-privileges:true'],
+      ...containerHardening(req.containerCapabilities ?? []),
       PidsLimit: inputs.limits.pidsLimit,
       Memory: inputs.limits.memoryBytes,
       NanoCpus: inputs.limits.nanoCpus,
