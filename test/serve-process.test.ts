@@ -15,6 +15,7 @@ import { issueServerCertificate, loadOrCreateCa } from '../src/pki/ca.js';
 import { disaggregatedBody, generalBody } from './helpers/control.js';
 import { freePort } from './helpers/ports.js';
 import { spawnCli, startServe, type ServeProcess } from './helpers/serve-process.js';
+import { removeTempDir } from './helpers/temp-dirs.js';
 
 const running: ServeProcess[] = [];
 let root: string;
@@ -25,7 +26,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of running) p.kill('SIGKILL');
   await Promise.all(running.map((p) => p.exited));
-  await rm(root, { recursive: true, force: true });
+  await removeTempDir(root);
 });
 
 async function start(name: string, extra: Partial<Parameters<typeof startServe>[0]> = {}): Promise<ServeProcess> {

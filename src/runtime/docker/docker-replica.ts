@@ -30,6 +30,8 @@ export interface DockerReplicaDeps {
   gpus: { acquire(owner: string, count: number): string[] | null; claim(owner: string, ids: readonly string[]): string[]; release(owner: string): void; hostConfig(ids: string[]): Record<string, unknown>; free(): number; total(): number };
   /** Makes the reference engine image present (built here once per host). */
   engineImage(onNote: (line: string) => void): Promise<void>;
+  /** Makes the service's network present (another control process of the store may have removed it at its stop). */
+  network?: () => Promise<void>;
   timing: LocalReplicaTiming;
   logger: Logger;
 }
@@ -196,6 +198,7 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     if (!(await this.imagePresent(plan))) return null;
     for (const line of plan.notes) this.note(line);
     const name = containerName(this.deps.container.scope, this.req.name);
+    await this.deps.network?.();
     // A container of this name left by a crash between create and record is not ours to keep.
     await this.deps.docker.getContainer(name).remove({ force: true }).catch(() => {});
     return this.deps.docker.createContainer({ name, ...plan.body });
