@@ -1,9 +1,11 @@
 // Owns the Docker runtime: general replicas as containers on this host's Docker Engine
 // (docker-replica.ts), behind the same Runtime port as the local one. It keeps what one host
-// shares between its replicas — the bridge network without inter-container traffic, the
-// image puller (one pull per image), the GPU allocator, the reference engine image built once
-// — takes back its containers by label after a restart, and removes the ones no replica
-// record names. Orchestrated components (the Frontend and its workers) run on the local
+// shares between its replicas — the bridge network without inter-container traffic (one per
+// service: reused across restarts, removed at a clean stop when no container remains, on
+// --docker-subnet or the daemon's pools, whose exhaustion is a start-up error saying what to
+// do), the image puller (one pull per image), the GPU allocator, the reference engine image
+// built once — takes back its containers by label after a restart, and removes the ones no
+// replica record names. Orchestrated components (the Frontend and its workers) run on the local
 // runtime it wraps: the Frontend reaches its workers on host loopback (docs/runtime.md says
 // what containers for them would take).
 
