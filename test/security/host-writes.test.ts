@@ -7,12 +7,14 @@
 // are 0700), and when the test lets it through the directories, the program runs with the
 // caller's own uid (the replica directories are mounted nosuid,nodev on the host); the config
 // mount is read-only; mknod is refused (MKNOD dropped in the container, no capability in the
-// sandbox). As root with Docker and bubblewrap; each part skipped loudly where its piece is
-// missing, except under CI=true.
+// sandbox). And at start, a data or certificate directory left 0755 (made by hand, or by an
+// earlier release) is made 0700 and the start says so; a model cache left 0777 and another
+// user's becomes 0700 and root's. As root with Docker and bubblewrap; each part skipped loudly
+// where its piece is missing, except under CI=true.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { chmod, mkdtemp, readFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -91,6 +93,42 @@ function expectUnreachable(file: string): void {
     expect(runAs(uid, file, ['-u'])).toEqual({ out: 'EACCES', status: null });
   }
 }
+
+describe.skipIf(!asRoot && !CI)('at start, directories an earlier release or an operator left open are closed', () => {
+  it('the data and certificate directories are made 0700 and the start says so; replicas/ and model-cache/ become 0700 and root\'s', async () => {
+    const dirs = await platformDirs(root, 'loose');
+    // As a hand-made data directory, or an earlier release, left them: the cache 0777 and another user's.
+    for (const dir of [dirs.dataDir, path.join(dirs.dataDir, 'model-cache'), path.join(dirs.dataDir, 'replicas')]) await mkdir(dir, { recursive: true });
+    await chmod(dirs.dataDir, 0o755);
+    await chmod(path.join(dirs.dataDir, 'model-cache'), 0o777);
+    await chown(path.join(dirs.dataDir, 'model-cache'), OTHER_UID, OTHER_UID);
+    await chmod(path.join(dirs.dataDir, 'replicas'), 0o755);
+    const platform = await startPlatform(dirs, ['--runtime', 'local']);
+    await chmod(dirs.certsDir, 0o755); // seeded before the start: loosened now, closed at the next one
+    try {
+      const out = platform.serve.output();
+      expect(out).toContain(`infergate: the data directory ${dirs.dataDir} was mode 0755: made 0700, so no other user of this host can enter it`);
+      expect(out).toContain(`infergate: the replica directory ${path.join(dirs.dataDir, 'model-cache')} was mode 0777: made 0700`);
+      expect(statSync(dirs.dataDir).mode & 0o777).toBe(0o700);
+      for (const dir of ['model-cache', 'replicas']) {
+        const st = statSync(path.join(dirs.dataDir, dir));
+        expect({ dir, mode: st.mode & 0o777, uid: st.uid }).toEqual({ dir, mode: 0o700, uid: 0 });
+      }
+    } finally {
+      platform.serve.kill('SIGTERM');
+      await platform.serve.exited;
+    }
+    const again = await startPlatform(dirs, ['--runtime', 'local']);
+    try {
+      expect(again.serve.output()).toContain(`infergate: the certificate directory ${dirs.certsDir} was mode 0755: made 0700`);
+      expect(statSync(dirs.certsDir).mode & 0o777).toBe(0o700);
+      expect(again.serve.output()).not.toContain('data directory');
+    } finally {
+      again.serve.kill('SIGTERM');
+      await again.serve.exited;
+    }
+  }, 60_000);
+});
 
 describe.skipIf(!runDocker)('an image running as root writes a setuid-root program into the model cache', () => {
   const docker: Dockerode = dockerClient();
