@@ -1,6 +1,7 @@
 // The Docker runtime's network, against real daemons: one per service, made at start, reused
-// across restarts (a kill -9 included), removed at a clean stop — kept, and said, while a
-// container of the service remains — so 40 starts with 40 fresh data directories, each stopped
+// across restarts (a kill -9 included), made again before a container when another process of
+// the store removed it, removed at a clean stop — kept, and said, while a container of the
+// service remains — so 40 starts with 40 fresh data directories, each stopped
 // with SIGTERM, leave at most one infergate network on the daemon. On a second dockerd whose
 // only address pool is taken (run in a network namespace of its own, never the host's), a start
 // says what to do and exits 1 without a stack; an overlapping --docker-subnet is refused the
@@ -20,6 +21,7 @@ import { readMountTable } from '../src/runtime/host-dirs.js';
 import { seedCerts } from './helpers/certs-template.js';
 import { dockerGate, ensureEngineImage, removeContainersWithLabel } from './helpers/docker.js';
 import { pool } from './helpers/pool.js';
+import { engineBody, FAST_ENGINE, platformDirs, startPlatform } from './helpers/platform.js';
 import { startServe, type ServeProcess } from './helpers/serve-process.js';
 import { removeTempDir } from './helpers/temp-dirs.js';
 
@@ -123,6 +125,23 @@ describe.skipIf(!available)('one Docker network per service', () => {
     await container.remove({ force: true });
     await stopCleanly(await serveDocker(dirs));
     expect(await networkNamed(docker, name)).toBeUndefined();
+  }, 120_000);
+
+  it('is made again before a container is made, when another process of the store removed it meanwhile', async () => {
+    const platform = await startPlatform(await platformDirs(root, `p${serial++}`), ['--runtime', 'docker', '--engine-image', await ensureEngineImage(), '--stop-grace', '1', '--drain-timeout', '1']);
+    try {
+      const scope = scopeOf(platform.serve);
+      scopes.add(scope);
+      const name = `infergate-${scope}`;
+      // What a standby's clean stop does while this leader has no container yet.
+      await docker.getNetwork(name).remove();
+      const created = await platform.call('POST', '/deployments/general', { ...engineBody('after-removal', 'tok-networks-0123456789'), command: FAST_ENGINE });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      await platform.waitFor(created.body.id as number, (d) => d.status === 'ready', 60_000, 'ready on a network made again');
+      expect(await networkNamed(docker, name)).toBeDefined();
+    } finally {
+      await stopCleanly(platform.serve);
+    }
   }, 120_000);
 });
 

@@ -4,11 +4,12 @@
 // mounts, limits and hardening. No I/O: every rule is a table test.
 //
 // The container keeps the image's user (root inside is allowed, as the product promises) and
-// gets what a platform adds around it: the hardening every container shares (containerHardening:
-// never privileged, NET_RAW dropped, and SETUID, SETGID, MKNOD, FSETID and SETFCAP unless an
-// admin's deployment keeps them, no-new-privileges), a pids limit, CPU and memory from the hardware instance, its own network namespace on a
-// bridge where containers cannot reach each other, ports published on 127.0.0.1 only, and no
-// host path but its own replica directory (the config file) and its deployment's model cache.
+// gets what a platform adds around it: the hardening every container shares
+// (containerHardening: never privileged, NET_RAW dropped, and SETUID, SETGID, MKNOD, FSETID
+// and SETFCAP unless an admin's deployment keeps them, no-new-privileges), a pids limit, CPU
+// and memory from the hardware instance, its own network namespace on a bridge where
+// containers cannot reach each other, ports published on 127.0.0.1 only, and no host path but
+// its own replica directory (the config file) and its deployment's model cache.
 
 import { GRANTABLE_CAPABILITIES, type ContainerCapability } from '../../domain/container-capabilities.js';
 import { resolveImage, type ImageMap } from '../../domain/image-map.js';
