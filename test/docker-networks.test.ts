@@ -16,6 +16,7 @@ import path from 'node:path';
 import type Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { dockerAnswers, dockerClient } from '../src/runtime/docker/client.js';
+import { dockerScope } from '../src/runtime/docker/docker-runtime.js';
 import { LABEL } from '../src/runtime/docker/container-spec.js';
 import { readMountTable } from '../src/runtime/host-dirs.js';
 import { seedCerts } from './helpers/certs-template.js';
@@ -30,24 +31,42 @@ const CI = process.env.CI === 'true';
 
 let root: string;
 let serial = 0;
+/** Every serve this file started: a failed test leaves none running behind it. */
+const started: ServeProcess[] = [];
 
 beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'infergate-networks-'));
 });
+/** Every data directory this file made: what the host's daemon may hold of each is removed at the end. */
+const dataDirs: string[] = [];
+
 afterAll(async () => {
+  for (const p of started) p.kill('SIGKILL');
+  await Promise.all(started.map((p) => p.exited));
+  if (available) {
+    const docker = dockerClient();
+    for (const dataDir of dataDirs) {
+      const scope = dockerScope(dataDir, null);
+      await removeContainersWithLabel(docker, LABEL.scope, scope);
+      await docker.getNetwork(`infergate-${scope}`).remove().catch(() => {});
+    }
+  }
   if (root) await removeTempDir(root);
-});
+}, 120_000);
 
 /** A fresh data directory (the run's certificates copied in: no key generation per start). */
 async function freshDirs(): Promise<{ dataDir: string; certsDir: string }> {
   const dir = path.join(root, `s${serial++}`);
   const certsDir = path.join(dir, 'certs');
   await seedCerts(inject('certsTemplate'), certsDir);
+  dataDirs.push(path.join(dir, 'data'));
   return { dataDir: path.join(dir, 'data'), certsDir };
 }
 
 async function serveDocker(dirs: { dataDir: string; certsDir: string }, args: string[] = [], env: Record<string, string> = {}, expectStart = true): Promise<ServeProcess> {
-  return startServe({ ...dirs, args: ['--runtime', 'docker', ...args], env, expectStart });
+  const p = await startServe({ ...dirs, args: ['--runtime', 'docker', ...args], env, expectStart });
+  started.push(p);
+  return p;
 }
 
 function scopeOf(p: ServeProcess): string {
@@ -70,13 +89,6 @@ describe.skipIf(!available)('one Docker network per service', () => {
   const docker = dockerClient();
   /** Scopes of every service this file started on the host's daemon. */
   const scopes = new Set<string>();
-
-  afterAll(async () => {
-    for (const scope of scopes) {
-      await removeContainersWithLabel(docker, LABEL.scope, scope);
-      await docker.getNetwork(`infergate-${scope}`).remove().catch(() => {});
-    }
-  }, 60_000);
 
   it('40 starts with fresh data directories, each stopped with SIGTERM, leave at most one infergate network', async () => {
     const STARTS = 40;
@@ -128,7 +140,9 @@ describe.skipIf(!available)('one Docker network per service', () => {
   }, 120_000);
 
   it('is made again before a container is made, when another process of the store removed it meanwhile', async () => {
-    const platform = await startPlatform(await platformDirs(root, `p${serial++}`), ['--runtime', 'docker', '--engine-image', await ensureEngineImage(), '--stop-grace', '1', '--drain-timeout', '1']);
+    const dirs = await platformDirs(root, `p${serial++}`);
+    dataDirs.push(dirs.dataDir);
+    const platform = await startPlatform(dirs, ['--runtime', 'docker', '--engine-image', await ensureEngineImage(), '--stop-grace', '1', '--drain-timeout', '1']);
     try {
       const scope = scopeOf(platform.serve);
       scopes.add(scope);
