@@ -108,7 +108,7 @@ describe.skipIf(!available)('one Docker network per service', () => {
     expect(left.length, left.map((n) => n.Name).join(', ')).toBeLessThanOrEqual(1);
   }, 300_000);
 
-  it('is reused across restarts (kill -9 included), kept and said while a container of the service remains, and removed once none does', async () => {
+  it('is reused across restarts (kill -9 included; the replica directories\' mounts too), kept and said while a container of the service remains, and removed once none does', async () => {
     const dirs = await freshDirs();
     const first = await serveDocker(dirs);
     const scope = scopeOf(first);
@@ -122,6 +122,8 @@ describe.skipIf(!available)('one Docker network per service', () => {
 
     const second = await serveDocker(dirs);
     expect((await networkNamed(docker, name))?.Id).toBe(id);
+    // The replica directories' mounts the killed run left are used again, not stacked.
+    for (const dir of ['replicas', 'model-cache']) expect(readMountTable().filter((m) => m.mountPoint === path.join(dirs.dataDir, dir))).toHaveLength(1);
     // A container of the service's scope on its network, as a replica of another control process of the store would be.
     const container = await docker.createContainer({
       Image: await ensureEngineImage(),

@@ -9,7 +9,8 @@
 // mount is read-only; mknod is refused (MKNOD dropped in the container, no capability in the
 // sandbox). And at start, a data or certificate directory left 0755 (made by hand, or by an
 // earlier release) is made 0700 and the start says so; a model cache left 0777 and another
-// user's becomes 0700 and root's. As root with Docker and bubblewrap; each part skipped loudly
+// user's becomes 0700 and root's. A service that is not root says it cannot mount them. As
+// root with Docker and bubblewrap; each part skipped loudly
 // where its piece is missing, except under CI=true.
 
 import { spawnSync } from 'node:child_process';
@@ -26,6 +27,7 @@ import { readMountTable, topMountAt } from '../../src/runtime/host-dirs.js';
 import { detectSandbox } from '../../src/runtime/sandbox-probe.js';
 import { dockerGate, ensureEngineImage, removeContainersWithLabel, removeImage } from '../helpers/docker.js';
 import { killLeftoverReplicas, platformDirs, startPlatform, type Platform, type PlatformDirs } from '../helpers/platform.js';
+import { startServe } from '../helpers/serve-process.js';
 import { removeTempDir } from '../helpers/temp-dirs.js';
 
 const TOKEN = 'tok-host-writes-0123456789';
@@ -126,6 +128,37 @@ describe.skipIf(!asRoot && !CI)('at start, directories an earlier release or an 
     } finally {
       again.serve.kill('SIGTERM');
       await again.serve.exited;
+    }
+  }, 60_000);
+});
+
+describe.skipIf(!asRoot && !CI)('a service that is not root', () => {
+  it('says it cannot mount the replica directories nosuid,nodev, and mounts nothing', async () => {
+    // A directory of its own, reachable by the service's uid.
+    const home = path.join(root, 'rootless');
+    await mkdir(home, { mode: 0o700 });
+    await chown(home, OTHER_UID, OTHER_UID);
+    await chmod(root, 0o711);
+    const dataDir = path.join(home, 'data');
+    try {
+      const p = await startServe({
+        dataDir,
+        certsDir: path.join(home, 'certs'),
+        wrapper: ['/usr/bin/setpriv', '--reuid', String(OTHER_UID), '--regid', String(OTHER_UID), '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--'],
+      });
+      try {
+        expect(p.output()).toContain(
+          `infergate: WARNING: not root, so ${path.join(dataDir, 'replicas')} and ${path.join(dataDir, 'model-cache')} are not mounted nosuid,nodev: a set-id file a replica writes there keeps its bit`,
+        );
+        expect(readMountTable().filter((m) => m.mountPoint.startsWith(`${dataDir}/`))).toEqual([]);
+        expect(statSync(path.join(dataDir, 'model-cache'))).toMatchObject({ uid: OTHER_UID });
+        expect(statSync(path.join(dataDir, 'model-cache')).mode & 0o777).toBe(0o700);
+      } finally {
+        p.kill('SIGTERM');
+        await p.exited;
+      }
+    } finally {
+      await chmod(root, 0o700);
     }
   }, 60_000);
 });
