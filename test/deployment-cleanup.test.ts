@@ -5,12 +5,13 @@
 // (directories, and state.json for the store's records), since the API 404s a deleted id.
 
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileStore } from '../src/store/file-store.js';
 import { engineBody, platformDirs, replicaProcesses, startPlatform, type Platform, type PlatformDirs } from './helpers/platform.js';
+import { removeTempDir } from './helpers/temp-dirs.js';
 
 let root: string;
 const started: Platform[] = [];
@@ -26,7 +27,7 @@ afterAll(async () => {
     await p.serve.exited;
   }
   for (const dir of dataDirs) for (const p of replicaProcesses(dir)) process.kill(p.pid, 'SIGKILL');
-  if (root) await rm(root, { recursive: true, force: true });
+  if (root) await removeTempDir(root);
 });
 
 const TOKEN = 'tok-cleanup-0123456789';

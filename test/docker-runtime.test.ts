@@ -10,7 +10,7 @@
 // loses no request. Skipped loudly without a daemon, failed under CI=true.
 
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type Dockerode from 'dockerode';
@@ -22,6 +22,7 @@ import { PLATFORM_ADMIN_KEY, platformDirs, startPlatform, type Platform, type Pl
 import { freePort } from './helpers/ports.js';
 import { CLI } from './helpers/serve-process.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
+import { removeTempDir } from './helpers/temp-dirs.js';
 
 const available = await dockerGate();
 const docker: Dockerode = dockerClient();
@@ -170,7 +171,7 @@ describe.skipIf(!available)('the Docker runtime', () => {
       await registry.stop();
     }
     if (scope) await docker.getNetwork(`infergate-${scope}`).remove().catch(() => {});
-    if (root) await rm(root, { recursive: true, force: true });
+    if (root) await removeTempDir(root);
   }, 60_000);
 
   it('says at start-up that it runs containers on Docker Engine, and why', () => {

@@ -4,7 +4,7 @@
 // attempts), GenAI attributes are set where known, and `infergate serve` turns it on from the
 // standard OTEL_* variables alone.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import http from 'node:http';
 import type net from 'node:net';
 import os from 'node:os';
@@ -16,6 +16,7 @@ import { tracingFromEnv, type Tracing } from '../src/tracing/tracing.js';
 import { hostOf, startGatewayEnv, tokenFor, type GatewayEnv } from './helpers/gateway-env.js';
 import { startOtlpReceiver, type OtlpReceiver } from './helpers/otlp-receiver.js';
 import { startServe } from './helpers/serve-process.js';
+import { removeTempDir } from './helpers/temp-dirs.js';
 
 const CLIENT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CLIENT_SPAN = '00f067aa0ba902b7';
@@ -164,7 +165,7 @@ describe('infergate serve and the OTEL_* variables', () => {
       p.kill('SIGTERM');
       await p.exited;
       await receiver.close();
-      await rm(root, { recursive: true, force: true });
+      await removeTempDir(root);
     }
   });
 });

@@ -8,7 +8,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -19,6 +19,7 @@ import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
 import type { ServeProcess } from './helpers/serve-process.js';
 import { adminApi, createSummedDeployment, replicaCounts as replicaCountsOf, startOnSharedStore, streamChat } from './helpers/shared-store.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
+import { removeTempDir } from './helpers/temp-dirs.js';
 
 const DOMAIN = 'endpoints.test';
 const ADMIN = 'igk_gateway-workers-admin-key-for-tests';
@@ -67,7 +68,7 @@ describeWithRedis('gateway workers sharing the gateway port', () => {
     serve?.kill('SIGTERM');
     await serve?.exited;
     killLeftoverReplicas(path.join(root, 'serve', 'data'));
-    await rm(root, { recursive: true, force: true });
+    await removeTempDir(root);
     const redis = new Redis(redisUrlForTests() as string);
     const keys = await redis.keys(`${prefix}:*`);
     if (keys.length > 0) await redis.del(...keys);

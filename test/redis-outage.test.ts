@@ -8,7 +8,7 @@
 // included. Every process (Redis too) is stopped by its pid.
 
 import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
@@ -19,6 +19,7 @@ import { startRedisServer, type RedisServer } from './helpers/redis-server.js';
 import type { ServeProcess } from './helpers/serve-process.js';
 import { startOnSharedStore } from './helpers/shared-store.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
+import { removeTempDir } from './helpers/temp-dirs.js';
 
 const DOMAIN = 'endpoints.test';
 const ADMIN = 'igk_redis-outage-admin-key-for-tests';
@@ -85,7 +86,7 @@ if (!hasRedisServer) {
     // The control process stops its replicas; any left (it was killed) are stopped by pid.
     if (root) killLeftoverReplicas(path.join(root, 'control', 'data'));
     await redis?.stop();
-    if (root) await rm(root, { recursive: true, force: true });
+    if (root) await removeTempDir(root);
   });
 
   const api = async (method: string, route: string, body?: unknown) => {

@@ -11,7 +11,7 @@
 // removed.
 
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -22,6 +22,7 @@ import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
 import type { ServeProcess } from './helpers/serve-process.js';
 import { adminApi, createSummedDeployment, replicaCounts as replicaCountsOf, startOnSharedStore, streamChat } from './helpers/shared-store.js';
 import { gatewayFetch } from './helpers/tls-clients.js';
+import { removeTempDir } from './helpers/temp-dirs.js';
 
 const DOMAIN = 'endpoints.test';
 const ADMIN = 'igk_scale-out-admin-key-for-tests-00';
@@ -79,7 +80,7 @@ describeWithRedis('gateways and the autoscaler in separate processes, on one Red
     await Promise.all(running.map((p) => p.exited));
     // The control process stops its replicas; any left (it was killed) are stopped by pid.
     for (const name of ['control', 'standby']) killLeftoverReplicas(path.join(root, name, 'data'));
-    await rm(root, { recursive: true, force: true });
+    await removeTempDir(root);
     const redis = new Redis(redisUrlForTests() as string);
     const keys = await redis.keys(`${prefix}:*`);
     if (keys.length > 0) await redis.del(...keys);

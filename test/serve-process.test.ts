@@ -1,11 +1,13 @@
 // `infergate serve` as a real child process: start-up lines, persistence across SIGKILL,
-// the data-dir lock, clean shutdown, and one-line failures with exit code 1.
+// the data-dir lock, clean shutdown (a SIGTERM during the start included), and one-line
+// failures with exit code 1.
 
 import { runToEnd } from './helpers/child-process.js';
 import { waitFor } from './helpers/wait.js';
 import { apiCall } from './helpers/admin-api.js';
 import { X509Certificate } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,6 +17,8 @@ import { issueServerCertificate, loadOrCreateCa } from '../src/pki/ca.js';
 import { disaggregatedBody, generalBody } from './helpers/control.js';
 import { freePort } from './helpers/ports.js';
 import { spawnCli, startServe, type ServeProcess } from './helpers/serve-process.js';
+import { removeTempDir } from './helpers/temp-dirs.js';
+import { readMountTable } from '../src/runtime/host-dirs.js';
 
 const running: ServeProcess[] = [];
 let root: string;
@@ -25,7 +29,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of running) p.kill('SIGKILL');
   await Promise.all(running.map((p) => p.exited));
-  await rm(root, { recursive: true, force: true });
+  await removeTempDir(root);
 });
 
 async function start(name: string, extra: Partial<Parameters<typeof startServe>[0]> = {}): Promise<ServeProcess> {
@@ -99,6 +103,18 @@ describe('infergate serve', () => {
     expect((await call(p, adminKey, 'GET', '/clusters')).status).toBe(200);
     p.kill('SIGINT');
     expect((await p.exited).code).toBe(0);
+  });
+
+  it('a SIGTERM while it starts stops it cleanly once it is up: exit 0, its replica directories unmounted', async () => {
+    const dataDir = path.join(root, 'term-at-start', 'data');
+    const p = await start('term-at-start', { expectStart: false });
+    // The lock is taken inside the start, well before its last line.
+    await waitFor(() => existsSync(path.join(dataDir, 'LOCK')), 20_000, 'the data directory locked');
+    p.kill('SIGTERM');
+    const { code, signal } = await p.exited;
+    expect({ code, signal }, p.output()).toEqual({ code: 0, signal: null });
+    expect(p.output()).toContain('infergate: SIGTERM received, shutting down');
+    expect(readMountTable().filter((m) => m.mountPoint.startsWith(`${dataDir}/`))).toEqual([]);
   });
 
   it('refuses to start on a corrupt state file and leaves it untouched', async () => {

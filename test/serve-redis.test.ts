@@ -5,7 +5,7 @@
 
 import { apiCall } from './helpers/admin-api.js';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -16,6 +16,7 @@ import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
 import type { ServeProcess } from './helpers/serve-process.js';
 import { startOnSharedStore } from './helpers/shared-store.js';
 import { readFile } from 'node:fs/promises';
+import { removeTempDir } from './helpers/temp-dirs.js';
 
 describeWithRedis('infergate serve on Redis', () => {
   const prefix = `infergate-test-${randomUUID()}`;
@@ -29,7 +30,7 @@ describeWithRedis('infergate serve on Redis', () => {
   afterAll(async () => {
     for (const p of running) p.kill('SIGKILL');
     await Promise.all(running.map((p) => p.exited));
-    await rm(root, { recursive: true, force: true });
+    await removeTempDir(root);
     const redis = new Redis(redisUrlForTests() as string);
     const keys = await redis.keys(`${prefix}:*`);
     if (keys.length > 0) await redis.del(...keys);

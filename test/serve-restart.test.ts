@@ -2,11 +2,12 @@
 // replica process outlives the service — after SIGTERM (it stops them) and after SIGKILL
 // (the kernel's parent-death signal stops them), checked in the process list.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { engineBody, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform, type PlatformDirs } from './helpers/platform.js';
+import { removeTempDir } from './helpers/temp-dirs.js';
 
 let root: string;
 let dirs: PlatformDirs;
@@ -18,7 +19,7 @@ afterAll(async () => {
     await p.serve.exited;
   }
   if (dirs) for (const p of replicaProcesses(dirs.dataDir)) process.kill(p.pid, 'SIGKILL');
-  if (root) await rm(root, { recursive: true, force: true });
+  if (root) await removeTempDir(root);
 });
 
 const TOKEN = 'tok-restart-0123456789';

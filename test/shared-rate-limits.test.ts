@@ -7,7 +7,7 @@
 // Every process is stopped by its pid; the test's Redis keys are removed.
 
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -18,6 +18,7 @@ import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
 import type { ServeProcess } from './helpers/serve-process.js';
 import { adminApi, replicaCounts, startOnSharedStore } from './helpers/shared-store.js';
 import { gatewayAgent } from './helpers/tls-clients.js';
+import { removeTempDir } from './helpers/temp-dirs.js';
 
 const DOMAIN = 'endpoints.test';
 const ADMIN = 'igk_shared-limits-admin-key-for-tests';
@@ -67,7 +68,7 @@ describeWithRedis('rate limits shared by two gateway processes on one Redis', ()
     for (const p of running) p.kill('SIGTERM');
     await Promise.all(running.map((p) => p.exited));
     killLeftoverReplicas(path.join(root, 'control', 'data'));
-    await rm(root, { recursive: true, force: true });
+    await removeTempDir(root);
     const redis = new Redis(redisUrlForTests() as string);
     const keys = await redis.keys(`${prefix}:*`);
     if (keys.length > 0) await redis.del(...keys);

@@ -66,19 +66,28 @@ async function runServe(args: string[]): Promise<void> {
   const config = parseServeConfig(args, process.env);
   // Loaded on demand: every replica runs this file as `infergate engine`, which needs none of it.
   const { serve } = await import('./serve.js');
-  const service = await serve(config, (line) => process.stdout.write(line + '\n'));
+  const starting = serve(config, (line) => process.stdout.write(line + '\n'));
   let stopping = false;
+  // Listening from the start: a signal that arrives while the service starts (or just after
+  // its last start-up line) stops it cleanly once it is up — replicas, the replica directories'
+  // mounts, the Docker network — instead of killing it half-made. A start that fails is
+  // reported by main's catch.
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
     process.stdout.write(`infergate: ${signal} received, shutting down\n`);
-    service.stop().then(
-      () => process.exit(0),
-      (err: Error) => fail(`shutdown failed: ${err.message}`),
+    starting.then(
+      (service) =>
+        service.stop().then(
+          () => process.exit(0),
+          (err: Error) => fail(`shutdown failed: ${err.message}`),
+        ),
+      () => undefined,
     );
   };
   process.once('SIGINT', () => shutdown('SIGINT'));
   process.once('SIGTERM', () => shutdown('SIGTERM'));
+  await starting;
 }
 
 /**

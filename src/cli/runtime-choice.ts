@@ -21,7 +21,11 @@ export interface ChosenRuntime {
   kind: 'local' | 'docker';
   /** The start-up line: which runtime, and why. */
   line: string;
+  /** At a clean stop, after the controller has stopped the replicas (Docker: the network goes unless containers remain). */
+  close(): Promise<void>;
 }
+
+const nothingToClose = (): Promise<void> => Promise.resolve();
 
 /** The checkout or installed package (dist/cli/ → its root): what the engine image is built from. */
 function appDir(): string {
@@ -31,7 +35,7 @@ function appDir(): string {
 /** `registries`: which registry hosts the daemon may pull from, asked again before every pull. */
 export async function chooseRuntime(config: Config, images: ImageMap, sandbox: SandboxHost | null, logger: Logger, registries?: RegistryGate): Promise<ChosenRuntime> {
   const local = new LocalRuntime({ dataDir: config.dataDir, selfCommand: selfCommand(), images, logger, sandbox, allowUnsandboxedHostCommands: config.allowUnsandboxedHostCommands });
-  if (config.runtime === 'local') return { runtime: local, kind: 'local', line: `infergate: runtime local (--runtime local): ${local.description}` };
+  if (config.runtime === 'local') return { runtime: local, kind: 'local', line: `infergate: runtime local (--runtime local): ${local.description}`, close: nothingToClose };
   // The Docker client (dockerode) is loaded only when Docker may be used: a third of a
   // second of every start with --runtime local.
   const [{ dockerAnswers, dockerClient, dockerEndpoint }, { DockerRuntime, dockerScope, ensureNetwork }, { engineImageRef }, { discoverGpus, GpuAllocator }] = await Promise.all([
@@ -44,10 +48,10 @@ export async function chooseRuntime(config: Config, images: ImageMap, sandbox: S
   const answer = await dockerAnswers(docker);
   if (!answer.ok) {
     if (config.runtime === 'docker') throw new ConfigError(`--runtime docker: ${answer.reason}`);
-    return { runtime: local, kind: 'local', line: `infergate: runtime local (auto: ${answer.reason}): ${local.description}` };
+    return { runtime: local, kind: 'local', line: `infergate: runtime local (auto: ${answer.reason}): ${local.description}`, close: nothingToClose };
   }
   const scope = dockerScope(config.dataDir, config.redisUrl, config.redisPrefix);
-  await ensureNetwork(docker, scope);
+  await ensureNetwork(docker, scope, { subnet: config.dockerSubnet, logger });
   const info = (await docker.info()) as { NCPU?: number };
   const found = config.gpus !== null ? { ids: config.gpus, source: '--gpus' } : await discoverGpus();
   const runtime = new DockerRuntime({
@@ -63,7 +67,8 @@ export async function chooseRuntime(config: Config, images: ImageMap, sandbox: S
     local,
     hostCpus: info.NCPU ?? 1,
     ...(registries ? { registries } : {}),
+    subnet: config.dockerSubnet,
   });
   const why = config.runtime === 'auto' ? `auto: Docker Engine ${answer.version} answers at ${dockerEndpoint(docker)}` : `--runtime docker, Docker Engine ${answer.version}`;
-  return { runtime, kind: 'docker', line: `infergate: runtime docker (${why}): ${runtime.description}; GPUs from ${found.source}` };
+  return { runtime, kind: 'docker', line: `infergate: runtime docker (${why}): ${runtime.description}; GPUs from ${found.source}`, close: () => runtime.close() };
 }

@@ -31,6 +31,7 @@ import { LocalLeftovers } from '../controller/leftovers.js';
 import { DEFAULT_IMAGE_MAP, parseImageMap, type ImageMap } from '../domain/image-map.js';
 import type { Gateway } from '../gateway/gateway.js';
 import { replicaTargetGroups, SERVICE_DISCOVERY_PATH } from '../metrics/service-discovery.js';
+import { guardReplicaDirs, tightenDir } from '../runtime/host-dirs.js';
 import { runtimeDirs } from '../runtime/local-runtime.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { chooseRuntime } from './runtime-choice.js';
@@ -71,6 +72,9 @@ export async function serve(config: Config, out: (line: string) => void): Promis
   // account whose key was never shown locks everyone out).
   await checkPorts(plannedListeners(config));
   const logger = pino({ level: config.logLevel, base: { service: 'infergate' } });
+  // Before anything is read or written there: an existing directory may have been made by hand, 0755.
+  const tightened = [tightenDir(config.dataDir, 'data directory'), tightenDir(config.certsDir, 'certificate directory')].filter((l): l is string => l !== null);
+  for (const line of tightened) logger.warn(line);
   // ioredis is loaded only when a Redis is named: a start on the file store skips its cost.
   const store: Store = config.redisUrl
     ? new (await import('../store/redis-store.js')).RedisStore({ url: config.redisUrl, prefix: config.redisPrefix })
@@ -86,7 +90,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     for (const close of [...closers].reverse()) await close().catch((err: Error) => logger.warn({ err }, 'shutdown step failed'));
   };
   try {
-    const lines: string[] = [];
+    const lines: string[] = [...tightened];
     // Loaded once, for every role of this process that needs them.
     const shared: Shared = {
       config,
@@ -122,9 +126,20 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     const revisionMetrics: LateRevisionMetrics | null =
       config.role !== 'gateway' ? { load: null, revisions: (id, windowSeconds) => revisionMetrics?.load?.revisions(id, windowSeconds) ?? [] } : null;
     if (sandbox !== null) lines.push(sandbox.description);
+    if (config.role !== 'gateway') {
+      // Unmounted after the controller has stopped every replica (closers run in reverse).
+      const { replicasDir, cacheDir } = runtimeDirs(config.dataDir);
+      const guard = await guardReplicaDirs([replicasDir, cacheDir], logger.child({ component: 'runtime' }));
+      closers.push(() => guard.release());
+      lines.push(...guard.lines);
+    }
     // Chosen before the control API starts: whether images run in containers decides its rule for host commands.
     const chosen = config.role !== 'gateway' ? await chooseRuntime(config, shared.images, sandbox?.host ?? null, logger.child({ component: 'runtime' }), shared.registries) : null;
-    if (chosen !== null) lines.push(chosen.line);
+    if (chosen !== null) {
+      lines.push(chosen.line);
+      // Pushed before the controller's step, so it runs after the replicas are stopped.
+      closers.push(() => chosen.close());
+    }
     if (chosen?.kind === 'docker') lines.push(`infergate: the daemon pulls from ${registriesWords(config.registries)} (--registries)`);
     if (config.role !== 'gateway') {
       const hostCommands: HostCommandPolicy = {

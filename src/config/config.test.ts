@@ -22,6 +22,7 @@ describe('serve config', () => {
       gpus: null,
       gpuRequest: 'nvidia',
       engineImage: null,
+      dockerSubnet: null,
       gpuQuota: 32,
       adminKey: null,
     });
@@ -106,6 +107,15 @@ describe('serve config', () => {
     expect(parse(['--gpu-request', 'cdi']).gpuRequest).toBe('cdi');
     expect(() => parse(['--gpu-request', 'amd'])).toThrow(/--gpu-request/);
     expect(parse(['--engine-image', 'registry.example.com/infergate/engine:1']).engineImage).toBe('registry.example.com/infergate/engine:1');
+  });
+
+  it("takes the Docker network's subnet as an IPv4 network address in CIDR form, by flag or environment", () => {
+    expect(parse(['--docker-subnet', '10.213.0.0/24']).dockerSubnet).toBe('10.213.0.0/24');
+    expect(parse([], { INFERGATE_DOCKER_SUBNET: '172.30.0.0/16' }).dockerSubnet).toBe('172.30.0.0/16');
+    expect(() => parse(['--docker-subnet', '10.213.0.7/24'])).toThrow('--docker-subnet 10.213.0.7/24 has host bits set: the network is 10.213.0.0/24');
+    for (const bad of ['10.213.0.0', '10.213.0.0/30', '10.213.0.0/4', '300.1.0.0/16', 'fd00::/64', '10.0.0.0/24 ']) {
+      expect(() => parse(['--docker-subnet', bad]), bad).toThrow(/--docker-subnet must be an IPv4 network in CIDR form from \/8 to \/29, e\.g\. 10\.213\.0\.0\/24/);
+    }
   });
 
   it('runs one gateway worker per core with Redis, one with the file store, and refuses workers that could not share state', () => {

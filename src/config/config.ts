@@ -47,6 +47,8 @@ export interface Config extends Tunables {
    * link-local); empty: `*`.
    */
   registries: string[];
+  /** `--docker-subnet`: the IPv4 subnet of the Docker runtime's network; null: from the daemon's default pools. */
+  dockerSubnet: string | null;
   /** The reference engine image the Docker runtime runs for known engine images on a host without GPUs; null: infergate/engine:<version>. */
   engineImage: string | null;
   catalogFile: string | null;
@@ -165,6 +167,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     gpus,
     gpuRequest: f.oneOf('gpu-request', ['nvidia', 'cdi'] as const),
     registries: registries.list,
+    dockerSubnet: parseSubnet(pick('docker-subnet')),
     engineImage: orNull(pick('engine-image')),
     catalogFile: resolve(orNull(pick('catalog'))),
     imageMapFile: resolve(orNull(pick('image-map'))),
@@ -217,6 +220,28 @@ function readAdminKeyFile(file: string): string {
     throw new ConfigError(`--admin-key-file ${file}: ${(err as Error).message}`);
   }
   return (text.split('\n')[0] ?? '').trim();
+}
+
+/**
+ * An IPv4 network in CIDR form, /8 to /29 (a bridge needs a gateway address and room for
+ * containers), written as its network address; '' is none.
+ */
+export function parseSubnet(raw: string): string | null {
+  if (raw === '') return null;
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(raw);
+  const octets = m ? m.slice(1, 5).map(Number) : [];
+  const bits = m ? Number(m[5]) : NaN;
+  if (!m || octets.some((o) => o > 255) || bits < 8 || bits > 29) {
+    throw new ConfigError(`--docker-subnet must be an IPv4 network in CIDR form from /8 to /29, e.g. 10.213.0.0/24, not "${raw}"`);
+  }
+  const address = octets.reduce((a, o) => a * 256 + o, 0);
+  const size = 2 ** (32 - bits);
+  const network = address - (address % size);
+  if (network !== address) {
+    const spelled = [24, 16, 8, 0].map((shift) => Math.floor(network / 2 ** shift) % 256).join('.');
+    throw new ConfigError(`--docker-subnet ${raw} has host bits set: the network is ${spelled}/${bits}`);
+  }
+  return raw;
 }
 
 /** `uid:gid` (or a lone uid, whose gid is the same number). Root is refused: the point is to drop it. */

@@ -40,6 +40,7 @@ export const SERVE_OPTIONS: readonly FlagSpec[] = [
   { flag: 'gpus', env: 'INFERGATE_GPUS', default: '', help: 'docker runtime: comma-separated GPU indexes or UUIDs replicas may use (default: what nvidia-smi lists; none: known engine images are simulated)' },
   { flag: 'gpu-request', env: 'INFERGATE_GPU_REQUEST', default: 'nvidia', help: 'docker runtime: how containers get their GPUs: nvidia (device requests, NVIDIA Container Toolkit) or cdi (CDI device names)' },
   { flag: 'registries', env: 'INFERGATE_REGISTRIES', default: '', help: "docker runtime: comma-separated registry hosts (host[:port], docker.io for Docker Hub) the daemon may pull from, * for any host that is not loopback or link-local; empty: * (a loopback or link-local registry is pulled from only when listed exactly; this service's own listeners never)" },
+  { flag: 'docker-subnet', env: 'INFERGATE_DOCKER_SUBNET', default: '', help: "docker runtime: the IPv4 subnet (CIDR, e.g. 10.213.0.0/24) of this service's network infergate-<scope> (default: one from the daemon's default address pools)" },
   { flag: 'engine-image', env: 'INFERGATE_ENGINE_IMAGE', default: '', help: 'docker runtime: the reference engine image (default infergate/engine:<version>, built on first use or by `infergate image build`)' },
   { flag: 'catalog', env: 'INFERGATE_CATALOG', default: '', help: 'JSON file replacing the embedded cluster/hardware catalog' },
   { flag: 'image-map', env: 'INFERGATE_IMAGE_MAP', default: '', help: 'JSON file extending the image → engine map' },

@@ -11,6 +11,7 @@ import { isoNow, type Clock } from '../core/clock.js';
 import { notFound, PlatformError } from '../core/errors.js';
 import { sha256Hex, type Sealer } from '../core/secrets.js';
 import type { Catalog } from '../domain/catalog.js';
+import { containerCapabilitiesOf, containerCapabilitiesRefusal } from '../domain/container-capabilities.js';
 import { hostCommandRefusal, runsHostCommand, type HostCommandPolicy } from '../domain/host-commands.js';
 import { isAlwaysSecret } from '../domain/secret-env.js';
 import type { ImageMap } from '../domain/image-map.js';
@@ -386,8 +387,13 @@ export class DeploymentService {
     if (refusal) throw new PlatformError('invalid_field', `image ${spec.image} cannot be pulled: ${refusal}`, { field: 'image' });
   }
 
-  /** 403 when this caller may not write a spec that runs its command on this host. */
+  /**
+   * 403 when this caller may not write this spec: one that runs its command on this host, or
+   * one whose containers keep capabilities (both an admin's choice).
+   */
   private assertHostCommandAllowed(spec: DeploymentSpec, role: ServiceAccountRole): void {
+    const capabilities = spec.family === 'general' ? containerCapabilitiesRefusal(role === 'admin', containerCapabilitiesOf(spec)) : null;
+    if (capabilities) throw new PlatformError('forbidden', capabilities, { field: 'container_capabilities' });
     if (!runsHostCommand(spec, this.deps.images)) return;
     const refusal = hostCommandRefusal(this.deps.hostCommands, role);
     if (refusal) throw new PlatformError('forbidden', refusal.message);

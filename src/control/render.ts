@@ -5,6 +5,7 @@
 // list of names, hashes are dropped.
 
 import { acceptsCertificate } from '../domain/client-certificates.js';
+import { containerCapabilitiesOf } from '../domain/container-capabilities.js';
 import { autoscalingMetricOf } from '../domain/autoscaling-signal.js';
 import { componentsOf, routedComponent, specifiedReplicas } from '../domain/components.js';
 import { resolveTraffic, rolloutModeOf, splitOf, tagHost, trafficOf, type RevisionShare } from '../domain/traffic.js';
@@ -70,8 +71,10 @@ export function publicSpec(spec: DeploymentSpec): PublicSpec {
   const env = Object.fromEntries(Object.entries(storedEnv).filter(([name]) => !isAlwaysSecret(name)));
   const secretNames = new Set([...Object.keys(secrets.env ?? {}), ...Object.keys(storedEnv).filter(isAlwaysSecret)]);
   const out: PublicSpec = { ...rest, env, secret_env: [...secretNames].sort() };
-  if (spec.family === 'general') out.has_registry_password = secrets.registry_password !== undefined;
-  else out.has_model_hub_token = secrets.model_hub_token !== undefined;
+  if (spec.family === 'general') {
+    out.has_registry_password = secrets.registry_password !== undefined;
+    out.container_capabilities = containerCapabilitiesOf(spec);
+  } else out.has_model_hub_token = secrets.model_hub_token !== undefined;
   if (spec.family === 'orchestrated' && spec.worker_pools === null) delete out.worker_pools;
   if (spec.family === 'orchestrated' && spec.serving_mode === 'disaggregated') delete out.hardware_instance_id;
   return out;

@@ -11,6 +11,7 @@ import { ROLLOUT_MODES, TAG_MAX, TRAFFIC_MAX_ENTRIES } from '../domain/traffic.j
 import { DEFAULT_FLOW_CONTROL } from '../domain/records.js';
 import { MAX_QUEUE_MAX, MAX_WAIT_MAX_SECONDS } from '../domain/validation/limits-rules.js';
 import { ALWAYS_SECRET_ENV } from '../domain/secret-env.js';
+import { GRANTABLE_CAPABILITIES } from '../domain/container-capabilities.js';
 import { MAX_PRIORITY_DOC, MaxPriority } from '../domain/api-views.js';
 
 export {
@@ -217,6 +218,13 @@ export const GeneralRequest = Type.Object(
       ),
     ),
     max_concurrency: Nullable(Type.Integer()),
+    container_capabilities: Nullable(
+      Type.Array(Type.String(), {
+        description:
+          `Docker runtime: capabilities this deployment's containers keep, of those every container loses by default (${GRANTABLE_CAPABILITIES.join(', ')}); ` +
+          'admins only (403 for a member). Default none. NET_RAW is always dropped',
+      }),
+    ),
   },
   { additionalProperties: true },
 );

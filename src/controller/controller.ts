@@ -13,6 +13,7 @@
 // and brings every deployment back. It acts only while it holds the store's `controller`
 // lease, so a second control process on a shared store stands by.
 
+import { containerCapabilitiesOf } from '../domain/container-capabilities.js';
 import { COMPONENT, routedComponent, usesGpuInstance } from '../domain/components.js';
 import { DEFAULTS } from '../config/defaults.js';
 import type { Logger } from 'pino';
@@ -954,5 +955,6 @@ function generalRequest(d: DeploymentRecord, spec: GeneralSpec, revision: number
     metricsPath: spec.metrics_path,
     logging: spec.enable_logging,
     modelCaching: spec.enable_model_caching,
+    containerCapabilities: containerCapabilitiesOf(spec),
   };
 }

@@ -10,6 +10,7 @@ import { AUTOSCALING_METRICS } from './autoscaling-signal.js';
 import { PRIORITIES } from './priority.js';
 import { ROLLOUT_MODES } from './traffic.js';
 import { ROUTING_POLICIES } from './records.js';
+import { GRANTABLE_CAPABILITIES } from './container-capabilities.js';
 
 const NullOr = <T extends Parameters<typeof Type.Union>[0][number]>(t: T, options?: { description: string }) => Type.Union([t, Type.Null()], options);
 
@@ -111,6 +112,7 @@ const familyFields = {
   metrics_path: Type.Optional(NullOr(Type.String())),
   config_file: Type.Optional(NullOr(Type.Object({ filename: Type.String(), mount_path: Type.String(), content: Type.String() }))),
   max_concurrency: Type.Optional(NullOr(Type.Integer())),
+  container_capabilities: Type.Optional(Type.Array(Type.Enum([...GRANTABLE_CAPABILITIES]))),
   // orchestrated
   model: Type.Optional(Type.String()),
   serving_mode: Type.Optional(Type.Enum(['aggregated', 'disaggregated'])),

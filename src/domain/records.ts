@@ -4,6 +4,7 @@
 
 import type { Priority } from './priority.js';
 import type { AutoscalingMetric } from './autoscaling-signal.js';
+import type { ContainerCapability } from './container-capabilities.js';
 
 export type Family = 'general' | 'orchestrated';
 export type Protocol = 'http' | 'grpc';
@@ -71,6 +72,11 @@ export interface GeneralSpec {
   env: Record<string, string>;
   config_file: ConfigFile | null;
   annotations: Record<string, string>;
+  /**
+   * Capabilities the Docker runtime leaves in its containers although it drops them by default
+   * (domain/container-capabilities.ts); an admin's choice. Absent in older records: none.
+   */
+  container_capabilities?: ContainerCapability[];
   secrets: SealedSecrets;
 }
 

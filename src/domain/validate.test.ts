@@ -256,6 +256,11 @@ const CASES: Case[] = [
   { rule: 'config_file mount_path no ..', family: 'general', body: general({ config_file: { filename: 'a.yaml', mount_path: '/etc/../root', content: '' } }), field: 'config_file.mount_path', message: "must not contain '..' segments" },
   { rule: 'config_file content string', family: 'general', body: general({ config_file: { filename: 'a.yaml', mount_path: '/etc/app', content: 42 } }), field: 'config_file.content', message: 'config_file.content must be a string' },
   { rule: 'config_file content required', family: 'general', body: general({ config_file: { filename: 'a.yaml', mount_path: '/etc/app' } }), field: 'config_file.content', message: 'config_file.content is required' },
+  { rule: 'container_capabilities names only the dropped five', family: 'general', body: general({ container_capabilities: ['SETUID', 'SYS_ADMIN'] }), field: 'container_capabilities', message: 'container_capabilities may name only SETUID, SETGID, MKNOD, FSETID, SETFCAP (the capabilities containers lose by default), not "SYS_ADMIN"' },
+  { rule: 'container_capabilities never NET_RAW', family: 'general', body: general({ container_capabilities: ['NET_RAW'] }), field: 'container_capabilities', message: 'not "NET_RAW"' },
+  { rule: 'container_capabilities names each once', family: 'general', body: general({ container_capabilities: ['MKNOD', 'MKNOD'] }), field: 'container_capabilities', message: 'container_capabilities names MKNOD twice' },
+  { rule: 'container_capabilities is an array of strings', family: 'general', body: general({ container_capabilities: 'SETUID' }), field: 'container_capabilities', message: 'container_capabilities must be an array of strings' },
+  { rule: 'container_capabilities is a general inference field', family: 'orchestrated', body: aggregated({ container_capabilities: ['SETUID'] }), field: 'container_capabilities', message: 'container_capabilities is not accepted in orchestrated inference deployments' },
   { rule: 'config_file unknown field', family: 'general', body: general({ config_file: { filename: 'a.yaml', mount_path: '/etc/app', content: '', mode: 600 } }), field: 'config_file.mode', message: 'unknown field "config_file.mode"' },
   // Traffic between revisions and the rollout mode.
   ...shared('traffic is a list', { traffic: { revision: 1, percent: 100 } }, 'traffic', 'traffic must be a list of entries like'),
@@ -395,6 +400,7 @@ describe('validateCreate: valid requests and defaults', () => {
       metrics_path: null,
       config_file: null,
       registry_username: null,
+      container_capabilities: [],
       secrets: {},
     });
     expect(d.scaling).toEqual({ min_replicas: 1, max_replicas: 1, target_concurrency: null, cooldown_period: 300, pools: null });
@@ -545,6 +551,16 @@ describe('validatePatch', () => {
     const old = { ...record, spec: older } as DeploymentRecord;
     expect(ok(validatePatch(old, { min_replicas: 2 }, ctx)).specChanged).toBe(false);
     expect(ok(validatePatch(old, { routing_policy: 'affinity' }, ctx)).specChanged).toBe(false);
+  });
+
+  it('container_capabilities is a spec change, kept in one order; a record from before the field existed keeps none', () => {
+    const record = web();
+    expect(ok(validatePatch(record, { container_capabilities: ['SETGID', 'SETUID'] }, ctx))).toMatchObject({ specChanged: true, draft: { spec: { container_capabilities: ['SETUID', 'SETGID'] } } });
+    const { container_capabilities: _gone, ...older } = record.spec as DeploymentRecord['spec'] & { container_capabilities?: string[] };
+    const old = { ...record, spec: older } as DeploymentRecord;
+    expect(ok(validatePatch(old, { min_replicas: 2 }, ctx)).specChanged).toBe(false);
+    expect(ok(validatePatch(old, { container_capabilities: [] }, ctx)).specChanged).toBe(false);
+    expect(ok(validatePatch(old, { container_capabilities: ['MKNOD'] }, ctx)).specChanged).toBe(true);
   });
 
   describe('secret_env', () => {

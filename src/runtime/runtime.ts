@@ -4,6 +4,7 @@
 // controller never knows which one runs.
 
 import type { ShellCommand, ShellLauncher } from '../domain/ports.js';
+import type { ContainerCapability } from '../domain/container-capabilities.js';
 import type { Protocol } from '../domain/records.js';
 
 /** What to run for one replica: a container spec, runtime-neutral. */
@@ -27,6 +28,8 @@ export interface ReplicaRequest {
   metricsPath: string | null;
   logging: boolean;
   modelCaching: boolean;
+  /** Capabilities its container keeps of those the Docker runtime drops by default (an admin's container_capabilities); absent: none. */
+  containerCapabilities?: ContainerCapability[];
   /** Host directories the replica reads besides its own root (the Frontend's workers file directory). */
   readOnlyPaths?: string[];
   /** GPUs of its hardware instance (0: a CPU-only component such as the Frontend). */

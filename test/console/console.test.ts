@@ -11,7 +11,8 @@
 // vendor preset's registry key made secret, write-only values, replaced and removed in
 // Settings), server refusals shown next to the field, problems said with the labels the page
 // shows (not the API's field names), log lines rendered as text (no script
-// runs), and a member account kept off the service-accounts page. Screenshots go to docs/console/ when CONSOLE_SCREENSHOTS=1.
+// runs), a member account kept off the service-accounts page, and the capabilities an admin's
+// deployment keeps shown in Settings (a member's spec change to it refused). Screenshots go to docs/console/ when CONSOLE_SCREENSHOTS=1.
 
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -443,5 +444,18 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     await page.getByRole('heading', { name: 'Admins only' }).waitFor();
     const status = await page.evaluate(`fetch('/service-accounts', { headers: { authorization: 'Bearer ' + sessionStorage.getItem('infergate.key') } }).then((r) => r.status)`);
     expect(status).toBe(403);
+  });
+
+  it("Settings shows the capabilities an admin's deployment keeps in its containers; the member's spec change is refused in the page's words", async () => {
+    // Scaled to zero: nothing needs to run for its settings.
+    const created = await platform.call('POST', '/deployments/general', { ...engineBody('capped', token), min_replicas: 0, max_concurrency: 4, container_capabilities: ['SETUID', 'MKNOD'] });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    await at(`/deployments/general/${created.body.id}/settings`);
+    await page.getByText('Container capabilities kept: SETUID, MKNOD.').waitFor();
+    await page.getByLabel('Add command').fill([...FAST_ENGINE, '--model', 'sim/other'].join('\n'));
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByText('Only an admin service account may keep capabilities in a deployment\'s containers (Container capabilities: SETUID, MKNOD)').waitFor();
+    expect((await platform.call('GET', `/deployments/general/${created.body.id}`)).body.revision).toBe(1);
   });
 });

@@ -5,7 +5,7 @@
 // gateway, and the replica processes of a data dir read from the process list (/proc).
 
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, inject } from 'vitest';
@@ -16,6 +16,7 @@ import { freePort } from './ports.js';
 import { waitFor } from './wait.js';
 import { startServe, type ServeProcess } from './serve-process.js';
 import { gatewayFetch } from './tls-clients.js';
+import { removeTempDir } from './temp-dirs.js';
 
 export const PLATFORM_ADMIN_KEY = 'platform-admin-key-0123456789';
 
@@ -118,7 +119,7 @@ export function usePlatform(name: string, args: string[], ready: (p: Platform) =
       await platform.serve.exited;
       for (const p of replicaProcesses(platform.dataDir)) process.kill(p.pid, 'SIGKILL');
     }
-    if (root) await rm(root, { recursive: true, force: true });
+    if (root) await removeTempDir(root);
   });
 }
 

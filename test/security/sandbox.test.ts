@@ -9,7 +9,7 @@
 // work, the sandboxed tests are skipped with a warning, except under CI=true.
 
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { detectSandbox } from '../../src/runtime/sandbox-probe.js';
 import { engineBody, PLATFORM_ADMIN_KEY, platformDirs, killLeftoverReplicas, replicaMains, replicaProcesses, startPlatform, usePlatform, type Platform } from '../helpers/platform.js';
 import { openTerminal, runInTerminal } from '../helpers/terminal.js';
+import { removeTempDir } from '../helpers/temp-dirs.js';
 
 const TOKEN = 'tok-sandbox-0123456789';
 const MARKER = `sandbox-marker-${process.pid}-${Date.now()}`;
@@ -176,7 +177,7 @@ describe.skipIf(!runSandboxed)('crash leftovers', () => {
       await p.serve.exited;
       killLeftoverReplicas(p.dataDir);
     }
-    if (root) await rm(root, { recursive: true, force: true });
+    if (root) await removeTempDir(root);
   });
 
   it('a replica of a service killed with SIGKILL dies with it, and the next start removes its directory and config file', async () => {

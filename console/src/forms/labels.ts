@@ -29,6 +29,7 @@ export const FIELD_LABELS: Labels = {
   env: 'Environment variables',
   secret_env: 'Secret environment variables',
   config_file: 'Config file',
+  container_capabilities: 'Container capabilities',
   'config_file.filename': 'Filename',
   'config_file.mount_path': 'Mount Path',
   'config_file.content': 'File Content',

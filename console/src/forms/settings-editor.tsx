@@ -26,6 +26,7 @@ import { bodySignalProblems } from './signal';
 import { classifyPatch, diffBodies, type Body, type PatchPlan } from './spec-diff';
 import { TrafficFields } from './traffic-fields';
 import { rolloutModeOf, rowsFrom, savedWords, settingsStatement, storedTrafficBody, trafficBody, type TrafficRow } from './traffic';
+import { labelFor } from './labels';
 import { keepFocusOnPress, useProblems } from './use-problems';
 import {
   authPlan,
@@ -190,7 +191,8 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
       {account.role === 'member' && general && (
         <p className="notice">
           As a member you may scale, change endpoint credentials and limits, pause, resume, roll back and delete. A spec change to a deployment that runs a
-          host command needs an admin unless the server allows members; the API's answer names the server flag.
+          host command needs an admin unless the server allows members (the API's answer names the server flag), and so does one to a deployment whose
+          containers keep capabilities.
         </p>
       )}
       <div className="panel">
@@ -209,6 +211,12 @@ export function SettingsEditor({ deployment, account, onChanged }: { deployment:
           <div className="panel">
             <h3>Container</h3>
             <ContainerFields values={gv} set={setG} problems={p} passwordStored={d.has_registry_password === true} credentials={registry.data?.items ?? null} />
+            {(d.container_capabilities ?? []).length > 0 && (
+              <p className="notice">
+                {labelFor('container_capabilities')} kept: {(d.container_capabilities ?? []).join(', ')}. Containers lose them by default; an admin keeps them
+                through the API (<code>container_capabilities</code>).
+              </p>
+            )}
           </div>
           <div className="panel">
             <h3>Hardware</h3>

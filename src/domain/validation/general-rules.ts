@@ -2,6 +2,7 @@
 // path, registry credentials, command, metrics target, config file) on top of the common
 // rules, and the GeneralSpec draft they produce.
 
+import { containerCapabilitiesProblem, normalizeCapabilities, type ContainerCapability } from '../container-capabilities.js';
 import { resolveImage } from '../image-map.js';
 import { findPreset, PRESETS } from '../presets.js';
 import { credentialHostProblem } from '../registry-hosts.js';
@@ -158,6 +159,17 @@ function checkConfigFile(req: Req): ConfigFile | null {
   return { filename: String(filename), mount_path: String(mountPath), content: String(content) };
 }
 
+/** container_capabilities: which of the capabilities containers lose by default this deployment's keep. */
+function checkCapabilities(req: Req): ContainerCapability[] {
+  const names = req.strs('container_capabilities') ?? [];
+  const problem = containerCapabilitiesProblem(names);
+  if (problem) {
+    req.add('container_capabilities', problem);
+    return [];
+  }
+  return normalizeCapabilities(names as ContainerCapability[]);
+}
+
 export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options): DeploymentDraft | undefined {
   const name = checkName(req, ctx, opts);
   const cluster = checkCluster(req, ctx);
@@ -182,6 +194,7 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
   const limits = checkLimits(req);
   const traffic = checkTraffic(req);
   const rolloutMode = checkRolloutMode(req);
+  const capabilities = checkCapabilities(req);
   const command = req.strs('command') ?? [];
   checkRunnable(req, ctx, image, tag, command);
   if (req.problems.length > 0) return undefined;
@@ -206,6 +219,7 @@ export function validateGeneral(req: Req, ctx: ValidationContext, opts: Options)
     env: environment.env,
     config_file: configFile,
     annotations,
+    container_capabilities: capabilities,
     secrets: {},
   };
   const registryPassword = plainSecret(req, 'registry_password');

@@ -9,6 +9,7 @@ import type { FieldProblem } from '../../core/errors.js';
 import { autoscalingMetricOf } from '../autoscaling-signal.js';
 import { registryMove } from '../registry-hosts.js';
 import { rolloutModeOf } from '../traffic.js';
+import { containerCapabilitiesOf } from '../container-capabilities.js';
 import { limitsOf, routingPolicyOf, type DeploymentRecord, type Family, type DeploymentSpec, type EndpointAuth, type EndpointLimits, type GeneralSpec, type OrchestratedSpec, type ScalingSpec, type SealedSecrets } from '../records.js';
 import { AGGREGATED_FIELDS, POOLS, type PoolName } from './orchestrated-rules.js';
 import { notAnObject, validateRequest, withPresetDefaults } from './pipeline.js';
@@ -274,10 +275,15 @@ function dropsSourceCertificate(source: DeploymentRecord, body: Obj): boolean {
 }
 
 function sameSpec(a: DeploymentSpec, b: DeploymentSpec): boolean {
-  // A record from before routing_policy existed has none: it means affinity, not a change.
-  const { secrets: _a, ...left } = { ...a, routing_policy: routingPolicyOf(a) };
-  const { secrets: _b, ...right } = { ...b, routing_policy: routingPolicyOf(b) };
+  // A record from before routing_policy existed has none: it means affinity, not a change;
+  // likewise one from before container_capabilities means none.
+  const { secrets: _a, ...left } = { ...a, ...defaultsOf(a) };
+  const { secrets: _b, ...right } = { ...b, ...defaultsOf(b) };
   return deepEqual(left, right);
+}
+
+function defaultsOf(spec: DeploymentSpec): Obj {
+  return spec.family === 'general' ? { routing_policy: routingPolicyOf(spec), container_capabilities: containerCapabilitiesOf(spec) } : { routing_policy: routingPolicyOf(spec) };
 }
 
 /**

@@ -36,6 +36,7 @@ const GENERAL_FIELDS = new Map<string, FieldType>([
   ['secret_env', 'map'],
   ['config_file', 'object'],
   ['annotations', 'map'],
+  ['container_capabilities', 'strings'],
   ['min_replicas', 'integer'],
   ['max_replicas', 'integer'],
   ['max_concurrency', 'integer'],
@@ -113,6 +114,7 @@ const NOT_IN_ORCHESTRATED = new Map<string, string>([
   ['metrics_port', METRICS_TARGET],
   ['metrics_path', METRICS_TARGET],
   ['max_concurrency', 'orchestrated deployments call the target `concurrency`'],
+  ['container_capabilities', 'the platform runs its own runtime for orchestrated deployments, with no capability to keep'],
 ]);
 
 const ORCHESTRATED_ONLY = 'serving modes and Prefill/Decode worker pools exist only in orchestrated inference';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_IMAGE_MAP } from '../../domain/image-map.js';
 import type { ReplicaRequest } from '../runtime.js';
 import { replicaRequest } from '../../../test/helpers/replica-request.js';
-import { containerImage, containerName, hardenedHostConfig, HOLDER_LIMITS, holderName, planContainer, planHolder, publishedPort, registryOf, type ContainerInputs } from './container-spec.js';
+import { containerHardening, containerImage, containerName, hardenedHostConfig, HOLDER_LIMITS, holderName, planContainer, planHolder, publishedPort, registryOf, type ContainerInputs } from './container-spec.js';
 
 const request = (o: Partial<ReplicaRequest> = {}): ReplicaRequest =>
   replicaRequest({ name: 'chat-r2-7', deploymentId: 3, revision: 2, image: '127.0.0.1:5000/team/engine', tag: 'v1', env: { MODE: 'fast' }, ...o });
@@ -38,11 +38,11 @@ describe('planContainer', () => {
     expect(plan.body.Cmd).toEqual([]);
   });
 
-  it('hardens the container: never privileged, NET_RAW dropped, no-new-privileges, pids, memory and CPU limits, no restart policy of its own', () => {
+  it('hardens the container: never privileged, NET_RAW, SETUID, SETGID, MKNOD, FSETID and SETFCAP dropped, no-new-privileges, pids, memory and CPU limits, no restart policy of its own', () => {
     const hc = hostConfig(planContainer(request(), inputs()).body);
     expect(hc).toMatchObject({
       Privileged: false,
-      CapDrop: ['NET_RAW'],
+      CapDrop: ['NET_RAW', 'SETUID', 'SETGID', 'MKNOD', 'FSETID', 'SETFCAP'],
       SecurityOpt: ['no-new-privileges:true'],
       PidsLimit: 4096,
       Memory: 4 * 1024 ** 3,
@@ -52,6 +52,16 @@ describe('planContainer', () => {
     });
     expect(hc).not.toHaveProperty('CapAdd');
     expect(hc.Mounts).toEqual([]);
+  });
+
+  it("keeps only the capabilities an admin's deployment names, never NET_RAW, and adds none", () => {
+    const hc = hostConfig(planContainer(request({ containerCapabilities: ['SETUID', 'SETGID'] }), inputs()).body);
+    expect(hc.CapDrop).toEqual(['NET_RAW', 'MKNOD', 'FSETID', 'SETFCAP']);
+    expect(hc).not.toHaveProperty('CapAdd');
+    const all = hostConfig(planContainer(request({ containerCapabilities: ['SETUID', 'SETGID', 'MKNOD', 'FSETID', 'SETFCAP'] }), inputs()).body);
+    expect(all.CapDrop).toEqual(['NET_RAW']);
+    // One place for every container of the runtime (orchestrated ones too): the same fields.
+    expect(containerHardening()).toEqual({ Privileged: false, CapDrop: ['NET_RAW', 'SETUID', 'SETGID', 'MKNOD', 'FSETID', 'SETFCAP'], SecurityOpt: ['no-new-privileges:true'] });
   });
 
   it('publishes the container port (and a separate metrics port) on 127.0.0.1 only, on a port Docker picks', () => {

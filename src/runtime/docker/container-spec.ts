@@ -5,15 +5,17 @@
 // of an orchestrated deployment's pod. No I/O: every rule is a table test.
 //
 // The container keeps the image's user (root inside is allowed, as the product promises) and
-// gets what a platform adds around it (one hardening for every container: hardenedHostConfig):
-// never privileged, NET_RAW dropped, no-new-privileges, a pids limit, CPU and memory from the
-// hardware instance, its own network namespace on a bridge where containers cannot reach each
-// other, ports published on 127.0.0.1 only, and no host path but its own replica directory
-// (the config file), its deployment's model cache and, for a Frontend, its workers file's
-// directory (read-only). A member of an orchestrated deployment's pod (Frontend, Worker,
-// Prefill, Decode) shares its holder's network namespace instead: nothing is published, and
-// it listens on the port the runtime gave it in the pod.
+// gets what a platform adds around it (one hardening for every container: hardenedHostConfig,
+// built on containerHardening): never privileged, NET_RAW dropped, and SETUID, SETGID, MKNOD,
+// FSETID and SETFCAP unless an admin's deployment keeps them, no-new-privileges, a pids limit,
+// CPU and memory from the hardware instance, its own network namespace on a bridge where
+// containers cannot reach each other, ports published on 127.0.0.1 only, and no host path but
+// its own replica directory (the config file), its deployment's model cache and, for a
+// Frontend, its workers file's directory (read-only). A member of an orchestrated deployment's
+// pod (Frontend, Worker, Prefill, Decode) shares its holder's network namespace instead: nothing
+// is published, and it listens on the port the runtime gave it in the pod.
 
+import { GRANTABLE_CAPABILITIES, type ContainerCapability } from '../../domain/container-capabilities.js';
 import { resolveImage, type ImageMap } from '../../domain/image-map.js';
 import { deploymentEnv, simulatedEngineArgs } from '../launch-plan.js';
 import type { ReplicaRequest } from '../runtime.js';
@@ -49,6 +51,31 @@ export interface PodPlace {
   /** The holder container's id. */
   holder: string;
   port: number;
+}
+
+/** Dropped from every container's capabilities whatever its deployment says: raw sockets (ARP and ICMP spoofing on the bridge). */
+export const ALWAYS_DROPPED_CAPABILITIES = ['NET_RAW'] as const;
+
+export interface ContainerHardening {
+  Privileged: false;
+  CapDrop: string[];
+  SecurityOpt: string[];
+}
+
+/**
+ * The HostConfig fields every container of this runtime gets, whatever runs in it. Root in a
+ * container is the host's uid 0, and what it writes on a host path (the model cache) stays on
+ * the host: without SETUID, SETGID, FSETID and SETFCAP it can neither change its uid nor keep
+ * the set-id bits and file capabilities that would act outside, without MKNOD it makes no device
+ * node; `no-new-privileges` stops a set-id file from raising anyone inside. `keep` are the
+ * capabilities an admin's deployment asked to keep (container_capabilities).
+ */
+export function containerHardening(keep: readonly ContainerCapability[] = []): ContainerHardening {
+  return {
+    Privileged: false,
+    CapDrop: [...ALWAYS_DROPPED_CAPABILITIES, ...GRANTABLE_CAPABILITIES.filter((c) => !keep.includes(c))],
+    SecurityOpt: ['no-new-privileges:true'],
+  };
 }
 
 export interface ContainerInputs {
@@ -124,11 +151,9 @@ export function containerImage(req: Pick<ReplicaRequest, 'image' | 'tag'>, input
  * privileged, no capability added and NET_RAW dropped, no-new-privileges, pids, memory and CPU
  * limits. One function, so no kind of container can miss a part of it.
  */
-export function hardenedHostConfig(limits: ContainerLimits): Record<string, unknown> {
+export function hardenedHostConfig(limits: ContainerLimits, keep: readonly ContainerCapability[] = []): Record<string, unknown> {
   return {
-    Privileged: false,
-    CapDrop: ['NET_RAW'],
-    SecurityOpt: ['no-new-privileges:true'],
+    ...containerHardening(keep),
     PidsLimit: limits.pidsLimit,
     Memory: limits.memoryBytes,
     NanoCpus: limits.nanoCpus,
@@ -207,7 +232,7 @@ export function planContainer(req: ReplicaRequest, inputs: ContainerInputs): Con
       // A pod member has no network of its own: Docker refuses a hostname or published ports with it.
       NetworkMode: pod === null ? inputs.network : `container:${pod.holder}`,
       Mounts: mounts,
-      ...hardenedHostConfig(inputs.limits),
+      ...hardenedHostConfig(inputs.limits, req.containerCapabilities ?? []),
       // The runtime restarts a crashed replica itself, with its backoff, and says so in the log.
       RestartPolicy: { Name: 'no' },
       // A chatty engine must not fill the disk: the runtime copies output into its own rotated logs.

@@ -36,6 +36,8 @@ export interface DockerReplicaDeps {
   gpus: { acquire(owner: string, count: number): string[] | null; claim(owner: string, ids: readonly string[]): string[]; release(owner: string): void; hostConfig(ids: string[]): Record<string, unknown>; free(): number; total(): number };
   /** Makes the reference engine image present (built here once per host). */
   engineImage(onNote: (line: string) => void): Promise<void>;
+  /** Makes the service's network present (another control process of the store may have removed it at its stop). */
+  network?: () => Promise<void>;
   timing: LocalReplicaTiming;
   logger: Logger;
 }
@@ -227,6 +229,7 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     else if (wantsGpus) plan.notes.push('infergate runtime: this host has no GPUs: the container runs without one');
     for (const line of plan.notes) this.note(line);
     const name = containerName(this.deps.container.scope, this.req.name);
+    await this.deps.network?.();
     // A container of this name left by a crash between create and record is not ours to keep.
     await this.deps.docker.getContainer(name).remove({ force: true }).catch(() => {});
     const created = await this.deps.docker.createContainer({ name, ...plan.body });

@@ -1,10 +1,11 @@
-// Unit tests of the Docker runtime's scope: which containers, network and labels belong to one store.
+// Unit tests of the Docker runtime's scope (which containers, network and labels belong to one
+// store) and of the start-up errors for a network the daemon will not make.
 
 import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { dockerScope, networkName } from './docker-runtime.js';
+import { dockerScope, networkName, networkRefusal } from './docker-runtime.js';
 
 describe('dockerScope', () => {
   it('is one per store: the data directory by its real path, or the Redis URL with its key prefix', async () => {
@@ -26,5 +27,20 @@ describe('dockerScope', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('networkRefusal', () => {
+  const SOCKET = 'unix:///var/run/docker.sock';
+  it("names the cause and the fixes when the daemon's pools are used up", () => {
+    const said = networkRefusal('could not find an available, non-overlapping IPv4 address pool among the defaults to assign to the network', 'infergate-abc', null, SOCKET);
+    expect(said).toMatch(/^the Docker daemon at unix:\/\/\/var\/run\/docker.sock has no address pool left for this service's network infergate-abc \(could not find/);
+    for (const fix of ['docker network prune', '--docker-subnet', 'default-address-pools']) expect(said).toContain(fix);
+  });
+
+  it('names the subnet when it overlaps, and leaves other refusals as they came', () => {
+    expect(networkRefusal('Pool overlaps with other one on this address space', 'infergate-abc', '10.1.0.0/24', SOCKET)).toMatch(/^--docker-subnet 10\.1\.0\.0\/24 overlaps a network the Docker daemon at unix:\/\/\/var\/run\/docker.sock already has/);
+    expect(networkRefusal('Pool overlaps with other one on this address space', 'infergate-abc', null, SOCKET)).toBeNull();
+    expect(networkRefusal('network with name infergate-abc already exists', 'infergate-abc', null, SOCKET)).toBeNull();
   });
 });

@@ -1,11 +1,13 @@
 // Owns the Docker runtime: every replica as a container on this host's Docker Engine
 // (docker-replica.ts), behind the same Runtime port as the local one. It keeps what one host
-// shares between its replicas — the bridge network without inter-container traffic, the
-// image puller (one pull per image), the GPU allocator, the reference engine image built once,
-// the pods of orchestrated deployments (docker-pod.ts: one network namespace per deployment,
-// which its Frontend and workers share) — takes back its containers by label after a restart,
-// and removes the ones no replica record names. The local runtime it wraps only reaps what an
-// earlier run left as processes.
+// shares between its replicas — the bridge network without inter-container traffic (one per
+// service: reused across restarts, removed at a clean stop when no container remains, on
+// --docker-subnet or the daemon's pools, whose exhaustion is a start-up error saying what to
+// do), the image puller (one pull per image), the GPU allocator, the reference engine image
+// built once, the pods of orchestrated deployments (docker-pod.ts: one network namespace per
+// deployment, which its Frontend and workers share) — takes back its containers by label after
+// a restart, and removes the ones no replica record names. The local runtime it wraps only
+// reaps what an earlier run left as processes.
 
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
@@ -18,6 +20,8 @@ import type { RegistryGate } from '../../domain/ports.js';
 import { runtimeDirs } from '../local-runtime.js';
 import { DEFAULT_TIMING, type LocalReplicaTiming } from '../local-replica.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaRequest, Runtime } from '../runtime.js';
+import { ConfigError } from '../../config/serve-flags.js';
+import { dockerEndpoint } from './client.js';
 import { containerLimits } from './container-limits.js';
 import { LABEL } from './container-spec.js';
 import { DockerPods } from './docker-pod.js';
@@ -43,6 +47,8 @@ export interface DockerRuntimeOptions {
   local: Runtime;
   /** CPUs the daemon has: container CPU limits are clamped to it (Docker refuses more). */
   hostCpus: number;
+  /** `--docker-subnet`: the service network's subnet; null or absent: the daemon's default pools. */
+  subnet?: string | null;
   timing?: Partial<LocalReplicaTiming>;
   pullBackoff?: PullBackoff;
   /** Which registry hosts the daemon may pull from (--registries), asked before every pull; absent: any. */
@@ -66,14 +72,34 @@ export function networkName(scope: string): string {
   return `infergate-${scope}`;
 }
 
+export interface NetworkOptions {
+  /** `--docker-subnet`: the network's IPv4 subnet; null: one from the daemon's default address pools. */
+  subnet?: string | null;
+  logger?: Logger;
+}
+
 /**
  * The network replicas join: a bridge where containers cannot reach each other (icc off); the
- * host's loopback services are out of reach in any container's own network namespace.
+ * host's loopback services are out of reach in any container's own network namespace. One per
+ * service (its scope), reused when it is there — after a restart, or made by another control
+ * process of the same store — and removed at a clean stop (releaseNetwork). Called at start and
+ * again before each container is made, so a network another process of the store removed
+ * meanwhile is made anew. A daemon that cannot make it is a start-up error that says what to do.
  */
-export async function ensureNetwork(docker: Dockerode, scope: string): Promise<string> {
+export async function ensureNetwork(docker: Dockerode, scope: string, opts: NetworkOptions = {}): Promise<string> {
   const name = networkName(scope);
-  const existing = await docker.listNetworks({ filters: { name: [name] } });
-  if (existing.some((n) => n.Name === name)) return name;
+  const subnet = opts.subnet ?? null;
+  const existing = (await docker.listNetworks({ filters: { name: [name] } })).find((n) => n.Name === name);
+  if (existing !== undefined) {
+    const subnets = (existing.IPAM?.Config ?? []).map((c) => c.Subnet);
+    if (subnet === null || subnets.includes(subnet)) return name;
+    // Another subnet asked for: made anew, unless containers still use the old one.
+    if (Object.keys((await docker.getNetwork(existing.Id).inspect()).Containers ?? {}).length > 0) {
+      opts.logger?.warn({ network: name, subnet: subnets.join(','), wanted: subnet }, 'docker network kept on its subnet: containers still use it; --docker-subnet applies once they are gone');
+      return name;
+    }
+    await docker.getNetwork(existing.Id).remove().catch(ignoreGone);
+  }
   try {
     await docker.createNetwork({
       Name: name,
@@ -81,12 +107,86 @@ export async function ensureNetwork(docker: Dockerode, scope: string): Promise<s
       CheckDuplicate: true,
       Options: { 'com.docker.network.bridge.enable_icc': 'false' },
       Labels: { [LABEL.scope]: scope },
+      ...(subnet !== null ? { IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] } } : {}),
     });
+    opts.logger?.info({ network: name, subnet }, 'docker network created');
   } catch (err) {
     // Another process of the same service made it meanwhile.
-    if ((err as { statusCode?: number }).statusCode !== 409) throw err;
+    if ((err as { statusCode?: number }).statusCode === 409) return name;
+    const refusal = networkRefusal(daemonMessage(err), name, subnet, dockerEndpoint(docker));
+    if (refusal !== null) throw new ConfigError(refusal);
+    throw err;
   }
   return name;
+}
+
+/**
+ * At a clean stop: the service's network goes when no container of its scope (nor any other)
+ * remains on it — one network per service, never a pile of them on the daemon's address pools.
+ * Kept, and said, while containers remain (another control process of the same store runs its
+ * replicas there).
+ */
+export async function releaseNetwork(docker: Dockerode, scope: string, logger: Logger): Promise<'removed' | 'kept' | 'absent'> {
+  const name = networkName(scope);
+  const network = docker.getNetwork(name);
+  const ours = await docker.listContainers({ all: true, filters: { label: [`${LABEL.scope}=${scope}`] } });
+  const attached = await network.inspect().then(
+    (n: { Containers?: Record<string, unknown> }) => Object.keys(n.Containers ?? {}).length,
+    (err: unknown) => (isGone(err) ? null : Promise.reject(err)),
+  );
+  if (attached === null) return 'absent';
+  if (ours.length > 0 || attached > 0) {
+    logger.warn({ network: name, containers: Math.max(ours.length, attached) }, 'docker network kept: containers still use it (it is removed at a clean stop once none remains)');
+    return 'kept';
+  }
+  try {
+    await network.remove();
+  } catch (err) {
+    if (isGone(err)) return 'absent';
+    // 403: a container joined it meanwhile (another process of the store).
+    logger.warn({ network: name, err: daemonMessage(err) }, 'docker network kept: the daemon refused to remove it');
+    return 'kept';
+  }
+  logger.info({ network: name }, 'docker network removed');
+  return 'removed';
+}
+
+/** What the daemon said, without dockerode's "(HTTP code 500) server error - " prefix. */
+function daemonMessage(err: unknown): string {
+  const json = (err as { json?: { message?: unknown } }).json;
+  if (typeof json?.message === 'string') return json.message;
+  return (err as Error).message.replace(/^\(HTTP code \d+\)[^-]*- /, '').trim();
+}
+
+function isGone(err: unknown): boolean {
+  return (err as { statusCode?: number }).statusCode === 404;
+}
+
+function ignoreGone(err: unknown): void {
+  if (!isGone(err)) throw err;
+}
+
+/**
+ * The start-up error for a network the daemon would not make, naming the cause and the fix;
+ * null for a refusal with no advice here (thrown as it came).
+ */
+export function networkRefusal(message: string, name: string, subnet: string | null, endpoint: string): string | null {
+  if (/could not find an available, non-overlapping IPv4 address pool/i.test(message)) {
+    return (
+      `the Docker daemon at ${endpoint} has no address pool left for this service's network ${name} (${message}). ` +
+      'Free one: remove networks nothing uses (docker network prune; docker network ls lists them, infergate-* ones included), ' +
+      'or give this service a subnet of its own with --docker-subnet (e.g. --docker-subnet 10.213.0.0/24), ' +
+      "or widen the daemon's default-address-pools in /etc/docker/daemon.json and restart it"
+    );
+  }
+  if (subnet !== null && /overlap/i.test(message)) {
+    return (
+      `--docker-subnet ${subnet} overlaps a network the Docker daemon at ${endpoint} already has (${message}): ` +
+      'choose a free range (docker network inspect shows the subnets in use), or remove the network that holds it'
+    );
+  }
+  if (subnet !== null && /invalid|pool/i.test(message)) return `--docker-subnet ${subnet}: the Docker daemon at ${endpoint} refused it for the network ${name} (${message})`;
+  return null;
 }
 
 export class DockerRuntime implements Runtime {
@@ -122,6 +222,7 @@ export class DockerRuntime implements Runtime {
         hostConfig: (ids) => ({ ...gpuHostConfig(ids, gpuMode) }),
       },
       engineImage: (onNote) => this.engineImage(onNote),
+      network: () => ensureNetwork(opts.docker, opts.scope, { subnet: opts.subnet ?? null, logger: opts.logger }).then(() => undefined),
       timing: { ...DEFAULT_TIMING, ...opts.timing },
       logger: opts.logger,
       pod: null,
@@ -191,6 +292,11 @@ export class DockerRuntime implements Runtime {
     }
     if (removed.length > 0) this.opts.logger.warn({ replicas: removed }, 'removed containers and directories no replica record names');
     return removed;
+  }
+
+  /** At a clean stop, once the controller has stopped its replicas: the network goes unless containers remain. */
+  async close(): Promise<void> {
+    await releaseNetwork(this.opts.docker, this.opts.scope, this.opts.logger);
   }
 
   /** A shell in a container is a Docker exec as the container's user: nothing runs on this host. */
