@@ -35,6 +35,7 @@ import { runtimeDirs } from '../runtime/local-runtime.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { chooseRuntime } from './runtime-choice.js';
 import { detectSandbox } from '../runtime/sandbox-probe.js';
+import { detectReplicaNetwork } from '../runtime/pods.js';
 import { selfCommand } from './self-command.js';
 import { clusterExposition } from '../metrics/cluster.js';
 import { createMetricsServer, createRegistry } from '../metrics/registry.js';
@@ -119,8 +120,12 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     const revisionMetrics: LateRevisionMetrics | null =
       config.role !== 'gateway' ? { load: null, revisions: (id, windowSeconds) => revisionMetrics?.load?.revisions(id, windowSeconds) ?? [] } : null;
     if (sandbox !== null) lines.push(sandbox.description);
+    // Pods need the sandbox's root (nothing else keeps a replica in its namespace).
+    const network = sandbox !== null ? detectReplicaNetwork(config, sandbox.host) : null;
+    if (network !== null) lines.push(...network.lines);
     // Chosen before the control API starts: whether images run in containers decides its rule for host commands.
-    const chosen = config.role !== 'gateway' ? await chooseRuntime(config, shared.images, sandbox?.host ?? null, logger.child({ component: 'runtime' })) : null;
+    const chosen =
+      config.role !== 'gateway' ? await chooseRuntime(config, shared.images, sandbox?.host ?? null, network?.pods ?? null, logger.child({ component: 'runtime' })) : null;
     if (chosen !== null) lines.push(chosen.line);
     if (config.role !== 'gateway') {
       const hostCommands: HostCommandPolicy = {

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Flags, helpText, wholeNumber } from '../flags/flags.js';
 import { parseGpuList } from '../runtime/docker/gpu-allocator.js';
+import { parseSubnet, type Subnet } from '../runtime/pod-network.js';
 import { ConfigError, readTunables, SERVE, type Tunables } from './serve-flags.js';
 
 export { ConfigError, SERVE_OPTIONS, type ConnectionLimitsConfig, type Tunables } from './serve-flags.js';
@@ -57,6 +58,10 @@ export interface Config extends Tunables {
   sandboxBinds: string[];
   /** Operator's explicit choice to run host commands (and the terminal) without a sandbox. */
   allowUnsandboxedHostCommands: boolean;
+  /** Local runtime: pods (a network namespace per pod), the host's network, or pods where they can be made. */
+  replicaNetwork: 'auto' | 'pod' | 'host';
+  /** The range pods take their /30 links from. */
+  replicaSubnet: Subnet;
   /** Members may deploy host commands (default: admins only). */
   allowMemberHostCommands: boolean;
   /** One log line per gateway request, written when it ends. */
@@ -131,6 +136,8 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
   if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/.test(redisPrefix)) {
     throw new ConfigError(`--redis-prefix must be 1-64 letters, digits or _.:- , not "${redisPrefix}"`);
   }
+  const replicaSubnet = parseSubnet(pick('replica-subnet'));
+  if (typeof replicaSubnet === 'string') throw new ConfigError(`--replica-subnet ${replicaSubnet}`);
   const resolve = (p: string | null): string | null => (p === null ? null : path.resolve(cwd, p));
   const gatewayWorkers = parseGatewayWorkers(f.string('gateway-workers'), role, redisUrl);
 
@@ -170,6 +177,8 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
       .filter((p) => p !== '')
       .map((p) => path.resolve(cwd, p)),
     allowUnsandboxedHostCommands: f.enabled('allow-unsandboxed-host-commands'),
+    replicaNetwork: f.oneOf('replica-network', ['auto', 'pod', 'host'] as const),
+    replicaSubnet,
     allowMemberHostCommands: f.enabled('allow-member-host-commands'),
     accessLog: f.enabled('access-log'),
     gatewayWorkers,
