@@ -9,6 +9,7 @@ import {
   hasCapability,
   hostScript,
   interfaceIndex,
+  missingRules,
   namespaceInode,
   parseSubnet,
   podIndexOf,
@@ -125,9 +126,23 @@ describe('the firewall', () => {
       'FORWARD -i igr+ -j DROP',
       'FORWARD -o igr+ -j DROP',
     ]);
-    const script = firewallScript();
-    expect(script).toContain('"$t" -w -C INPUT -i igr+ -m conntrack --ctstate NEW -j DROP 2>/dev/null || "$t" -w -I INPUT 1 -i igr+ -m conntrack --ctstate NEW -j DROP || status=1');
-    expect(script).toMatch(/^for t in "\$@"; do$/m);
+    const script = firewallScript(FIREWALL_RULES);
+    expect(script).toContain('"$1" -w -C INPUT -i igr+ -m conntrack --ctstate NEW -j DROP 2>/dev/null || "$1" -w -I INPUT 1 -i igr+ -m conntrack --ctstate NEW -j DROP || status=1');
+    expect(script.split('\n')).toHaveLength(FIREWALL_RULES.length + 2);
+  });
+
+  it('reads which rules a host already has from iptables-save, so a start that finds them all runs no insert', () => {
+    const saved = [
+      '*filter',
+      ':INPUT ACCEPT [0:0]',
+      '-A INPUT -i igr+ -m conntrack --ctstate NEW -j DROP',
+      '-A FORWARD -o igr+ -j DROP',
+      '-A FORWARD -j DOCKER-USER',
+      'COMMIT',
+    ].join('\n');
+    expect(missingRules(saved)).toEqual([['FORWARD', '-i', 'igr+', '-j', 'DROP']]);
+    expect(missingRules(`${saved}\n-A FORWARD -i igr+ -j DROP\n`)).toEqual([]);
+    expect(missingRules('')).toEqual(FIREWALL_RULES);
   });
 });
 

@@ -180,17 +180,23 @@ export const FIREWALL_RULES: readonly (readonly string[])[] = [
   ['FORWARD', '-o', `${HOST_INTERFACE_PREFIX}+`, '-j', 'DROP'],
 ];
 
+/** The rules `iptables-save -t filter` (or ip6tables-save) does not list: the ones to add. */
+export function missingRules(saved: string): (readonly string[])[] {
+  const present = new Set(saved.split('\n').map((l) => l.trim()));
+  return FIREWALL_RULES.filter(([chain, ...match]) => !present.has(`-A ${chain} ${match.join(' ')}`));
+}
+
 /**
- * A shell script that adds each rule unless it is there (`-C`), first in its chain, for each
- * program given as an argument (iptables, ip6tables): run again, it changes nothing. Fixed
- * text; the programs are absolute paths passed as arguments.
+ * A shell script that adds `rules` unless each is there (`-C`: another service may have added
+ * it meanwhile), first in its chain, with the program given as its argument (iptables or
+ * ip6tables, an absolute path). Fixed text but for the rules, which are this module's.
  */
-export function firewallScript(): string {
-  const rules = FIREWALL_RULES.map(([chain, ...match]) => {
+export function firewallScript(rules: readonly (readonly string[])[]): string {
+  const lines = rules.map(([chain, ...match]) => {
     const spec = match.join(' ');
-    return `  "$t" -w -C ${chain} ${spec} 2>/dev/null || "$t" -w -I ${chain} 1 ${spec} || status=1`;
+    return `"$1" -w -C ${chain} ${spec} 2>/dev/null || "$1" -w -I ${chain} 1 ${spec} || status=1`;
   });
-  return ['status=0', 'for t in "$@"; do', ...rules, 'done', 'exit $status'].join('\n');
+  return ['status=0', ...lines, 'exit $status'].join('\n');
 }
 
 /** `net:[4026532281]` → 4026532281: the inode a namespace link names. */

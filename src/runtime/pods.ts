@@ -17,12 +17,14 @@ import {
   CAP_NET_ADMIN,
   CAP_SYS_ADMIN,
   failedLine,
+  FIREWALL_RULES,
   firewallScript,
   formatSubnet,
   freeIndex,
   hasCapability,
   hostScript,
   interfaceIndex,
+  missingRules,
   namespaceInode,
   NETNS_DIR,
   podIndexOf,
@@ -40,8 +42,8 @@ import { FIXED_ENV, type SandboxHost } from './sandbox.js';
 export interface PodSettings {
   ip: string;
   nsenter: string;
-  /** iptables and ip6tables as found here (absolute paths); empty: no firewall rules. */
-  firewall: string[];
+  /** iptables and ip6tables as found here, each with its -save (absolute paths); empty: no firewall rules. */
+  firewall: { program: string; save: string }[];
   subnet: Subnet;
   /** The host has IPv6: veth ends get no link-local address. */
   ipv6: boolean;
@@ -114,7 +116,12 @@ function podTools(sandbox: SandboxHost | null): Omit<PodSettings, 'subnet' | 'ip
     // no /proc: the capability check below says no
   }
   if (!hasCapability(status, CAP_NET_ADMIN) || !hasCapability(status, CAP_SYS_ADMIN)) return 'the service lacks CAP_NET_ADMIN or CAP_SYS_ADMIN (a container without them?)';
-  const firewall = [firstExecutable(['/usr/sbin/iptables', '/sbin/iptables']), firstExecutable(['/usr/sbin/ip6tables', '/sbin/ip6tables'])].filter((p): p is string => p !== null);
+  const firewall: PodSettings['firewall'] = [];
+  for (const name of ['iptables', 'ip6tables']) {
+    const program = firstExecutable([`/usr/sbin/${name}`, `/sbin/${name}`]);
+    const save = firstExecutable([`/usr/sbin/${name}-save`, `/sbin/${name}-save`]);
+    if (program !== null && save !== null) firewall.push({ program, save });
+  }
   return { ip, nsenter, firewall };
 }
 
@@ -196,7 +203,12 @@ export class Pods {
   }
 
   private async create(): Promise<PodLink> {
-    await this.installFirewall();
+    // The first pod's set-up and the firewall's check run side by side; neither is used before both are done.
+    const [link] = await Promise.all([this.make(), this.installFirewall()]);
+    return link;
+  }
+
+  private async make(): Promise<PodLink> {
     const { ip, subnet, ipv6 } = this.opts.settings;
     const tried = new Set<number>();
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -226,13 +238,24 @@ export class Pods {
     throw new Error(`cannot set up the replica's network namespace: ${MAX_ATTEMPTS} blocks of ${formatSubnet(subnet)} were taken while trying`);
   }
 
-  /** Once per process, before the first pod: the rules are the same for every service, and adding them again changes nothing. */
+  /**
+   * Once per process, with the first pod: the rules are the same for every service. They are
+   * read with iptables-save (one process per family) and only missing ones are added, so a
+   * host that has them — every start but the first since boot — runs no insert.
+   */
   private installFirewall(): Promise<void> {
-    const programs = this.opts.settings.firewall;
-    if (programs.length === 0) return Promise.resolve();
-    this.firewall ??= run('/bin/sh', ['-c', firewallScript(), 'infergate-firewall', ...programs], '').then((r) => {
-      if (!r.ok) this.opts.logger.warn({ error: r.stderr }, "could not add every iptables rule that keeps pods off this host: a pod may open connections to this host's services on every address");
-    });
+    const families = this.opts.settings.firewall;
+    this.firewall ??= Promise.all(
+      families.map(async ({ program, save }) => {
+        const saved = await run(save, ['-t', 'filter'], '');
+        const missing = saved.ok ? missingRules(saved.stdout) : FIREWALL_RULES;
+        if (missing.length === 0) return;
+        const added = await run('/bin/sh', ['-c', firewallScript(missing), 'infergate-firewall', program], '');
+        if (!added.ok) {
+          this.opts.logger.warn({ program, error: added.stderr }, "could not add every iptables rule that keeps pods off this host: a pod may open connections to this host's services on every address");
+        }
+      }),
+    ).then(() => undefined);
     return this.firewall;
   }
 }
@@ -267,15 +290,18 @@ function runIp(ip: string, args: string[], script: string): Promise<{ ok: boolea
   return run(ip, args, script);
 }
 
-function run(file: string, args: string[], input: string): Promise<{ ok: boolean; stderr: string }> {
+/** Runs a root tool with FIXED_ENV, `input` on its stdin. */
+function run(file: string, args: string[], input: string): Promise<{ ok: boolean; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(file, args, { env: { ...FIXED_ENV }, stdio: ['pipe', 'ignore', 'pipe'] });
+    const child = spawn(file, args, { env: { ...FIXED_ENV }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
     let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
     child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
     child.stdin.on('error', () => {}); // it failed before reading: its exit says why
     child.stdin.end(input);
-    child.once('error', (err) => resolve({ ok: false, stderr: err.message }));
-    child.once('close', (code) => resolve({ ok: code === 0, stderr: stderr.trim() }));
+    child.once('error', (err) => resolve({ ok: false, stdout, stderr: err.message }));
+    child.once('close', (code) => resolve({ ok: code === 0, stdout, stderr: stderr.trim() }));
   });
 }
 

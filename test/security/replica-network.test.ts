@@ -18,7 +18,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectReplicaNetwork } from '../../src/runtime/pods.js';
-import { parseSubnet, type Subnet } from '../../src/runtime/pod-network.js';
+import { FIREWALL_RULES, missingRules, parseSubnet, type Subnet } from '../../src/runtime/pod-network.js';
 import { detectSandbox } from '../../src/runtime/sandbox-probe.js';
 import { listeningAddresses } from '../../src/runtime/listening-sockets.js';
 import { serviceScope } from '../../src/runtime/service-scope.js';
@@ -128,6 +128,10 @@ describe.skipIf(!runPods)('replicas in pods (local runtime)', () => {
     hostService = net.createServer((s) => s.end());
     await new Promise<void>((resolve) => hostService.listen(0, '0.0.0.0', resolve));
     hostServicePort = (hostService.address() as net.AddressInfo).port;
+    // The rules a first start adds, taken away: this service must add them again (they are the host's, the same for every service).
+    for (const { program } of networkHere.pods?.firewall ?? []) {
+      for (const [chain, ...match] of FIREWALL_RULES) while (spawnSync(program, ['-w', '-D', chain, ...match], { stdio: 'ignore' }).status === 0);
+    }
     dirs = await platformDirs(root, 'pods');
     platform = await startPlatform(dirs);
     expect(platform.serve.output()).toContain('infergate: replicas run in pods');
@@ -182,6 +186,13 @@ describe.skipIf(!runPods)('replicas in pods (local runtime)', () => {
     expect(new Set(all).size).toBe(4);
     expect(podsOf(dirs.dataDir).sort()).toEqual([...all].sort());
     for (const t of targets) expect(t.targets[0]).toMatch(/^10\.213\.\d+\.\d+:\d+$/);
+  });
+
+  it.skipIf(!firewall)('adds the iptables rules that keep pods off the host when the host lacks them, for IPv4 and IPv6', () => {
+    for (const { save } of networkHere.pods!.firewall) {
+      const saved = spawnSync(save, ['-t', 'filter'], { encoding: 'utf8' });
+      expect(missingRules(saved.stdout), save).toEqual([]);
+    }
   });
 
   it('serves every deployment through the gateway, prefill/decode included (the KV transfer inside their pod)', async () => {
