@@ -179,7 +179,8 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
   /** Joins its pod once: restarts keep it, so its address stays what the gateway has. */
   private async joinPod(): Promise<void> {
     const pods = this.deps.pods;
-    if (pods === null || this.pod !== null) return;
+    // Stopping: stop() has left (or will leave) the pod already; joining now would hold one nobody releases.
+    if (pods === null || this.pod !== null || this.stopping) return;
     this.joining ??= pods.acquire(podKey(this.req), this.req.name);
     try {
       this.pod = await this.joining;
