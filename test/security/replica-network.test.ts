@@ -130,7 +130,7 @@ describe.skipIf(!runPods)('replicas in pods (local runtime)', () => {
     hostServicePort = (hostService.address() as net.AddressInfo).port;
     // The rules a first start adds, taken away: this service must add them again (they are the host's, the same for every service).
     for (const { program } of networkHere.pods?.firewall ?? []) {
-      for (const [chain, ...match] of FIREWALL_RULES) while (spawnSync(program, ['-w', '-D', chain, ...match], { stdio: 'ignore' }).status === 0);
+      for (const rule of FIREWALL_RULES) while (spawnSync(program, ['-w', '-D', ...rule], { stdio: 'ignore' }).status === 0);
     }
     dirs = await platformDirs(root, 'pods');
     platform = await startPlatform(dirs);
