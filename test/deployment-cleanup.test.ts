@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileStore } from '../src/store/file-store.js';
-import { engineBody, platformDirs, replicaProcesses, startPlatform, type Platform, type PlatformDirs } from './helpers/platform.js';
+import { engineBody, killLeftoverReplicas, platformDirs, replicaProcesses, startPlatform, type Platform, type PlatformDirs } from './helpers/platform.js';
 import { removeTempDir } from './helpers/temp-dirs.js';
 
 let root: string;
@@ -26,7 +26,7 @@ afterAll(async () => {
     p.serve.kill('SIGKILL');
     await p.serve.exited;
   }
-  for (const dir of dataDirs) for (const p of replicaProcesses(dir)) process.kill(p.pid, 'SIGKILL');
+  for (const dir of dataDirs) killLeftoverReplicas(dir);
   if (root) await removeTempDir(root);
 });
 

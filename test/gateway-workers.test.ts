@@ -15,6 +15,7 @@ import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { engineBody, killLeftoverReplicas } from './helpers/platform.js';
+import { scopeOf } from './helpers/pods.js';
 import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
 import type { ServeProcess } from './helpers/serve-process.js';
 import { adminApi, createSummedDeployment, replicaCounts as replicaCountsOf, startOnSharedStore, streamChat } from './helpers/shared-store.js';
@@ -67,7 +68,7 @@ describeWithRedis('gateway workers sharing the gateway port', () => {
   afterAll(async () => {
     serve?.kill('SIGTERM');
     await serve?.exited;
-    killLeftoverReplicas(path.join(root, 'serve', 'data'));
+    killLeftoverReplicas(path.join(root, 'serve', 'data'), scopeOf(root, redisUrlForTests() as string, prefix));
     await removeTempDir(root);
     const redis = new Redis(redisUrlForTests() as string);
     const keys = await redis.keys(`${prefix}:*`);

@@ -14,6 +14,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { engineBody, killLeftoverReplicas } from './helpers/platform.js';
+import { scopeOf } from './helpers/pods.js';
 import { freePort } from './helpers/ports.js';
 import { startRedisServer, type RedisServer } from './helpers/redis-server.js';
 import type { ServeProcess } from './helpers/serve-process.js';
@@ -84,7 +85,7 @@ if (!hasRedisServer) {
     for (const p of running) p.kill('SIGTERM');
     await Promise.all(running.map((p) => p.exited));
     // The control process stops its replicas; any left (it was killed) are stopped by pid.
-    if (root) killLeftoverReplicas(path.join(root, 'control', 'data'));
+    if (root) killLeftoverReplicas(path.join(root, 'control', 'data'), scopeOf(root, `redis://127.0.0.1:${redisPort}`));
     await redis?.stop();
     if (root) await removeTempDir(root);
   });

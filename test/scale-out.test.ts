@@ -18,6 +18,7 @@ import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { engineBody, killLeftoverReplicas } from './helpers/platform.js';
+import { scopeOf } from './helpers/pods.js';
 import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
 import type { ServeProcess } from './helpers/serve-process.js';
 import { adminApi, createSummedDeployment, replicaCounts as replicaCountsOf, startOnSharedStore, streamChat } from './helpers/shared-store.js';
@@ -79,7 +80,7 @@ describeWithRedis('gateways and the autoscaler in separate processes, on one Red
     for (const p of running) p.kill('SIGTERM');
     await Promise.all(running.map((p) => p.exited));
     // The control process stops its replicas; any left (it was killed) are stopped by pid.
-    for (const name of ['control', 'standby']) killLeftoverReplicas(path.join(root, name, 'data'));
+    for (const name of ['control', 'standby']) killLeftoverReplicas(path.join(root, name, 'data'), scopeOf(root, redisUrlForTests() as string, prefix));
     await removeTempDir(root);
     const redis = new Redis(redisUrlForTests() as string);
     const keys = await redis.keys(`${prefix}:*`);

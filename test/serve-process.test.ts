@@ -4,9 +4,10 @@
 
 import { runToEnd } from './helpers/child-process.js';
 import { waitFor } from './helpers/wait.js';
+import { killLeftoverReplicas } from './helpers/platform.js';
 import { apiCall } from './helpers/admin-api.js';
 import { X509Certificate } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -29,6 +30,8 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of running) p.kill('SIGKILL');
   await Promise.all(running.map((p) => p.exited));
+  // The persistence case kills a service whose deployments run: its pods stay unless removed.
+  for (const name of await readdir(root)) killLeftoverReplicas(path.join(root, name, 'data'));
   await removeTempDir(root);
 });
 

@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { generalBody } from './helpers/control.js';
 import { httpsRequest } from './helpers/https-client.js';
+import { removePods, scopeOf } from './helpers/pods.js';
 import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
 import type { ServeProcess } from './helpers/serve-process.js';
 import { startOnSharedStore } from './helpers/shared-store.js';
@@ -30,6 +31,8 @@ describeWithRedis('infergate serve on Redis', () => {
   afterAll(async () => {
     for (const p of running) p.kill('SIGKILL');
     await Promise.all(running.map((p) => p.exited));
+    // Every process here shares one scope (the Redis URL and prefix): their pods go together.
+    removePods(scopeOf(root, redisUrlForTests() as string, prefix));
     await removeTempDir(root);
     const redis = new Redis(redisUrlForTests() as string);
     const keys = await redis.keys(`${prefix}:*`);

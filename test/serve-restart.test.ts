@@ -6,7 +6,7 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { engineBody, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform, type PlatformDirs } from './helpers/platform.js';
+import { engineBody, killLeftoverReplicas, platformDirs, replicaMains, replicaProcesses, startPlatform, type Platform, type PlatformDirs } from './helpers/platform.js';
 import { removeTempDir } from './helpers/temp-dirs.js';
 
 let root: string;
@@ -18,7 +18,7 @@ afterAll(async () => {
     p.serve.kill('SIGKILL');
     await p.serve.exited;
   }
-  if (dirs) for (const p of replicaProcesses(dirs.dataDir)) process.kill(p.pid, 'SIGKILL');
+  if (dirs) killLeftoverReplicas(dirs.dataDir);
   if (root) await removeTempDir(root);
 });
 

@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import { request, type Agent } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { engineBody, killLeftoverReplicas } from './helpers/platform.js';
+import { scopeOf } from './helpers/pods.js';
 import { describeWithRedis, redisUrlForTests } from './helpers/redis.js';
 import type { ServeProcess } from './helpers/serve-process.js';
 import { adminApi, replicaCounts, startOnSharedStore } from './helpers/shared-store.js';
@@ -67,7 +68,7 @@ describeWithRedis('rate limits shared by two gateway processes on one Redis', ()
   afterAll(async () => {
     for (const p of running) p.kill('SIGTERM');
     await Promise.all(running.map((p) => p.exited));
-    killLeftoverReplicas(path.join(root, 'control', 'data'));
+    killLeftoverReplicas(path.join(root, 'control', 'data'), scopeOf(root, redisUrlForTests() as string, prefix));
     await removeTempDir(root);
     const redis = new Redis(redisUrlForTests() as string);
     const keys = await redis.keys(`${prefix}:*`);

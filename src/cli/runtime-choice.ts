@@ -3,7 +3,8 @@
 // local runtime, and the start-up line says which and why. The Docker runtime gets its
 // network, the daemon's CPU count for limits, this host's GPUs (`--gpus`, else nvidia-smi)
 // and the reference engine image's name; the local runtime stays inside it for what does not
-// run in containers.
+// run in containers. Both are named with the service's scope (its containers and network, its
+// pods).
 
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
@@ -11,8 +12,10 @@ import { ConfigError, type Config } from '../config/config.js';
 import type { ImageMap } from '../domain/image-map.js';
 import type { RegistryGate } from '../domain/ports.js';
 import { LocalRuntime } from '../runtime/local-runtime.js';
+import type { PodSettings } from '../runtime/pods.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { SandboxHost } from '../runtime/sandbox.js';
+import { serviceScope } from '../runtime/service-scope.js';
 import { selfCommand } from './self-command.js';
 import { packageVersion } from './version.js';
 
@@ -33,12 +36,22 @@ function appDir(): string {
 }
 
 /** `registries`: which registry hosts the daemon may pull from, asked again before every pull. */
-export async function chooseRuntime(config: Config, images: ImageMap, sandbox: SandboxHost | null, logger: Logger, registries?: RegistryGate): Promise<ChosenRuntime> {
-  const local = new LocalRuntime({ dataDir: config.dataDir, selfCommand: selfCommand(), images, logger, sandbox, allowUnsandboxedHostCommands: config.allowUnsandboxedHostCommands });
+export async function chooseRuntime(config: Config, images: ImageMap, sandbox: SandboxHost | null, pods: PodSettings | null, logger: Logger, registries?: RegistryGate): Promise<ChosenRuntime> {
+  const scope = serviceScope(config.dataDir, config.redisUrl, config.redisPrefix);
+  const local = new LocalRuntime({
+    dataDir: config.dataDir,
+    selfCommand: selfCommand(),
+    images,
+    logger,
+    sandbox,
+    allowUnsandboxedHostCommands: config.allowUnsandboxedHostCommands,
+    pods,
+    scope,
+  });
   if (config.runtime === 'local') return { runtime: local, kind: 'local', line: `infergate: runtime local (--runtime local): ${local.description}`, close: nothingToClose };
   // The Docker client (dockerode) is loaded only when Docker may be used: a third of a
   // second of every start with --runtime local.
-  const [{ dockerAnswers, dockerClient, dockerEndpoint }, { DockerRuntime, dockerScope, ensureNetwork }, { engineImageRef }, { discoverGpus, GpuAllocator }] = await Promise.all([
+  const [{ dockerAnswers, dockerClient, dockerEndpoint }, { DockerRuntime, ensureNetwork }, { engineImageRef }, { discoverGpus, GpuAllocator }] = await Promise.all([
     import('../runtime/docker/client.js'),
     import('../runtime/docker/docker-runtime.js'),
     import('../runtime/docker/engine-image.js'),
@@ -50,7 +63,6 @@ export async function chooseRuntime(config: Config, images: ImageMap, sandbox: S
     if (config.runtime === 'docker') throw new ConfigError(`--runtime docker: ${answer.reason}`);
     return { runtime: local, kind: 'local', line: `infergate: runtime local (auto: ${answer.reason}): ${local.description}`, close: nothingToClose };
   }
-  const scope = dockerScope(config.dataDir, config.redisUrl, config.redisPrefix);
   await ensureNetwork(docker, scope, { subnet: config.dockerSubnet, logger });
   const info = (await docker.info()) as { NCPU?: number };
   const found = config.gpus !== null ? { ids: config.gpus, source: '--gpus' } : await discoverGpus();

@@ -36,6 +36,7 @@ import { runtimeDirs } from '../runtime/local-runtime.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { chooseRuntime } from './runtime-choice.js';
 import { detectSandbox } from '../runtime/sandbox-probe.js';
+import { detectReplicaNetwork } from '../runtime/pods.js';
 import { selfCommand } from './self-command.js';
 import { clusterExposition } from '../metrics/cluster.js';
 import { createMetricsServer, createRegistry } from '../metrics/registry.js';
@@ -133,8 +134,14 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       closers.push(() => guard.release());
       lines.push(...guard.lines);
     }
+    // Pods need the sandbox's root (nothing else keeps a replica in its namespace).
+    const network = sandbox !== null ? detectReplicaNetwork(config, sandbox.host) : null;
+    if (network !== null) lines.push(...network.lines);
     // Chosen before the control API starts: whether images run in containers decides its rule for host commands.
-    const chosen = config.role !== 'gateway' ? await chooseRuntime(config, shared.images, sandbox?.host ?? null, logger.child({ component: 'runtime' }), shared.registries) : null;
+    const chosen =
+      config.role !== 'gateway'
+        ? await chooseRuntime(config, shared.images, sandbox?.host ?? null, network?.pods ?? null, logger.child({ component: 'runtime' }), shared.registries)
+        : null;
     if (chosen !== null) {
       lines.push(chosen.line);
       // Pushed before the controller's step, so it runs after the replicas are stopped.

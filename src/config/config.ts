@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Flags, helpText, wholeNumber } from '../flags/flags.js';
 import { parseRegistryList } from '../domain/registry-hosts.js';
 import { parseGpuList } from '../runtime/docker/gpu-allocator.js';
+import { formatSubnet, parseSubnet, type Subnet } from '../runtime/pod-network.js';
 import { ConfigError, readTunables, SERVE, type Tunables } from './serve-flags.js';
 
 export { ConfigError, SERVE_OPTIONS, type ConnectionLimitsConfig, type Tunables } from './serve-flags.js';
@@ -66,6 +67,10 @@ export interface Config extends Tunables {
   sandboxBinds: string[];
   /** Operator's explicit choice to run host commands (and the terminal) without a sandbox. */
   allowUnsandboxedHostCommands: boolean;
+  /** Local runtime: pods (a network namespace per pod), the host's network, or pods where they can be made. */
+  replicaNetwork: 'auto' | 'pod' | 'host';
+  /** The range pods take their /30 links from. */
+  replicaSubnet: Subnet;
   /** Members may deploy host commands (default: admins only). */
   allowMemberHostCommands: boolean;
   /** One log line per gateway request, written when it ends. */
@@ -142,6 +147,8 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
   }
   const registries = parseRegistryList(pick('registries'));
   if ('problem' in registries) throw new ConfigError(registries.problem);
+  const replicaSubnet = parseSubnet(pick('replica-subnet'));
+  if (typeof replicaSubnet === 'string') throw new ConfigError(`--replica-subnet ${replicaSubnet}`);
   const resolve = (p: string | null): string | null => (p === null ? null : path.resolve(cwd, p));
   const gatewayWorkers = parseGatewayWorkers(f.string('gateway-workers'), role, redisUrl);
 
@@ -167,7 +174,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     gpus,
     gpuRequest: f.oneOf('gpu-request', ['nvidia', 'cdi'] as const),
     registries: registries.list,
-    dockerSubnet: parseSubnet(pick('docker-subnet')),
+    dockerSubnet: parseDockerSubnet(pick('docker-subnet')),
     engineImage: orNull(pick('engine-image')),
     catalogFile: resolve(orNull(pick('catalog'))),
     imageMapFile: resolve(orNull(pick('image-map'))),
@@ -183,6 +190,8 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
       .filter((p) => p !== '')
       .map((p) => path.resolve(cwd, p)),
     allowUnsandboxedHostCommands: f.enabled('allow-unsandboxed-host-commands'),
+    replicaNetwork: f.oneOf('replica-network', ['auto', 'pod', 'host'] as const),
+    replicaSubnet,
     allowMemberHostCommands: f.enabled('allow-member-host-commands'),
     accessLog: f.enabled('access-log'),
     gatewayWorkers,
@@ -222,26 +231,12 @@ function readAdminKeyFile(file: string): string {
   return (text.split('\n')[0] ?? '').trim();
 }
 
-/**
- * An IPv4 network in CIDR form, /8 to /29 (a bridge needs a gateway address and room for
- * containers), written as its network address; '' is none.
- */
-export function parseSubnet(raw: string): string | null {
+/** `--docker-subnet`: an IPv4 range a bridge can use (a /29 at least: its gateway and a container), as its network address; '' is none. */
+function parseDockerSubnet(raw: string): string | null {
   if (raw === '') return null;
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(raw);
-  const octets = m ? m.slice(1, 5).map(Number) : [];
-  const bits = m ? Number(m[5]) : NaN;
-  if (!m || octets.some((o) => o > 255) || bits < 8 || bits > 29) {
-    throw new ConfigError(`--docker-subnet must be an IPv4 network in CIDR form from /8 to /29, e.g. 10.213.0.0/24, not "${raw}"`);
-  }
-  const address = octets.reduce((a, o) => a * 256 + o, 0);
-  const size = 2 ** (32 - bits);
-  const network = address - (address % size);
-  if (network !== address) {
-    const spelled = [24, 16, 8, 0].map((shift) => Math.floor(network / 2 ** shift) % 256).join('.');
-    throw new ConfigError(`--docker-subnet ${raw} has host bits set: the network is ${spelled}/${bits}`);
-  }
-  return raw;
+  const parsed = parseSubnet(raw, 29);
+  if (typeof parsed === 'string') throw new ConfigError(`--docker-subnet ${parsed}`);
+  return formatSubnet(parsed);
 }
 
 /** `uid:gid` (or a lone uid, whose gid is the same number). Root is refused: the point is to drop it. */

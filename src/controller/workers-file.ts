@@ -5,7 +5,7 @@
 // [...]}`), written atomically (temp file, rename) and only when its content changed; the
 // files of revisions that no longer run are removed (also those an earlier run left).
 // Readable by others: the Frontend runs sandboxed as another user, and the file holds only
-// loopback addresses.
+// addresses in the deployment's own pod (loopback ports where there are no pods).
 
 import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';

@@ -9,6 +9,7 @@ const request = (o: Partial<ReplicaRequest> = {}): ReplicaRequest =>
 
 const inputs = (o: Partial<PlanInputs> = {}): PlanInputs => ({
   port: 41000,
+  host: '127.0.0.1',
   metricsPort: null,
   root: '/data/replicas/web-r1-3',
   configPath: null,
@@ -44,6 +45,18 @@ describe('planLaunch', () => {
     expect(engine.argv.slice(-4)).toEqual(['--host', '0.0.0.0', '--host', '127.0.0.1']);
     const frontend = planLaunch(request({ image: 'infergate/frontend', command: ['--mode', 'aggregated'] }), inputs());
     expect(frontend.argv.slice(-2)).toEqual(['--host', '127.0.0.1']);
+  });
+
+  it('in a pod, tells the engine, the Frontend and a host command to listen on every address of the pod\'s own namespace', () => {
+    const pod = inputs({ host: '0.0.0.0' });
+    const engine = planLaunch(request({ command: ['--host', '127.0.0.1'] }), pod);
+    expect(engine.argv.slice(-4)).toEqual(['--host', '127.0.0.1', '--host', '0.0.0.0']);
+    expect(engine.env.HOST).toBe('0.0.0.0');
+    const frontend = planLaunch(request({ image: 'infergate/frontend', command: ['--mode', 'aggregated'] }), pod);
+    expect(frontend.argv.slice(-2)).toEqual(['--host', '0.0.0.0']);
+    const host = planLaunch(request({ image: 'me/llama-server', command: ['llama-server', '--host', '$HOST', '--port', '$PORT'] }), pod);
+    expect(host.argv).toEqual(['llama-server', '--host', '0.0.0.0', '--port', '41000']);
+    expect(host.notes.join('\n')).toContain("HOST=0.0.0.0 (the replica's own network namespace, which only this host reaches)");
   });
 
   it('gRPC replicas are probed by TCP connect; a separate metrics port, the config file and the model cache reach the process', () => {

@@ -3,12 +3,12 @@
 // variables plus PORT, HOST and the replica's paths — never the service's own secrets), the
 // working directory (the replica's root) and the readiness probe. Pure: no I/O.
 //
-// Replicas share the host's network, so what they bind is what the host exposes: the
-// reference engine and the Frontend are told to listen on loopback (`--host`, last on their
-// command line so a deployment's own `--host` cannot widen it), where only processes of this
-// host — the gateway among them — reach them. A host command is given `HOST` and `$HOST` for
-// the same purpose, but the runtime cannot force its bind address (local-replica.ts reports
-// one that listens beyond loopback).
+// Where the replica listens is the runtime's (`--host`, last on the engine's and the Frontend's
+// command line so a deployment's own `--host` cannot change it; `HOST` and `$HOST` for a host
+// command): in a pod (pods.ts), every address of the pod's own namespace — its loopback and its
+// link, which only this host reaches; without pods, the host's loopback, where only processes
+// of this host — the gateway among them — reach it. The runtime cannot force a host command's
+// bind address (local-replica.ts reports one that listens beyond loopback on the host's network).
 
 import { envNameRefusal } from '../domain/env-names.js';
 import { resolveImage, type EngineFlavor, type ImageMap } from '../domain/image-map.js';
@@ -28,6 +28,8 @@ export interface LaunchPlan {
 
 export interface PlanInputs {
   port: number;
+  /** What the replica listens on: POD_LISTEN_HOST in a pod, REPLICA_HOST on the host's network. */
+  host: string;
   /** A separate metrics port, when the deployment's differs from its container port. */
   metricsPort: number | null;
   root: string;
@@ -52,12 +54,12 @@ export function pickInherited(env: NodeJS.ProcessEnv): Record<string, string> {
   return out;
 }
 
-/** The only address the runtime has its replicas listen on. */
+/** The address replicas listen on where they share the host's network (no pods). */
 export const REPLICA_HOST = '127.0.0.1';
 
 /** `$PORT`/`${PORT}` and `$HOST`/`${HOST}` in a host command's arguments become the replica's port and listen address. */
-function substituteRuntimeVars(arg: string, port: number): string {
-  return arg.replace(/\$\{PORT\}|\$PORT\b/g, String(port)).replace(/\$\{HOST\}|\$HOST\b/g, REPLICA_HOST);
+function substituteRuntimeVars(arg: string, port: number, host: string): string {
+  return arg.replace(/\$\{PORT\}|\$PORT\b/g, String(port)).replace(/\$\{HOST\}|\$HOST\b/g, host);
 }
 
 /**
@@ -82,7 +84,7 @@ export function planLaunch(req: ReplicaRequest, inputs: PlanInputs): LaunchPlan 
     ...inputs.inherited,
     ...deploymentEnv(req.env, launch.kind !== 'host', notes),
     PORT: String(inputs.port),
-    HOST: REPLICA_HOST,
+    HOST: inputs.host,
     INFERGATE_REPLICA_ID: req.name,
     INFERGATE_REPLICA_ROOT: inputs.root,
   };
@@ -91,17 +93,16 @@ export function planLaunch(req: ReplicaRequest, inputs: PlanInputs): LaunchPlan 
   if (inputs.cacheDir !== null) env.INFERGATE_MODEL_CACHE_DIR = inputs.cacheDir;
   const probe = readinessProbe(req);
   if (launch.kind === 'host') {
-    notes.push(
-      `infergate runtime: image ${req.image}:${req.tag} is not one the runtime simulates; running the command on this host with PORT=${inputs.port} HOST=${REPLICA_HOST} (listen on that address: replicas share the host's network)`,
-    );
-    return { argv: req.command.map((a) => substituteRuntimeVars(a, inputs.port)), env, probe, hostCommand: true, notes };
+    const where = inputs.host === REPLICA_HOST ? "listen on that address: replicas share the host's network" : "the replica's own network namespace, which only this host reaches";
+    notes.push(`infergate runtime: image ${req.image}:${req.tag} is not one the runtime simulates; running the command on this host with PORT=${inputs.port} HOST=${inputs.host} (${where})`);
+    return { argv: req.command.map((a) => substituteRuntimeVars(a, inputs.port, inputs.host)), env, probe, hostCommand: true, notes };
   }
   if (launch.kind === 'frontend') {
     notes.push('infergate runtime: running the orchestrated Frontend (infergate frontend)');
-    return { argv: [...inputs.selfCommand, 'frontend', ...req.command, '--host', REPLICA_HOST], env, probe, hostCommand: false, notes };
+    return { argv: [...inputs.selfCommand, 'frontend', ...req.command, '--host', inputs.host], env, probe, hostCommand: false, notes };
   }
   const engine = simulatedEngineArgs(req, launch, inputs.metricsPort, notes);
-  return { argv: [...inputs.selfCommand, ...engine, '--host', REPLICA_HOST], env, probe, hostCommand: false, notes };
+  return { argv: [...inputs.selfCommand, ...engine, '--host', inputs.host], env, probe, hostCommand: false, notes };
 }
 
 /**

@@ -1,9 +1,10 @@
 // Owns finding which TCP addresses a replica listens on, from /proc: the socket inodes its
-// processes hold (/proc/<pid>/fd) matched against the host's listening sockets
-// (/proc/net/tcp and tcp6; replicas share the host's network namespace, so these are the
-// host's). The local runtime cannot force a host command's bind address, so it checks what
-// the replica actually opened and reports any address beyond loopback: such a replica answers
-// anyone who can reach this host, with no token, no client certificate and no rate limit.
+// processes hold (/proc/<pid>/fd) matched against the listening sockets of the network
+// namespace each process is in (/proc/<pid>/net/tcp and tcp6: the host's for a replica on the
+// host's network, its pod's otherwise). On the host's network the local runtime cannot force a
+// host command's bind address, so it checks what the replica actually opened and reports any
+// address beyond loopback: such a replica answers anyone who can reach this host, with no
+// token, no client certificate and no rate limit.
 
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
@@ -72,10 +73,18 @@ function read(file: string): string {
   }
 }
 
-/** Every TCP address the processes `pids` listen on (each once). */
+/** Every TCP address the processes `pids` listen on (each once), in whichever network namespace each is. */
 export function listeningAddresses(pids: readonly number[]): ListeningAddress[] {
   const inodes = new Set<string>();
+  // One table per namespace, read through a process that is in it.
+  const tables = new Map<string, number>();
   for (const pid of pids) {
+    try {
+      const ns = readlinkSync(`/proc/${pid}/ns/net`);
+      if (!tables.has(ns)) tables.set(ns, pid);
+    } catch {
+      continue; // gone
+    }
     let fds: string[];
     try {
       fds = readdirSync(`/proc/${pid}/fd`);
@@ -91,7 +100,10 @@ export function listeningAddresses(pids: readonly number[]): ListeningAddress[] 
       }
     }
   }
-  const listening = new Map([...parseListening(read('/proc/net/tcp'), 4), ...parseListening(read('/proc/net/tcp6'), 6)]);
+  const listening = new Map<string, ListeningAddress>();
+  for (const pid of tables.values()) {
+    for (const [inode, address] of [...parseListening(read(`/proc/${pid}/net/tcp`), 4), ...parseListening(read(`/proc/${pid}/net/tcp6`), 6)]) listening.set(inode, address);
+  }
   const out: ListeningAddress[] = [];
   for (const inode of inodes) {
     const found = listening.get(inode);

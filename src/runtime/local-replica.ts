@@ -5,6 +5,9 @@
 // SIGTERM to its command, then SIGKILL after a grace period. A host command is never run
 // unsandboxed unless the operator allowed it. Sandboxed, the deployment's env is handed to
 // the sandbox on a descriptor, never as the environment of bubblewrap or setpriv (sandbox.ts).
+// Where the host gives pods (pods.ts), the replica joins its pod before its first start and
+// leaves it once stopped: it listens on every address of the pod, and the gateway, the probes
+// and the scrapes reach it at the pod's address; otherwise on the host's loopback.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, closeSync, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,8 +15,8 @@ import path from 'node:path';
 import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ImageMap } from '../domain/image-map.js';
-import { freePort } from './free-port.js';
-import { planLaunch, type LaunchPlan } from './launch-plan.js';
+import type { PortBook } from './free-port.js';
+import { planLaunch, REPLICA_HOST, type LaunchPlan } from './launch-plan.js';
 import { beyondLoopback, formatAddress, listeningAddresses } from './listening-sockets.js';
 import { processesInSession, sandboxProcesses, signalGroup, signalPid } from './process-tree.js';
 import { probeOnce } from './readiness.js';
@@ -21,6 +24,8 @@ import { ReplicaBase, replicaLog, restartDelay } from './replica-base.js';
 import type { ReplicaExit, ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell } from './runtime.js';
 import { localShells } from './shell-launcher.js';
 import { envScript } from './env-script.js';
+import { POD_LISTEN_HOST, podKey } from './pod-network.js';
+import type { PodHandle, Pods } from './pods.js';
 import { FIXED_ENV, SANDBOX_FD, sandboxArgv, shellArgv, type SandboxedReplica, type SandboxHost } from './sandbox.js';
 import { withExistingHidden } from './sandbox-probe.js';
 
@@ -63,6 +68,10 @@ export interface LocalReplicaDeps {
   seccompFile: string | null;
   /** The operator's --allow-unsandboxed-host-commands: host commands may run without a sandbox. */
   allowUnsandboxedHostCommands: boolean;
+  /** This host's pods (only with a root sandbox); null: replicas share the host's network. */
+  pods: Pods | null;
+  /** The runtime's ports: a port held in one pod is never given to another replica. */
+  ports: PortBook;
   timing: LocalReplicaTiming;
   logger: Logger;
 }
@@ -80,6 +89,9 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
   private readonly root: string;
   private plan: LaunchPlan | null = null;
   private cacheDir: string | null = null;
+  /** The pod it joined (held from its first start until it stops); null: the host's network. */
+  private pod: PodHandle | null = null;
+  private joining: Promise<PodHandle> | null = null;
 
   constructor(
     private readonly req: ReplicaRequest,
@@ -94,13 +106,18 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
     return this.req.name;
   }
 
+  /** Where the host reaches it: its pod's address, or the host's loopback. */
+  private get host(): string {
+    return this.pod?.address ?? REPLICA_HOST;
+  }
+
   observe(): ReplicaObservation {
-    const address = this.port === null ? null : `127.0.0.1:${this.port}`;
+    const address = this.port === null ? null : `${this.host}:${this.port}`;
     const metricsPort = this.metricsPort ?? this.port;
     return {
       phase: this.phase,
       address,
-      metricsTarget: metricsPort === null ? null : { address: `127.0.0.1:${metricsPort}`, path: this.req.metricsPath ?? '/metrics' },
+      metricsTarget: metricsPort === null ? null : { address: `${this.host}:${metricsPort}`, path: this.req.metricsPath ?? '/metrics' },
       pid: this.child?.pid ?? null,
       restarts: this.restarts,
       detail: this.phase === 'ready' ? null : this.detail,
@@ -151,15 +168,47 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
         await exited;
       }
     }
+    await this.leavePod();
+    this.deps.ports.give(this.port);
+    this.deps.ports.give(this.metricsPort);
     this.setPhase('stopped');
     await this.log?.close();
     rmSync(this.root, { recursive: true, force: true });
   }
 
+  /** Joins its pod once: restarts keep it, so its address stays what the gateway has. */
+  private async joinPod(): Promise<void> {
+    const pods = this.deps.pods;
+    // Stopping: stop() has left (or will leave) the pod already; joining now would hold one nobody releases.
+    if (pods === null || this.pod !== null || this.stopping) return;
+    this.joining ??= pods.acquire(podKey(this.req), this.req.name);
+    try {
+      this.pod = await this.joining;
+    } catch (err) {
+      // Nothing is held: the next start tries again.
+      this.joining = null;
+      throw err;
+    }
+  }
+
+  /** After its last process is gone (or it never started): the last member out removes the pod. */
+  private async leavePod(): Promise<void> {
+    const pods = this.deps.pods;
+    if (pods === null || this.joining === null) return;
+    await this.joining.catch(() => null);
+    this.joining = null;
+    this.pod = null;
+    await pods.release(podKey(this.req), this.req.name);
+  }
+
   private async prepare(): Promise<LaunchPlan> {
-    this.port = await freePort();
+    await this.joinPod();
+    const { ports } = this.deps;
+    ports.give(this.port);
+    ports.give(this.metricsPort);
+    this.port = await ports.take();
     const separateMetrics = this.req.metricsPort !== null && this.req.metricsPort !== this.req.containerPort;
-    this.metricsPort = separateMetrics ? await freePort() : null;
+    this.metricsPort = separateMetrics ? await ports.take() : null;
     rmSync(this.root, { recursive: true, force: true });
     mkdirSync(this.root, { recursive: true });
     let configPath: string | null = null;
@@ -185,6 +234,7 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
     }
     const plan = planLaunch(this.req, {
       port: this.port,
+      host: this.pod !== null ? POD_LISTEN_HOST : REPLICA_HOST,
       metricsPort: this.metricsPort,
       root: this.root,
       configPath,
@@ -199,7 +249,8 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
   }
 
   private sandboxed(): SandboxedReplica {
-    return { root: this.root, writable: this.cacheDir !== null ? [this.cacheDir] : [], readOnly: this.req.readOnlyPaths ?? [] };
+    const network = this.pod !== null ? { nsenter: this.pod.nsenter, netns: this.pod.netns } : undefined;
+    return { root: this.root, writable: this.cacheDir !== null ? [this.cacheDir] : [], readOnly: this.req.readOnlyPaths ?? [], ...(network ? { network } : {}) };
   }
 
   private async launch(): Promise<void> {
@@ -214,7 +265,11 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
       this.crashed();
       return;
     }
-    if (this.stopping) return;
+    if (this.stopping) {
+      this.deps.ports.give(this.port);
+      this.deps.ports.give(this.metricsPort);
+      return;
+    }
     this.plan = plan;
     for (const line of plan.notes) this.note(line);
     if (plan.argv.length === 0) {
@@ -258,7 +313,7 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
     child.once('exit', (code, signal) => onGone(`process ${child.pid} exited ${signal ? `on ${signal}` : `with code ${code}`}`, { code, signal }));
     this.detail = null;
     if (child.pid !== undefined) {
-      this.note(`started process ${child.pid}${sandbox !== null ? ' (replica sandbox)' : ''} on port ${this.port}`);
+      this.note(`started process ${child.pid}${sandbox !== null ? ' (replica sandbox)' : ''} on ${this.pod !== null ? `${this.pod.address}:${this.port} (its pod)` : `port ${this.port}`}`);
       this.deps.logger.info({ replica: this.req.name, pid: child.pid, port: this.port }, 'replica process started');
     }
     this.failedProbes = 0;
@@ -267,13 +322,14 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
   }
 
   /**
-   * Replicas share the host's network: one that listens beyond loopback (a host command that
-   * ignored $HOST) answers anyone who can reach this host, with no token, no client
+   * On the host's network (no pods), a replica that listens beyond loopback (a host command
+   * that ignored $HOST) answers anyone who can reach this host, with no token, no client
    * certificate and no rate limit. The runtime cannot stop it; it says so, in the replica's
-   * log and the service's, once per address and process.
+   * log and the service's, once per address and process. In a pod every address it can
+   * listen on is the pod's own, which only this host reaches: nothing to report.
    */
   private checkListening(child: ChildProcess): void {
-    if (child.pid === undefined) return;
+    if (child.pid === undefined || this.pod !== null) return;
     const pids = this.deps.sandbox !== null ? sandboxProcesses(child.pid) : processesInSession(child.pid);
     const fresh = beyondLoopback(listeningAddresses(pids))
       .map(formatAddress)
@@ -341,7 +397,7 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
     const child = this.child;
     if (child === null || this.port === null || this.stopping) return;
     // A probe that throws (it should only answer false) counts as a failed one, so probing goes on.
-    const ok = await probeOnce(plan.probe, '127.0.0.1', this.port, timing.probeTimeoutMs).catch(() => false);
+    const ok = await probeOnce(plan.probe, this.host, this.port, timing.probeTimeoutMs).catch(() => false);
     if (this.child !== child || this.stopping) return;
     if (this.probeVerdict(ok, timing.failuresToUnready)) this.readyProbes = 0;
     if (ok && this.readyProbes++ % timing.listenCheckEvery === 0) this.checkListening(child);

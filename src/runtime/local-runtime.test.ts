@@ -24,7 +24,7 @@ afterEach(async () => {
 });
 
 function runtime(allowUnsandboxedHostCommands: boolean): LocalRuntime {
-  return new LocalRuntime({ dataDir, selfCommand: ['/bin/false'], images: DEFAULT_IMAGE_MAP, logger: pino({ level: 'silent' }), sandbox: null, allowUnsandboxedHostCommands });
+  return new LocalRuntime({ dataDir, selfCommand: ['/bin/false'], images: DEFAULT_IMAGE_MAP, logger: pino({ level: 'silent' }), sandbox: null, allowUnsandboxedHostCommands, pods: null, scope: 'test' });
 }
 
 function hostCommand(name: string): ReplicaRequest {

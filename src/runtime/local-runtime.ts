@@ -2,17 +2,20 @@
 // host — in the replica sandbox when the host has one — under `<data-dir>/replicas/<name>`,
 // logging to `<data-dir>/logs`, with a model cache per deployment under
 // `<data-dir>/model-cache` when model caching is on, and the sandbox's seccomp program in
-// `<data-dir>/sandbox/`; the reaping of replicas an earlier run of the service left behind, and the
-// sweeping of the directories they left (config files may hold secrets).
+// `<data-dir>/sandbox/`, each in its pod where the host gives pods (pods.ts); the reaping of
+// replicas an earlier run of the service left behind, and the sweeping of the directories they
+// left (config files may hold secrets) and of their pods' network namespaces.
 
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { ImageMap } from '../domain/image-map.js';
+import { PortBook } from './free-port.js';
 import { pickInherited } from './launch-plan.js';
 import { DEFAULT_TIMING, LocalReplica, type LocalReplicaTiming } from './local-replica.js';
 import { findPdeathsigWrapper, isAlive, processesOfReplica, processesUsing, signalPid } from './process-tree.js';
+import { Pods, type PodSettings } from './pods.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaRequest, Runtime } from './runtime.js';
 import type { SandboxHost } from './sandbox.js';
 import { hostUserNamespaceFilter } from './seccomp.js';
@@ -27,6 +30,10 @@ export interface LocalRuntimeOptions {
   sandbox: SandboxHost | null;
   /** `--allow-unsandboxed-host-commands`: host commands and shells may run without a sandbox. */
   allowUnsandboxedHostCommands: boolean;
+  /** What this host offers pods (pods.ts's detectReplicaNetwork); null: replicas share the host's network. */
+  pods: PodSettings | null;
+  /** The service's scope (service-scope.ts): its pods are named with it. */
+  scope: string;
   timing?: Partial<LocalReplicaTiming>;
 }
 
@@ -58,11 +65,14 @@ export class LocalRuntime implements Runtime {
   private readonly seccompFile: string | null;
   /** Names of the replicas this runtime runs: their directories are never swept. */
   private readonly running = new Set<string>();
+  private readonly pods: Pods | null;
+  private readonly ports = new PortBook();
 
   constructor(private readonly opts: LocalRuntimeOptions) {
     // In the sandbox, bubblewrap's --die-with-parent does what setpriv --pdeathsig does outside it.
     this.pdeathsig = opts.sandbox === null ? findPdeathsigWrapper() : null;
     this.seccompFile = opts.sandbox?.seccomp ? writeSeccompFile(runtimeDirs(opts.dataDir).sandboxDir) : null;
+    this.pods = opts.pods !== null ? new Pods({ settings: opts.pods, scope: opts.scope, logger: opts.logger }) : null;
     if (opts.sandbox === null && this.pdeathsig === null) {
       opts.logger.warn('setpriv --pdeathsig is not available: replicas of a service killed with SIGKILL are reaped at its next start');
     }
@@ -83,6 +93,8 @@ export class LocalRuntime implements Runtime {
       sandbox: this.opts.sandbox,
       seccompFile: this.seccompFile,
       allowUnsandboxedHostCommands: this.opts.allowUnsandboxedHostCommands,
+      pods: this.pods,
+      ports: this.ports,
       timing: { ...DEFAULT_TIMING, ...this.opts.timing },
       logger: this.opts.logger,
     });
@@ -117,11 +129,12 @@ export class LocalRuntime implements Runtime {
 
   async sweep(keep: ReadonlySet<string> = new Set()): Promise<string[]> {
     const { replicasDir } = runtimeDirs(this.opts.dataDir);
+    const namespaces = (await this.pods?.sweep()) ?? [];
     let names: string[];
     try {
       names = readdirSync(replicasDir);
     } catch {
-      return [];
+      return namespaces;
     }
     const removed: string[] = [];
     for (const name of names) {
@@ -132,6 +145,6 @@ export class LocalRuntime implements Runtime {
       removed.push(name);
     }
     if (removed.length > 0) this.opts.logger.warn({ replicas: removed }, 'removed replica directories left by an earlier run');
-    return removed;
+    return [...namespaces, ...removed];
   }
 }

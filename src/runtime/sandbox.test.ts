@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeSandbox, isWithin, sandboxArgv, shellArgv, type SandboxHost } from './sandbox.js';
+import { describeSandbox, enterPod, isWithin, sandboxArgv, shellArgv, type SandboxHost } from './sandbox.js';
 
 const host: SandboxHost = {
   bwrap: '/usr/bin/bwrap',
@@ -28,7 +28,7 @@ function at(argv: string[], ...seq: string[]): number {
 describe('sandboxArgv', () => {
   const argv = sandboxArgv(host, replica, ['/opt/engine/serve', '--port', '4000']);
 
-  it('gives the replica its own PID, IPC and UTS namespaces, shares the network, and dies with the service', () => {
+  it('gives the replica its own PID, IPC and UTS namespaces, makes no network namespace, and dies with the service', () => {
     expect(argv.slice(0, 1)).toEqual(['/usr/bin/bwrap']);
     for (const flag of ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent', '--new-session']) expect(argv).toContain(flag);
     expect(argv).not.toContain('--unshare-net');
@@ -111,6 +111,30 @@ describe('sandboxArgv', () => {
     expect(rootless).toContain('--unshare-user');
     expect(rootless).not.toContain('/usr/bin/setpriv');
     expect(rootless.slice(rootless.indexOf('--'))).toEqual(['--', '/bin/sh', '-c', expect.stringContaining('. /run/infergate/env'), 'infergate-env', '/bin/true']);
+  });
+});
+
+describe('in a pod', () => {
+  const network = { nsenter: '/usr/bin/nsenter', netns: '/var/run/netns/infergate-3f2a9c01d7-7' };
+  const inPod = { ...replica, network };
+
+  it("enters the pod's network namespace with nsenter, which becomes bubblewrap; the rest of the sandbox is unchanged", () => {
+    const argv = sandboxArgv(host, inPod, ['/opt/engine/serve']);
+    expect(argv.slice(0, 4)).toEqual(['/usr/bin/nsenter', '--net=/var/run/netns/infergate-3f2a9c01d7-7', '--', '/usr/bin/bwrap']);
+    expect(argv.slice(3)).toEqual(sandboxArgv(host, replica, ['/opt/engine/serve']));
+    expect(argv).not.toContain('--unshare-net');
+  });
+
+  it("the terminal's wrapper becomes the same nsenter, network namespace only: never the replica's mount or PID namespace by nsenter", () => {
+    const argv = shellArgv(host, inPod, { pid: 4242, pidNamespace: 'pid:[4026532179]' }, '/f');
+    expect(argv.slice(3, 10)).toEqual(['infergate-terminal', '4242', 'pid:[4026532179]', '/f', '/usr/bin/nsenter', '--net=/var/run/netns/infergate-3f2a9c01d7-7', '--']);
+    expect(argv[10]).toBe('/usr/bin/bwrap');
+    expect(argv.slice(10)).toEqual(shellArgv(host, replica, { pid: 4242, pidNamespace: 'pid:[4026532179]' }, '/f').slice(7));
+  });
+
+  it('enterPod is nothing without a pod', () => {
+    expect(enterPod(replica)).toEqual([]);
+    expect(enterPod(inPod)).toEqual(['/usr/bin/nsenter', '--net=/var/run/netns/infergate-3f2a9c01d7-7', '--']);
   });
 });
 

@@ -2,12 +2,14 @@
 // bubblewrap argv a replica runs under (own PID, IPC and UTS namespaces, a default-deny view
 // of files — system directories and the installation read-only, the service's data and
 // certificate directories hidden, the replica's root as its writable place, a private /tmp,
-// a new /proc — the host network shared so its port works, an unprivileged user, and a seccomp
-// filter that refuses user namespaces), and the argv of a shell opened beside a running
-// replica (the terminal). Probing what the host offers is sandbox-probe.ts's job.
+// a new /proc — an unprivileged user, and a seccomp filter that refuses user namespaces), run
+// in its pod's network namespace (entered with nsenter before bubblewrap starts; pods.ts) or,
+// where the host gives no pods, in the host's network; and the argv of a shell opened beside a
+// running replica (the terminal), in the same pod. Probing what the host offers is
+// sandbox-probe.ts's job.
 //
-// Two rules hold for every process these command lines start with privileges (bubblewrap,
-// setpriv, the terminal's wrapper): they run with a fixed environment the runtime builds
+// Two rules hold for every process these command lines start with privileges (nsenter,
+// bubblewrap, setpriv, the terminal's wrapper): they run with a fixed environment the runtime builds
 // (FIXED_ENV), and nothing they execute comes from a filesystem the replica can change. The
 // deployment's variables reach only the replica's own process: bubblewrap copies them from a
 // descriptor into a read-only file in the sandbox (ENV_FILE), and a shell that already runs as
@@ -54,12 +56,18 @@ export interface SandboxedReplica {
   writable: string[];
   /** Read-only besides the host's: the Frontend's workers file directory. */
   readOnly: string[];
+  /** The pod's network namespace (a file under /var/run/netns) and the nsenter that enters it; absent: the host's network. */
+  network?: { nsenter: string; netns: string };
 }
 
-/** Namespaces every sandbox gets. The network is deliberately shared: the gateway reaches the replica's port on loopback. */
+/**
+ * Namespaces bubblewrap makes for every sandbox. Not the network: a pod's namespace exists
+ * before and beyond one replica (its members share it), so it is entered with nsenter before
+ * bubblewrap runs; without pods the host's is kept.
+ */
 const NAMESPACES = ['--unshare-ipc', '--unshare-uts'];
 
-/** The only environment of bubblewrap, setpriv and the terminal's wrapper: nothing a deployment sets. */
+/** The only environment of nsenter, bubblewrap, setpriv, the terminal's wrapper and the pods' ip: nothing a deployment sets. */
 export const FIXED_ENV: Readonly<{ PATH: string }> = Object.freeze({ PATH: '/usr/sbin:/usr/bin:/sbin:/bin' });
 
 /**
@@ -137,7 +145,15 @@ function bwrapArgv(host: SandboxHost, replica: SandboxedReplica, command: readon
   for (const p of unique(replica.readOnly)) bind('--ro-bind', p);
   for (const p of unique([replica.root, ...replica.writable])) bind('--bind', p);
   args.push('--chdir', replica.root, '--');
-  return [...args, ...dropPrivileges(host), '/bin/sh', '-c', LOADER, 'infergate-env', ...command];
+  return [...enterPod(replica), ...args, ...dropPrivileges(host), '/bin/sh', '-c', LOADER, 'infergate-env', ...command];
+}
+
+/**
+ * nsenter joins the pod's network namespace and becomes bubblewrap (same pid: no fork for a
+ * network namespace). `ip netns exec` would do the same but remount /sys on the way.
+ */
+export function enterPod(replica: SandboxedReplica): string[] {
+  return replica.network === undefined ? [] : [replica.network.nsenter, `--net=${replica.network.netns}`, '--'];
 }
 
 /** A running replica as a terminal finds it: a process in its sandbox (host pid) and its PID namespace (`pid:[inode]`). */
@@ -169,7 +185,9 @@ const TERMINAL_WRAPPER = [
  * same environment) — never by entering the replica's mount namespace, where the replica
  * could have laid its own program over the one root would run. As root it joins the
  * replica's PID namespace, so the shell sees and can signal the replica's processes; rootless,
- * the PID namespace belongs to a user namespace it cannot join, so the shell has its own.
+ * the PID namespace belongs to a user namespace it cannot join, so the shell has its own. In a
+ * pod (`replica.network`) the shell runs in the pod's network namespace: it reaches what the
+ * replica reaches, and nothing more.
  * `seccompFile` holds the filter's program (null: `host.seccomp` is false).
  */
 export function shellArgv(host: SandboxHost, replica: SandboxedReplica, anchor: ShellAnchor, seccompFile: string | null, shell = '/bin/sh'): string[] {

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, inject } from 'vitest';
 import OpenAI from 'openai';
 import { adminCaller, type AdminCall } from './admin-api.js';
 import { ENDPOINT_DOMAIN, seedCerts } from './certs-template.js';
+import { removePods, scopeOf } from './pods.js';
 import { freePort } from './ports.js';
 import { waitFor } from './wait.js';
 import { startServe, type ServeProcess } from './serve-process.js';
@@ -103,7 +104,7 @@ export async function startPlatform(dirs: PlatformDirs, args: string[] = []): Pr
 /**
  * One platform for a test file: started in beforeAll in its own temp dir (with `args` for
  * `infergate serve`), handed to `ready`, and stopped in afterAll — SIGTERM, then SIGKILL for
- * any replica process still there — with the temp dir removed.
+ * any replica process still there and its pods removed — with the temp dir removed.
  */
 export function usePlatform(name: string, args: string[], ready: (p: Platform) => void): void {
   let root: string | undefined;
@@ -117,7 +118,8 @@ export function usePlatform(name: string, args: string[], ready: (p: Platform) =
     if (platform) {
       platform.serve.kill('SIGTERM');
       await platform.serve.exited;
-      for (const p of replicaProcesses(platform.dataDir)) process.kill(p.pid, 'SIGKILL');
+      // A clean stop leaves nothing; a test that killed the service leaves processes and pods.
+      killLeftoverReplicas(platform.dataDir);
     }
     if (root) await removeTempDir(root);
   });
@@ -153,10 +155,12 @@ export function replicaProcesses(dataDir: string): { pid: number; replica: strin
 }
 
 /**
- * Kills what a killed service left of its replicas (by pid, found in /proc). One may exit
- * between being listed and being killed (ESRCH): it is gone, which is what was wanted.
+ * Kills what a killed service left of its replicas (by pid, found in /proc), and removes its
+ * pods (network namespaces, named with its scope: the file store's in `dataDir`, or `scope`
+ * for a service on Redis — scopeOf in pods.ts). One may exit between being listed and being
+ * killed (ESRCH): it is gone, which is what was wanted.
  */
-export function killLeftoverReplicas(dataDir: string): void {
+export function killLeftoverReplicas(dataDir: string, scope = scopeOf(dataDir)): void {
   for (const r of replicaProcesses(dataDir)) {
     try {
       process.kill(r.pid, 'SIGKILL');
@@ -164,6 +168,7 @@ export function killLeftoverReplicas(dataDir: string): void {
       if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
     }
   }
+  removePods(scope);
 }
 
 /** The replicas' own processes (one per running replica), children left out. */

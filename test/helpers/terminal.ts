@@ -8,8 +8,8 @@ import { WebSocket } from 'ws';
 
 export type Opened = { ws: WebSocket } | { status: number; body: string };
 
-export function openTerminal(apiUrl: string, key: string, id: number, family = 'general'): Promise<Opened> {
-  const url = `${apiUrl.replace(/^http/, 'ws')}/deployments/${family}/${id}/terminal`;
+export function openTerminal(apiUrl: string, key: string, id: number, family = 'general', replica?: string): Promise<Opened> {
+  const url = `${apiUrl.replace(/^http/, 'ws')}/deployments/${family}/${id}/terminal${replica !== undefined ? `?replica=${encodeURIComponent(replica)}` : ''}`;
   const ws = new WebSocket(url, { headers: { authorization: `Bearer ${key}` } });
   return new Promise((resolve, reject) => {
     ws.once('open', () => resolve({ ws }));

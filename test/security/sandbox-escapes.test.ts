@@ -5,10 +5,12 @@
 // setpriv or the terminal's wrapper as root, and no root process of a replica or a terminal has
 // it in /proc/<pid>/environ. (2) A replica cannot make a user namespace, and a program laid over
 // /usr/bin/setpriv inside its mount namespace (done here by the test, as a replica that had
-// escaped the filter would) never runs when a terminal opens. (3) Every replica — the
+// escaped the filter would) never runs when a terminal opens. (3) Where replicas share the
+// host's network (--replica-network host, the fallback without pods) every replica — the
 // reference engine, the Frontend, Prefill (with its KV port) and Decode — listens on loopback
 // only, nothing answers on the host's other addresses, a host command that binds 0.0.0.0 is
 // reported, and the replica targets of /sd/replicas are refused to a non-loopback client.
+// Replicas in pods: replica-network.test.ts.
 
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
@@ -236,9 +238,9 @@ function tryConnect(host: string, port: number): Promise<string> {
   });
 }
 
-describe.skipIf(!runSandboxed)('replicas and the network', () => {
+describe.skipIf(!runSandboxed)("replicas on the host's network (no pods)", () => {
   let platform: Platform;
-  usePlatform('loopback', ['--metrics-host', '0.0.0.0'], (p) => (platform = p));
+  usePlatform('loopback', ['--metrics-host', '0.0.0.0', '--replica-network', 'host'], (p) => (platform = p));
 
   it('listen on loopback only — engine, Frontend, Prefill with its KV port, Decode — and answer nothing on the host\'s other addresses', async () => {
     const engine = await platform.call('POST', '/deployments/general', engineBody('lo-engine', TOKEN));
@@ -271,9 +273,9 @@ describe.skipIf(!runSandboxed)('replicas and the network', () => {
     }
   });
 
-  // Known limitation (docs/security.md): the local runtime shares the host's network, so a
-  // replica reaches another deployment's replica port on loopback, past that endpoint's
-  // credentials. When replicas get network namespaces of their own, this starts to pass.
+  // Known limitation (docs/security.md): without pods the local runtime shares the host's
+  // network, so a replica reaches another deployment's replica port on loopback, past that
+  // endpoint's credentials. In pods it cannot (replica-network.test.ts).
   it.fails("keeps a replica from reaching another deployment's replica on loopback", async () => {
     const other = replicaMains(platform.dataDir, 'lo-engine-')[0]!;
     const port = listeningAddresses(replicaProcesses(platform.dataDir).filter((p) => p.replica === other.replica).map((p) => p.pid))[0]!.port;

@@ -9,9 +9,6 @@
 // a restart, and removes the ones no replica record names. The local runtime it wraps only
 // reaps what an earlier run left as processes.
 
-import { createHash } from 'node:crypto';
-import { realpathSync } from 'node:fs';
-import path from 'node:path';
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import { COMPONENT } from '../../domain/components.js';
@@ -55,18 +52,8 @@ export interface DockerRuntimeOptions {
   registries?: RegistryGate;
 }
 
-/** The scope of a service: its store (the Redis URL and key prefix, else the data directory), hashed. */
-export function dockerScope(dataDir: string, redisUrl: string | null, redisPrefix = ''): string {
-  let where = redisUrl === null ? dataDir : `${redisUrl}\n${redisPrefix}`;
-  if (redisUrl === null) {
-    try {
-      where = realpathSync(dataDir);
-    } catch {
-      where = path.resolve(dataDir);
-    }
-  }
-  return createHash('sha256').update(where).digest('hex').slice(0, 10);
-}
+/** The scope of a service (service-scope.ts): what its containers are labelled with. */
+export { serviceScope as dockerScope } from '../service-scope.js';
 
 export function networkName(scope: string): string {
   return `infergate-${scope}`;
