@@ -25,6 +25,7 @@ import { ENDPOINT_DOMAIN, PLATFORM_ADMIN_KEY, platformDirs, startPlatform, type 
 import { redisUrlForTests } from './helpers/redis.js';
 import { CLI } from './helpers/serve-process.js';
 import { bearer, modelInfer, v2ClientTls } from './helpers/v2-client.js';
+import { removeTempDir } from './helpers/temp-dirs.js';
 
 const available = await dockerGate();
 const docker: Dockerode = dockerClient();
@@ -174,7 +175,7 @@ describe.skipIf(!available)('orchestrated deployments under the Docker runtime',
     await platform?.serve.exited;
     if (scope) await removeContainersWithLabel(docker, LABEL.scope, scope);
     if (scope) await docker.getNetwork(`infergate-${scope}`).remove().catch(() => {});
-    if (root) await rm(root, { recursive: true, force: true });
+    if (root) await removeTempDir(root);
   }, 60_000);
 
   it("aggregated: serves chat completions through the gateway from containers that share one holder's network namespace", async () => {

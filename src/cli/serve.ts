@@ -136,7 +136,6 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     }
     // Pods need the sandbox's root (nothing else keeps a replica in its namespace).
     const network = sandbox !== null ? detectReplicaNetwork(config, sandbox.host) : null;
-    if (network !== null) lines.push(...network.lines);
     // Chosen before the control API starts: whether images run in containers decides its rule for host commands.
     const chosen =
       config.role !== 'gateway'
@@ -144,6 +143,8 @@ export async function serve(config: Config, out: (line: string) => void): Promis
         : null;
     if (chosen !== null) {
       lines.push(chosen.line);
+      // Under Docker every replica is a container: the local runtime's pods do not apply.
+      if (chosen.kind === 'local' && network !== null) lines.push(...network.lines);
       // Pushed before the controller's step, so it runs after the replicas are stopped.
       closers.push(() => chosen.close());
     }

@@ -24,6 +24,7 @@ import { apiCall } from '../helpers/admin-api.js';
 import { dockerGate, removeContainersWithLabel } from '../helpers/docker.js';
 import { startFakeRegistry, type FakeRegistry } from '../helpers/fake-registry.js';
 import { platformDirs, startPlatform, type Platform, type PlatformDirs } from '../helpers/platform.js';
+import { removeTempDir } from '../helpers/temp-dirs.js';
 
 const available = await dockerGate();
 const docker: Dockerode = dockerClient();
@@ -94,7 +95,7 @@ describe.skipIf(!available)('registry credentials and registry hosts, with the r
       await docker.getNetwork(`infergate-${scope}`).remove().catch(() => {});
     }
     await Promise.all([corpRegistry, attacker, attacker2, unlisted].map((r) => r?.stop()));
-    if (root) await rm(root, { recursive: true, force: true });
+    if (root) await removeTempDir(root);
   }, 60_000);
 
   let vaultDeployment: number;

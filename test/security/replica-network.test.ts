@@ -27,6 +27,7 @@ import { freePort } from '../helpers/ports.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { openTerminal, runInTerminal } from '../helpers/terminal.js';
 import { waitFor } from '../helpers/wait.js';
+import { removeTempDir } from '../helpers/temp-dirs.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TOKEN = 'tok-pods-0123456789';
@@ -174,7 +175,7 @@ describe.skipIf(!runPods)('replicas in pods (local runtime)', () => {
     }
     await redis?.stop();
     await new Promise((resolve) => hostService?.close(resolve));
-    if (root) await rm(root, { recursive: true, force: true });
+    if (root) await removeTempDir(root);
   });
 
   it('gives each general replica a pod of its own and each orchestrated deployment one pod for all its components', () => {
