@@ -10,15 +10,15 @@
 // Rootless, nothing can be mounted: the start-up line says so.
 
 import { execFile } from 'node:child_process';
-import { accessSync, chmodSync, chownSync, constants, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
+import { firstExecutable } from './host-tools.js';
+import { FIXED_ENV } from './sandbox.js';
 
 const run = promisify(execFile);
 
-/** The only environment of mount and umount: nothing of the service's. */
-const FIXED_ENV = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
 
 /** The flags every writable host path of a replica carries on the host. */
 export const REPLICA_MOUNT_FLAGS = ['nosuid', 'nodev'] as const;
@@ -118,18 +118,6 @@ export interface ReplicaDirsGuard {
   lines: string[];
   /** At a clean stop: unmounts what this start mounted (or took over from an earlier run). */
   release(): Promise<void>;
-}
-
-function firstExecutable(candidates: readonly string[]): string | null {
-  for (const c of candidates) {
-    try {
-      accessSync(c, constants.X_OK);
-      return c;
-    } catch {
-      // next
-    }
-  }
-  return null;
 }
 
 /**

@@ -9,7 +9,7 @@
 // deployment sets.
 
 import { spawn } from 'node:child_process';
-import { accessSync, constants, existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError, type Config } from '../config/config.js';
@@ -37,6 +37,7 @@ import {
   type Subnet,
 } from './pod-network.js';
 import { FIXED_ENV, type SandboxHost } from './sandbox.js';
+import { firstExecutable } from './host-tools.js';
 
 /** What this host offers pods (resolved once at start). */
 export interface PodSettings {
@@ -307,16 +308,4 @@ function run(file: string, args: string[], input: string): Promise<{ ok: boolean
 
 function firstLine(text: string): string {
   return text.split('\n')[0] ?? text;
-}
-
-function firstExecutable(candidates: string[]): string | null {
-  for (const c of candidates) {
-    try {
-      accessSync(c, constants.X_OK);
-      return c;
-    } catch {
-      // try the next
-    }
-  }
-  return null;
 }

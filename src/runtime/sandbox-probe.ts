@@ -8,7 +8,7 @@
 // sandbox with a warning, `--sandbox bwrap` refuses to start.
 
 import { spawnSync } from 'node:child_process';
-import { accessSync, chownSync, closeSync, constants, existsSync, lstatSync, mkdtempSync, openSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, closeSync, existsSync, lstatSync, mkdtempSync, openSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,7 @@ import { ConfigError, type Config } from '../config/config.js';
 import { envScript } from './env-script.js';
 import { hostUserNamespaceFilter } from './seccomp.js';
 import { describeSandbox, FIXED_ENV, isWithin, SANDBOX_FD, sandboxArgv, type SandboxHost, type SandboxIdentity, type SystemPath } from './sandbox.js';
+import { firstExecutable } from './host-tools.js';
 
 export interface SandboxDetection {
   /** Replicas (host commands and terminals included) run sandboxed. */
@@ -236,18 +237,6 @@ export function withExistingHidden(host: SandboxHost): SandboxHost {
 
 function who(host: SandboxHost): string {
   return host.identity.kind === 'root' ? `uid ${host.identity.uid}:${host.identity.gid}` : `uid ${host.identity.uid}`;
-}
-
-function firstExecutable(candidates: string[]): string | null {
-  for (const c of candidates) {
-    try {
-      accessSync(c, constants.X_OK);
-      return c;
-    } catch {
-      // try the next
-    }
-  }
-  return null;
 }
 
 function real(p: string): string {

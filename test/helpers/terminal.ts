@@ -22,23 +22,36 @@ export function openTerminal(apiUrl: string, key: string, id: number, family = '
   });
 }
 
-/** Sends `command` and resolves with what came back once `until` matches it. */
+/**
+ * Sends `command` and resolves with what came back once `until` matches it; rejects when the
+ * terminal closes first (with the close code and reason the server gave: a shell that could
+ * not start says why) or after `ms`.
+ */
 export function runInTerminal(ws: WebSocket, command: string, until: RegExp, ms = 10_000): Promise<string> {
   return new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => {
+    const done = () => {
+      clearTimeout(timer);
       ws.off('message', onMessage);
+      ws.off('close', onClose);
+    };
+    const timer = setTimeout(() => {
+      done();
       reject(new Error(`no ${until} in ${JSON.stringify(out)}`));
     }, ms);
     const onMessage = (data: Buffer) => {
       out += data.toString();
       if (until.test(out)) {
-        clearTimeout(timer);
-        ws.off('message', onMessage);
+        done();
         resolve(out);
       }
     };
+    const onClose = (code: number, reason: Buffer) => {
+      done();
+      reject(new Error(`the terminal closed (${code} ${reason.toString()}) before ${until} showed in ${JSON.stringify(out)}`));
+    };
     ws.on('message', onMessage);
+    ws.on('close', onClose);
     ws.send(command + '\n');
   });
 }

@@ -28,6 +28,7 @@ import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { openTerminal, runInTerminal } from '../helpers/terminal.js';
 import { waitFor } from '../helpers/wait.js';
 import { removeTempDir } from '../helpers/temp-dirs.js';
+import { tryConnect } from '../helpers/reach.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TOKEN = 'tok-pods-0123456789';
@@ -65,21 +66,6 @@ function podOfAddress(dataDir: string, address: string): string {
 /** The link's host side: the first address of the pod's /30. */
 const hostSideOf = (podAddress: string) => podAddress.replace(/\.(\d+)$/, (_, d: string) => `.${Number(d) - 1}`);
 
-/** 'open' when something accepted a TCP connection at host:port, else the error code or 'timeout'. */
-function tryConnect(host: string, port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host, port });
-    socket.setTimeout(3000, () => {
-      socket.destroy();
-      resolve('timeout');
-    });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve('open');
-    });
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-  });
-}
 
 /** A Node one-liner for the terminal: one TCP connect per `host:port` argument, each reported as `REACH <target> <open|code|timeout>`. */
 const REACH = [

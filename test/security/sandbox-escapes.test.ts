@@ -15,7 +15,6 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +24,7 @@ import { beyondLoopback, listeningAddresses } from '../../src/runtime/listening-
 import { engineBody, FAST_ENGINE, PLATFORM_ADMIN_KEY, replicaMains, replicaProcesses, usePlatform, type Platform } from '../helpers/platform.js';
 import { disaggregatedBody } from '../helpers/spec-fixtures.js';
 import { openTerminal, runInTerminal } from '../helpers/terminal.js';
+import { tryConnect } from '../helpers/reach.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TOKEN = 'tok-escapes-0123456789';
@@ -222,21 +222,6 @@ function externalAddresses(): string[] {
     .map((i) => i.address);
 }
 
-/** 'open' when something accepted a TCP connection at host:port, else the error code. */
-function tryConnect(host: string, port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host, port });
-    socket.setTimeout(3000, () => {
-      socket.destroy();
-      resolve('timeout');
-    });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve('open');
-    });
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-  });
-}
 
 describe.skipIf(!runSandboxed)("replicas on the host's network (no pods)", () => {
   let platform: Platform;
