@@ -3,7 +3,9 @@
 // serve it. A client sends as fast as it can through both gateways at once for a few seconds
 // (a bounded number of requests); once the burst is spent (the first 429), the two together
 // admit 50 requests a second ± 10 % — with limits kept in each gateway's memory they would
-// admit 100.
+// admit 100. A measurement in which a gateway decided anything from its local share (its Redis
+// batch later than the 50 ms timeout, as a loaded machine makes it now and then) measured the
+// fallback instead, and is made again, up to three times.
 // Every process is stopped by its pid; the test's Redis keys are removed.
 
 import { randomUUID } from 'node:crypto';
@@ -94,44 +96,63 @@ describeWithRedis('rate limits shared by two gateway processes on one Redis', ()
       await expect.poll(async () => (await request(url(port), { dispatcher: agents[i], headers: { authorization: `Bearer ${TOKEN}` } }).then(async (r) => (await r.body.dump(), r.statusCode))), { timeout: 15_000 }).not.toBe(404);
     }
 
-    const startedAt = performance.now();
-    const statuses = new Map<number, number>();
-    const measured = { admitted: 0, refused: 0, perGateway: [0, 0] };
-    let sent = 0;
-    let lastAt = 0;
-    /** When the first 429 came back: the start of the measured window. */
-    let firstRefusalAt: number | undefined;
-    const endAt = () => (firstRefusalAt ?? WARM_UP_MAX_MS) + MEASURE_MS;
-    const loop = async (g: number): Promise<void> => {
-      while (performance.now() - startedAt < endAt() && sent < MAX_REQUESTS) {
-        sent++;
-        const res = await request(url(gateways[g]!.port), { dispatcher: agents[g], headers: { authorization: `Bearer ${TOKEN}` } });
-        await res.body.dump();
-        statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
-        const at = performance.now() - startedAt;
-        if (res.statusCode === 429) firstRefusalAt ??= at;
-        lastAt = Math.max(lastAt, at);
-        if (firstRefusalAt === undefined || at <= firstRefusalAt || at >= endAt()) continue;
-        if (res.statusCode === 200) {
-          measured.admitted++;
-          measured.perGateway[g]!++;
-        } else measured.refused++;
-      }
-    };
-    await Promise.all(gateways.flatMap((_, g) => Array.from({ length: LOOPS }, () => loop(g))));
-    await Promise.all(agents.map((a) => a.close()));
+    const fallbackTotal = async () => (await Promise.all(gateways.map((g) => metric(g.metrics, 'infergate_gateway_rate_limit_fallback_decisions_total')))).reduce((a, b) => a + b, 0);
 
-    expect(firstRefusalAt, 'the load spent the burst').toBeDefined();
-    // Over the window the load covered (the request cap may end it early).
-    const windowMs = Math.min(lastAt, endAt()) - firstRefusalAt!;
-    expect(windowMs).toBeGreaterThan(MEASURE_MS / 2);
-    const perSecond = measured.admitted / (windowMs / 1000);
-    const fallbacks = await Promise.all(gateways.map((g) => metric(g.metrics, 'infergate_gateway_rate_limit_fallback_decisions_total')));
-    console.log(
-      `shared rate limit: ${sent} requests sent in ${((performance.now() - startedAt) / 1000).toFixed(1)} s (${JSON.stringify(Object.fromEntries(statuses))}); ` +
-        `from the first refusal at ${(firstRefusalAt! / 1000).toFixed(2)} s, ${perSecond.toFixed(1)} admitted/s (gw-a ${measured.perGateway[0]}, gw-b ${measured.perGateway[1]}), ${measured.refused} refused; fallback decisions ${fallbacks.join(', ')}`,
-    );
+    /**
+     * One measurement. A gateway whose Redis batch answers later than its 50 ms timeout decides
+     * that batch from its local share (a fallback decision, counted in its metrics): the window
+     * then measured the fallback, not the shared limit this test names, so the caller measures
+     * again when any was made (a loaded machine makes them now and then).
+     */
+    const measureOnce = async () => {
+      const fallbacksBefore = await fallbackTotal();
+      const startedAt = performance.now();
+      const statuses = new Map<number, number>();
+      const measured = { admitted: 0, refused: 0, perGateway: [0, 0] };
+      let sent = 0;
+      let lastAt = 0;
+      /** When the first 429 came back: the start of the measured window. */
+      let firstRefusalAt: number | undefined;
+      const endAt = () => (firstRefusalAt ?? WARM_UP_MAX_MS) + MEASURE_MS;
+      const loop = async (g: number): Promise<void> => {
+        while (performance.now() - startedAt < endAt() && sent < MAX_REQUESTS) {
+          sent++;
+          const res = await request(url(gateways[g]!.port), { dispatcher: agents[g], headers: { authorization: `Bearer ${TOKEN}` } });
+          await res.body.dump();
+          statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
+          const at = performance.now() - startedAt;
+          if (res.statusCode === 429) firstRefusalAt ??= at;
+          lastAt = Math.max(lastAt, at);
+          if (firstRefusalAt === undefined || at <= firstRefusalAt || at >= endAt()) continue;
+          if (res.statusCode === 200) {
+            measured.admitted++;
+            measured.perGateway[g]!++;
+          } else measured.refused++;
+        }
+      };
+      await Promise.all(gateways.flatMap((_, g) => Array.from({ length: LOOPS }, () => loop(g))));
+      const fallbacks = (await fallbackTotal()) - fallbacksBefore;
+      // Over the window the load covered (the request cap may end it early).
+      const windowMs = firstRefusalAt === undefined ? 0 : Math.min(lastAt, endAt()) - firstRefusalAt;
+      const perSecond = windowMs > 0 ? measured.admitted / (windowMs / 1000) : 0;
+      console.log(
+        `shared rate limit: ${sent} requests sent in ${((performance.now() - startedAt) / 1000).toFixed(1)} s (${JSON.stringify(Object.fromEntries(statuses))}); ` +
+          (firstRefusalAt === undefined ? 'no refusal; ' : `from the first refusal at ${(firstRefusalAt / 1000).toFixed(2)} s, `) +
+          `${perSecond.toFixed(1)} admitted/s (gw-a ${measured.perGateway[0]}, gw-b ${measured.perGateway[1]}), ${measured.refused} refused; fallback decisions ${fallbacks}`,
+      );
+      return { statuses, measured, firstRefusalAt, windowMs, perSecond, fallbacks };
+    };
+
+    let run = await measureOnce();
+    for (let attempt = 2; attempt <= 3 && run.fallbacks > 0; attempt++) run = await measureOnce();
+    await Promise.all(agents.map((a) => a.close()));
     for (const g of gateways) for (const line of g.proc.output().split('\n').filter((l) => l.includes('rate limits:'))) console.log(line);
+
+    const { statuses, measured, firstRefusalAt, windowMs, perSecond, fallbacks } = run;
+    // Every decision of the measured window was Redis's: it measured the shared limit.
+    expect(fallbacks, 'decisions made from a local share in each of 3 measurements').toBe(0);
+    expect(firstRefusalAt, 'the load spent the burst').toBeDefined();
+    expect(windowMs).toBeGreaterThan(MEASURE_MS / 2);
     // Only 200 (admitted) and 429 (refused): nothing failed.
     expect([...statuses.keys()].sort()).toEqual([200, 429]);
     // The client pushed far past the limit through each gateway, and both admitted some.
@@ -140,5 +161,5 @@ describeWithRedis('rate limits shared by two gateway processes on one Redis', ()
     expect(perSecond).toBeGreaterThanOrEqual(LIMIT * 0.9);
     expect(perSecond).toBeLessThanOrEqual(LIMIT * 1.1);
     for (const g of gateways) expect(await metric(g.metrics, 'infergate_gateway_rate_limit_shared{state="redis"}')).toBe(1);
-  }, 90_000);
+  }, 150_000);
 });
