@@ -3,11 +3,10 @@
 // row of the list, where a change is PATCHed at once (gateways apply it within a second). Any
 // signed-in account that may manage the credential may raise or lower it.
 
-import { useState } from 'react';
-import { api, ApiError } from '../api/client';
 import type { Priority } from '../api/types';
 import { Field, type Problems } from '../components/form';
 import { PRIORITIES } from '../../../src/domain/priority';
+import { usePatchInPlace } from './patch-in-place';
 
 const NO_CAP = '';
 
@@ -50,19 +49,9 @@ export function PriorityCapCell({ route, name, value, readOnly, onSaved, onError
   onSaved: () => void;
   onError: (message: string) => void;
 }) {
-  const [busy, setBusy] = useState(false);
+  const { busy, patch } = usePatchInPlace(route, onSaved, onError);
   if (readOnly) return <span>{value ?? 'any'}</span>;
-  const change = async (next: Priority | null) => {
-    setBusy(true);
-    try {
-      await api.patch(route, { max_priority: next });
-      onSaved();
-    } catch (err) {
-      onError(err instanceof ApiError ? err.message : String(err));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const change = (next: Priority | null) => patch({ max_priority: next });
   return (
     <select aria-label={`Max priority of ${name}`} value={value ?? NO_CAP} disabled={busy} onChange={(e) => void change(capFromSelect(e.target.value))}>
       {OPTIONS.map((o) => (

@@ -4,7 +4,7 @@
 // (PATCH, admins only on the server too); a refusal goes above the list in the API's words.
 
 import { useState, type FormEvent } from 'react';
-import { api, ApiError } from '../api/client';
+import { usePatchInPlace } from './patch-in-place';
 
 export const REGISTRY_HINT = 'The registry host its password is sent to, and the only one: host[:port], e.g. nvcr.io or registry.example.com:5000 (docker.io for Docker Hub). Deployments use it only for images pulled from there.';
 
@@ -19,19 +19,11 @@ export function RegistryHostCell({ route, name, value, admin, onSaved, onError }
   onError: (message: string) => void;
 }) {
   const [draft, setDraft] = useState(value ?? '');
-  const [busy, setBusy] = useState(false);
+  const { busy, patch } = usePatchInPlace(route, onSaved, onError);
   if (!admin) return value === null ? <span className="subtle">{UNBOUND}</span> : <code>{value}</code>;
-  const bind = async (e: FormEvent) => {
+  const bind = (e: FormEvent) => {
     e.preventDefault();
-    setBusy(true);
-    try {
-      await api.patch(route, { registry: draft.trim() });
-      onSaved();
-    } catch (err) {
-      onError(err instanceof ApiError ? err.message : String(err));
-    } finally {
-      setBusy(false);
-    }
+    return patch({ registry: draft.trim() });
   };
   return (
     <form className="inline" onSubmit={(e) => void bind(e)}>
