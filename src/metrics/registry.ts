@@ -1,8 +1,9 @@
 // Owns the Prometheus registry of this process and its exposition on the metrics port.
 // Modules declare their own metrics against the registry they are given; this file only
 // creates it (with Node's process metrics, prefix infergate_) and serves /metrics. The JSON
-// documents (service discovery: replicas' loopback ports) answer loopback clients only, even
-// when an operator opens the listener to a remote Prometheus with --metrics-host.
+// documents (service discovery: replicas' addresses, which only this host reaches) answer
+// loopback clients only, even when an operator opens the listener to a remote Prometheus with
+// --metrics-host.
 
 import http from 'node:http';
 import { collectDefaultMetrics, Registry } from 'prom-client';
@@ -31,9 +32,9 @@ export function createMetricsServer(registry: Exposition, json: JsonRoutes = {})
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const document = req.method === 'GET' && Object.hasOwn(json, path) ? json[path] : undefined;
     if (document && !fromLoopback(req.socket.remoteAddress)) {
-      // Replica targets are ports on this host's loopback: of use to a Prometheus here, and a map of unauthenticated ports to anyone else.
+      // Replica targets are addresses only this host reaches (pods, loopback ports): of use to a Prometheus here, and a map of unauthenticated ports to anyone else.
       res.writeHead(403, { 'content-type': 'text/plain' });
-      res.end(`${path} answers clients on this host only: the replica targets it lists are loopback addresses\n`);
+      res.end(`${path} answers clients on this host only: the replica targets it lists are addresses only this host reaches\n`);
       return;
     }
     if (document) {
