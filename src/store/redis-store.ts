@@ -442,9 +442,12 @@ export class RedisStore implements Store {
       }
       // Back after a cut: what was published meanwhile is lost. Subscribing again (harmless if
       // ioredis already did) orders the resync after the subscription is live, so nothing
-      // committed after the watchers' re-read can be missed either.
+      // committed after the watchers' re-read can be missed either; and the re-read runs on
+      // the command connection, which reconnects on its own backoff: the resync waits for it
+      // too, or a watcher's re-read would fail at once (no offline queue) and miss what was
+      // written meanwhile.
       subscriber.subscribe(this.channel()).then(
-        () => this.resync(),
+        () => this.commandsReady().then(() => this.resync()),
         (err: unknown) => process.emitWarning(`Redis store cannot subscribe again to ${this.channel()}: ${reason(err)}`),
       );
     });
@@ -473,6 +476,13 @@ export class RedisStore implements Store {
         process.emitWarning(`store change listener threw: ${reason(err)}`);
       }
     }
+  }
+
+  /** Resolves once the command connection is ready (at once when it is). */
+  private commandsReady(): Promise<void> {
+    const redis = this.redis;
+    if (!redis || redis.status === 'ready') return Promise.resolve();
+    return new Promise((resolve) => redis.once('ready', () => resolve()));
   }
 
   private resync(): void {
