@@ -290,8 +290,9 @@ export class Autoscaler {
       desired += decision.desired;
       panic ||= decision.panic;
       if (decision.signal !== null) signal = Math.max(signal ?? decision.signal, decision.signal);
-      // At zero and held there: the next tick, given no replica and no load, decides the same.
-      atRest &&= !decision.changed && decision.desired === 0 && (decision.reason === 'steady' || decision.reason === 'fixed_size') && !this.hasReadyReadings(key);
+      // Held at zero (a steady or fixed figure, not a step down to it): the next tick, given no
+      // replica and no load, decides the same.
+      atRest &&= decision.desired === 0 && (decision.reason === 'steady' || decision.reason === 'fixed_size') && !this.hasReadyReadings(key);
     }
     this.forgetUnits(d.id, live);
     this.desiredGauge.set({ deployment: d.name }, desired);

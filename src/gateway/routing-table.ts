@@ -248,6 +248,11 @@ export class RoutingTable {
     this.listeners.push(listener);
   }
 
+  /** Resolves once no update is running or due: every change announced so far is in the table (tests). */
+  settled(): Promise<void> {
+    return this.updates.settled();
+  }
+
   /** Host header value (any case, with or without port) → route: a deployment's own, else a tag's. */
   lookup(hostHeader: string | undefined): Route | undefined {
     if (!hostHeader) return undefined;
