@@ -52,7 +52,8 @@ const bucketStart = (ms: number) => ms - (((ms % ACTIVITY_STEP_MS) + ACTIVITY_ST
 const round2 = (v: number) => Math.round(v * 100) / 100;
 
 class DeploymentActivity {
-  private readonly ring: Array<Bucket | undefined> = new Array<Bucket | undefined>(ACTIVITY_BUCKETS);
+  /** Slot (0 to ACTIVITY_BUCKETS - 1) → its bucket; a map, so a deployment that was recorded a few times holds a few buckets, not 180 slots. */
+  private readonly ring = new Map<number, Bucket>();
   /** The newest sample second recorded; the gateway's older history predates this record. */
   private lastSecond: number;
   /** Idle since `since` (ms): the steps after that step are `point`, with nothing in flight, held or ready. */
@@ -93,7 +94,7 @@ class DeploymentActivity {
   points(now: number): ActivityPoint[] {
     const newest = bucketStart(now);
     const oldest = newest - (ACTIVITY_BUCKETS - 1) * ACTIVITY_STEP_MS;
-    const kept = this.ring.filter((b): b is Bucket => b !== undefined && b.start >= oldest && b.start <= newest);
+    const kept = [...this.ring.values()].filter((b) => b.start >= oldest && b.start <= newest);
     const idle = this.idleSteps(newest).filter((start) => this.slot(start, false) === undefined).map((start) => this.idleBucket(start));
     return [...kept, ...idle]
       .sort((a, b) => a.start - b.start)
@@ -123,17 +124,17 @@ class DeploymentActivity {
   }
 
   private write(b: Bucket): void {
-    this.ring[Math.floor(b.start / ACTIVITY_STEP_MS) % ACTIVITY_BUCKETS] = b;
+    this.ring.set(Math.floor(b.start / ACTIVITY_STEP_MS) % ACTIVITY_BUCKETS, b);
   }
 
   /** The bucket starting at `start`, made (replacing what that slot held 15 minutes ago) when `create`. */
   private slot(start: number, create: boolean): Bucket | undefined {
     const i = Math.floor(start / ACTIVITY_STEP_MS) % ACTIVITY_BUCKETS;
-    const found = this.ring[i];
+    const found = this.ring.get(i);
     if (found?.start === start) return found;
     if (!create) return undefined;
     const fresh: Bucket = { start, sum: 0, count: 0, max: 0, held: 0, desired: null, ready: 0, signal: null };
-    this.ring[i] = fresh;
+    this.ring.set(i, fresh);
     return fresh;
   }
 }

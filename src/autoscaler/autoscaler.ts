@@ -237,6 +237,7 @@ export class Autoscaler {
       if (busy !== null && outcome.idle !== null && !busy.has(id)) {
         this.active.delete(id);
         this.records.drop(id);
+        this.compact(id);
         if (outcome.idle !== 'unscaled') this.opts.activity?.idle(id, outcome.idle, now);
       }
     }
@@ -299,6 +300,24 @@ export class Autoscaler {
     this.panicGauge.set({ deployment: d.name }, panic ? 1 : 0);
     this.opts.activity?.record(d.id, { samples, held, desired, ready, signal }, now);
     return { changed, idle: atRest ? { desired, signal } : null };
+  }
+
+  /**
+   * An idle deployment's units keep only the recommendations above zero: decide() takes the
+   * highest of them and the one it adds (never below zero), so the zeros change nothing, and an
+   * idle deployment holds no window of them. Its gauge readings go too: at rest they are all
+   * of no ready replica, which no window counts (signals.ts).
+   */
+  private compact(deploymentId: number): void {
+    for (const key of this.unitsOf.get(deploymentId) ?? []) {
+      this.histories.delete(key);
+      const state = this.states.get(key);
+      if (state === undefined || state.recommendations.every((r) => r.value > 0)) continue;
+      const kept = { ...state, recommendations: state.recommendations.filter((r) => r.value > 0) };
+      this.states.set(key, kept);
+      const last = this.last.get(key);
+      if (last !== undefined) this.last.set(key, { ...last, state: kept });
+    }
   }
 
   /** A unit's gauge history still holds a reading of ready replicas: its signal figure may still move as it ages out. */
