@@ -4,7 +4,11 @@
 // and the ready replicas of the scaled component (every revision's, when traffic splits), and
 // the figure of the signal it scales on. The autoscaler records once per tick; the control API
 // reads it for the console's Activity tab. In memory only: it is a view of recent behaviour,
-// rebuilt from nothing after a restart.
+// rebuilt from nothing after a restart. A deployment the autoscaler leaves idle (at zero, no
+// load) is not recorded per tick: it is marked idle with what every tick would have recorded
+// (nothing in flight or held, nothing ready, the same desired count and signal), and its
+// steps since are made from that when read — or written into the ring when it wakes — so
+// an idle deployment costs nothing per tick and still shows its 15 minutes.
 
 import type { Clock } from '../core/clock.js';
 import { autoscalingMetricOf, autoscalingTargetOf } from '../domain/autoscaling-signal.js';
@@ -15,6 +19,12 @@ import type { ConcurrencySample } from './decide.js';
 
 export const ACTIVITY_STEP_MS = 5_000;
 export const ACTIVITY_BUCKETS = 180;
+
+/** What every tick records for a deployment while it stays idle. */
+export interface IdlePoint {
+  desired: number | null;
+  signal: number | null;
+}
 
 /** What one autoscaler tick saw and decided for a deployment. */
 export interface ActivityObservation {
@@ -42,15 +52,28 @@ const bucketStart = (ms: number) => ms - (((ms % ACTIVITY_STEP_MS) + ACTIVITY_ST
 const round2 = (v: number) => Math.round(v * 100) / 100;
 
 class DeploymentActivity {
-  private readonly ring: Array<Bucket | undefined> = new Array<Bucket | undefined>(ACTIVITY_BUCKETS);
+  /** Slot (0 to ACTIVITY_BUCKETS - 1) → its bucket; a map, so a deployment that was recorded a few times holds a few buckets, not 180 slots. */
+  private readonly ring = new Map<number, Bucket>();
   /** The newest sample second recorded; the gateway's older history predates this record. */
   private lastSecond: number;
+  /** Idle since `since` (ms): the steps after that step are `point`, with nothing in flight, held or ready. */
+  private idle: { since: number; point: IdlePoint } | null = null;
 
   constructor(now: number) {
     this.lastSecond = bucketStart(now) - 1;
   }
 
+  /** From now on, until the next record, every tick would record this. */
+  sleep(now: number, point: IdlePoint): void {
+    this.idle = { since: now, point };
+  }
+
   record(now: number, o: ActivityObservation): void {
+    if (this.idle !== null) {
+      // The idle ticks' buckets, this one's included (a tick of the idle run may have begun it).
+      for (const start of this.idleSteps(bucketStart(now))) this.write(this.idleBucket(start));
+      this.idle = null;
+    }
     const current = this.slot(bucketStart(now), true) as Bucket;
     current.held = Math.max(current.held, o.held);
     current.desired = o.desired;
@@ -71,8 +94,9 @@ class DeploymentActivity {
   points(now: number): ActivityPoint[] {
     const newest = bucketStart(now);
     const oldest = newest - (ACTIVITY_BUCKETS - 1) * ACTIVITY_STEP_MS;
-    return this.ring
-      .filter((b): b is Bucket => b !== undefined && b.start >= oldest && b.start <= newest)
+    const kept = [...this.ring.values()].filter((b) => b.start >= oldest && b.start <= newest);
+    const idle = this.idleSteps(newest).filter((start) => this.slot(start, false) === undefined).map((start) => this.idleBucket(start));
+    return [...kept, ...idle]
       .sort((a, b) => a.start - b.start)
       .map((b) => ({
         t: new Date(b.start).toISOString(),
@@ -85,14 +109,32 @@ class DeploymentActivity {
       }));
   }
 
+  /** The starts of the steps after the idle run began, up to `newest`, within the ring's reach. */
+  private idleSteps(newest: number): number[] {
+    if (this.idle === null) return [];
+    const from = Math.max(bucketStart(this.idle.since) + ACTIVITY_STEP_MS, newest - (ACTIVITY_BUCKETS - 1) * ACTIVITY_STEP_MS);
+    const out: number[] = [];
+    for (let start = from; start <= newest; start += ACTIVITY_STEP_MS) out.push(start);
+    return out;
+  }
+
+  private idleBucket(start: number): Bucket {
+    const { desired, signal } = this.idle!.point;
+    return { start, sum: 0, count: 0, max: 0, held: 0, desired, ready: 0, signal };
+  }
+
+  private write(b: Bucket): void {
+    this.ring.set(Math.floor(b.start / ACTIVITY_STEP_MS) % ACTIVITY_BUCKETS, b);
+  }
+
   /** The bucket starting at `start`, made (replacing what that slot held 15 minutes ago) when `create`. */
   private slot(start: number, create: boolean): Bucket | undefined {
     const i = Math.floor(start / ACTIVITY_STEP_MS) % ACTIVITY_BUCKETS;
-    const found = this.ring[i];
+    const found = this.ring.get(i);
     if (found?.start === start) return found;
     if (!create) return undefined;
     const fresh: Bucket = { start, sum: 0, count: 0, max: 0, held: 0, desired: null, ready: 0, signal: null };
-    this.ring[i] = fresh;
+    this.ring.set(i, fresh);
     return fresh;
   }
 }
@@ -111,9 +153,22 @@ export class ActivityRecorder {
     activity.record(now, observation);
   }
 
+  /**
+   * The deployment is idle from `now`: until it is recorded again, each tick would record no
+   * samples, nothing held or ready, and `point` — its steps are made so when read.
+   */
+  idle(deploymentId: number, point: IdlePoint, now = this.clock.now()): void {
+    this.deployments.get(deploymentId)?.sleep(now, point);
+  }
+
   /** Forgets every deployment not in `live` (deleted, or no longer scaled). */
   retain(live: ReadonlySet<number>): void {
     for (const id of [...this.deployments.keys()]) if (!live.has(id)) this.deployments.delete(id);
+  }
+
+  /** Forgets one deployment (deleted, or no longer scaled). */
+  forget(deploymentId: number): void {
+    this.deployments.delete(deploymentId);
   }
 
   has(deploymentId: number): boolean {

@@ -312,4 +312,87 @@ describe('Autoscaler', () => {
     expect(metrics).not.toMatch(/metric="queue_depth"/);
     expect(metrics).toMatch(/metric="kv_cache"\} 50\b/);
   });
+  it('leaves a deployment idle at zero undecided, and decides exactly as when it decides every tick: from zero, up, down to zero, and again', async () => {
+    // The same store and load for two autoscalers: one told which deployments have load (it
+    // skips those idle at zero), one not (it decides every deployment every tick).
+    const history = new Map<number, ConcurrencySample[]>();
+    const base = {
+      store,
+      load: {
+        samples: (id: number) => history.get(id) ?? [],
+        held: (id: number) => held.get(id) ?? 0,
+        revisionSamples: () => [],
+        queued: () => 0,
+        replicaSignals: () => null,
+        revisionSteps: () => [],
+      },
+      clock,
+      windows: { stableMs: 10_000, panicMs: 2_000, scaleToZeroGraceMs: 1_000 },
+      logger: pino({ level: 'silent' }),
+      onChange: () => {},
+      tickMs: 3_600_000,
+    };
+    const refActivity = new ActivityRecorder(clock);
+    const reference = new Autoscaler({ ...base, registry: new Registry(), activity: refActivity });
+    const skipping = new Autoscaler({
+      ...base,
+      load: { ...base.load, busy: () => [...new Set([...[...history].filter(([, h]) => h.some((x) => x.average > 0)).map(([id]) => id), ...[...held].filter(([, n]) => n > 0).map(([id]) => id)])] },
+      registry: new Registry(),
+      activity,
+    });
+    const id = await add({ desired_replicas: { Replica: 0 } }, { min_replicas: 0, max_replicas: 5, target_concurrency: 2, cooldown_period: 5 });
+    const other = await add({ desired_replicas: { Replica: 0 } }, { min_replicas: 0, max_replicas: 5, target_concurrency: 2, cooldown_period: 5 });
+    clock.set(Math.ceil(clock.now() / 5000) * 5000);
+    let concurrency = 0;
+    const replicas: number[] = [];
+    const skipped: number[] = [];
+    /** One second: the gateway closes it, both decide, the controller follows the figure (replicas ready at once). */
+    const second = async () => {
+      clock.advance(1000);
+      const h = history.get(id) ?? [];
+      if (concurrency > 0 || h.length > 0) history.set(id, [...h, { second: clock.now() - 1000, average: concurrency }].slice(-180));
+      await Promise.all([reference.tickNow(), skipping.tickNow()]);
+      const want = reference.desiredFor(id, null)!;
+      expect(skipping.desiredFor(id, null)).toBe(want);
+      expect(skipping.decision(id)).toMatchObject({ desired: want, reason: reference.decision(id)!.reason, panic: reference.decision(id)!.panic });
+      expect(skipping.desiredFor(other, null)).toBe(reference.desiredFor(other, null));
+      if (!skipping.activeDeployments().has(id)) skipped.push(clock.now());
+      while (replicas.length < want) replicas.push((await store.create('replica', (rid) => ({ ...replicaRecord(rid), deployment_id: id, component: 'Replica', state: 'ready' as const }))).value.id);
+      while (replicas.length > want) await store.delete('replica', replicas.pop()!);
+    };
+    reference.start();
+    skipping.start();
+    try {
+      for (let i = 0; i < 20; i++) await second();
+      expect(skipped.length).toBeGreaterThan(15);
+      // Requests held at zero, then served at 5 in flight: up from zero, then up again.
+      held.set(id, 3);
+      await second();
+      expect(reference.decision(id)).toMatchObject({ reason: 'activate', desired: 2 });
+      held.delete(id);
+      concurrency = 5;
+      for (let i = 0; i < 15; i++) await second();
+      expect(reference.desiredFor(id, null)).toBe(3);
+      // Quiet: down, then to zero after the cooldown and grace, then idle again.
+      concurrency = 0;
+      const before = skipped.length;
+      for (let i = 0; i < 240; i++) await second();
+      expect(reference.desiredFor(id, null)).toBe(0);
+      expect(skipped.length).toBeGreaterThan(before);
+      // Traffic again after minutes at zero: the same figures as the one that never skipped.
+      concurrency = 1;
+      held.set(id, 1);
+      await second();
+      held.delete(id);
+      for (let i = 0; i < 10; i++) await second();
+      expect(reference.desiredFor(id, null)).toBeGreaterThan(0);
+      // And the activity history reads the same, the steps made while idle included.
+      for (const d of [id, other]) {
+        const record = (await store.get('deployment', d))!.value;
+        expect(activity.view(record)).toEqual(refActivity.view(record));
+      }
+    } finally {
+      await Promise.all([reference.stop(), skipping.stop()]);
+    }
+  });
 });

@@ -1,13 +1,24 @@
 // Owns the autoscaler's loop (collect → decide → actuate): every tick (1 s), and at once when
-// the activator pokes it, it reads each deployment's load from the gateways (concurrency
-// samples, held requests, and for the LLM signals the engines' scraped gauges, the flow-control
-// queue and the TTFT steps) and its replicas' readiness from the store, runs decide() per unit,
-// keeps each unit's state, and tells the controller when a desired count changed. A unit is
-// the deployment while its traffic names one revision, else each revision of its split
-// (domain/traffic.ts), scaled on that revision's own figures. The controller asks
-// `desiredFor()` for the figure it applies. Metrics: desired replicas, panic mode, decisions
-// by reason and the signal's figure; each tick's figures also go to the activity history, and
-// each change of a desired count to the deployment's events (ScaledUp, ScaledDown, ScaledToZero).
+// the activator pokes it, it reads each active deployment's load from the gateways
+// (concurrency samples, held requests, and for the LLM signals the engines' scraped gauges, the
+// flow-control queue and the TTFT steps) and its replicas' readiness (kept from the store's
+// change feed: scaling-records.ts), runs decide() per unit, keeps each unit's state, and tells
+// the controller which deployments' desired counts changed. A unit is the deployment while its
+// traffic names one revision, else each revision of its split (domain/traffic.ts), scaled on
+// that revision's own figures. The controller asks `desiredFor()` for the figure it applies.
+// Metrics: desired replicas, panic mode, decisions by reason and the signal's figure; each
+// tick's figures also go to the activity history, and each change of a desired count to the
+// deployment's events (ScaledUp, ScaledDown, ScaledToZero).
+//
+// Only active deployments are visited. A deployment leaves the active set when it is idle at
+// zero: no replica of its scaled component, no load in any gateway (LoadSource.busy), and a
+// decision that holds it at zero and would on every tick until something changes — decide()
+// is then at a fixed point (its state only drops old recommendations, which were zeros), so
+// skipping it changes no decision. It comes back with a change-feed event of its record or
+// one of its replicas, with load (held requests poke a tick), or with the store's resync. An
+// idle deployment's activity is kept as "idle since" (activity.ts) and its last decision
+// stays what desiredFor() answers; its metrics keep their last values, and the decisions
+// counter counts only decisions made. So a tick costs nothing per idle deployment.
 
 import { scaledComponent } from '../domain/components.js';
 import { Counter, Gauge, type Registry } from 'prom-client';
@@ -15,15 +26,16 @@ import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { autoscalingMetricOf, autoscalingTargetOf, type AutoscalingMetric } from '../domain/autoscaling-signal.js';
-import type { DeploymentRecord, ReplicaRecord } from '../domain/records.js';
+import type { DeploymentRecord } from '../domain/records.js';
 import { appliedCount, splitOf } from '../domain/traffic.js';
 import { StoreUnavailableError, type Store } from '../store/store.js';
-import type { ActivityRecorder } from './activity.js';
+import type { ActivityRecorder, IdlePoint } from './activity.js';
 import type { EventSink } from '../store/event-writer.js';
 import { decide, initialState, type AutoscaleSpec, type AutoscaleState, type AutoscaleWindows, type ConcurrencySample, type Decision, type SignalFigures } from './decide.js';
 import { decisionEvent } from './decision-event.js';
 import { STATS_STEP_MS, type RevisionStep } from '../domain/revision-stats.js';
 import { readingOf, remember, signalFigures, type SignalReading } from './signals.js';
+import { ScalingRecords, type ReplicaFacts } from './scaling-records.js';
 
 /** What a replica's engine says of its load (vLLM's gauges), as the autoscaler reads it. */
 export interface ReplicaEngineSignals {
@@ -47,6 +59,13 @@ export interface LoadSource {
   revisionSteps(deploymentId: number, revision: number | null): readonly RevisionStep[];
   /** Brings the figures up to date before a tick (load reported by other processes). */
   refresh?(): Promise<void>;
+  /**
+   * The deployments with any load now (after refresh): a concurrency sample above zero,
+   * requests held, queued or in flight, anywhere. Every figure of every other deployment is
+   * zero, so the autoscaler may leave those idle; without this method it decides for every
+   * deployment on every tick.
+   */
+  busy?(): Iterable<number>;
 }
 
 export interface AutoscalerOptions {
@@ -56,8 +75,8 @@ export interface AutoscalerOptions {
   windows: AutoscaleWindows;
   logger: Logger;
   registry: Registry;
-  /** A desired count changed: the controller should reconcile now. */
-  onChange: () => void;
+  /** Desired counts changed, of these deployments: the controller should reconcile them now. */
+  onChange: (deploymentIds: ReadonlySet<number>) => void;
   tickMs?: number;
   /** Where each tick's figures are kept for the console's Activity tab; none: not kept. */
   activity?: ActivityRecorder;
@@ -81,11 +100,16 @@ const unitKey = (deploymentId: number, revision: number | null) => (revision ===
 
 export class Autoscaler {
   private readonly units = new Map<string, Unit>();
+  /** Per deployment, the keys of its units. */
+  private readonly unitsOf = new Map<number, Set<string>>();
   private readonly states = new Map<string, AutoscaleState>();
   private readonly last = new Map<string, Decision>();
   /** Per unit, its gauge readings of the last stable window (the metric they were read for). */
   private readonly histories = new Map<string, { metric: AutoscalingMetric; readings: SignalReading[] }>();
   private readonly signalSeries = new Map<string, SignalLabels>();
+  /** Deployments visited each tick; the others are idle at zero (see the header). */
+  private readonly active = new Set<number>();
+  private readonly records: ScalingRecords;
   private timer: NodeJS.Timeout | null = null;
   // An unreachable store is logged once by the store monitor; the next tick tries again.
   private readonly ticks = new CoalescingRunner(
@@ -96,9 +120,11 @@ export class Autoscaler {
   private readonly panicGauge: Gauge<'deployment'>;
   private readonly signalGauge: Gauge<'deployment' | 'revision' | 'metric'>;
   private readonly decisions: Counter<'deployment' | 'reason'>;
+  /** The name of every deployment decided for (the gauges' label), until it is deleted or no longer scaled. */
   private readonly names = new Map<number, string>();
 
   constructor(private readonly opts: AutoscalerOptions) {
+    this.records = new ScalingRecords(opts.store);
     this.desiredGauge = new Gauge({ name: 'infergate_autoscaler_desired_replicas', help: 'Replicas the autoscaler wants, per deployment (every revision of a split summed)', labelNames: ['deployment'], registers: [opts.registry] });
     this.panicGauge = new Gauge({ name: 'infergate_autoscaler_panic', help: '1 while the deployment (any revision of a split) is in panic mode', labelNames: ['deployment'], registers: [opts.registry] });
     this.signalGauge = new Gauge({
@@ -107,7 +133,12 @@ export class Autoscaler {
       labelNames: ['deployment', 'revision', 'metric'],
       registers: [opts.registry],
     });
-    this.decisions = new Counter({ name: 'infergate_autoscaler_decisions_total', help: 'Autoscaler decisions by reason (one per deployment, or revision of a split, and tick)', labelNames: ['deployment', 'reason'], registers: [opts.registry] });
+    this.decisions = new Counter({
+      name: 'infergate_autoscaler_decisions_total',
+      help: 'Autoscaler decisions by reason (one per deployment, or revision of a split, and tick; none while a deployment is idle at zero)',
+      labelNames: ['deployment', 'reason'],
+      registers: [opts.registry],
+    });
   }
 
   start(): void {
@@ -116,10 +147,12 @@ export class Autoscaler {
     this.poke();
   }
 
-  stop(): Promise<void> {
+  /** Stops ticking and following the change feed (a later tick reads the store whole again). */
+  async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    return this.ticks.current();
+    await this.ticks.current();
+    this.records.close();
   }
 
   /** The autoscaler's figure for a deployment, once it has decided: every revision of a split summed. */
@@ -152,10 +185,22 @@ export class Autoscaler {
     this.ticks.trigger();
   }
 
+  /** One tick now, resolved when it (and any folded after it) has ended: for tests. */
+  async tickNow(): Promise<void> {
+    this.ticks.trigger();
+    await this.ticks.settled();
+  }
+
+  /** Deployments visited each tick now (tests and the benchmark read it). */
+  activeDeployments(): ReadonlySet<number> {
+    return this.active;
+  }
+
   private revisionDecisions(deploymentId: number): [number, Decision][] {
     const out: [number, Decision][] = [];
-    for (const [key, unit] of this.units) {
-      if (unit.deploymentId !== deploymentId || unit.revision === null) continue;
+    for (const key of this.unitsOf.get(deploymentId) ?? []) {
+      const unit = this.units.get(key)!;
+      if (unit.revision === null) continue;
       const d = this.last.get(key);
       if (d) out.push([unit.revision, d]);
     }
@@ -163,60 +208,152 @@ export class Autoscaler {
   }
 
   private async tick(): Promise<void> {
-    const { store, load, clock } = this.opts;
-    const [deployments, replicas] = await Promise.all([store.list('deployment'), store.list('replica'), load.refresh?.()]);
+    const { load, clock } = this.opts;
+    this.records.open();
+    const [found] = await Promise.all([this.records.sync(), load.refresh?.()]);
+    // After a full read every deployment is decided once (a restart, a resync); those the
+    // autoscaler knew that are gone are forgotten.
+    if (found.all !== null) {
+      const all = new Set(found.all);
+      for (const id of [...this.names.keys(), ...this.active]) if (!all.has(id)) this.retire(id);
+      for (const id of all) this.active.add(id);
+    }
+    for (const id of found.deleted) this.retire(id);
+    for (const id of found.changed) this.active.add(id);
+    const busy = load.busy === undefined ? null : new Set(load.busy());
+    for (const id of busy ?? []) this.active.add(id);
+    await this.records.ensure(this.active);
     const now = clock.now();
-    const seen = new Set<number>();
-    const live = new Set<string>();
-    let changed = false;
-    for (const { value: d } of deployments) {
-      const component = scaledComponent(d);
-      if (component === null) continue;
-      seen.add(d.id);
-      this.names.set(d.id, d.name);
-      const mine = replicas.map((r) => r.value).filter((r: ReplicaRecord) => r.deployment_id === d.id && r.component === component);
-      const ready = mine.filter((r) => r.state === 'ready').length;
-      const samples = load.samples(d.id);
-      const held = load.held(d.id);
-      if (d.paused) {
-        // A paused deployment runs nothing; on resume the decision starts again from min.
-        this.opts.activity?.record(d.id, { samples, held, desired: null, ready, signal: null }, now);
+    const changed = new Set<number>();
+    for (const id of [...this.active].sort((a, b) => a - b)) {
+      const d = this.records.deployment(id);
+      if (d === undefined) {
+        // Load of a deployment that no longer exists (its gateway has not forgotten it yet).
+        this.retire(id);
         continue;
       }
-      const split = splitOf(d);
-      // Without a split the deployment's replicas of every revision are one unit (a rolling
-      // update's old and new together); in a split each revision's are its own.
-      const units = split === null ? [{ revision: null, share: 1 }] : split.map((s) => ({ revision: s.revision, share: s.percent / 100 }));
-      let desired = 0;
-      let panic = false;
-      let signal: number | null = null;
-      for (const u of units) {
-        const key = unitKey(d.id, u.revision);
-        live.add(key);
-        this.units.set(key, { deploymentId: d.id, revision: u.revision });
-        const theirs = u.revision === null ? mine : mine.filter((r) => r.revision === u.revision);
-        const decision = this.decideUnit(d, component, key, u.revision, u.share, theirs, u.revision === null ? samples : load.revisionSamples(d.id, u.revision), held, now);
-        if (decision.changed) changed = true;
-        desired += decision.desired;
-        panic ||= decision.panic;
-        if (decision.signal !== null) signal = Math.max(signal ?? decision.signal, decision.signal);
+      const outcome = this.decideDeployment(d, now);
+      if (outcome.changed) changed.add(id);
+      if (busy !== null && outcome.idle !== null && !busy.has(id)) {
+        this.active.delete(id);
+        this.records.drop(id);
+        this.compact(id);
+        if (outcome.idle !== 'unscaled') this.opts.activity?.idle(id, outcome.idle, now);
       }
-      this.desiredGauge.set({ deployment: d.name }, desired);
-      this.panicGauge.set({ deployment: d.name }, panic ? 1 : 0);
-      this.opts.activity?.record(d.id, { samples, held, desired, ready, signal }, now);
     }
-    for (const [key, unit] of [...this.units]) {
+    if (changed.size > 0) this.opts.onChange(changed);
+  }
+
+  /**
+   * One deployment's tick: its units decided, its metrics and activity recorded. `idle`: what
+   * every further tick would record while nothing changes and no load comes (it may leave the
+   * active set), `unscaled` for a deployment the autoscaler does not scale; null: not idle.
+   */
+  private decideDeployment(d: DeploymentRecord, now: number): { changed: boolean; idle: IdlePoint | 'unscaled' | null } {
+    const { load } = this.opts;
+    const component = scaledComponent(d);
+    if (component === null) {
+      // Not scaled (a disaggregated pool): nothing of it is kept.
+      this.forgetDeployment(d.id);
+      return { changed: false, idle: 'unscaled' };
+    }
+    this.names.set(d.id, d.name);
+    const mine = this.records.replicasOf(d.id).filter((r) => r.component === component);
+    const ready = mine.filter((r) => r.state === 'ready').length;
+    const samples = load.samples(d.id);
+    const held = load.held(d.id);
+    if (d.paused) {
+      // A paused deployment runs nothing; on resume the decision starts again from min.
+      this.forgetUnits(d.id, new Set());
+      this.opts.activity?.record(d.id, { samples, held, desired: null, ready, signal: null }, now);
+      return { changed: false, idle: mine.length === 0 && held === 0 ? { desired: null, signal: null } : null };
+    }
+    const split = splitOf(d);
+    // Without a split the deployment's replicas of every revision are one unit (a rolling
+    // update's old and new together); in a split each revision's are its own.
+    const units = split === null ? [{ revision: null, share: 1 }] : split.map((s) => ({ revision: s.revision, share: s.percent / 100 }));
+    let desired = 0;
+    let panic = false;
+    let signal: number | null = null;
+    let changed = false;
+    let atRest = mine.length === 0 && held === 0;
+    const live = new Set<string>();
+    for (const u of units) {
+      const key = unitKey(d.id, u.revision);
+      live.add(key);
+      this.units.set(key, { deploymentId: d.id, revision: u.revision });
+      let keys = this.unitsOf.get(d.id);
+      if (!keys) this.unitsOf.set(d.id, (keys = new Set()));
+      keys.add(key);
+      const theirs = u.revision === null ? mine : mine.filter((r) => r.revision === u.revision);
+      const decision = this.decideUnit(d, component, key, u.revision, u.share, theirs, u.revision === null ? samples : load.revisionSamples(d.id, u.revision), held, now);
+      if (decision.changed) changed = true;
+      desired += decision.desired;
+      panic ||= decision.panic;
+      if (decision.signal !== null) signal = Math.max(signal ?? decision.signal, decision.signal);
+      // Held at zero (a steady or fixed figure, not a step down to it): the next tick, given no
+      // replica and no load, decides the same.
+      atRest &&= decision.desired === 0 && (decision.reason === 'steady' || decision.reason === 'fixed_size') && !this.hasReadyReadings(key);
+    }
+    this.forgetUnits(d.id, live);
+    this.desiredGauge.set({ deployment: d.name }, desired);
+    this.panicGauge.set({ deployment: d.name }, panic ? 1 : 0);
+    this.opts.activity?.record(d.id, { samples, held, desired, ready, signal }, now);
+    return { changed, idle: atRest ? { desired, signal } : null };
+  }
+
+  /**
+   * An idle deployment's units keep only the recommendations above zero: decide() takes the
+   * highest of them and the one it adds (never below zero), so the zeros change nothing, and an
+   * idle deployment holds no window of them. Its gauge readings go too: at rest they are all
+   * of no ready replica, which no window counts (signals.ts).
+   */
+  private compact(deploymentId: number): void {
+    for (const key of this.unitsOf.get(deploymentId) ?? []) {
+      this.histories.delete(key);
+      const state = this.states.get(key);
+      if (state === undefined || state.recommendations.every((r) => r.value > 0)) continue;
+      const kept = { ...state, recommendations: state.recommendations.filter((r) => r.value > 0) };
+      this.states.set(key, kept);
+      const last = this.last.get(key);
+      if (last !== undefined) this.last.set(key, { ...last, state: kept });
+    }
+  }
+
+  /** A unit's gauge history still holds a reading of ready replicas: its signal figure may still move as it ages out. */
+  private hasReadyReadings(key: string): boolean {
+    return this.histories.get(key)?.readings.some((r) => r.ready > 0) ?? false;
+  }
+
+  /** Forgets the units of a deployment not in `live` (a split that ended, a paused deployment). */
+  private forgetUnits(deploymentId: number, live: ReadonlySet<string>): void {
+    const keys = this.unitsOf.get(deploymentId);
+    if (!keys) return;
+    for (const key of [...keys]) {
       if (live.has(key)) continue;
       this.forget(key);
-      if (seen.has(unit.deploymentId)) continue;
-      const name = this.names.get(unit.deploymentId);
-      if (name !== undefined) {
-        this.desiredGauge.remove({ deployment: name });
-        this.panicGauge.remove({ deployment: name });
-      }
+      keys.delete(key);
     }
-    this.opts.activity?.retain(seen);
-    if (changed) this.opts.onChange();
+    if (keys.size === 0) this.unitsOf.delete(deploymentId);
+  }
+
+  /** A deployment that is no longer scaled: its units, gauges and activity go. */
+  private forgetDeployment(deploymentId: number): void {
+    this.forgetUnits(deploymentId, new Set());
+    const name = this.names.get(deploymentId);
+    if (name !== undefined) {
+      this.desiredGauge.remove({ deployment: name });
+      this.panicGauge.remove({ deployment: name });
+    }
+    this.names.delete(deploymentId);
+    this.opts.activity?.forget(deploymentId);
+  }
+
+  /** A deployment that was deleted: nothing of it is kept. */
+  private retire(deploymentId: number): void {
+    this.forgetDeployment(deploymentId);
+    this.active.delete(deploymentId);
+    this.records.drop(deploymentId);
   }
 
   /** Decides for one unit, keeps its state and says so (metrics, log, event); `changed`: its figure moved. */
@@ -226,7 +363,7 @@ export class Autoscaler {
     key: string,
     revision: number | null,
     share: number,
-    replicas: readonly ReplicaRecord[],
+    replicas: readonly ReplicaFacts[],
     samples: readonly ConcurrencySample[],
     deploymentHeld: number,
     now: number,
@@ -291,7 +428,7 @@ export class Autoscaler {
    * to become ready (Knative's initial scale; it goes to zero when idle), and for a revision
    * joining a split the replicas it runs already (it served alone until now).
    */
-  private initialCount(d: DeploymentRecord, component: string, revision: number | null, spec: AutoscaleSpec, replicas: readonly ReplicaRecord[]): number {
+  private initialCount(d: DeploymentRecord, component: string, revision: number | null, spec: AutoscaleSpec, replicas: readonly ReplicaFacts[]): number {
     const clamp = (v: number) => Math.min(spec.max, Math.max(spec.min, v));
     if (revision === null) return appliedCount(d, component) ?? clamp(1);
     const applied = d.revision_desired?.[String(revision)]?.[component];

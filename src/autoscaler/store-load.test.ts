@@ -36,6 +36,7 @@ const quietLocal: LocalLoad = {
   replicaSignals: () => null,
   revisionSteps: () => [],
   revisions: () => [],
+  busy: () => [],
 };
 
 let dir: string;

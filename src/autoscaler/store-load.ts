@@ -31,6 +31,8 @@ export interface LocalLoad extends Omit<LoadSource, 'replicaSignals' | 'refresh'
   replicaSignals(replicaId: number): TimedEngineSignals | null;
   /** Revisions of a deployment the local gateway has figures of (concurrency or steps). */
   revisions(deploymentId: number): readonly number[];
+  /** Deployments with any load at the local gateway (LoadSource.busy). */
+  busy(): Iterable<number>;
 }
 
 export class StoreLoad implements LoadSource, RevisionMetricsSource {
@@ -79,6 +81,20 @@ export class StoreLoad implements LoadSource, RevisionMetricsSource {
 
   held(deploymentId: number): number {
     return (this.local?.load.held(deploymentId) ?? 0) + (this.remote().held.get(deploymentId) ?? 0);
+  }
+
+  /**
+   * Deployments with any load here or in a fresh report: a sample above zero, requests held,
+   * queued or in flight. What other gateways report of a deployment idle there is zeros.
+   */
+  busy(): Set<number> {
+    const out = new Set<number>(this.local?.load.busy() ?? []);
+    const remote = this.remote();
+    const above = (samples: readonly ConcurrencySample[]) => samples.some((s) => s.average > 0);
+    for (const counts of [remote.held, remote.queued, remote.inflight]) for (const [id, n] of counts) if (n > 0) out.add(id);
+    for (const [id, samples] of remote.samples) if (above(samples)) out.add(id);
+    for (const [id, byRevision] of remote.revisionSamples) for (const samples of byRevision.values()) if (above(samples)) out.add(id);
+    return out;
   }
 
   /** In-flight requests at a replica over every gateway (the drain waits for none). */

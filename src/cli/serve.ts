@@ -312,6 +312,7 @@ async function startController(
             replicaSignals: (id) => gateway.engineSignals(id),
             revisionSteps: (id, revision) => gateway.revisionHistory.steps(id, revision),
             revisions: (id) => [...new Set([...gateway.inflight.revisionIds(id), ...gateway.revisionHistory.revisions(id)])],
+            busy: () => gateway.busyDeployments(),
           },
         }
       : null,

@@ -9,7 +9,7 @@ const route = (o: Partial<Route> = {}): Route => testRoute({ name: 'zero', host:
 
 function activator(queueSize = 3, timeoutMs = 5000) {
   const registry = new Registry();
-  const a = new Activator({ queueSize, timeoutMs }, systemClock, registry, () => new Map([[7, 'zero']]));
+  const a = new Activator({ queueSize, timeoutMs }, systemClock, registry, (id) => new Map([[7, 'zero']]).get(id));
   const pokes: number[] = [];
   a.onDemand((id) => pokes.push(id));
   return { a, pokes, registry };

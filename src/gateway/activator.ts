@@ -34,7 +34,8 @@ export class Activator {
     private readonly opts: ActivatorOptions,
     private readonly clock: Clock,
     registry: Registry,
-    names: () => ReadonlyMap<number, string>,
+    /** A deployment's name, for the gauge's label (undefined: it left the table). */
+    names: (deploymentId: number) => string | undefined,
   ) {
     const queues = this.queues;
     new Gauge({
@@ -44,8 +45,7 @@ export class Activator {
       registers: [registry],
       collect() {
         this.reset();
-        const byId = names();
-        for (const [id, q] of queues) if (q.length > 0) this.set({ deployment: byId.get(id) ?? String(id) }, q.length);
+        for (const [id, q] of queues) if (q.length > 0) this.set({ deployment: names(id) ?? String(id) }, q.length);
       },
     });
     this.waits = new Histogram({
@@ -120,8 +120,13 @@ export class Activator {
     });
   }
 
-  /** After every routing-table rebuild: release what can go, refuse what cannot wait. */
-  release(routes: ReadonlyMap<number, Route>): void {
+  /** Deployments with requests held now. */
+  heldDeployments(): IterableIterator<number> {
+    return this.queues.keys();
+  }
+
+  /** After every routing-table update: release what can go, refuse what cannot wait (routes by deployment id). */
+  release(routes: Pick<ReadonlyMap<number, Route>, 'get'>): void {
     for (const [id, queue] of [...this.queues]) {
       const route = routes.get(id);
       let outcome: HoldOutcome | null = null;

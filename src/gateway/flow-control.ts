@@ -147,19 +147,29 @@ export class FlowController {
 
   /** The routing table changed: follow each route, refuse what a route can no longer serve, drop what left. */
   sync(routes: Iterable<Route>): void {
-    const present = new Set<number>();
-    for (const route of routes) {
-      present.add(route.deploymentId);
-      const flow = this.flows.get(route.deploymentId);
-      if (flow === undefined) continue;
-      flow.route = route;
-      if (flow.queue.size > 0) this.pump(flow);
-    }
-    for (const [id, flow] of this.flows) {
-      if (present.has(id)) continue;
+    const present = new Map<number, Route>();
+    for (const route of routes) present.set(route.deploymentId, route);
+    for (const id of [...this.flows.keys()]) this.follow(id, present.get(id));
+  }
+
+  /** One deployment's route changed (undefined: it left the table): follow it, as sync() does for all. */
+  follow(deploymentId: number, route: Route | undefined): void {
+    const flow = this.flows.get(deploymentId);
+    if (flow === undefined) return;
+    if (route === undefined) {
       this.refuseAll(flow, { status: 503, code: 'unavailable', message: `deployment ${flow.route.name} was deleted`, headers: { 'retry-after': '5' } });
-      this.flows.delete(id);
+      this.flows.delete(deploymentId);
+      return;
     }
+    flow.route = route;
+    if (flow.queue.size > 0) this.pump(flow);
+  }
+
+  /** Deployments with requests waiting now. */
+  queuedDeployments(): number[] {
+    const out: number[] = [];
+    for (const [id, flow] of this.flows) if (flow.queue.size > 0) out.push(id);
+    return out;
   }
 
   /** Waiting requests of a deployment by class (metrics; empty when none wait). */

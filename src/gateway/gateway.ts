@@ -95,6 +95,13 @@ export interface Gateway {
   revisionHistory: RevisionHistory;
   /** Requests waiting in the deployment's flow-control queue now. */
   queued(deploymentId: number): number;
+  /** Deployments with requests waiting in flow control now. */
+  queuedDeployments(): number[];
+  /**
+   * Deployments with any load here now: requests in flight, held or queued, or a second of
+   * concurrency above zero in the history. Every figure of every other deployment is zero.
+   */
+  busyDeployments(): Set<number>;
   /** What a replica's engine said at its last scrape, dated (ms since the epoch); null: nothing fresh. */
   engineSignals(replicaId: number): EngineReport | null;
   /** Holds requests of deployments at zero; its held counts are demand for the autoscaler. */
@@ -126,7 +133,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const connections = new ConnectionGuard(opts.connections ?? DEFAULTS.gateway.connections, connectionMeters);
   const shared = opts.sharedLimits ? new SharedRateLimits({ redis: opts.sharedLimits, heartbeats: opts.store, log, registry }) : null;
   const limiter = new RateLimiter(clock, shared);
-  const activator = new Activator(opts.activator ?? DEFAULTS.gateway.activator, clock, registry, () => new Map([...table.routes()].map((r) => [r.deploymentId, r.name])));
+  const activator = new Activator(opts.activator ?? DEFAULTS.gateway.activator, clock, registry, (id) => table.lookupDeployment(id)?.name);
   const upstreamTimeouts = opts.timeouts ?? DEFAULTS.gateway.upstream;
   const pools = new UpstreamPools(upstreamTimeouts);
   const isEjected = (replicaId: number) => health.isEjected(replicaId);
@@ -140,7 +147,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
   // serving port speaks h2c only): flow control and the autoscaler's engine signals read the
   // engines' queues whatever the routing policy.
   const signals = new ReplicaSignalScraper(
-    () => [...table.routes()].flatMap((r) => (r.protocol === 'http' ? r.replicas : r.replicas.filter((replica) => replica.metrics !== undefined))),
+    () => [...table.servingRoutes()].flatMap((r) => (r.protocol === 'http' ? r.replicas : r.replicas.filter((replica) => replica.metrics !== undefined))),
     (replicaId, tokens) => prefix.cacheSize(replicaId, tokens),
     DEFAULTS.gateway.scrape,
     () => performance.now(),
@@ -206,39 +213,55 @@ export function createGateway(opts: GatewayOptions): Gateway {
     parserRefused: pipeline.parserRefused,
   });
 
-  table.onChange((routes) => {
-    const addresses = new Set<string>();
-    const ids = new Set<number>();
-    for (const route of routes.values()) {
-      for (const r of route.replicas) {
-        addresses.add(r.address);
-        ids.add(r.id);
+  // Followed by what each update changed: per-replica state is pruned when a replica left,
+  // per-deployment state when a deployment left, and the rest is visited for the deployments
+  // rebuilt only — a change costs the same however many deployments sit idle. A full rebuild
+  // (start, the store's resync) re-syncs everything.
+  const routed = { has: (id: number) => table.lookupDeployment(id) !== undefined };
+  const routedNames = { has: (name: string) => table.lookupName(name)?.tag === null };
+  table.onChange((routes, change) => {
+    if (change.full || change.replicasLeft) {
+      const addresses = table.addresses();
+      const ids = table.replicaIds();
+      pools.retain(addresses);
+      grpc.retain(addresses);
+      health.retain(ids);
+      prefix.retain(ids);
+      latency.retain(ids);
+      capacity.retain(ids);
+    }
+    if (change.full || change.deploymentsLeft) {
+      limiter.retain(routed);
+      // A deleted deployment's concurrency history would otherwise stay for the life of the process.
+      for (const id of inflight.deploymentIds()) if (!routed.has(id)) inflight.forget(id);
+      split.retain(routed);
+      revisionHistory.retain(routed);
+      metrics.retain(routedNames);
+    }
+    if (change.full) {
+      flow.sync(routes.values());
+      const revisions = new Map<string, ReadonlySet<number>>();
+      for (const route of routes.values()) {
+        const present = revisionsOf(route);
+        revisions.set(route.name, present);
+        inflight.retainRevisions(route.deploymentId, present);
       }
+      metrics.retainRevisions(revisions);
+      // Tag hosts get their certificates by SNI like the deployments' own.
+      hostCertificates?.sync(table.hosts());
+    } else {
+      for (const [id, before] of change.deployments) {
+        const route = table.lookupDeployment(id);
+        flow.follow(id, route);
+        if (before !== undefined && before.name !== route?.name) metrics.retainRevisionsOf(before.name, NO_REVISIONS);
+        if (route === undefined) continue;
+        const present = revisionsOf(route);
+        inflight.retainRevisions(id, present);
+        metrics.retainRevisionsOf(route.name, present);
+      }
+      hostCertificates?.update(change.hostsAdded, change.hostsRemoved);
     }
-    pools.retain(addresses);
-    grpc.retain(addresses);
-    health.retain(ids);
-    prefix.retain(ids);
-    latency.retain(ids);
-    capacity.retain(ids);
-    flow.sync(routes.values());
-    const routed = new Set([...routes.values()].map((r) => r.deploymentId));
-    limiter.retain(routed);
-    // A deleted deployment's concurrency history would otherwise stay for the life of the process.
-    for (const id of inflight.deploymentIds()) if (!routed.has(id)) inflight.forget(id);
-    split.retain(routed);
-    revisionHistory.retain(routed);
-    const revisions = new Map<string, ReadonlySet<number>>();
-    for (const route of routes.values()) {
-      const present = revisionsOf(route);
-      revisions.set(route.name, present);
-      inflight.retainRevisions(route.deploymentId, present);
-    }
-    metrics.retain(new Set([...routes.values()].map((r) => r.name)));
-    metrics.retainRevisions(revisions);
-    // Tag hosts get their certificates by SNI like the deployments' own.
-    hostCertificates?.sync(table.hosts());
-    activator.release(new Map([...routes.values()].map((r) => [r.deploymentId, r])));
+    activator.release({ get: (id) => table.lookupDeployment(id) });
   });
 
   return {
@@ -253,6 +276,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
       for (const count of Object.values(waiting)) n += count;
       return n;
     },
+    queuedDeployments: () => flow.queuedDeployments(),
+    busyDeployments: () => new Set([...inflight.busyDeploymentIds(), ...activator.heldDeployments(), ...flow.queuedDeployments()]),
     engineSignals: (replicaId) => {
       const reading = signals.reading(replicaId);
       if (reading === null) return null;
@@ -281,6 +306,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
     },
   };
 }
+
+const NO_REVISIONS: ReadonlySet<number> = new Set();
 
 /** The revisions a deployment still has: those its traffic names and those with a ready replica. */
 function revisionsOf(route: Route): Set<number> {

@@ -21,6 +21,8 @@ const HISTORY_SECONDS = 180;
 
 class DeploymentConcurrency {
   count = 0;
+  /** When the count last fell to zero (ms); -Infinity: it never has. */
+  quietSince = -Infinity;
   /** A revision that left the table while requests ran: dropped when its last one ends. */
   leaving = false;
   /** Start of the bucket being filled, in ms. */
@@ -88,8 +90,10 @@ export class InflightTracker {
   deploymentEnd(deploymentId: number): void {
     const d = this.deployments.get(deploymentId);
     if (!d || d.count === 0) return;
-    d.advance(this.clock.now());
+    const now = this.clock.now();
+    d.advance(now);
     d.count -= 1;
+    if (d.count === 0) d.quietSince = now;
     if (d.count === 0 && this.leaving.delete(deploymentId)) this.deployments.delete(deploymentId);
   }
 
@@ -169,6 +173,18 @@ export class InflightTracker {
   /** Completed one-second buckets, oldest first, up to the last three minutes. */
   concurrency(deploymentId: number): ConcurrencySample[] {
     return this.deployments.get(deploymentId)?.samples(this.clock.now()) ?? [];
+  }
+
+  /**
+   * Deployments with requests in flight or a second above zero still in their history (the
+   * last three minutes): for every other one, every figure here is zero — what the autoscaler
+   * may skip. One comparison per deployment with an entry.
+   */
+  busyDeploymentIds(): number[] {
+    const since = this.clock.now() - (HISTORY_SECONDS + 1) * 1000;
+    const out: number[] = [];
+    for (const [id, d] of this.deployments) if (d.count > 0 || d.quietSince >= since) out.push(id);
+    return out;
   }
 
   /** Deployments with an entry: those with history or requests in flight. */

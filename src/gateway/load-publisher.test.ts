@@ -22,10 +22,11 @@ function publisher(inflight: InflightTracker, routes: Route[], held = 0, extra: 
     new FileStore({ dir: '/nonexistent' }), // report() never touches the store
     {
       inflight,
-      activator: { held: () => held },
-      table: { routes: () => routes.values() },
+      activator: { held: () => held, heldDeployments: () => (held > 0 ? routes.map((r) => r.deploymentId) : []).values() },
+      table: { servingRoutes: () => routes.filter((r) => r.replicas.length > 0).values() },
       revisionHistory: new RevisionHistory(clock),
       queued: () => 0,
+      queuedDeployments: () => [],
       engineSignals: () => null,
       ...extra,
     },
@@ -65,6 +66,7 @@ describe('LoadPublisher.report', () => {
     const report = publisher(inflight, [route], 0, {
       revisionHistory: history,
       queued: (id) => (id === 4 ? 5 : 0),
+      queuedDeployments: () => [4],
       engineSignals: (id) => (id === 9 ? { waiting: 3, kvCachePercent: 41, at: 10_000 } : null),
     }).report(10_500);
     const d = report.deployments['4']!;

@@ -18,10 +18,12 @@ import type { RoutingTable } from './routing-table.js';
 /** What a report is made of: the gateway's books (gateway.ts: Gateway has them all). */
 export interface LoadPublisherSource {
   inflight: Pick<InflightTracker, 'deploymentIds' | 'concurrency' | 'deploymentInflight' | 'busyReplicas' | 'revisionIds' | 'revisionConcurrency'>;
-  activator: Pick<Activator, 'held'>;
-  table: Pick<RoutingTable, 'routes'>;
+  activator: Pick<Activator, 'held' | 'heldDeployments'>;
+  table: Pick<RoutingTable, 'servingRoutes'>;
   revisionHistory: Pick<RevisionHistory, 'deploymentIds' | 'revisions' | 'steps'>;
   queued(deploymentId: number): number;
+  /** Deployments with requests waiting in flow control now. */
+  queuedDeployments(): Iterable<number>;
   engineSignals(replicaId: number): EngineReport | null;
 }
 
@@ -64,8 +66,8 @@ export class LoadPublisher {
   report(now = Date.now()): LoadReport {
     const { inflight, activator, table, revisionHistory } = this.source;
     const deployments: LoadReport['deployments'] = {};
-    const ids = new Set([...inflight.deploymentIds(), ...revisionHistory.deploymentIds()]);
-    for (const route of table.routes()) if (activator.held(route.deploymentId) > 0 || this.source.queued(route.deploymentId) > 0) ids.add(route.deploymentId);
+    // Those the gateway has figures of: a deployment idle at zero is in none of these and costs nothing here.
+    const ids = new Set([...inflight.deploymentIds(), ...revisionHistory.deploymentIds(), ...activator.heldDeployments(), ...this.source.queuedDeployments()]);
     for (const id of ids) {
       const revisions: Record<string, RevisionLoad> = {};
       for (const revision of new Set([...inflight.revisionIds(id), ...revisionHistory.revisions(id)])) {
@@ -84,7 +86,7 @@ export class LoadPublisher {
     const replicas: LoadReport['replicas'] = {};
     for (const [id, n] of inflight.busyReplicas()) replicas[id] = n;
     const engines: Record<string, EngineReport> = {};
-    for (const route of table.routes()) {
+    for (const route of table.servingRoutes()) {
       for (const r of route.replicas) {
         const e = this.source.engineSignals(r.id);
         if (e !== null) engines[r.id] = e;

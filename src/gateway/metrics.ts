@@ -37,6 +37,7 @@ function codeClass(status: number): string {
 }
 
 const CODE_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'];
+const NO_REVISIONS: ReadonlySet<number> = new Set();
 
 /** What the prefix-aware policy did with a request's X-Session-Id (balancer/prefix-aware.ts). */
 export type SessionRouting = 'kept' | 'moved' | 'new';
@@ -254,17 +255,21 @@ export class GatewayMetrics {
    * `present` maps each routed deployment's name to the revisions it still has.
    */
   retainRevisions(present: ReadonlyMap<string, ReadonlySet<number>>): void {
-    for (const [name, byRevision] of this.revisionMeters) {
-      const keep = present.get(name);
-      for (const revision of byRevision.keys()) {
-        if (keep?.has(revision)) continue;
-        byRevision.delete(revision);
-        const label = String(revision);
-        for (const code of CODE_CLASSES) this.revisionRequests.remove(name, label, code);
-        this.revisionTtft.remove(name, label);
-      }
-      if (byRevision.size === 0) this.revisionMeters.delete(name);
+    for (const name of [...this.revisionMeters.keys()]) this.retainRevisionsOf(name, present.get(name) ?? NO_REVISIONS);
+  }
+
+  /** The same for one deployment: its revisions not in `present` (none: it left) are dropped. */
+  retainRevisionsOf(name: string, present: ReadonlySet<number>): void {
+    const byRevision = this.revisionMeters.get(name);
+    if (byRevision === undefined) return;
+    for (const revision of byRevision.keys()) {
+      if (present.has(revision)) continue;
+      byRevision.delete(revision);
+      const label = String(revision);
+      for (const code of CODE_CLASSES) this.revisionRequests.remove(name, label, code);
+      this.revisionTtft.remove(name, label);
     }
+    if (byRevision.size === 0) this.revisionMeters.delete(name);
   }
 
   authFailure(deployment: string, reason: AuthFailureReason): void {
@@ -296,7 +301,7 @@ export class GatewayMetrics {
   }
 
   /** Drops cached handles of deployments that left the table (their series stay until restart). */
-  retain(names: ReadonlySet<string>): void {
+  retain(names: { has(name: string): boolean }): void {
     for (const key of this.meters.keys()) if (!names.has(key.split('\u0000')[0]!)) this.meters.delete(key);
   }
 }

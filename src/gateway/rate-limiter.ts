@@ -110,7 +110,7 @@ export class RateLimiter {
   }
 
   /** Forgets deployments that left the routing table (their Redis keys expire by themselves). */
-  retain(deploymentIds: ReadonlySet<number>): void {
+  retain(deploymentIds: { has(id: number): boolean }): void {
     for (const id of this.buckets.keys()) if (!deploymentIds.has(id)) this.buckets.delete(id);
   }
 

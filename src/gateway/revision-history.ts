@@ -74,7 +74,7 @@ export class RevisionHistory {
   }
 
   /** Forgets deployments that left the routing table (deleted: ids are never reused). */
-  retain(deploymentIds: ReadonlySet<number>): void {
+  retain(deploymentIds: { has(id: number): boolean }): void {
     for (const id of this.deployments.keys()) if (!deploymentIds.has(id)) this.deployments.delete(id);
   }
 }

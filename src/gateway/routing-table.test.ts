@@ -287,3 +287,119 @@ describe('RoutingTable', () => {
     expect([...table.tagRoutes()]).toEqual([]);
   });
 });
+
+/** Everything a table serves, as plain data: own and tag routes by host, and the hosts. */
+function served(t: RoutingTable) {
+  const byHost = (a: Route, b: Route) => a.host.localeCompare(b.host);
+  return { own: [...t.routes()].sort(byHost), tags: [...t.tagRoutes()].sort(byHost), hosts: [...t.hosts()].sort() };
+}
+
+describe('RoutingTable following the change feed', () => {
+  it('after every kind of change, serves exactly what a table read whole from the store serves', async () => {
+    const cert = (name: string, deploymentId: number | null, fingerprint: string) => (id: number): CertificateRecord => ({
+      id,
+      name,
+      deployment_id: deploymentId,
+      serial: `0${id}`,
+      fingerprint_sha256: fingerprint,
+      certificate_pem: '',
+      sealed_key: '',
+      not_after: new Date(0).toISOString(),
+      revoked_at: null,
+      created_at: new Date(0).toISOString(),
+    });
+    const withTags = (tags: Array<[number | null, number, string | null]>): TrafficTarget[] =>
+      tags.map(([revision, percent, tag]) => ({ revision, latest: revision === null, percent, tag }));
+    table = new RoutingTable(store, 'endpoints.test');
+    await table.start();
+    // What the listeners were told, applied step by step, must add up to what the table serves.
+    const hosts = new Set<string>();
+    const rebuilt = new Set<number>();
+    table.onChange((_, change) => {
+      for (const h of change.hostsAdded) hosts.add(h);
+      for (const h of change.hostsRemoved) hosts.delete(h);
+      for (const id of change.deployments.keys()) rebuilt.add(id);
+    });
+    const steps: Array<[string, () => Promise<unknown>, () => void]> = [];
+    const ids: Record<string, number> = {};
+    const step = (what: string, run: () => Promise<unknown>, check: () => void = () => {}) => steps.push([what, run, check]);
+    step('a token and two deployments', async () => {
+      ids.token = (await store.create('token', (id) => tokenRecord(id, 't1', 'hash-t1'))).value.id;
+      ids.a = (await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'a'), auth: { token_id: ids.token!, client_certificate_id: null, private_endpoint: false } }))).value.id;
+      ids.b = (await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'b'), auth: { token_id: ids.token!, client_certificate_id: null, private_endpoint: false } }))).value.id;
+    });
+    step('replicas: ready, starting, without an address', async () => {
+      ids.ra = (await store.create('replica', replica(ids.a!, 'Replica', 'ready', 5001))).value.id;
+      ids.rs = (await store.create('replica', replica(ids.a!, 'Replica', 'starting', 5002))).value.id;
+      await store.create('replica', (id) => ({ ...replica(ids.b!, 'Replica', 'ready', 5003)(id), address: '' }));
+      ids.rb = (await store.create('replica', replica(ids.b!, 'Replica', 'ready', 5004))).value.id;
+    });
+    step('a starting replica turns ready', () => modify(store, 'replica', ids.rs!, (r) => ({ ...r, state: 'ready' })));
+    step('a service account holds the token\'s hash', async () => {
+      ids.sa = (await store.create('service_account', (id) => ({ id, name: 'ops', role: 'admin' as const, key_hash: 'hash-t1', hint: '', created_at: new Date(0).toISOString() }))).value.id;
+    });
+    step('a bound certificate and one issued for the deployment', async () => {
+      ids.c1 = (await store.create('certificate', cert('bound', null, 'AA:01'))).value.id;
+      await store.create('certificate', cert('issued', ids.a!, 'aa:02'));
+      await modify(store, 'deployment', ids.a!, (d) => ({ ...d, auth: { ...d.auth, client_certificate_id: ids.c1!, private_endpoint: true } }));
+    });
+    step('the bound certificate revoked', () => modify(store, 'certificate', ids.c1!, (c) => ({ ...c, revoked_at: new Date(1).toISOString() })));
+    step('a split with a tag', async () => {
+      await modify(store, 'deployment', ids.a!, (d) => ({ ...d, revision: 2, traffic: withTags([[1, 80, null], [null, 20, 'beta']]) }));
+      await store.create('replica', replica(ids.a!, 'Replica', 'ready', 5005, 2));
+    });
+    step(
+      'a deployment named as the tag host takes it',
+      async () => {
+        ids.owner = (await store.create('deployment', (id) => deploymentRecord(id, 'beta-a'))).value.id;
+      },
+      () => expect(table.lookupName('beta-a')).toMatchObject({ deploymentId: ids.owner, tag: null }),
+    );
+    step(
+      'two tags claim one host: the first deployment wins',
+      async () => {
+        ids.p = (await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'p'), traffic: withTags([[null, 100, 'q-r']]) }))).value.id;
+        ids.rp = (await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'r-p'), traffic: withTags([[null, 100, 'q']]) }))).value.id;
+      },
+      () => expect(table.lookup('q-r-p.endpoints.test')?.name).toBe('p'),
+    );
+    step('the first claimant goes: the second wins', () => store.delete('deployment', ids.p!));
+    step(
+      'the endpoint named as the tag host goes: the tag serves it again',
+      () => store.delete('deployment', ids.owner!),
+      () => expect(table.lookup('beta-a.endpoints.test')).toMatchObject({ deploymentId: ids.a, tag: { name: 'beta', revision: 2 } }),
+    );
+    step('a replica drains, another is deleted', async () => {
+      await modify(store, 'replica', ids.ra!, (r) => ({ ...r, state: 'draining' }));
+      await store.delete('replica', ids.rb!);
+    });
+    step('the service account goes: the token opens b again', () => store.delete('service_account', ids.sa!));
+    step('the token changes its cap, then is deleted', async () => {
+      await modify(store, 'token', ids.token!, (t) => ({ ...t, max_priority: 'standard' as const }));
+      await store.delete('token', ids.token!);
+    });
+    step('a deployment renamed, paused, its limits changed', () =>
+      modify(store, 'deployment', ids.b!, (d) => ({ ...d, name: 'b2', paused: true, limits: { max_request_body_bytes: 10, rate_limit: null, flow_control: { max_queue: 2, max_wait_seconds: { critical: 1, standard: 1, sheddable: 0 } } } })),
+    );
+    step('a deployment with replicas and tags deleted', () => store.delete('deployment', ids.a!));
+
+    for (const [what, run, check] of steps) {
+      rebuilt.clear();
+      await run();
+      await table.settled();
+      check();
+      const whole = new RoutingTable(store, 'endpoints.test');
+      await whole.start();
+      whole.stop();
+      expect(served(table), what).toEqual(served(whole));
+      expect([...hosts].sort(), what).toEqual(served(whole).hosts);
+      const routed = [...table.routes()].flatMap((r) => r.replicas);
+      expect([...table.replicaIds()].sort(), what).toEqual(routed.map((r) => r.id).sort());
+      expect([...table.addresses()].sort(), what).toEqual(routed.map((r) => r.address).sort());
+      expect([...table.servingRoutes()].map((r) => r.deploymentId).sort(), what).toEqual([...table.routes()].filter((r) => r.replicas.length > 0).map((r) => r.deploymentId).sort());
+      expect(rebuilt.size, what).toBeGreaterThan(0);
+    }
+    expect(table.lookup('b2.endpoints.test')?.paused).toBe(true);
+    expect(table.lookup('q-r-p.endpoints.test')?.name).toBe('r-p');
+  });
+});

@@ -4,36 +4,24 @@
 // replicas it routes to with the revision each runs, the split of its traffic between
 // revisions, its body and rate limits and its flow control), and one route per tag of its
 // traffic (`<tag>-<name>.<domain>`, and the path name `<tag>-<name>`) that reaches only the
-// tagged revision's replicas; a deployment's own host wins over a tag host. It is rebuilt in
-// memory from the store whenever the change feed reports a relevant change, so the request
-// path never touches the store. When the store cannot be read the last table keeps serving: a
-// failed rebuild is retried every second, and the store's resync (its feed was cut, events were
-// lost) asks for a full one. A bound token whose hash is also a service-account key's is left
-// out: a platform credential never opens an endpoint, whatever a record written before that
-// rule says.
+// tagged revision's replicas; a deployment's own host wins over a tag host, and of two tags
+// claiming one host the first (by deployment id, then traffic order) wins. It is kept in
+// memory, so the request path never touches the store: read whole at start and on the store's
+// resync (its feed was cut, events were lost); after that each change-feed event re-reads only
+// the record it names, and only the routes of the deployments that record touches are rebuilt
+// (route-sources.ts keeps the indexes that say which) — so a change costs the same with ten
+// deployments or a thousand. When the store cannot be read the last table keeps serving: a
+// failed update is retried every second, with the records it had to read still pending. A
+// bound token whose hash is also a service-account key's is left out: a platform credential
+// never opens an endpoint, whatever a record written before that rule says.
 
-import { acceptsCertificate } from '../domain/client-certificates.js';
-import { routedComponent } from '../domain/components.js';
-import { endpointHost } from '../domain/endpoint-address.js';
-import { resolveTraffic, splitOf, tagHost, tagLabel, type RevisionShare } from '../domain/traffic.js';
+import { tagHost, tagLabel, type RevisionShare } from '../domain/traffic.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
-import { normalizeFingerprint } from '../pki/client-certs.js';
 import type { Priority } from '../domain/priority.js';
-import {
-  DEFAULT_FLOW_CONTROL,
-  limitsOf,
-  routingPolicyOf,
-  type CertificateRecord,
-  type DeploymentStatus,
-  type FlowControl,
-  type Kind,
-  type Protocol,
-  type RateLimit,
-  type ReplicaRecord,
-  type RoutingPolicy,
-} from '../domain/records.js';
-import type { Store } from '../store/store.js';
+import type { DeploymentStatus, FlowControl, Kind, Protocol, RateLimit, RoutingPolicy } from '../domain/records.js';
+import type { ChangeEvent, Store } from '../store/store.js';
 import type { ReplicaRef } from '../balancer/selector.js';
+import { RouteSources, type Basis, type RoutedKind, type RoutedRecord } from './route-sources.js';
 
 /** One revision of a split: its share and its ready replicas. */
 export interface RevisionRoute {
@@ -120,50 +108,130 @@ export interface Route {
   flowControl: FlowControl;
 }
 
-const NO_CERTIFICATES: ReadonlyMap<string, Priority | null> = new Map();
-
-/** A limit in seconds as ms; absent (a record older than the field) or null: none. */
-function secondsAsMs(seconds: number | null | undefined): number | null {
-  return seconds === undefined || seconds === null ? null : seconds * 1000;
+/**
+ * What one update of the table changed, for those who follow it (gateway.ts prunes its
+ * per-deployment and per-replica state by it): after a full rebuild, anything may have.
+ */
+export interface TableChange {
+  /** The table was read whole (start, the store's resync): followers re-sync everything. */
+  readonly full: boolean;
+  /** Deployments whose routes were rebuilt, each with its own route before (undefined: it had none). */
+  readonly deployments: ReadonlyMap<number, Route | undefined>;
+  /** Hosts served now that were not before (own or tag), and those no longer served. */
+  readonly hostsAdded: readonly string[];
+  readonly hostsRemoved: readonly string[];
+  /** A replica (its id or its address) left the table. */
+  readonly replicasLeft: boolean;
+  /** A deployment left the table or changed its name. */
+  readonly deploymentsLeft: boolean;
 }
 
-const RELEVANT: ReadonlySet<Kind> = new Set<Kind>(['deployment', 'token', 'replica', 'certificate', 'service_account']);
-/** The change that asked for a failed rebuild is not announced again: retry until one lands. */
+const ROUTED: ReadonlySet<Kind> = new Set<Kind>(['deployment', 'token', 'replica', 'certificate', 'service_account']);
+/** The change that asked for a failed update is not announced again: retry until one lands. */
 const RETRY_MS = 1_000;
+
+/** One tag of a deployment's traffic claiming its label; ordered as the claims are decided. */
+interface TagClaim {
+  deploymentId: number;
+  /** Position of the share in the traffic list, then of the tag in the share. */
+  share: number;
+  index: number;
+  revision: number;
+  tag: string;
+}
+
+const claimOrder = (a: TagClaim, b: TagClaim) => a.deploymentId - b.deploymentId || a.share - b.share || a.index - b.index;
+
+type Pending = { kind: RoutedKind; id: number; op: ChangeEvent['op'] };
+
+/** Counts of a multiset with its members as a set (retain() of the replica state takes a set). */
+class CountedSet<T> {
+  readonly members = new Set<T>();
+  private readonly counts = new Map<T, number>();
+
+  add(v: T): void {
+    const n = this.counts.get(v) ?? 0;
+    this.counts.set(v, n + 1);
+    if (n === 0) this.members.add(v);
+  }
+
+  /** True when `v` left the set. */
+  remove(v: T): boolean {
+    const n = this.counts.get(v) ?? 0;
+    if (n > 1) {
+      this.counts.set(v, n - 1);
+      return false;
+    }
+    this.counts.delete(v);
+    return this.members.delete(v);
+  }
+
+  clear(): void {
+    this.members.clear();
+    this.counts.clear();
+  }
+}
 
 export class RoutingTable {
   /** The deployments' own routes, by host. */
-  private table = new Map<string, Route>();
+  private readonly table = new Map<string, Route>();
   /** Tag routes by host (a host taken by a deployment's own route is not here). */
-  private tags = new Map<string, Route>();
-  /** Own and tag routes by name (`<name>`, `<tag>-<name>`), for path addresses. */
-  private byName = new Map<string, Route>();
-  private byId = new Map<number, Route>();
+  private readonly tags = new Map<string, Route>();
+  /** Own routes by name and tag routes by label (`<tag>-<name>`), for path addresses. */
+  private readonly ownByName = new Map<string, Route>();
+  private readonly tagByLabel = new Map<string, Route>();
+  private readonly byId = new Map<number, Route>();
+  /** Deployments whose own route has a ready replica. */
+  private readonly serving = new Set<number>();
+  /** Label → the tags claiming it, in claimOrder; deployment → the labels it claims. */
+  private readonly claims = new Map<string, TagClaim[]>();
+  private readonly claimed = new Map<number, string[]>();
+  /** The replicas of the own routes (a tag route's are a subset), by id and by address. */
+  private readonly replicaIdSet = new CountedSet<number>();
+  private readonly addressSet = new CountedSet<string>();
+  private readonly sources: RouteSources;
+  /** Records named by the change feed since the last update, by `${kind}:${id}`. */
+  private readonly pending = new Map<string, Pending>();
+  /** The next update reads everything (start, resync, a failed full read). */
+  private full = true;
+  private started = false;
   private unwatch: (() => void) | null = null;
   private unresync: (() => void) | null = null;
   private retry: NodeJS.Timeout | null = null;
   private failing = false;
-  /** Bursts of changes coalesce into one rebuild at a time, plus one after it. */
-  private readonly rebuilds = new CoalescingRunner(() => this.rebuild(), (err) => this.failed(err));
-  private readonly listeners: Array<(routes: ReadonlyMap<string, Route>) => void> = [];
+  /** Bursts of changes coalesce into one update at a time, plus one after it. */
+  private readonly updates = new CoalescingRunner(() => this.update(), (err) => this.failed(err));
+  private readonly listeners: Array<(routes: ReadonlyMap<string, Route>, change: TableChange) => void> = [];
 
   constructor(
     private readonly store: Store,
     readonly domain: string,
-    /** Told of the first failure of a run of failed rebuilds (the next ones are retries). */
+    /** Told of the first failure of a run of failed updates (the next ones are retries). */
     private readonly onError: (err: Error) => void = () => {},
     private readonly onRecovered: () => void = () => {},
-  ) {}
+  ) {
+    this.sources = new RouteSources(domain);
+  }
 
   async start(): Promise<void> {
     this.unwatch = this.store.watch((event) => {
-      if (RELEVANT.has(event.kind)) this.rebuilds.trigger();
+      if (!ROUTED.has(event.kind)) return;
+      this.pending.set(`${event.kind}:${event.id}`, { kind: event.kind as RoutedKind, id: event.id, op: event.op });
+      if (this.started) this.updates.trigger();
     });
-    this.unresync = this.store.onResync(() => this.rebuilds.trigger());
+    this.unresync = this.store.onResync(() => {
+      this.full = true;
+      if (this.started) this.updates.trigger();
+    });
+    // Events that arrive during the first read wait for it: an update running beside it could
+    // be overwritten by its older lists.
     await this.rebuild();
+    this.started = true;
+    if (this.pending.size > 0 || this.full) this.updates.trigger();
   }
 
   stop(): void {
+    this.started = false;
     this.unwatch?.();
     this.unwatch = null;
     this.unresync?.();
@@ -173,11 +241,16 @@ export class RoutingTable {
   }
 
   /**
-   * Called after every rebuild with the deployments' own routes by host, one per deployment
-   * (pools, metrics and flow control follow it); tag hosts are in hosts() and tagRoutes().
+   * Called after every update with the deployments' own routes by host, one per deployment
+   * (tag hosts are in hosts() and tagRoutes()), and what the update changed.
    */
-  onChange(listener: (routes: ReadonlyMap<string, Route>) => void): void {
+  onChange(listener: (routes: ReadonlyMap<string, Route>, change: TableChange) => void): void {
     this.listeners.push(listener);
+  }
+
+  /** Resolves once no update is running or due: every change announced so far is in the table (tests). */
+  settled(): Promise<void> {
+    return this.updates.settled();
   }
 
   /** Host header value (any case, with or without port) → route: a deployment's own, else a tag's. */
@@ -194,7 +267,7 @@ export class RoutingTable {
 
   /** A deployment, or a tag (`<tag>-<name>`), by its exact name (path addresses; names are lowercase). */
   lookupName(name: string): Route | undefined {
-    return this.byName.get(name);
+    return this.ownByName.get(name) ?? this.tagByLabel.get(name);
   }
 
   /** A deployment's own route. */
@@ -207,6 +280,11 @@ export class RoutingTable {
     return this.table.values();
   }
 
+  /** The own routes with at least one ready replica: what per-replica work (scrapes, engine figures) visits. */
+  *servingRoutes(): IterableIterator<Route> {
+    for (const id of this.serving) yield this.byId.get(id)!;
+  }
+
   /** The tag routes. */
   tagRoutes(): IterableIterator<Route> {
     return this.tags.values();
@@ -215,6 +293,21 @@ export class RoutingTable {
   /** Every host served: the deployments' and their tags' (certificates by SNI follow these). */
   hosts(): Set<string> {
     return new Set([...this.table.keys(), ...this.tags.keys()]);
+  }
+
+  /** The ids of the deployments in the table (a copy). */
+  deploymentIds(): Set<number> {
+    return new Set(this.byId.keys());
+  }
+
+  /** The ids of the replicas routed to now (a live view, kept as routes change). */
+  replicaIds(): ReadonlySet<number> {
+    return this.replicaIdSet.members;
+  }
+
+  /** The addresses of the replicas routed to now (a live view). */
+  addresses(): ReadonlySet<string> {
+    return this.addressSet.members;
   }
 
   get size(): number {
@@ -227,109 +320,212 @@ export class RoutingTable {
     if (this.unwatch === null || this.retry !== null) return;
     this.retry = setTimeout(() => {
       this.retry = null;
-      this.rebuilds.trigger();
+      this.updates.trigger();
     }, RETRY_MS);
     this.retry.unref();
   }
 
+  /** Applies what the change feed named since the last update: each record re-read once, then only the routes it touches. */
+  private async update(): Promise<void> {
+    if (this.full) return this.rebuild();
+    const batch = [...this.pending.values()];
+    this.pending.clear();
+    let records: Array<RoutedRecord | undefined>;
+    try {
+      // Ids are never reused: a deleted record needs no read.
+      records = await Promise.all(batch.map((p) => (p.op === 'delete' ? Promise.resolve(undefined) : this.read(p.kind, p.id))));
+    } catch (err) {
+      // Still to do; a newer event of the same record, if one came meanwhile, stands.
+      for (const p of batch) {
+        const key = `${p.kind}:${p.id}`;
+        if (!this.pending.has(key)) this.pending.set(key, p);
+      }
+      throw err;
+    }
+    const affected = new Set<number>();
+    batch.forEach((p, i) => this.sources.apply(p.kind, p.id, records[i], affected));
+    this.refresh(affected, false);
+  }
+
+  private async read(kind: RoutedKind, id: number): Promise<RoutedRecord | undefined> {
+    return (await this.store.get(kind, id))?.value as RoutedRecord | undefined;
+  }
+
+  /** Reads every record and rebuilds every route (arrays kept where their sets are unchanged). */
   private async rebuild(): Promise<void> {
-    const [deployments, tokens, replicas, certificates, accounts] = await Promise.all([
-      this.store.list('deployment'),
-      this.store.list('token'),
-      this.store.list('replica'),
-      this.store.list('certificate'),
+    this.full = false;
+    // What the feed names from here on is newer than these lists, or the same: it is applied after.
+    this.pending.clear();
+    const [accounts, tokens, certificates, replicas, deployments] = await Promise.all([
       this.store.list('service_account'),
-    ]);
-    const platformKeys = new Set(accounts.map((a) => a.value.key_hash));
-    const liveTokens = new Map(tokens.filter((t) => !platformKeys.has(t.value.hash)).map((t) => [t.value.id, t.value]));
-    const liveCertificates = new LiveCertificates(certificates.map((c) => c.value).filter((c) => c.revoked_at === null));
-    const readyBy = new Map<number, ReplicaRecord[]>();
-    for (const { value: r } of replicas) {
-      // A record without an address cannot be forwarded to, whatever its state says.
-      if (r.state !== 'ready' || r.address === '') continue;
-      const list = readyBy.get(r.deployment_id);
-      if (list) list.push(r);
-      else readyBy.set(r.deployment_id, [r]);
-    }
-    const next = new Map<string, Route>();
-    const tagged: Array<{ own: Route; shares: RevisionShare[] }> = [];
-    for (const { value: d } of deployments) {
-      const host = endpointHost(d.name, this.domain);
-      const component = routedComponent(d);
-      const ready: ReplicaRef[] = (readyBy.get(d.id) ?? [])
-        .filter((r) => r.component === component)
-        .sort((a, b) => a.id - b.id)
-        .map((r) => ({ id: r.id, address: r.address, revision: r.revision, metrics: r.metrics_target ? `http://${r.metrics_target.address}${r.metrics_target.path}` : undefined }));
-      const previous = this.table.get(host);
-      const token = d.auth.token_id === null ? undefined : liveTokens.get(d.auth.token_id);
-      const limits = limitsOf(d);
-      // Keep the old arrays when nothing changed, so the balancer's per-set caches hold.
-      const all = previous && sameReplicas(previous.replicas, ready) ? previous.replicas : ready;
-      const shares = resolveTraffic(d);
-      const split = splitOf(d);
-      const route: Route = {
-        deploymentId: d.id,
-        name: d.name,
-        host,
-        protocol: d.spec.protocol,
-        tokenHash: token?.hash ?? null,
-        tokenMaxPriority: token?.max_priority ?? null,
-        clientCertificates: liveCertificates.acceptedBy(d),
-        affinity: d.spec.family === 'general' && d.spec.session_affinity,
-        routingPolicy: d.spec.family === 'general' ? routingPolicyOf(d.spec) : 'affinity',
-        paused: d.paused,
-        scaleToZero: d.family === 'general' && d.scaling.min_replicas === 0,
-        status: d.status,
-        component,
-        replicas: all,
-        split: split === null ? null : splitRoute(split, all, previous?.split ?? null),
-        trafficRevisions: shares.map((s) => s.revision),
-        tag: null,
-        maxBodyBytes: limits.max_request_body_bytes,
-        firstResponseMs: secondsAsMs(limits.first_response_timeout_seconds),
-        rateLimit: limits.rate_limit,
-        flowControl: limits.flow_control ?? DEFAULT_FLOW_CONTROL,
-      };
-      next.set(host, route);
-      if (shares.some((s) => s.tags.length > 0)) tagged.push({ own: route, shares });
-    }
-    const byName = new Map([...next.values()].map((r) => [r.name, r]));
-    const tags = new Map<string, Route>();
-    for (const { own, shares } of tagged) {
-      for (const share of shares) {
-        for (const tag of share.tags) {
-          const host = tagHost(tag, own.name, this.domain);
-          const label = tagLabel(tag, own.name);
-          // A deployment's own host (and name) always wins: a tag never shadows an endpoint.
-          if (next.has(host) || byName.has(label)) continue;
-          // The split's array of the same revision when there is one: one set, one ring in the balancer.
-          const inSplit = own.split?.revisions.find((r) => r.revision === share.revision)?.replicas;
-          const previous = this.tags.get(host);
-          const ready = inSplit ?? own.replicas.filter((r) => r.revision === share.revision);
-          const route: Route = {
-            ...own,
-            host,
-            replicas: inSplit ?? (previous && sameReplicas(previous.replicas, ready) ? previous.replicas : ready),
-            split: null,
-            tag: { name: tag, revision: share.revision },
-            // A revision of a split never scales to zero; without one the tag follows the
-            // deployment, and only a deployment with nothing ready at all is woken.
-            scaleToZero: own.scaleToZero && own.split === null && own.replicas.length === 0,
-          };
-          tags.set(host, route);
-          byName.set(label, route);
+      this.store.list('token'),
+      this.store.list('certificate'),
+      this.store.list('replica'),
+      this.store.list('deployment'),
+    ]).catch((err: unknown) => {
+      this.full = true;
+      throw err;
+    });
+    this.sources.clear();
+    const touched = new Set<number>();
+    for (const { value } of accounts) this.sources.apply('service_account', value.id, value, touched);
+    for (const { value } of tokens) this.sources.apply('token', value.id, value, touched);
+    for (const { value } of certificates) this.sources.apply('certificate', value.id, value, touched);
+    for (const { value } of replicas) this.sources.apply('replica', value.id, value, touched);
+    for (const { value } of deployments) this.sources.apply('deployment', value.id, value, touched);
+    this.refresh(new Set([...this.byId.keys(), ...this.sources.bases.keys()]), true);
+  }
+
+  /** Rebuilds the routes of `ids` (own and tag) from the sources, then tells the listeners. */
+  private refresh(ids: ReadonlySet<number>, full: boolean): void {
+    const before = new Map<number, Route | undefined>();
+    const hostsBefore = new Map<string, boolean>();
+    const touch = (host: string) => {
+      if (!hostsBefore.has(host)) hostsBefore.set(host, this.table.has(host) || this.tags.has(host));
+    };
+    const labels = new Set<string>();
+    let replicasLeft = false;
+    let deploymentsLeft = false;
+    for (const id of [...ids].sort((a, b) => a - b)) {
+      const old = this.byId.get(id);
+      before.set(id, old);
+      for (const label of this.claimed.get(id) ?? []) labels.add(label);
+      const basis = this.sources.bases.get(id);
+      const route = basis === undefined ? undefined : this.build(basis, old);
+      if (old !== undefined && (route === undefined || route.host !== old.host)) {
+        touch(old.host);
+        // Another deployment of this batch may have taken the name already.
+        if (this.table.get(old.host) === old) this.table.delete(old.host);
+        if (this.ownByName.get(old.name) === old) this.ownByName.delete(old.name);
+        labels.add(old.name);
+        deploymentsLeft = true;
+      }
+      if (old?.replicas !== route?.replicas) {
+        for (const r of old?.replicas ?? []) {
+          if (this.replicaIdSet.remove(r.id)) replicasLeft = true;
+          if (this.addressSet.remove(r.address)) replicasLeft = true;
+        }
+        for (const r of route?.replicas ?? []) {
+          this.replicaIdSet.add(r.id);
+          this.addressSet.add(r.address);
         }
       }
+      if (route === undefined) {
+        this.byId.delete(id);
+        this.serving.delete(id);
+        this.claim(id, null);
+        continue;
+      }
+      touch(route.host);
+      this.table.set(route.host, route);
+      this.ownByName.set(route.name, route);
+      this.byId.set(id, route);
+      if (route.replicas.length > 0) this.serving.add(id);
+      else this.serving.delete(id);
+      labels.add(route.name);
+      for (const label of this.claim(id, basis!)) labels.add(label);
     }
-    this.table = next;
-    this.tags = tags;
-    this.byName = byName;
-    this.byId = new Map([...next.values()].map((r) => [r.deploymentId, r]));
+    for (const label of labels) this.decideTag(label, touch);
+    const hostsAdded: string[] = [];
+    const hostsRemoved: string[] = [];
+    for (const [host, was] of hostsBefore) {
+      const now = this.table.has(host) || this.tags.has(host);
+      if (now && !was) hostsAdded.push(host);
+      if (was && !now) hostsRemoved.push(host);
+    }
     if (this.failing) {
       this.failing = false;
       this.onRecovered();
     }
-    for (const listener of this.listeners) listener(next);
+    const change: TableChange = { full, deployments: before, hostsAdded, hostsRemoved, replicasLeft, deploymentsLeft };
+    for (const listener of this.listeners) listener(this.table, change);
+  }
+
+  /** A deployment's own route from its basis; arrays of the previous route kept while their sets are unchanged (the balancer's per-set caches hold). */
+  private build(b: Basis, previous: Route | undefined): Route {
+    const ready = this.sources.readyOf(b);
+    const token = this.sources.tokenOf(b);
+    const all = previous && sameReplicas(previous.replicas, ready) ? previous.replicas : ready;
+    return {
+      deploymentId: b.id,
+      name: b.name,
+      host: b.host,
+      protocol: b.protocol,
+      tokenHash: token?.hash ?? null,
+      tokenMaxPriority: token?.maxPriority ?? null,
+      clientCertificates: this.sources.certificatesOf(b),
+      affinity: b.affinity,
+      routingPolicy: b.routingPolicy,
+      paused: b.paused,
+      scaleToZero: b.scaleToZero,
+      status: b.status,
+      component: b.component,
+      replicas: all,
+      split: b.split === null ? null : splitRoute(b.split, all, previous?.split ?? null),
+      trafficRevisions: b.shares.map((s) => s.revision),
+      tag: null,
+      maxBodyBytes: b.maxBodyBytes,
+      firstResponseMs: b.firstResponseMs,
+      rateLimit: b.rateLimit,
+      flowControl: b.flowControl,
+    };
+  }
+
+  /** Replaces the tag claims of a deployment (null: it has none now); the labels it claims now. */
+  private claim(deploymentId: number, b: Basis | null): string[] {
+    for (const label of this.claimed.get(deploymentId) ?? []) {
+      const rest = (this.claims.get(label) ?? []).filter((c) => c.deploymentId !== deploymentId);
+      if (rest.length > 0) this.claims.set(label, rest);
+      else this.claims.delete(label);
+    }
+    this.claimed.delete(deploymentId);
+    if (b === null) return [];
+    const labels: string[] = [];
+    b.shares.forEach((share, s) => {
+      share.tags.forEach((tag, t) => {
+        const label = tagLabel(tag, b.name);
+        const claims = this.claims.get(label) ?? [];
+        claims.push({ deploymentId, share: s, index: t, revision: share.revision, tag });
+        claims.sort(claimOrder);
+        this.claims.set(label, claims);
+        if (!labels.includes(label)) labels.push(label);
+      });
+    });
+    if (labels.length > 0) this.claimed.set(deploymentId, labels);
+    return labels;
+  }
+
+  /** Who serves a tag label now: the first claim, unless a deployment's own host or name is it. */
+  private decideTag(label: string, touch: (host: string) => void): void {
+    const winner = this.claims.get(label)?.[0];
+    const own = winner === undefined ? undefined : this.byId.get(winner.deploymentId);
+    const host = own === undefined ? undefined : tagHost(winner!.tag, own.name, this.domain);
+    const previous = this.tagByLabel.get(label);
+    if (previous !== undefined) {
+      touch(previous.host);
+      if (this.tags.get(previous.host) === previous) this.tags.delete(previous.host);
+      this.tagByLabel.delete(label);
+    }
+    // A deployment's own host (and name) always wins: a tag never shadows an endpoint.
+    if (own === undefined || host === undefined || this.table.has(host) || this.ownByName.has(label)) return;
+    const revision = winner!.revision;
+    // The split's array of the same revision when there is one: one set, one ring in the balancer.
+    const inSplit = own.split?.revisions.find((r) => r.revision === revision)?.replicas;
+    const kept = previous?.host === host ? previous : undefined;
+    const ready = inSplit ?? own.replicas.filter((r) => r.revision === revision);
+    const route: Route = {
+      ...own,
+      host,
+      replicas: inSplit ?? (kept && sameReplicas(kept.replicas, ready) ? kept.replicas : ready),
+      split: null,
+      tag: { name: winner!.tag, revision },
+      // A revision of a split never scales to zero; without one the tag follows the
+      // deployment, and only a deployment with nothing ready at all is woken.
+      scaleToZero: own.scaleToZero && own.split === null && own.replicas.length === 0,
+    };
+    touch(host);
+    this.tags.set(host, route);
+    this.tagByLabel.set(label, route);
   }
 }
 
@@ -343,32 +539,6 @@ function splitRoute(shares: readonly RevisionShare[], ready: readonly ReplicaRef
       return { revision: s.revision, percent: s.percent, replicas: before && sameReplicas(before.replicas, replicas) ? before.replicas : replicas };
     }),
   };
-}
-
-/** The unrevoked certificates of one rebuild, indexed so each deployment finds its own without a scan. */
-class LiveCertificates {
-  private readonly byId = new Map<number, CertificateRecord>();
-  private readonly byDeployment = new Map<number, CertificateRecord[]>();
-
-  constructor(live: readonly CertificateRecord[]) {
-    for (const c of live) {
-      this.byId.set(c.id, c);
-      if (c.deployment_id === null) continue;
-      const list = this.byDeployment.get(c.deployment_id);
-      if (list) list.push(c);
-      else this.byDeployment.set(c.deployment_id, [c]);
-    }
-  }
-
-  /** Fingerprint → cap of the live certificates `d` accepts. */
-  acceptedBy(d: Parameters<typeof acceptsCertificate>[0]): ReadonlyMap<string, Priority | null> {
-    if (d.auth.client_certificate_id === null) return NO_CERTIFICATES;
-    const bound = this.byId.get(d.auth.client_certificate_id);
-    const candidates = [...(bound ? [bound] : []), ...(this.byDeployment.get(d.id) ?? [])];
-    const accepted = new Map<string, Priority | null>();
-    for (const c of candidates) if (acceptsCertificate(d, c)) accepted.set(normalizeFingerprint(c.fingerprint_sha256), c.max_priority ?? null);
-    return accepted.size === 0 ? NO_CERTIFICATES : accepted;
-  }
 }
 
 function sameReplicas(a: readonly ReplicaRef[], b: readonly ReplicaRef[]): boolean {

@@ -120,7 +120,7 @@ export class TrafficSplitter {
   }
 
   /** Forgets the rounds of deployments that left the table. */
-  retain(deploymentIds: ReadonlySet<number>): void {
+  retain(deploymentIds: { has(id: number): boolean }): void {
     for (const id of this.rounds.keys()) if (!deploymentIds.has(id)) this.rounds.delete(id);
   }
 

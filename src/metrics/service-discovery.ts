@@ -14,12 +14,15 @@ export interface TargetGroup {
 }
 
 export async function replicaTargetGroups(store: Store): Promise<TargetGroup[]> {
-  const [deployments, replicas] = await Promise.all([store.list('deployment'), store.list('replica')]);
-  const byId = new Map(deployments.map((d) => [d.value.id, d.value]));
+  const scraped = (await store.list('replica')).map((r) => r.value).filter((r) => r.state === 'ready' && r.metrics_target !== null);
+  // Only the deployments of those replicas are read: deployments at zero cost nothing here.
+  const ids = [...new Set(scraped.map((r) => r.deployment_id))];
+  const deployments = await Promise.all(ids.map((id) => store.get('deployment', id)));
+  const byId = new Map(deployments.flatMap((d) => (d ? [[d.value.id, d.value] as const] : [])));
   const groups: TargetGroup[] = [];
-  for (const { value: r } of replicas) {
+  for (const r of scraped) {
     const d = byId.get(r.deployment_id);
-    if (!d || r.state !== 'ready' || r.metrics_target === null) continue;
+    if (!d || r.metrics_target === null) continue;
     groups.push({
       targets: [r.metrics_target.address],
       labels: {
