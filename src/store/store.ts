@@ -98,6 +98,14 @@ export interface Store {
   /** The deployment's events, oldest first (by last occurrence); empty when it has none. */
   listEvents(deploymentId: number): Promise<DeploymentEvent[]>;
 
+  /**
+   * Optional: rewrites what the store keeps on disk so that no replaced or deleted value is
+   * left there — the file store's journal keeps each superseded line until it is compacted.
+   * For a caller that has just overwritten what must not stay at rest (a secret an older
+   * release kept in plain text). A store that keeps no such history has none.
+   */
+  compact?(): Promise<void>;
+
   /** Subscribes to committed changes (this process's and, for shared stores, others'). */
   watch(listener: ChangeListener): () => void;
 
