@@ -166,3 +166,23 @@ async function freeName(wanted: string): Promise<string> {
 function reason(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
+
+/**
+ * The state in `dir` as its files hold it, read without the lock and without changing
+ * anything: for looking into the data directory of a running service (a torn or unfinished
+ * last write is left out). Retried when a compaction removes a file between listing and reading.
+ */
+export async function readState(dir: string): Promise<State> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const gens = await listGenerations(dir);
+      const base = gens.snapshots.at(-1) ?? 0;
+      const state = emptyState();
+      if (base > 0) await loadSnapshot(dir, base, state);
+      for (const g of gens.journals) if (g >= Math.max(base, 1)) await replayJournal(dir, g, state);
+      return state;
+    } catch (err) {
+      if (attempt >= 5 || !(err instanceof Error && 'code' in err && err.code === 'ENOENT')) throw err;
+    }
+  }
+}
