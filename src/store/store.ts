@@ -53,7 +53,13 @@ export interface Store {
   /** Cheap liveness check for /readyz. */
   ping(): Promise<void>;
 
+  /**
+   * Values handed out (by reads and writes alike) are the caller's to read, never to change:
+   * a store may share one object with every reader (the file store hands out frozen values,
+   * so an assignment into one throws). To change a record, build a new value.
+   */
   get<K extends Kind>(kind: K, id: number): Promise<Versioned<RecordMap[K]> | undefined>;
+  /** Every record of the kind, in id order. */
   list<K extends Kind>(kind: K): Promise<Versioned<RecordMap[K]>[]>;
   /** The id holding `key` in `index`, if any. */
   lookup(index: string, key: string): Promise<{ kind: Kind; id: number } | undefined>;
