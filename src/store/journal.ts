@@ -11,9 +11,8 @@
 
 import { open, readdir, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import type { Kind } from '../domain/records.js';
+import type { DeploymentEvent, Kind } from '../domain/records.js';
 import { entryLine, isObject, parseEntry, parseNext, putLine, replay, type State, type Stored } from './file-state.js';
-import type { DeploymentEvent } from '../domain/records.js';
 
 export const FORMAT = 2;
 
