@@ -2,13 +2,14 @@
 // cache directories and its usage rows go — for a deployment deleted while paused (no replica
 // left to retire), and for one deleted while the service was down (swept at the next start).
 // `infergate serve` runs as a real process; what is left is read from its data dir
-// (directories, and state.json for the store's records), since the API 404s a deleted id.
+// (directories, and the file store's files for its records), since the API 404s a deleted id.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readState } from '../src/store/file-open.js';
 import { FileStore } from '../src/store/file-store.js';
 import { engineBody, killLeftoverReplicas, platformDirs, replicaProcesses, startPlatform, type Platform, type PlatformDirs } from './helpers/platform.js';
 import { removeTempDir } from './helpers/temp-dirs.js';
@@ -44,18 +45,18 @@ async function newDirs(name: string): Promise<PlatformDirs> {
   return dirs;
 }
 
-/** Store records of a deployment, read from the file store's state.json (replaced atomically, so any read is whole). */
-function recordsOf(dataDir: string, deploymentId: number): { usage: number; replicas: number } {
-  const state = JSON.parse(readFileSync(path.join(dataDir, 'state.json'), 'utf8')) as { records: Record<string, Record<string, { value: { deployment_id?: number } }>> };
-  const count = (kind: string) => Object.values(state.records[kind] ?? {}).filter((e) => e.value.deployment_id === deploymentId).length;
+/** Store records of a deployment, read from the file store's files (read-only, beside the running service). */
+async function recordsOf(dataDir: string, deploymentId: number): Promise<{ usage: number; replicas: number }> {
+  const state = await readState(dataDir);
+  const count = (kind: 'usage' | 'replica') => [...(state.records.get(kind)?.values() ?? [])].filter((s) => (s.record.value as { deployment_id: number }).deployment_id === deploymentId).length;
   return { usage: count('usage'), replicas: count('replica') };
 }
 
 /** What a deployment can leave on disk and in the store. */
-function leftovers(dataDir: string, id: number): string[] {
+async function leftovers(dataDir: string, id: number): Promise<string[]> {
   const found: string[] = [];
   for (const dir of ['logs', 'model-cache', 'orchestrated']) if (existsSync(path.join(dataDir, dir, String(id)))) found.push(`${dir}/${id}`);
-  const records = recordsOf(dataDir, id);
+  const records = await recordsOf(dataDir, id);
   if (records.usage > 0) found.push('usage rows'); // one per hour it ran: an hour may turn during the test
   if (records.replicas > 0) found.push(`${records.replicas} replica records`);
   return found;
@@ -69,7 +70,7 @@ async function readyWithLeftovers(platform: Platform, name: string): Promise<num
   await platform.waitFor(id, (d) => d.status === 'ready', 30_000, `${name} ready`);
   // The controller counts replica-seconds every pass; the ledger writes them within 2 s.
   await expect.poll(async () => (await platform.call('GET', `/deployments/general/${id}/usage`)).body.totals?.replica_seconds?.Replica ?? 0, { timeout: 10_000 }).toBeGreaterThan(0);
-  expect(leftovers(platform.dataDir, id)).toEqual([`logs/${id}`, `model-cache/${id}`, 'usage rows', '1 replica records']);
+  expect(await leftovers(platform.dataDir, id)).toEqual([`logs/${id}`, `model-cache/${id}`, 'usage rows', '1 replica records']);
   return id;
 }
 
@@ -105,13 +106,13 @@ describe('cleaning up a deleted deployment', () => {
     await store.open();
     expect(await store.delete('deployment', id)).toBe(true);
     await store.close();
-    expect(leftovers(dirs.dataDir, id)).toEqual([`logs/${id}`, `model-cache/${id}`, 'usage rows', '1 replica records']);
+    expect(await leftovers(dirs.dataDir, id)).toEqual([`logs/${id}`, `model-cache/${id}`, 'usage rows', '1 replica records']);
 
     const second = await start(dirs);
     await expect.poll(() => leftovers(dirs.dataDir, id), { timeout: 15_000 }).toEqual([]);
     // A deployment that still exists keeps everything (its replica runs again).
     await second.waitFor(kept, (d) => d.status === 'ready', 30_000, 'kept ready again');
-    expect(leftovers(dirs.dataDir, kept)).toEqual([`logs/${kept}`, `model-cache/${kept}`, 'usage rows', '1 replica records']);
+    expect(await leftovers(dirs.dataDir, kept)).toEqual([`logs/${kept}`, `model-cache/${kept}`, 'usage rows', '1 replica records']);
     expect(await second.stop()).toBe(0);
   });
 });

@@ -125,12 +125,13 @@ describe('infergate serve', () => {
     const warm = await start('corrupt');
     warm.kill('SIGTERM');
     await warm.exited;
-    const stateFile = path.join(dataDir, 'state.json');
-    await writeFile(stateFile, '{"format": 1, "records": {tru');
+    // The journal's first line garbled: no torn last write, but a file that cannot be trusted.
+    const stateFile = path.join(dataDir, 'state-00000001.journal');
+    await writeFile(stateFile, (await readFile(stateFile, 'utf8')).replace('{"format":2,"journal":1}', '{"format": 2, "jou'));
     const before = await readFile(stateFile);
     const p = await start('corrupt', { expectStart: false });
     expect((await p.exited).code).toBe(1);
-    expect(p.output()).toMatch(/infergate: error: state file .*state\.json is corrupt/);
+    expect(p.output()).toMatch(/infergate: error: state file .*state-00000001\.journal does not begin with a valid header line; the state-\* files were left untouched/);
     expect(await readFile(stateFile)).toEqual(before);
   });
 
@@ -173,7 +174,7 @@ describe('infergate serve', () => {
       expect(out).toMatch(new RegExp(`port ${apiPort} .* already in use.*--api-port`));
       expect(out).toMatch(new RegExp(`port ${metricsPort} .* already in use.*--metrics-port`));
       // Nothing was written: no state with an admin account whose key nobody saw.
-      await expect(stat(path.join(dataDir, 'state.json'))).rejects.toThrow();
+      expect((await readdir(dataDir).catch(() => [] as string[])).filter((n) => n.startsWith('state'))).toEqual([]);
       await expect(stat(path.join(dataDir, 'admin.key'))).rejects.toThrow();
     } finally {
       await Promise.all(blockers.map((b) => new Promise<void>((resolve) => b.close(() => resolve()))));

@@ -79,7 +79,7 @@ export async function serve(config: Config, out: (line: string) => void): Promis
   // ioredis is loaded only when a Redis is named: a start on the file store skips its cost.
   const store: Store = config.redisUrl
     ? new (await import('../store/redis-store.js')).RedisStore({ url: config.redisUrl, prefix: config.redisPrefix })
-    : new FileStore({ dir: config.dataDir });
+    : new FileStore({ dir: config.dataDir, logger: logger.child({ component: 'store' }) });
   await store.open();
   const closers: Array<() => Promise<void>> = [() => store.close()];
   // One usage ledger per process (gateway requests, controller replica lifetimes); flushed

@@ -106,8 +106,12 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
     certificates,
   };
   // Before any answer: a record from before secret variables keeps no registry key in plain env.
+  let scrubbed = 0;
   await ctx.deployments.sealLegacySecretEnv().then(
-    (n) => (n > 0 ? deps.logger?.info({ deployments: n }, 'sealed always-secret environment variables that older records kept in plain env') : undefined),
+    (n) => {
+      scrubbed += n;
+      if (n > 0) deps.logger?.info({ deployments: n }, 'sealed always-secret environment variables that older records kept in plain env');
+    },
     (err: unknown) => deps.logger?.warn({ err }, 'sealing always-secret environment variables of older records failed; retried at the next start'),
   );
   // Before any answer too: an older vault registry credential is bound to its host or left
@@ -120,9 +124,14 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
     (err: unknown) => deps.logger?.warn({ err }, 'binding older registry credentials to their registry host failed; retried at the next start'),
   );
   await dropStoredHints(deps.store).then(
-    (n) => (n > 0 ? deps.logger?.info({ records: n }, 'removed the hints (last characters of a secret) older credential records kept') : undefined),
+    (n) => {
+      scrubbed += n;
+      if (n > 0) deps.logger?.info({ records: n }, 'removed the hints (last characters of a secret) older credential records kept');
+    },
     (err: unknown) => deps.logger?.warn({ err }, 'removing the hints older credential records kept failed; retried at the next start (they are never returned)'),
   );
+  // The values just replaced must not stay on disk in the store's history either.
+  if (scrubbed > 0) await deps.store.compact?.().catch((err: unknown) => deps.logger?.warn({ err }, 'compacting the store after sealing older records failed; the replaced values stay on disk until its next compaction'));
 
   app.decorateRequest('account', null);
   handleExpectations(app.server);

@@ -1,13 +1,38 @@
-// Owns the embedded default store: all state in memory, persisted as one JSON file
-// (<dir>/state.json) that is replaced atomically after every change, guarded by a LOCK file
-// so that two processes never write the same data dir. Deployments' events live in the same
-// file, beside the records (older files without them load as having none).
+// Owns the embedded default store: all state in memory, each change written as one line
+// appended to a journal in the data directory and made durable (fdatasync) before it is
+// acknowledged, the journal compacted into a snapshot once it outgrows the state (files:
+// journal.ts; open, recovery and the upgrade from state.json: file-open.ts). A LOCK file
+// keeps two processes from one data dir.
+//
+// Writes are planned one at a time against the state plus the changes still on their way to
+// disk (the draft), so ids, versions and unique keys stay exact; the lines of every write that
+// arrives while one fdatasync runs go to disk together in the next (group commit). Readers see
+// only what is durable: a change reaches the state, the change feed and its caller once its
+// line is on disk. A write that cannot be made durable is refused, the journal cut back to
+// where it was, and the writes planned on top of it refused with it.
 
-import { open as openFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { pino, type Logger } from 'pino';
 import { systemClock, type Clock } from '../core/clock.js';
-import { KINDS, type DeploymentEvent, type Kind, type NewDeploymentEvent, type RecordMap } from '../domain/records.js';
+import type { DeploymentEvent, Kind, NewDeploymentEvent, RecordMap } from '../domain/records.js';
 import { addEvent } from './events.js';
+import { acquireLock, releaseLock } from './file-lock.js';
+import { openState } from './file-open.js';
+import {
+  deepFreeze,
+  deleteRecord,
+  emptyState,
+  entryLine,
+  putLine,
+  putRecord,
+  setEvents,
+  stored,
+  type IndexRef,
+  type State,
+  type Stored,
+} from './file-state.js';
+import { JournalBrokenError, JournalFile, listGenerations, journalName, snapshotName, writeSnapshot } from './journal.js';
 import {
   ConflictError,
   FencedError,
@@ -24,60 +49,79 @@ import {
   type WriteOptions,
 } from './store.js';
 
-const FORMAT = 1;
-
-interface Envelope {
-  version: number;
-  unique: UniqueKey[];
-  value: unknown;
+export interface FileStoreOptions {
+  dir: string;
+  /** Leases and reports expire on this clock, so tests step it rather than wait them out. */
+  clock?: Clock;
+  /** Where the upgrade, a torn last write and compactions are said; silent without one. */
+  logger?: Logger;
+  /**
+   * The journal is compacted into a snapshot once it holds at least this many bytes and at
+   * least `compactRatio` times the last snapshot's size: replaying it at open then costs at
+   * most a few times reading the state, and compactions stay rare while the state is small.
+   */
+  compactBytes?: number;
+  compactRatio?: number;
 }
 
-interface IndexRef {
-  kind: Kind;
-  id: number;
-}
+const COMPACT_BYTES = 4 * 1024 * 1024;
+const COMPACT_RATIO = 2;
 
-/** Envelopes are never mutated in place, so a shallow copy of the maps is a safe snapshot. */
-interface State {
+/** Changes planned but not yet durable, by key; null where the change removes it. Readers never see them. */
+interface Draft {
+  records: Map<string, Stored | null>;
+  indexes: Map<string, IndexRef | null>;
   next: Map<Kind, number>;
-  records: Map<Kind, Map<number, Envelope>>;
-  indexes: Map<string, Map<string, IndexRef>>;
-  /** Per deployment id, oldest first; arrays are replaced, never changed in place. */
-  events: Map<number, DeploymentEvent[]>;
+  events: Map<number, readonly DeploymentEvent[] | null>;
 }
 
-interface Plan<T> {
-  next?: State;
+/** A planned write: its journal line, what it does to the state once durable, what its caller gets. */
+interface Planned<T> {
+  line?: string;
+  commit?: () => void;
   result: T;
   event?: ChangeEvent;
 }
 
-/** Lock files held by this process, so a second FileStore here is refused but a stale lock
- * left by an earlier process that happened to have our pid (pid 1 in containers) is not. */
-const locksHeldHere = new Set<string>();
+interface Queued extends Planned<unknown> {
+  line: string;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
 
 export class FileStore implements Store {
   private readonly dir: string;
-  private readonly statePath: string;
-  private readonly tmpPath: string;
   private readonly lockPath: string;
+  private readonly logger: Logger;
+  private readonly compactBytes: number;
+  private readonly compactRatio: number;
   private state: State = emptyState();
+  private draft: Draft = emptyDraft();
+  private journal: JournalFile | null = null;
   private opened = false;
-  private tail: Promise<unknown> = Promise.resolve();
+  private closing = false;
+  /** Set when the journal's end is unknown (a failed write could not be cut back): no more writes until reopened. */
+  private broken: StoreError | null = null;
+  private readonly queue: Queued[] = [];
+  private flushing: Promise<void> | null = null;
+  /** A snapshot being written; resolves to the error it met, if any. */
+  private compacting: Promise<Error | null> | null = null;
+  private readonly compactRequests: Array<{ resolve: () => void; reject: (err: unknown) => void }> = [];
+  /** The journal size at which the next compaction starts. */
+  private compactAt = 0;
   private readonly listeners = new Set<ChangeListener>();
   /** One process owns the data dir (the lock), so leases only need to exist in memory. */
   private readonly leases = new Map<string, { holder: string; expires: number; epoch: number }>();
   /** Reports live in memory: a file store has one process, which is every publisher. */
   private readonly reports = new Map<string, Map<string, { body: string; expires: number }>>();
-
-  /** Leases and reports expire on this clock, so tests step it rather than wait them out. */
   private readonly clock: Clock;
 
-  constructor(options: { dir: string; clock?: Clock }) {
+  constructor(options: FileStoreOptions) {
     this.dir = path.resolve(options.dir);
     this.clock = options.clock ?? systemClock;
-    this.statePath = path.join(this.dir, 'state.json');
-    this.tmpPath = path.join(this.dir, 'state.json.tmp');
+    this.logger = options.logger ?? pino({ level: 'silent' });
+    this.compactBytes = options.compactBytes ?? COMPACT_BYTES;
+    this.compactRatio = options.compactRatio ?? COMPACT_RATIO;
     this.lockPath = path.join(this.dir, 'LOCK');
   }
 
@@ -88,26 +132,35 @@ export class FileStore implements Store {
     });
     await acquireLock(this.dir, this.lockPath);
     try {
-      this.state = await loadState(this.statePath);
-      // A leftover temp file is an interrupted write whose rename never happened: not state.
-      await rm(this.tmpPath, { force: true }).catch(() => undefined);
+      const opened = await openState(this.dir, this.logger);
+      this.state = opened.state;
+      this.journal = opened.journal;
+      this.setCompactAt(opened.snapshotSize);
     } catch (err) {
       await releaseLock(this.lockPath);
-      throw err;
+      throw err instanceof StoreError ? err : new StoreError(`cannot open the state in ${this.dir}: ${reason(err)}`);
     }
+    this.draft = emptyDraft();
+    this.broken = null;
+    this.closing = false;
     this.opened = true;
   }
 
+  /** Waits for the writes already made (and a compaction under way), then lets the data dir go. */
   async close(): Promise<void> {
-    if (!this.opened) return;
-    await this.exclusive(async () => {
-      this.opened = false;
-    });
+    if (!this.opened || this.closing) return;
+    this.closing = true;
+    await this.flushing;
+    await this.compacting;
+    await this.journal?.close().catch(() => undefined);
+    this.journal = null;
+    this.opened = false;
     await releaseLock(this.lockPath);
   }
 
   async ping(): Promise<void> {
     this.assertOpen();
+    if (this.broken) throw this.broken;
   }
 
   async holdLease(name: string, holder: string, ttlMs: number): Promise<number> {
@@ -127,7 +180,7 @@ export class FileStore implements Store {
     if (current?.holder === holder) current.expires = 0;
   }
 
-  /** Inside a mutation (one at a time), so no lease change can slip between check and write. */
+  /** Inside a write's plan (plans run one at a time), so no lease change can slip between check and write. */
   private checkFence(fence: Fence | undefined): void {
     if (!fence) return;
     const lease = this.leases.get(fence.lease);
@@ -153,91 +206,123 @@ export class FileStore implements Store {
     return out;
   }
 
+  // ---- reads: the durable state, values frozen and shared --------------------------------
+
   async get<K extends Kind>(kind: K, id: number): Promise<Versioned<RecordMap[K]> | undefined> {
     this.assertOpen();
-    const env = this.state.records.get(kind)?.get(id);
-    return env && toVersioned<RecordMap[K]>(env);
+    return this.state.records.get(kind)?.get(id)?.record as Versioned<RecordMap[K]> | undefined;
   }
 
   async list<K extends Kind>(kind: K): Promise<Versioned<RecordMap[K]>[]> {
     this.assertOpen();
-    const entries = [...(this.state.records.get(kind) ?? new Map<number, Envelope>()).entries()];
-    return entries.sort(([a], [b]) => a - b).map(([, env]) => toVersioned<RecordMap[K]>(env));
+    const out: Versioned<RecordMap[K]>[] = [];
+    for (const s of this.state.records.get(kind)?.values() ?? []) out.push(s.record as Versioned<RecordMap[K]>);
+    return out;
   }
 
   async lookup(index: string, key: string): Promise<{ kind: Kind; id: number } | undefined> {
     this.assertOpen();
     const ref = this.state.indexes.get(index)?.get(key);
-    return ref && { ...ref };
-  }
-
-  create<K extends Kind>(
-    kind: K,
-    build: (id: number) => RecordMap[K],
-    options: CreateOptions = {},
-  ): Promise<Versioned<RecordMap[K]>> {
-    return this.mutate((state) => {
-      this.checkFence(options.fence);
-      const id = state.next.get(kind) ?? 1;
-      const unique = (options.unique ?? []).map(({ index, key }) => ({ index, key }));
-      for (const u of unique) if (state.indexes.get(u.index)?.has(u.key)) throw new ConflictError(u.index, u.key);
-      const env: Envelope = { version: 1, unique, value: jsonClone(build(id)) };
-      const next = cloneState(state);
-      next.next.set(kind, id + 1);
-      putRecord(next, kind, id, env);
-      for (const u of unique) setIndex(next, u, { kind, id });
-      return { next, result: toVersioned<RecordMap[K]>(env), event: { kind, id, op: 'put', version: 1 } };
-    });
-  }
-
-  update<K extends Kind>(
-    kind: K,
-    id: number,
-    expectedVersion: number,
-    value: RecordMap[K],
-    options: WriteOptions = {},
-  ): Promise<Versioned<RecordMap[K]>> {
-    return this.mutate((state) => {
-      this.checkFence(options.fence);
-      const current = state.records.get(kind)?.get(id);
-      if (!current) throw new NotFoundError(kind, id);
-      if (current.version !== expectedVersion) throw new VersionConflictError(kind, id);
-      const env: Envelope = { version: current.version + 1, unique: current.unique, value: jsonClone(value) };
-      const next = cloneState(state);
-      putRecord(next, kind, id, env);
-      return { next, result: toVersioned<RecordMap[K]>(env), event: { kind, id, op: 'put', version: env.version } };
-    });
-  }
-
-  delete(kind: Kind, id: number, expectedVersion?: number, options: WriteOptions = {}): Promise<boolean> {
-    return this.mutate((state): Plan<boolean> => {
-      this.checkFence(options.fence);
-      const current = state.records.get(kind)?.get(id);
-      if (!current) return { result: false };
-      if (expectedVersion !== undefined && current.version !== expectedVersion) {
-        throw new VersionConflictError(kind, id);
-      }
-      const next = cloneState(state);
-      next.records.get(kind)?.delete(id);
-      for (const u of current.unique) releaseIndex(next, u, { kind, id });
-      if (kind === 'deployment') next.events.delete(id);
-      return { next, result: true, event: { kind, id, op: 'delete', version: current.version } };
-    });
-  }
-
-  appendEvent(deploymentId: number, event: NewDeploymentEvent, options: WriteOptions = {}): Promise<boolean> {
-    return this.mutate((state): Plan<boolean> => {
-      this.checkFence(options.fence);
-      if (!state.records.get('deployment')?.has(deploymentId)) return { result: false };
-      const next = cloneState(state);
-      next.events.set(deploymentId, addEvent(state.events.get(deploymentId) ?? [], jsonClone(event)));
-      return { next, result: true };
-    });
+    return ref && { kind: ref.kind, id: ref.id };
   }
 
   async listEvents(deploymentId: number): Promise<DeploymentEvent[]> {
     this.assertOpen();
-    return jsonClone(this.state.events.get(deploymentId) ?? []);
+    return (this.state.events.get(deploymentId) ?? []) as DeploymentEvent[];
+  }
+
+  // ---- writes -----------------------------------------------------------------------------
+
+  create<K extends Kind>(kind: K, build: (id: number) => RecordMap[K], options: CreateOptions = {}): Promise<Versioned<RecordMap[K]>> {
+    return this.write(() => {
+      this.checkFence(options.fence);
+      const id = this.draft.next.get(kind) ?? this.state.next.get(kind) ?? 1;
+      const unique = (options.unique ?? []).map(({ index, key }) => ({ index, key }));
+      for (const u of unique) if (this.holder(u)) throw new ConflictError(u.index, u.key);
+      const json = JSON.stringify(build(id));
+      const s = stored(1, unique, JSON.parse(json));
+      const ref: IndexRef = { kind, id };
+      this.draft.records.set(recordKey(kind, id), s);
+      for (const u of unique) this.draft.indexes.set(indexKey(u), ref);
+      this.draft.next.set(kind, id + 1);
+      return {
+        line: putLine(kind, id, 1, unique, json),
+        commit: () => {
+          putRecord(this.state, kind, id, s);
+          undraft(this.draft.records, recordKey(kind, id), s);
+          for (const u of unique) undraft(this.draft.indexes, indexKey(u), ref);
+          undraft(this.draft.next, kind, id + 1);
+        },
+        result: s.record as Versioned<RecordMap[K]>,
+        event: { kind, id, op: 'put', version: 1 },
+      };
+    });
+  }
+
+  update<K extends Kind>(kind: K, id: number, expectedVersion: number, value: RecordMap[K], options: WriteOptions = {}): Promise<Versioned<RecordMap[K]>> {
+    return this.write(() => {
+      this.checkFence(options.fence);
+      const current = this.current(kind, id);
+      if (!current) throw new NotFoundError(kind, id);
+      if (current.record.version !== expectedVersion) throw new VersionConflictError(kind, id);
+      const version = expectedVersion + 1;
+      const json = JSON.stringify(value);
+      const s = stored(version, current.unique, JSON.parse(json));
+      this.draft.records.set(recordKey(kind, id), s);
+      return {
+        line: putLine(kind, id, version, current.unique, json),
+        commit: () => {
+          putRecord(this.state, kind, id, s);
+          undraft(this.draft.records, recordKey(kind, id), s);
+        },
+        result: s.record as Versioned<RecordMap[K]>,
+        event: { kind, id, op: 'put', version },
+      };
+    });
+  }
+
+  delete(kind: Kind, id: number, expectedVersion?: number, options: WriteOptions = {}): Promise<boolean> {
+    return this.write((): Planned<boolean> => {
+      this.checkFence(options.fence);
+      const current = this.current(kind, id);
+      if (!current) return { result: false };
+      if (expectedVersion !== undefined && current.record.version !== expectedVersion) throw new VersionConflictError(kind, id);
+      const released = current.unique.filter((u) => this.holder(u)?.id === id && this.holder(u)?.kind === kind);
+      this.draft.records.set(recordKey(kind, id), null);
+      for (const u of released) this.draft.indexes.set(indexKey(u), null);
+      if (kind === 'deployment') this.draft.events.set(id, null);
+      return {
+        line: entryLine({ op: 'delete', kind, id }),
+        commit: () => {
+          deleteRecord(this.state, kind, id);
+          undraft(this.draft.records, recordKey(kind, id), null);
+          for (const u of released) undraft(this.draft.indexes, indexKey(u), null);
+          if (kind === 'deployment') undraft(this.draft.events, id, null);
+        },
+        result: true,
+        event: { kind, id, op: 'delete', version: current.record.version },
+      };
+    });
+  }
+
+  appendEvent(deploymentId: number, event: NewDeploymentEvent, options: WriteOptions = {}): Promise<boolean> {
+    return this.write((): Planned<boolean> => {
+      this.checkFence(options.fence);
+      if (!this.current('deployment', deploymentId)) return { result: false };
+      const drafted = this.draft.events.get(deploymentId);
+      const before = drafted !== undefined ? (drafted ?? []) : (this.state.events.get(deploymentId) ?? []);
+      const added: NewDeploymentEvent = { time: event.time, type: event.type, reason: event.reason, message: event.message };
+      const events = deepFreeze(addEvent(before, added));
+      this.draft.events.set(deploymentId, events);
+      return {
+        line: entryLine({ op: 'event', deployment: deploymentId, event: added }),
+        commit: () => {
+          setEvents(this.state, deploymentId, events);
+          undraft(this.draft.events, deploymentId, events);
+        },
+        result: true,
+      };
+    });
   }
 
   watch(listener: ChangeListener): () => void {
@@ -254,33 +339,164 @@ export class FileStore implements Store {
     return () => undefined;
   }
 
-  /** Plans a change against the current state, makes it durable, and only then adopts it. */
-  private mutate<T>(plan: (state: State) => Plan<T>): Promise<T> {
-    return this.exclusive(async () => {
+  /** The record as the next write sees it: drafted changes first, then the durable state. */
+  private current(kind: Kind, id: number): Stored | undefined {
+    const drafted = this.draft.records.get(recordKey(kind, id));
+    return drafted !== undefined ? (drafted ?? undefined) : this.state.records.get(kind)?.get(id);
+  }
+
+  private holder(u: UniqueKey): IndexRef | undefined {
+    const drafted = this.draft.indexes.get(indexKey(u));
+    return drafted !== undefined ? (drafted ?? undefined) : this.state.indexes.get(u.index)?.get(u.key);
+  }
+
+  /**
+   * Plans the write now (synchronously: plans never interleave) and queues its line; resolves
+   * once the line is durable and the change is in the state. A plan with no line (nothing to
+   * change) resolves at once.
+   */
+  private write<T>(plan: () => Planned<T>): Promise<T> {
+    let planned: Planned<T>;
+    try {
       this.assertOpen();
-      const { next, result, event } = plan(this.state);
-      if (next) {
-        await this.persist(next);
-        this.state = next;
-      }
-      if (event) this.emit(event);
-      return result;
+      if (this.closing) throw new StoreError(`file store ${this.dir} is closing`);
+      if (this.broken) throw this.broken;
+      planned = plan();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const { line } = planned;
+    if (line === undefined) return Promise.resolve(planned.result);
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ ...planned, line, resolve: resolve as (value: unknown) => void, reject });
+      this.flushing ??= this.flush();
     });
   }
 
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.tail.then(fn);
-    this.tail = run.catch(() => undefined);
-    return run;
+  /**
+   * Writes the queued lines, a batch per fdatasync, until none is left, and compacts between
+   * batches when due or asked. It lets go (clears `flushing`) in the same step as it finds
+   * nothing left to do, so work queued just after never waits for a flush that has ended.
+   */
+  private async flush(): Promise<void> {
+    // A microtask later, so that the writes made in the same turn share the first fdatasync.
+    await Promise.resolve();
+    for (;;) {
+      if (this.queue.length > 0) await this.writeBatch(this.queue.splice(0));
+      const asked = this.compactRequests.splice(0);
+      const journal = this.journal!;
+      if (asked.length > 0) {
+        // A compaction under way may have begun before the asker's writes: a new one follows it.
+        await this.compacting;
+        const failed = this.closing ? new StoreError(`file store ${this.dir} is closing`) : await this.startCompaction(journal);
+        void (this.compacting ?? Promise.resolve(failed)).then((err) => {
+          for (const a of asked) (err ? a.reject(err) : a.resolve());
+        });
+      } else if (journal.size >= this.compactAt && !this.compacting && !this.closing) {
+        await this.startCompaction(journal);
+      }
+      if (this.queue.length === 0 && this.compactRequests.length === 0) {
+        this.flushing = null;
+        return;
+      }
+    }
   }
 
-  private async persist(state: State): Promise<void> {
+  private async writeBatch(batch: Queued[]): Promise<void> {
+    const journal = this.journal!;
     try {
-      await writeDurably(this.dir, this.tmpPath, this.statePath, serializeState(state));
+      await journal.append(batch.map((q) => q.line).join(''));
     } catch (err) {
-      await rm(this.tmpPath, { force: true }).catch(() => undefined);
-      throw new StoreError(`cannot write state file ${this.statePath}: ${reason(err)}; the change was not applied`);
+      this.refuse(batch, journal, err);
+      return;
     }
+    for (const q of batch) q.commit?.();
+    for (const q of batch) {
+      if (q.event) this.emit(q.event);
+      q.resolve(q.result);
+    }
+  }
+
+  /** The batch failed: it and every write planned since (on top of it) are refused, the draft dropped. */
+  private refuse(batch: Queued[], journal: JournalFile, err: unknown): void {
+    const later = this.queue.splice(0);
+    this.draft = emptyDraft();
+    const error = new StoreError(`cannot write the journal ${journal.file}: ${reason(err)}; the change was not applied`);
+    if (err instanceof JournalBrokenError) {
+      this.broken = new StoreError(`the journal ${journal.file} cannot be written (${reason(err)}); no change is accepted until the service restarts`);
+      this.logger.error({ err, file: journal.file }, 'file store: the journal cannot be written or cut back; refusing every write until restarted');
+    }
+    for (const q of batch) q.reject(error);
+    for (const q of later) q.reject(new StoreError(`an earlier write to ${journal.file} failed (${reason(err)}); this change was not applied`));
+  }
+
+  // ---- compaction -------------------------------------------------------------------------
+
+  /**
+   * Compacts now and resolves once done: the snapshot holds the state as it stands, and no
+   * journal or snapshot with replaced or deleted values is left — what a caller that has just
+   * overwritten something that must not stay on disk (a value kept in plain text by an older
+   * release) asks for.
+   */
+  compact(): Promise<void> {
+    try {
+      this.assertOpen();
+      if (this.closing) throw new StoreError(`file store ${this.dir} is closing`);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Promise<void>((resolve, reject) => {
+      this.compactRequests.push({ resolve, reject });
+      this.flushing ??= this.flush();
+    });
+  }
+
+  private setCompactAt(snapshotSize: number): void {
+    this.compactAt = Math.max(this.compactBytes, this.compactRatio * snapshotSize);
+  }
+
+  /**
+   * Between two batches: the next writes go to a new journal, and a snapshot of the state as
+   * it stands now — when that journal begins — is written in the background (`compacting`,
+   * resolving to the error it met, if any). Once it is durable, the older files go. Returns
+   * the error when not even the new journal could be made.
+   */
+  private async startCompaction(old: JournalFile): Promise<Error | null> {
+    const gen = old.gen + 1;
+    let next: JournalFile;
+    try {
+      next = await JournalFile.create(this.dir, gen);
+    } catch (err) {
+      this.compactAt = old.size + this.compactBytes;
+      this.logger.warn({ err, file: journalName(gen) }, 'file store: cannot start a new journal to compact into; the journal keeps growing until the next try');
+      return new StoreError(`cannot compact the journal ${old.file}: ${reason(err)}`);
+    }
+    this.journal = next;
+    await old.close().catch(() => undefined);
+    // Stored values are never changed in place: copies of the maps are the state at this moment.
+    const source = {
+      next: new Map(this.state.next),
+      records: new Map([...this.state.records].map(([kind, recs]) => [kind, new Map(recs)])),
+      events: new Map(this.state.events),
+    };
+    this.compactAt = Number.POSITIVE_INFINITY;
+    const started = this.clock.now();
+    this.compacting = writeSnapshot(this.dir, gen, source)
+      .then(async (size): Promise<Error | null> => {
+        const { snapshots, journals } = await listGenerations(this.dir);
+        for (const g of snapshots) if (g < gen) await removeFile(this.dir, snapshotName(g));
+        for (const g of journals) if (g < gen) await removeFile(this.dir, journalName(g));
+        this.setCompactAt(size);
+        this.logger.info({ snapshot: snapshotName(gen), bytes: size, journal_bytes: old.size, ms: this.clock.now() - started }, 'file store: journal compacted into a snapshot');
+        return null;
+      })
+      .catch((err: unknown) => {
+        this.compactAt = (this.journal?.size ?? 0) + this.compactBytes;
+        this.logger.warn({ err, snapshot: snapshotName(gen) }, 'file store: compaction failed; the journals stay and are replayed at open until the next compaction');
+        return new StoreError(`cannot compact the journal ${old.file}: ${reason(err)}`);
+      })
+      .finally(() => (this.compacting = null));
+    return null;
   }
 
   private emit(event: ChangeEvent): void {
@@ -299,298 +515,29 @@ export class FileStore implements Store {
   }
 }
 
-// ---- durability -------------------------------------------------------------------------
-
-async function writeDurably(dir: string, tmpPath: string, finalPath: string, text: string): Promise<void> {
-  const file = await openFile(tmpPath, 'w', 0o600);
-  try {
-    await file.writeFile(text, 'utf8');
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  await rename(tmpPath, finalPath);
-  // The rename itself lives in the directory; without this a crash could bring back the old file.
-  const dirHandle = await openFile(dir, 'r');
-  try {
-    await dirHandle.sync();
-  } finally {
-    await dirHandle.close();
-  }
+function emptyDraft(): Draft {
+  return { records: new Map(), indexes: new Map(), next: new Map(), events: new Map() };
 }
 
-// ---- lock file --------------------------------------------------------------------------
-
-async function acquireLock(dir: string, lockPath: string): Promise<void> {
-  // A few rounds only to survive a racing takeover; each round either wins, refuses, or
-  // removes a stale lock.
-  for (let round = 0; round < 3; round++) {
-    try {
-      await writeFile(lockPath, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
-      locksHeldHere.add(lockPath);
-      return;
-    } catch (err) {
-      if (errorCode(err) !== 'EEXIST') throw new StoreError(`cannot create lock file ${lockPath}: ${reason(err)}`);
-    }
-    const holder = await readLockPid(lockPath);
-    if (holder !== undefined && lockIsLive(holder, lockPath)) {
-      throw new StoreError(
-        `data dir ${dir} is in use by process ${holder} (lock file ${lockPath}); stop that process or use another --data-dir`,
-      );
-    }
-    await rm(lockPath, { force: true });
-  }
-  throw new StoreError(`cannot take lock file ${lockPath}: it keeps reappearing`);
+function recordKey(kind: Kind, id: number): string {
+  return `${kind}/${id}`;
 }
 
-async function releaseLock(lockPath: string): Promise<void> {
-  locksHeldHere.delete(lockPath);
-  // Only remove it if it is still ours: someone may have (wrongly) taken it over meanwhile.
-  const holder = await readLockPid(lockPath);
-  if (holder === process.pid) await rm(lockPath, { force: true }).catch(() => undefined);
+function indexKey(u: UniqueKey): string {
+  return `${u.index}\n${u.key}`;
 }
 
-/** The pid in the lock file; undefined when the file is unreadable, empty or garbage. */
-async function readLockPid(lockPath: string): Promise<number | undefined> {
-  try {
-    const text = (await readFile(lockPath, 'utf8')).trim();
-    const pid = Number(text);
-    return /^\d+$/.test(text) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
+/**
+ * A committed change leaves the draft unless a later write drafted the same key since: each
+ * write drafts objects of its own (or null, or a next id no other write drafts), so identity
+ * tells them apart.
+ */
+function undraft<K, V>(map: Map<K, V>, key: K, value: V): void {
+  if (map.get(key) === value) map.delete(key);
 }
 
-function lockIsLive(pid: number, lockPath: string): boolean {
-  if (pid === process.pid) return locksHeldHere.has(lockPath);
-  return processIsAlive(pid);
-}
-
-function processIsAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists but belongs to someone else — still alive.
-    return errorCode(err) === 'EPERM';
-  }
-}
-
-// ---- state file -------------------------------------------------------------------------
-
-async function loadState(statePath: string): Promise<State> {
-  let text: string;
-  try {
-    text = await readFile(statePath, 'utf8');
-  } catch (err) {
-    if (errorCode(err) === 'ENOENT') return emptyState();
-    throw new StoreError(`cannot read state file ${statePath}: ${reason(err)}`);
-  }
-  try {
-    return parseState(text);
-  } catch (err) {
-    throw new StoreError(
-      `state file ${statePath} is corrupt (${reason(err)}); it was left untouched — restore it from a backup or move it away to start empty`,
-    );
-  }
-}
-
-interface StateFile {
-  format: number;
-  next: Record<string, number>;
-  records: Record<string, Record<string, Envelope>>;
-  indexes: Record<string, Record<string, IndexRef>>;
-  /** Absent in files written before events existed. */
-  events?: Record<string, DeploymentEvent[]>;
-}
-
-function serializeState(state: State): string {
-  const file: StateFile = {
-    format: FORMAT,
-    next: Object.fromEntries(state.next),
-    records: Object.fromEntries(
-      [...state.records].map(([kind, recs]) => [kind, Object.fromEntries([...recs].map(([id, env]) => [String(id), env]))]),
-    ),
-    indexes: Object.fromEntries([...state.indexes].map(([index, keys]) => [index, Object.fromEntries(keys)])),
-    events: Object.fromEntries([...state.events].map(([id, events]) => [String(id), events])),
-  };
-  return JSON.stringify(file, null, 1) + '\n';
-}
-
-/** Parses and checks the file; throws a plain Error whose message is the reason. */
-function parseState(text: string): State {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw new Error(`not JSON: ${reason(err)}`);
-  }
-  if (!isObject(raw)) throw new Error('top level is not an object');
-  if (raw.format !== FORMAT) throw new Error(`format is ${JSON.stringify(raw.format)}, expected ${FORMAT}`);
-  const state = emptyState();
-  parseNext(raw.next, state);
-  parseRecords(raw.records, state);
-  parseIndexes(raw.indexes, state);
-  parseEvents(raw.events, state);
-  checkConsistency(state);
-  return state;
-}
-
-function parseNext(raw: unknown, state: State): void {
-  if (!isObject(raw)) throw new Error('"next" is not an object');
-  for (const [kind, n] of Object.entries(raw)) {
-    if (!isKind(kind)) throw new Error(`"next" has unknown kind ${JSON.stringify(kind)}`);
-    if (!isPositiveInt(n)) throw new Error(`"next.${kind}" is not a positive integer`);
-    state.next.set(kind, n);
-  }
-}
-
-function parseRecords(raw: unknown, state: State): void {
-  if (!isObject(raw)) throw new Error('"records" is not an object');
-  for (const [kind, recs] of Object.entries(raw)) {
-    if (!isKind(kind)) throw new Error(`"records" has unknown kind ${JSON.stringify(kind)}`);
-    if (!isObject(recs)) throw new Error(`"records.${kind}" is not an object`);
-    const map = new Map<number, Envelope>();
-    for (const [id, env] of Object.entries(recs)) map.set(parseId(id, `records.${kind}`), parseEnvelope(env, `${kind} ${id}`));
-    state.records.set(kind, map);
-  }
-}
-
-function parseEnvelope(raw: unknown, where: string): Envelope {
-  if (!isObject(raw)) throw new Error(`record ${where} is not an object`);
-  if (!isPositiveInt(raw.version)) throw new Error(`record ${where} has no valid version`);
-  if (!isObject(raw.value)) throw new Error(`record ${where} has no value object`);
-  if (!Array.isArray(raw.unique) || !raw.unique.every(isUniqueKey)) {
-    throw new Error(`record ${where} has no valid unique key list`);
-  }
-  return { version: raw.version, unique: raw.unique, value: raw.value };
-}
-
-function parseIndexes(raw: unknown, state: State): void {
-  if (!isObject(raw)) throw new Error('"indexes" is not an object');
-  for (const [index, keys] of Object.entries(raw)) {
-    if (!isObject(keys)) throw new Error(`"indexes.${index}" is not an object`);
-    const map = new Map<string, IndexRef>();
-    for (const [key, ref] of Object.entries(keys)) {
-      if (!isObject(ref) || typeof ref.kind !== 'string' || !isKind(ref.kind) || !isPositiveInt(ref.id)) {
-        throw new Error(`index entry ${index} ${JSON.stringify(key)} is not a {kind, id} reference`);
-      }
-      map.set(key, { kind: ref.kind, id: ref.id });
-    }
-    state.indexes.set(index, map);
-  }
-}
-
-function parseEvents(raw: unknown, state: State): void {
-  if (raw === undefined) return;
-  if (!isObject(raw)) throw new Error('"events" is not an object');
-  for (const [id, events] of Object.entries(raw)) {
-    if (!Array.isArray(events) || !events.every(isEvent)) throw new Error(`"events.${id}" is not a list of events`);
-    state.events.set(parseId(id, 'events'), events);
-  }
-}
-
-function isEvent(value: unknown): value is DeploymentEvent {
-  return (
-    isObject(value) &&
-    typeof value.time === 'string' &&
-    typeof value.first_time === 'string' &&
-    (value.type === 'normal' || value.type === 'warning') &&
-    typeof value.reason === 'string' &&
-    typeof value.message === 'string' &&
-    isPositiveInt(value.count)
-  );
-}
-
-/** Catches hand edits that would break the guarantees: reused ids and dangling unique keys. */
-function checkConsistency(state: State): void {
-  for (const [kind, recs] of state.records) {
-    const next = state.next.get(kind) ?? 1;
-    for (const [id, env] of recs) {
-      if (id >= next) throw new Error(`${kind} ${id} is not below next id ${next}`);
-      for (const u of env.unique) {
-        const ref = state.indexes.get(u.index)?.get(u.key);
-        if (ref?.kind !== kind || ref.id !== id) throw new Error(`${kind} ${id} claims ${u.index} ${JSON.stringify(u.key)} but the index disagrees`);
-      }
-    }
-  }
-  for (const [index, keys] of state.indexes) {
-    for (const [key, ref] of keys) {
-      if (!state.records.get(ref.kind)?.has(ref.id)) throw new Error(`index ${index} ${JSON.stringify(key)} points at missing ${ref.kind} ${ref.id}`);
-    }
-  }
-  for (const id of state.events.keys()) {
-    if (!state.records.get('deployment')?.has(id)) throw new Error(`events of deployment ${id}, which does not exist`);
-  }
-}
-
-// ---- pure state helpers -----------------------------------------------------------------
-
-function emptyState(): State {
-  return { next: new Map(), records: new Map(), indexes: new Map(), events: new Map() };
-}
-
-function cloneState(state: State): State {
-  return {
-    next: new Map(state.next),
-    records: new Map([...state.records].map(([kind, recs]) => [kind, new Map(recs)])),
-    indexes: new Map([...state.indexes].map(([index, keys]) => [index, new Map(keys)])),
-    events: new Map(state.events),
-  };
-}
-
-function putRecord(state: State, kind: Kind, id: number, env: Envelope): void {
-  let recs = state.records.get(kind);
-  if (!recs) state.records.set(kind, (recs = new Map()));
-  recs.set(id, env);
-}
-
-function setIndex(state: State, u: UniqueKey, ref: IndexRef): void {
-  let keys = state.indexes.get(u.index);
-  if (!keys) state.indexes.set(u.index, (keys = new Map()));
-  keys.set(u.key, ref);
-}
-
-function releaseIndex(state: State, u: UniqueKey, ref: IndexRef): void {
-  const keys = state.indexes.get(u.index);
-  const held = keys?.get(u.key);
-  if (held?.kind === ref.kind && held.id === ref.id) keys?.delete(u.key);
-  if (keys?.size === 0) state.indexes.delete(u.index);
-}
-
-function toVersioned<T>(env: Envelope): Versioned<T> {
-  return { value: jsonClone(env.value) as T, version: env.version };
-}
-
-/** Callers get and give copies, and JSON semantics match what a reopened store returns. */
-function jsonClone<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
-}
-
-function parseId(text: string, where: string): number {
-  const id = Number(text);
-  if (!/^\d+$/.test(text) || !isPositiveInt(id)) throw new Error(`"${where}" has a non-integer id ${JSON.stringify(text)}`);
-  return id;
-}
-
-function isKind(value: string): value is Kind {
-  return (KINDS as readonly string[]).includes(value);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function isPositiveInt(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
-}
-
-function isUniqueKey(value: unknown): value is UniqueKey {
-  return isObject(value) && typeof value.index === 'string' && typeof value.key === 'string';
-}
-
-function errorCode(err: unknown): string | undefined {
-  return isObject(err) && typeof err.code === 'string' ? err.code : undefined;
+async function removeFile(dir: string, name: string): Promise<void> {
+  await rm(path.join(dir, name), { force: true });
 }
 
 function reason(err: unknown): string {

@@ -1,6 +1,8 @@
 // Owns the behavioural contract every Store implementation must meet (ids, compare-and-set,
 // unique keys, deletes, the change feed, durability across reopen, modify() under
-// contention, deployments' events: folded, capped, fenced, kept and deleted with the deployment). Implementation test files call describeStoreContract with a factory.
+// contention, deployments' events: folded, capped, fenced, kept and deleted with the
+// deployment, values handed out that no caller can change in the store). Implementation test
+// files call describeStoreContract with a factory.
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { generalSpec } from '../../test/helpers/spec-fixtures.js';
@@ -138,12 +140,27 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         expect(await store.list('deployment')).toEqual([]);
       });
 
-      it('hands out copies, not the stored object', async () => {
-        const created = await createToken(store, 'a');
-        created.value.name = 'mutated';
+      it('hands out values whose change never reaches what is stored (copies, or frozen values that refuse it)', async () => {
+        const change = (value: { name: string }, name: string) => {
+          try {
+            value.name = name;
+          } catch (err) {
+            expect(err).toBeInstanceOf(TypeError); // frozen
+          }
+        };
+        const built = tokenRecord(1, 'a');
+        const created = await store.create('token', () => built, { unique: [{ index: TOKEN_HASH, key: 'hash-a' }] });
+        change(built, 'changed after the create');
+        change(created.value, 'mutated');
         const read = await store.get('token', 1);
-        if (read) read.value.name = 'mutated too';
-        expect((await store.get('token', 1))?.value.name).toBe('a');
+        if (read) change(read.value, 'mutated too');
+        const [listed] = await store.list('token');
+        if (listed) change(listed.value, 'mutated as well');
+        const value = tokenRecord(1, 'b');
+        await store.update('token', 1, 1, value);
+        change(value, 'changed after the update');
+        expect((await store.get('token', 1))?.value.name).toBe('b');
+        expect((await store.list('token'))[0]?.value.name).toBe('b');
       });
     });
 
@@ -163,6 +180,15 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
           VersionConflictError,
         );
         expect(await store.get('token', 1)).toEqual({ value: tokenRecord(1, 'first', 'hash-a'), version: 2 });
+      });
+
+      it('lets exactly one of many concurrent updates from the same version through', async () => {
+        await createToken(store, 'a');
+        const racing = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => store.update('token', 1, 1, tokenRecord(1, `writer-${i}`, 'hash-a'))));
+        const won = racing.filter((r) => r.status === 'fulfilled');
+        expect(won).toHaveLength(1);
+        for (const r of racing) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(VersionConflictError);
+        expect(await store.get('token', 1)).toEqual(won[0]!.value);
       });
 
       it('fails with NotFoundError when the record is missing', async () => {
@@ -210,6 +236,15 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         expect(await store.lookup(TOKEN_HASH, 'hash-b')).toBeUndefined();
         const again = await createToken(store, 'b');
         expect(await store.lookup(TOKEN_HASH, 'hash-b')).toEqual({ kind: 'token', id: again.value.id });
+      });
+
+      it('go to exactly one of many creates racing for them, while distinct ones all land', async () => {
+        const racing = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => createToken(store, `racer-${i}`, 'contested')));
+        expect(racing.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        for (const r of racing) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(ConflictError);
+        const distinct = await Promise.all(Array.from({ length: 10 }, (_, i) => createToken(store, `own-${i}`)));
+        expect(new Set(distinct.map((t) => t.value.id)).size).toBe(10);
+        expect(await store.list('token')).toHaveLength(11);
       });
 
       it('survive updates', async () => {

@@ -53,7 +53,13 @@ export interface Store {
   /** Cheap liveness check for /readyz. */
   ping(): Promise<void>;
 
+  /**
+   * Values handed out (by reads and writes alike) are the caller's to read, never to change:
+   * a store may share one object with every reader (the file store hands out frozen values,
+   * so an assignment into one throws). To change a record, build a new value.
+   */
   get<K extends Kind>(kind: K, id: number): Promise<Versioned<RecordMap[K]> | undefined>;
+  /** Every record of the kind, in id order. */
   list<K extends Kind>(kind: K): Promise<Versioned<RecordMap[K]>[]>;
   /** The id holding `key` in `index`, if any. */
   lookup(index: string, key: string): Promise<{ kind: Kind; id: number } | undefined>;
@@ -97,6 +103,14 @@ export interface Store {
   appendEvent(deploymentId: number, event: NewDeploymentEvent, options?: WriteOptions): Promise<boolean>;
   /** The deployment's events, oldest first (by last occurrence); empty when it has none. */
   listEvents(deploymentId: number): Promise<DeploymentEvent[]>;
+
+  /**
+   * Optional: rewrites what the store keeps on disk so that no replaced or deleted value is
+   * left there — the file store's journal keeps each superseded line until it is compacted.
+   * For a caller that has just overwritten what must not stay at rest (a secret an older
+   * release kept in plain text). A store that keeps no such history has none.
+   */
+  compact?(): Promise<void>;
 
   /** Subscribes to committed changes (this process's and, for shared stores, others'). */
   watch(listener: ChangeListener): () => void;

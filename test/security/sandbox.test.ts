@@ -45,7 +45,7 @@ function hostCommand(name: string, env: Record<string, string>): Record<string, 
   const script = [
     'cd "$INFERGATE_REPLICA_ROOT" || exit 1',
     'id -u > uid',
-    '(cat "$DATA_DIR/state.json" || cat "$DATA_DIR/secret.key") >/dev/null 2>&1 && echo yes > data || echo no > data',
+    '(cat "$DATA_DIR"/state-*.journal || cat "$DATA_DIR/state-00000001.journal" || cat "$DATA_DIR/secret.key") >/dev/null 2>&1 && echo yes > data || echo no > data',
     'ls -a "$DATA_DIR" > data-listing 2>&1',
     'cat "$CERTS_DIR/ca.key" >/dev/null 2>&1 && echo yes > cakey || echo no > cakey',
     'cat "/proc/$SERVE_PID/environ" >/dev/null 2>&1 && echo yes > environ || echo no > environ',
@@ -114,7 +114,7 @@ describe.skipIf(!runSandboxed)('a host command, sandboxed', () => {
     const seen = async (file: string) => (await readFile(path.join(root, file), 'utf8')).trim();
     expect(await seen('uid')).toBe(REPLICA_UID);
     expect(await seen('data')).toBe('no');
-    expect(await seen('data-listing')).not.toMatch(/state\.json|secret\.key|LOCK/);
+    expect(await seen('data-listing')).not.toMatch(/state-|secret\.key|LOCK/);
     expect(await seen('cakey')).toBe('no');
     expect(await seen('environ')).toBe('no');
     expect(await seen('admin-key-hits')).toBe('0');

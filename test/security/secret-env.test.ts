@@ -3,9 +3,9 @@
 // never returned — not by the deployment, the lists, the revisions, a clone's answer or a
 // refusal — while the replica still gets it (the reference engine's nim flavor is ready only
 // with it). Records written before secret variables existed, with the key in plain env, are
-// sealed when the control API starts.
+// sealed when the control API starts, and the store compacted so no older line keeps them.
 
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,12 @@ import { startControl, type TestControl } from '../helpers/control.js';
 import { usePlatform, type Platform } from '../helpers/platform.js';
 
 const REGISTRY_KEY = 'nvapi-registry-key-5c3f9a0e7d21b4';
+
+/** Every file the file store keeps its state in (snapshot, journals), as one text. */
+async function stateText(dataDir: string): Promise<string> {
+  const files = (await readdir(dataDir)).filter((n) => n.startsWith('state-')).sort();
+  return (await Promise.all(files.map((f) => readFile(path.join(dataDir, f), 'utf8')))).join('');
+}
 const TOKEN = 'tok-secret-env-0123456789';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a JSON answer read loosely
@@ -86,7 +92,7 @@ describe('the vendor container’s registry key, given in env as the recipe says
   });
 
   it('is sealed in the store’s state file, and in no log line', async () => {
-    const state = await readFile(path.join(platform.dataDir, 'state.json'), 'utf8');
+    const state = await stateText(platform.dataDir);
     expect(state).toContain('"REGISTRY_API_KEY"'); // the name, with its sealed value
     expect(state).not.toContain(REGISTRY_KEY);
     const logs = await platform.call('GET', `/deployments/general/${id}/logs?tail=500`);
@@ -117,7 +123,7 @@ describe('records from before secret variables, with the key in plain env', () =
       ],
     }));
     await store.close();
-    expect(await readFile(path.join(dir, 'state.json'), 'utf8')).toContain(REGISTRY_KEY);
+    expect(await stateText(dir)).toContain(REGISTRY_KEY);
   });
   afterAll(async () => {
     await api?.close();
@@ -126,7 +132,7 @@ describe('records from before secret variables, with the key in plain env', () =
 
   it('are sealed when the control API starts: no plaintext on disk, nothing in an answer, the revision unchanged', async () => {
     api = await startControl({ store: new FileStore({ dir }) });
-    expect(await readFile(path.join(dir, 'state.json'), 'utf8')).not.toContain(REGISTRY_KEY);
+    expect(await stateText(dir)).not.toContain(REGISTRY_KEY);
     const d = (await api.call('GET', '/deployments/general')).body.items[0];
     expect(d).toMatchObject({ name: 'legacy', revision: 2, env: { MODE: 'fast' }, secret_env: ['REGISTRY_API_KEY'] });
     const history = await api.call('GET', `/deployments/general/${d.id}/revisions`);
