@@ -17,6 +17,7 @@ import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { autoscalingMetricOf, autoscalingTargetOf, type AutoscalingMetric } from '../domain/autoscaling-signal.js';
 import type { DeploymentRecord, ReplicaRecord } from '../domain/records.js';
 import { appliedCount, splitOf } from '../domain/traffic.js';
+import { initialReplicasOf } from '../domain/initial-scale.js';
 import { StoreUnavailableError, type Store } from '../store/store.js';
 import type { ActivityRecorder } from './activity.js';
 import type { EventSink } from '../store/event-writer.js';
@@ -56,8 +57,8 @@ export interface AutoscalerOptions {
   windows: AutoscaleWindows;
   logger: Logger;
   registry: Registry;
-  /** A desired count changed: the controller should reconcile now. */
-  onChange: () => void;
+  /** Desired counts changed, of these deployments: the controller should reconcile them now. */
+  onChange: (deploymentIds: readonly number[]) => void;
   tickMs?: number;
   /** Where each tick's figures are kept for the console's Activity tab; none: not kept. */
   activity?: ActivityRecorder;
@@ -168,7 +169,7 @@ export class Autoscaler {
     const now = clock.now();
     const seen = new Set<number>();
     const live = new Set<string>();
-    let changed = false;
+    const changed = new Set<number>();
     for (const { value: d } of deployments) {
       const component = scaledComponent(d);
       if (component === null) continue;
@@ -196,7 +197,7 @@ export class Autoscaler {
         this.units.set(key, { deploymentId: d.id, revision: u.revision });
         const theirs = u.revision === null ? mine : mine.filter((r) => r.revision === u.revision);
         const decision = this.decideUnit(d, component, key, u.revision, u.share, theirs, u.revision === null ? samples : load.revisionSamples(d.id, u.revision), held, now);
-        if (decision.changed) changed = true;
+        if (decision.changed) changed.add(d.id);
         desired += decision.desired;
         panic ||= decision.panic;
         if (decision.signal !== null) signal = Math.max(signal ?? decision.signal, decision.signal);
@@ -216,7 +217,7 @@ export class Autoscaler {
       }
     }
     this.opts.activity?.retain(seen);
-    if (changed) this.opts.onChange();
+    if (changed.size > 0) this.opts.onChange([...changed]);
   }
 
   /** Decides for one unit, keeps its state and says so (metrics, log, event); `changed`: its figure moved. */
@@ -287,13 +288,14 @@ export class Autoscaler {
 
   /**
    * Where a new unit starts: the count last applied (the deployment's, or the revision's in a
-   * split), else for a deployment at least one replica even at min 0, so its revision is seen
-   * to become ready (Knative's initial scale; it goes to zero when idle), and for a revision
-   * joining a split the replicas it runs already (it served alone until now).
+   * split), else for a deployment its initial scale — by default at least one replica even at
+   * min 0, so its revision is seen to become ready (Knative's initial scale; it goes to zero
+   * when idle), none with initial_replicas 0 — and for a revision joining a split the replicas
+   * it runs already (it served alone until now).
    */
   private initialCount(d: DeploymentRecord, component: string, revision: number | null, spec: AutoscaleSpec, replicas: readonly ReplicaRecord[]): number {
     const clamp = (v: number) => Math.min(spec.max, Math.max(spec.min, v));
-    if (revision === null) return appliedCount(d, component) ?? clamp(1);
+    if (revision === null) return appliedCount(d, component) ?? clamp(initialReplicasOf(d.scaling));
     const applied = d.revision_desired?.[String(revision)]?.[component];
     if (applied !== undefined) return applied;
     return clamp(replicas.filter((r) => r.state === 'ready' || r.state === 'starting').length);
