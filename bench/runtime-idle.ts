@@ -4,7 +4,7 @@
 // (utime + stime from /proc, as a percentage of one core) and, with --strace, over a second
 // window the files it opened under /proc and the connections it made (strace -f; slower, so
 // not in the CPU window).
-//   npx tsx bench/runtime-idle.ts [-- --replicas 5 --seconds 20 --pods off --strace]
+//   npx tsx bench/runtime-idle.ts [--replicas 5 --seconds 20 --pods off --strace]
 // `--pods off` runs replicas on the host's network, where the runtime checks what each one
 // listens on (a /proc read of the processes' sockets).
 
