@@ -44,7 +44,7 @@ import { appliedCount, resolveTraffic, soleRevisionOf, splitOf, type RevisionSha
 import { initialReplicasOf } from '../domain/initial-scale.js';
 import { normaliseRegistryHost, REGISTRY_CREDENTIAL_EVENTS, registryHostOf, unboundCredentialMessage } from '../domain/registry-hosts.js';
 import { crashLooping, deploymentStatus, desiredReplicas, failingReason, GENERAL_COMPONENT, splitFigure, splitReplicas, type ReplicaHealth } from './desired.js';
-import { ControllerLease } from './lease.js';
+import { ControllerLease, renewalInterval } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
 import { orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
 import { planReplicas, planSplit, runRevisionOf, splitDrainAt, SPLIT_DRAIN_MS, type Action, type LiveReplica } from './plan.js';
@@ -80,7 +80,7 @@ export interface ControllerOptions {
   load: ReplicaLoad | null;
   /** The tick: due timers and retries are moved into the dirty set, running replicas' books kept. */
   tickMs?: number;
-  /** How often the lease is renewed (capped at a third of its TTL); default: every tick. */
+  /** How often the lease is renewed; default: every tick, at most a third of its TTL. */
   leaseRenewMs?: number;
   /** How long routing tables take to drop a draining replica before in-flight is trusted. */
   drainSettleMs?: number;
@@ -258,7 +258,7 @@ export class Controller {
         lost: () => this.abandon(),
         retaken: () => this.retaken(),
       },
-      this.opts.leaseRenewMs ?? tickMs,
+      this.opts.leaseRenewMs ?? renewalInterval(tickMs, this.lease.ttlMs),
     );
     this.schedule();
     await this.passes.current();

@@ -24,6 +24,11 @@ import { StoreUnavailableError, type Fence, type Store } from '../store/store.js
 
 export const CONTROLLER_LEASE = 'controller';
 
+/** How often a lease of `ttlMs` is renewed: every `tickMs`, and at least three times per lease, so two renewals may fail in a row before it runs out. */
+export function renewalInterval(tickMs: number, ttlMs: number): number {
+  return Math.max(1, Math.min(tickMs, Math.floor(ttlMs / 3)));
+}
+
 export interface LeaseEvents {
   /** Leadership starts (first taken, or taken again after another held it): reap what was left and reconcile everything. */
   gained(): void;
@@ -60,13 +65,12 @@ export class ControllerLease {
   }
 
   /**
-   * Takes or renews the lease now and then every `renewMs` (capped at a third of the lease,
-   * so two renewals may fail in a row before it runs out). A standby tries as often.
+   * Takes or renews the lease now and then every `renewMs` (by default every second, at most a
+   * third of the lease: renewalInterval). A standby tries as often.
    */
   start(events: LeaseEvents, renewMs: number): Promise<boolean> {
     this.events = events;
-    const every = Math.max(1, Math.min(renewMs, Math.floor(this.ttlMs / 3)));
-    this.timer = setInterval(() => void this.renew(), every);
+    this.timer = setInterval(() => void this.renew(), Math.max(1, renewMs));
     this.timer.unref();
     return this.renew();
   }
