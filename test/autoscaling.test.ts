@@ -1,8 +1,8 @@
 // The autoscaler and the activator with real processes and short windows: a min-0
 // deployment goes to zero when idle, the first request after idle is held and served, six
 // concurrent streams bring it to three replicas, it returns to zero when they stop, and no
-// request fails in the whole run; a scale-down decided while streams run completes every
-// stream; a full activator queue answers 503 with Retry-After, a held request that waits too
+// request fails in the whole run; one created with initial_replicas 0 starts no replica until
+// its first request; a scale-down decided while streams run completes every stream; a full activator queue answers 503 with Retry-After, a held request that waits too
 // long too.
 
 import { waitFor } from './helpers/wait.js';
@@ -91,6 +91,31 @@ describe('scale to zero and back', () => {
     await expect.poll(() => replicaMains(platform.dataDir, 'elastic-').length, { timeout: 15_000 }).toBe(0);
     expect(failures).toEqual([]);
   }, 120_000);
+});
+
+describe('initial_replicas 0', () => {
+  it('creates a deployment at zero that starts no replica until its first request, which the activator holds and a new replica serves', async () => {
+    const res = await platform.call(
+      'POST',
+      '/deployments/general',
+      engineBody('cold', TOKEN, { min_replicas: 0, max_replicas: 2, max_concurrency: 2, initial_replicas: 0, command: ['--startup-ms', '300', '--ttft-ms', '10', '--itl-ms', '5'] }),
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toMatchObject({ initial_replicas: 0, min_replicas: 0 });
+    const id = res.body.id as number;
+    // The pass that would have started a replica has run: it wrote the count, 0, and why.
+    type Cold = Counts & { status_reason: string | null };
+    await platform.waitFor(id, (d: Cold) => d.status_reason?.includes('first request') === true, 20_000, 'cold reconciled at zero');
+    const cold = (await platform.call('GET', `/deployments/general/${id}`)).body as Cold;
+    expect(cold).toMatchObject({ status: 'pending', components: { Replica: { ready: 0, desired: 0 } } });
+    expect(replicaMains(platform.dataDir, 'cold-')).toEqual([]);
+    expect((await platform.call('GET', `/deployments/general/${id}/replicas`)).body).toEqual({ items: [] });
+
+    const first = await platform.client('cold', TOKEN).chat.completions.create({ model: 'sim/model', messages: [{ role: 'user', content: 'first' }], max_tokens: 4 });
+    expect(first.system_fingerprint).toMatch(/^cold-r1-\d+$/);
+    expect(await metric(/infergate_activator_wait_seconds_count\{deployment="cold",outcome="forwarded"\} (\d+)/)).toBe(1);
+    await platform.waitFor(id, (d: Counts) => d.status === 'ready', 20_000, 'cold ready after its first request');
+  }, 60_000);
 });
 
 describe('a scale-down decided while streams run', () => {

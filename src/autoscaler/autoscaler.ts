@@ -28,6 +28,7 @@ import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { autoscalingMetricOf, autoscalingTargetOf, type AutoscalingMetric } from '../domain/autoscaling-signal.js';
 import type { DeploymentRecord } from '../domain/records.js';
 import { appliedCount, splitOf } from '../domain/traffic.js';
+import { initialReplicasOf } from '../domain/initial-scale.js';
 import { StoreUnavailableError, type Store } from '../store/store.js';
 import type { ActivityRecorder, IdlePoint } from './activity.js';
 import type { EventSink } from '../store/event-writer.js';
@@ -424,13 +425,14 @@ export class Autoscaler {
 
   /**
    * Where a new unit starts: the count last applied (the deployment's, or the revision's in a
-   * split), else for a deployment at least one replica even at min 0, so its revision is seen
-   * to become ready (Knative's initial scale; it goes to zero when idle), and for a revision
-   * joining a split the replicas it runs already (it served alone until now).
+   * split), else for a deployment its initial scale — by default at least one replica even at
+   * min 0, so its revision is seen to become ready (Knative's initial scale; it goes to zero
+   * when idle), none with initial_replicas 0 — and for a revision joining a split the replicas
+   * it runs already (it served alone until now).
    */
   private initialCount(d: DeploymentRecord, component: string, revision: number | null, spec: AutoscaleSpec, replicas: readonly ReplicaFacts[]): number {
     const clamp = (v: number) => Math.min(spec.max, Math.max(spec.min, v));
-    if (revision === null) return appliedCount(d, component) ?? clamp(1);
+    if (revision === null) return appliedCount(d, component) ?? clamp(initialReplicasOf(d.scaling));
     const applied = d.revision_desired?.[String(revision)]?.[component];
     if (applied !== undefined) return applied;
     return clamp(replicas.filter((r) => r.state === 'ready' || r.state === 'starting').length);

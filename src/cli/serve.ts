@@ -326,7 +326,10 @@ async function startController(
     windows: settings.autoscaler,
     logger: logger.child({ component: 'autoscaler' }),
     registry,
-    onChange: () => controller?.poke(),
+    // Each deployment whose figure moved is reconciled alone: the others are not touched.
+    onChange: (ids) => {
+      for (const id of ids) controller?.poke(id);
+    },
     ...(activity ? { activity } : {}),
     // Through the controller: only the leader's decisions are applied, so only they are told.
     events: (id, note) => controller?.recordEvent(id, note),

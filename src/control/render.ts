@@ -7,6 +7,7 @@
 import { acceptsCertificate } from '../domain/client-certificates.js';
 import { containerCapabilitiesOf } from '../domain/container-capabilities.js';
 import { autoscalingMetricOf } from '../domain/autoscaling-signal.js';
+import { initialReplicasOf } from '../domain/initial-scale.js';
 import { componentsOf, routedComponent, specifiedReplicas } from '../domain/components.js';
 import { resolveTraffic, rolloutModeOf, splitOf, tagHost, trafficOf, type RevisionShare } from '../domain/traffic.js';
 import type {
@@ -95,6 +96,7 @@ function scalingFields(d: DeploymentRecord): Record<string, unknown> {
   return {
     min_replicas: s.min_replicas,
     max_replicas: s.max_replicas,
+    ...(d.family === 'general' ? { initial_replicas: initialReplicasOf(s) } : {}),
     [target]: s.target_concurrency,
     cooldown_period: s.cooldown_period,
   };

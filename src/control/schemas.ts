@@ -218,6 +218,13 @@ export const GeneralRequest = Type.Object(
       ),
     ),
     max_concurrency: Nullable(Type.Integer()),
+    initial_replicas: Nullable(
+      Type.Integer({
+        description:
+          "replicas a new deployment starts with before the autoscaler decides (Knative's initial-scale): 0 up to max_replicas, never below min_replicas. " +
+          'Default: 1 with min_replicas 0 (its revision proves ready, then it may go to zero), else min_replicas. 0: no replica until the first request. Scales in place',
+      }),
+    ),
     container_capabilities: Nullable(
       Type.Array(Type.String(), {
         description:

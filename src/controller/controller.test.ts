@@ -13,7 +13,11 @@
 // revision rolls back to it, a manual rollout leaves the new revision unstarted, every change
 // and drained revision is an event, each replica's lifetime is counted under its revision
 // too, and an orchestrated split gives each revision's Frontend a workers file with its own
-// workers only.
+// workers only. Work follows change: over a thousand deployments at zero, ticks and passes touch
+// none of them (counted through the store and the runtime), one whose record changes is
+// reconciled within a second, a rollout deadline fires from its timer alone, and the lease is
+// renewed on time while a pass over a thousand runs; an expired lease nobody took is taken
+// back at once.
 
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -22,7 +26,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../core/clock.js';
-import type { DeploymentRecord } from '../domain/records.js';
+import type { DeploymentRecord, ReplicaRecord } from '../domain/records.js';
 import type { TrafficTarget } from '../domain/traffic.js';
 import type { Clock } from '../core/clock.js';
 import { readFile } from 'node:fs/promises';
@@ -30,7 +34,8 @@ import { localShells } from '../runtime/shell-launcher.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaObservation, ReplicaPhase, ReplicaRequest, Runtime } from '../runtime/runtime.js';
 import { FileStore } from '../store/file-store.js';
 import { deploymentRecord } from '../store/store.contract.js';
-import { modify } from '../store/store.js';
+import { modify, type Store } from '../store/store.js';
+import { writeStateFile } from '../../test/helpers/state-file.js';
 import { UsageLedger } from '../store/usage-ledger.js';
 import { orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
 import { logFilePath } from '../runtime/log-files.js';
@@ -90,7 +95,7 @@ class FakeRuntime implements Runtime {
   readonly description = 'fake';
   readonly started: FakeReplica[] = [];
   readonly reaped: string[] = [];
-  async adopt() {
+  async adopt(_leftover: LeftoverReplica, _request: ReplicaRequest): Promise<ReplicaHandle | null> {
     return null;
   }
   start(request: ReplicaRequest): ReplicaHandle {
@@ -118,6 +123,8 @@ let store: FileStore;
 let runtime: FakeRuntime;
 let inflight: Map<number, number>;
 const controllers: Controller[] = [];
+/** Stores a test opened besides the shared one: closed after the controllers stop. */
+const extraStores: FileStore[] = [];
 
 beforeEach(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-controller-'));
@@ -130,6 +137,7 @@ beforeEach(async () => {
 
 afterEach(async () => {
   for (const c of controllers.splice(0)) await c.stop();
+  for (const s of extraStores.splice(0)) await s.close();
   await store.close();
   await rm(dir, { recursive: true, force: true });
 });
@@ -361,13 +369,13 @@ describe('Controller', () => {
 });
 
 describe('Controller lease fencing', () => {
-  // Passes only when the test asks (a long tick): the controller "stalls" in between, while
-  // the test steps the store's clock past its lease.
+  // Passes and renewals only when the test asks (a long tick and renewal interval): the
+  // controller "stalls" in between, while the test steps the store's clock past its lease.
   let warnings: string[] = [];
   beforeEach(() => {
     warnings = [];
   });
-  const stalled = () => controller({ leaseTtlMs: 200, tickMs: 60_000, logger: pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) }) });
+  const stalled = () => controller({ leaseTtlMs: 200, tickMs: 60_000, leaseRenewMs: 60_000, logger: pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) }) });
   const pass = (c: Controller) => c.settled();
   /** The writes of replica records the store refused so far (each one is logged). */
   const refusals = () => warnings.filter((l) => l.includes('replica record write refused')).length;
@@ -390,20 +398,29 @@ describe('Controller lease fencing', () => {
     expect((await replicaRecords()).map((r) => r.state)).toEqual(['ready']); // the successor's to reap
   });
 
-  it('takes an expired lease nobody else took back, keeps its replicas, and writes again what was refused meanwhile', async () => {
+  it('takes an expired lease nobody else took back at once, at its first refused write: says so once per occurrence, keeps its replicas, writes again', async () => {
     await deploy(1);
     const c = stalled();
     await c.start();
     runtime.started[0]!.set('ready');
     await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('ready');
-    storeClock.advance(300); // expired; no other controller
-    runtime.started[0]!.set('starting');
-    await expect.poll(refusals).toBe(1);
-    expect((await replicaRecords())[0]?.state).toBe('ready'); // refused: the lease is not held
-    await pass(c);
+    const retaken = () => warnings.filter((l) => l.includes('controller lease had expired; taken back at once')).length;
+
+    storeClock.advance(300); // the only control process stalled past its lease; nobody took it
+    runtime.started[0]!.set('starting'); // its write is refused, and the lease asked for at once
+    // No pass runs and no renewal is due (both an hour away): the lease is taken back on the refusal itself.
+    await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('starting');
+    expect(refusals()).toBe(1);
+    expect(retaken()).toBe(1);
     expect(c.isLeader).toBe(true);
     expect(runtime.started[0]!.stopped).toBe(false);
-    await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('starting');
+
+    storeClock.advance(300); // a second stall: told again
+    runtime.started[0]!.set('ready');
+    await expect.poll(async () => (await replicaRecords())[0]?.state).toBe('ready');
+    expect(retaken()).toBe(2);
+    expect(warnings.some((l) => l.includes('lost') || l.includes('starting afresh'))).toBe(false);
+    expect(runtime.started).toHaveLength(1);
   });
 
   it('starts afresh when it finds another controller held the lease meanwhile, though it holds it again now', async () => {
@@ -424,33 +441,33 @@ describe('Controller lease fencing', () => {
 describe('Controller clean-up of deleted deployments', () => {
   const parents = () => ({ logs: path.join(dir, 'logs'), cache: path.join(dir, 'model-cache'), workers: path.join(dir, 'orchestrated') });
 
-  /** Passes begun so far: each begins by listing the leftovers on disk. */
-  let passesBegun = 0;
+  /** Times the directories were listed: at each taking of the lease only. */
+  let diskReads = 0;
   function cleaning(extra: Partial<ConstructorParameters<typeof Controller>[0]> = {}): Controller {
     const { logs, cache, workers } = parents();
     const local = new LocalLeftovers({ store, dirs: [logs, workers, cache] });
     const leftovers: DeploymentLeftovers = {
       onDisk: () => {
-        passesBegun++;
+        diskReads++;
         return local.onDisk();
       },
       inStore: () => local.inStore(),
       remove: (id) => local.remove(id),
     };
-    passesBegun = 0;
+    diskReads = 0;
     return controller({ leftovers, workersDir: workers, ...extra });
   }
 
   /**
-   * Resolves once a pass begun after this call has ended (the one after it has begun), for
-   * a controller whose replicas still drain, where `settled()` would wait for the drain too.
+   * Resolves once a full pass begun after this call has ended (the one after it has begun),
+   * for a controller whose replicas still drain, where `settled()` would wait for the drain too.
    */
   async function aPassRan(c: Controller): Promise<void> {
-    const begun = passesBegun;
+    const begun = c.counters.passes;
     await expect
       .poll(() => {
         c.poke();
-        return passesBegun;
+        return c.counters.passes;
       })
       .toBeGreaterThanOrEqual(begun + 2);
   }
@@ -486,10 +503,12 @@ describe('Controller clean-up of deleted deployments', () => {
     await expect.poll(() => runtime.started.length).toBe(1);
     await c.settled(); // the first pass scanned the store too, as it does on taking the lease
     expect(await left(paused)).toEqual(['logs', 'cache', 'usage']);
+    expect(diskReads).toBe(1); // directories are listed when the lease is taken, not every pass
 
     await store.delete('deployment', paused);
     await expect.poll(() => left(paused)).toEqual([]);
     expect(await left(live)).toEqual(['logs', 'cache', 'usage']);
+    expect(diskReads).toBe(1); // the deletion came from the change feed: no directory listing
 
     // A usage row written after the clean-up (another process's late flush) goes at the next scan.
     await leave(paused);
@@ -790,7 +809,8 @@ describe('Controller: traffic between revisions', () => {
       return revision === null ? 2 : figures[String(revision)];
     };
     const id = await deployRevisions(2, [to(1, 90), to(2, 10)]);
-    await controller({ autoscaled }).start();
+    const c = controller({ autoscaled });
+    await c.start();
     await expect.poll(perRevision).toEqual({ '1': 3, '2': 1 });
     expect(asked).toEqual(expect.arrayContaining(['1', '2']));
     expect(asked).not.toContain('null');
@@ -802,9 +822,10 @@ describe('Controller: traffic between revisions', () => {
     await expect.poll(async () => (await get(id)).revisions.map((r) => r.status)).toEqual(['ready', 'ready']);
     expect(await get(id)).toMatchObject({ status: 'ready', serving_revision: 1 });
 
-    // Each revision scales on its own.
+    // Each revision scales on its own; the autoscaler tells the controller which deployment's figures moved.
     figures['2'] = 3;
     figures['1'] = 1;
+    c.poke(id);
     await expect.poll(perRevision).toEqual({ '1': 1, '2': 3 });
     await expect.poll(async () => (await get(id)).revision_desired).toEqual({ '1': { Replica: 1 }, '2': { Replica: 3 } });
   });
@@ -1004,5 +1025,276 @@ describe('Controller: traffic between revisions', () => {
     }).toEqual(['2:Frontend', '2:Worker']);
     await expect.poll(() => existsSync(fileOf(1))).toBe(false);
     await expect.poll(() => file(2)).toEqual({ workers: addresses(2) });
+  });
+});
+
+describe('Controller: work follows change', () => {
+  const N = 1000;
+  const at = '2026-11-20T10:00:00.000Z';
+
+  /** A general deployment at min 0 scaled to zero, in the state the controller leaves it: nothing to do. */
+  function atZero(id: number): DeploymentRecord {
+    const base = deploymentRecord(id, `idle-${id}`);
+    return {
+      ...base,
+      scaling: { ...base.scaling, min_replicas: 0, max_replicas: 1, target_concurrency: 1 },
+      revisions: [{ ...base.revisions[0]!, status: 'ready' }],
+      status: 'ready',
+      desired_replicas: { Replica: 0 },
+      serving_revision: 1,
+      rollout: { revision: 1, from_revision: null, state: 'complete', reason: null, started_at: at, finished_at: at },
+    };
+  }
+
+  /** A file store (on the real clock) holding `deployments` and `replicas`, written in one go. */
+  async function seeded(deployments: DeploymentRecord[], replicas: ReplicaRecord[] = []): Promise<FileStore> {
+    const seededDir = path.join(dir, `seeded-${extraStores.length}`);
+    await writeStateFile(seededDir, { deployment: deployments, replica: replicas });
+    const s = new FileStore({ dir: seededDir });
+    await s.open();
+    extraStores.push(s);
+    return s;
+  }
+
+  /**
+   * The store, counting per deployment id every call that reads or writes one deployment (get,
+   * update, delete, events; replica records by their deployment), every listing, and the times
+   * the controller lease was held.
+   */
+  function counting(inner: Store) {
+    const touched = new Map<number, number>();
+    const lists: string[] = [];
+    const holds: number[] = [];
+    const touch = (id: number) => touched.set(id, (touched.get(id) ?? 0) + 1);
+    const replicaOwner = new Map<number, number>();
+    const counted: Store = {
+      open: () => inner.open(),
+      close: () => inner.close(),
+      ping: () => inner.ping(),
+      get: async (kind, id) => {
+        if (kind === 'deployment') touch(id);
+        const found = await inner.get(kind, id);
+        if (kind === 'replica' && found) touch((found.value as ReplicaRecord).deployment_id);
+        return found;
+      },
+      list: (kind) => {
+        lists.push(kind);
+        return inner.list(kind);
+      },
+      lookup: (index, key) => inner.lookup(index, key),
+      create: (kind, build, options) =>
+        inner.create(
+          kind,
+          (id) => {
+            const value = build(id);
+            if (kind === 'replica') {
+              replicaOwner.set(id, (value as ReplicaRecord).deployment_id);
+              touch((value as ReplicaRecord).deployment_id);
+            }
+            return value;
+          },
+          options,
+        ),
+      update: (kind, id, version, value, options) => {
+        if (kind === 'deployment') touch(id);
+        if (kind === 'replica') touch((value as ReplicaRecord).deployment_id);
+        return inner.update(kind, id, version, value, options);
+      },
+      delete: (kind, id, version, options) => {
+        if (kind === 'deployment') touch(id);
+        const owner = kind === 'replica' ? replicaOwner.get(id) : undefined;
+        if (owner !== undefined) touch(owner);
+        return inner.delete(kind, id, version, options);
+      },
+      appendEvent: (id, event, options) => {
+        touch(id);
+        return inner.appendEvent(id, event, options);
+      },
+      listEvents: (id) => {
+        touch(id);
+        return inner.listEvents(id);
+      },
+      watch: (listener) => inner.watch(listener),
+      onResync: (listener) => inner.onResync(listener),
+      holdLease: (name, holder, ttlMs) => {
+        holds.push(performance.now());
+        return inner.holdLease(name, holder, ttlMs);
+      },
+      releaseLease: (name, holder) => inner.releaseLease(name, holder),
+      publishReport: (topic, publisher, body, ttlMs) => inner.publishReport(topic, publisher, body, ttlMs),
+      readReports: (topic) => inner.readReports(topic),
+    };
+    return {
+      store: counted,
+      /** Ids touched since the last reset, sorted. */
+      touched: () => [...touched.keys()].sort((a, b) => a - b),
+      lists,
+      holds,
+      reset() {
+        touched.clear();
+        lists.length = 0;
+      },
+    };
+  }
+
+  /** The runtime, counting its calls per deployment. */
+  function countingRuntime(inner: Runtime) {
+    const calls: number[] = [];
+    const runtimeCounted: Runtime = {
+      description: inner.description,
+      start: (request) => {
+        calls.push(request.deploymentId);
+        return inner.start(request);
+      },
+      adopt: (leftover, request) => {
+        calls.push(request.deploymentId);
+        return inner.adopt(leftover, request);
+      },
+      reap: (leftover) => inner.reap(leftover),
+      sweep: (keep) => inner.sweep(keep),
+      shellRefusal: () => inner.shellRefusal(),
+    };
+    return { runtime: runtimeCounted, calls };
+  }
+
+  /** A controller over `n` idle deployments, past its first (full) pass, its counters then reset. */
+  async function overIdle(n: number) {
+    const seededStore = await seeded(Array.from({ length: n }, (_, i) => atZero(i + 1)));
+    const counted = counting(seededStore);
+    const runs = countingRuntime(runtime);
+    const asked = new Set<number>();
+    const c = controller({
+      store: counted.store,
+      runtime: runs.runtime,
+      tickMs: 20,
+      autoscaled: (id) => {
+        asked.add(id);
+        return 0; // the autoscaler keeps them at zero
+      },
+    });
+    await c.start();
+    await c.settled();
+    expect(c.counters.reconciled).toBeGreaterThanOrEqual(n); // the taking of the lease saw every one
+    expect(asked.size).toBe(n);
+    counted.reset();
+    asked.clear();
+    runs.calls.length = 0;
+    return { c, seededStore, counted, asked, runs };
+  }
+
+  it('a pass over 1,000 idle deployments (min 0, at zero) touches none of them, tick after tick', async () => {
+    const { c, counted, asked, runs } = await overIdle(N);
+    const reconciled = c.counters.reconciled;
+    const ticks = c.counters.ticks;
+    await expect.poll(() => c.counters.ticks, { timeout: 5000 }).toBeGreaterThanOrEqual(ticks + 10);
+    await c.settled(); // and a pass begun after those ticks
+    expect(counted.touched()).toEqual([]); // no get, update, event or replica write of any of them
+    expect(counted.lists).toEqual([]); // and no listing of them all
+    expect(asked.size).toBe(0); // no figure asked for, no plan made
+    expect(runs.calls).toEqual([]);
+    expect(c.counters.reconciled).toBe(reconciled);
+  });
+
+  it('a deployment whose record changes is reconciled within a second while 999 others are idle', async () => {
+    const { c, seededStore, counted, runs } = await overIdle(N);
+    const changed = 500;
+    const t0 = performance.now();
+    await modify(seededStore, 'deployment', changed, (d) => ({ ...d, scaling: { ...d.scaling, min_replicas: 1 } }));
+    await expect.poll(() => runs.calls, { timeout: 1000 }).toEqual([changed]);
+    expect(performance.now() - t0).toBeLessThan(1000);
+    await c.settled();
+    expect(counted.touched()).toEqual([changed]);
+    expect(counted.lists).toEqual([]);
+  });
+
+  it('a rollout deadline fires from its timer for a deployment nothing else touches', async () => {
+    const clock = new ManualClock(Date.now());
+    const id = await deploy(1);
+    const c = controller({ clock, rolloutDeadlineMs: 10_000 });
+    await c.start();
+    await expect.poll(() => runtime.started.length).toBe(1);
+    runtime.started[0]!.set('ready');
+    await expect.poll(async () => (await get(id)).serving_revision).toBe(1);
+    await edit(id, 'never-ready');
+    await expect.poll(() => runtime.started.length).toBe(2);
+    await c.settled();
+    const reconciled = c.counters.reconciled;
+    clock.advance(9_000);
+    const ticks = c.counters.ticks;
+    await expect.poll(() => c.counters.ticks).toBeGreaterThanOrEqual(ticks + 3);
+    await c.settled();
+    expect(c.counters.reconciled).toBe(reconciled); // before its deadline, ticks leave it alone
+    expect((await get(id)).rollout).toMatchObject({ revision: 2, state: 'in_progress' });
+    clock.advance(1_001);
+    await expect.poll(async () => (await get(id)).revisions[1]?.status).toBe('failed');
+    expect((await get(id)).rollout).toMatchObject({ revision: 2, state: 'failed' });
+    await expect.poll(() => live().map((r) => r.request.revision)).toEqual([1]);
+  });
+
+  it('renews the lease on time while a reconcile of 1,000 runs: no gap past its TTL, no write refused', async () => {
+    /** A runtime that takes 3 ms of the thread to take back each replica (a container runtime inspects and probes each). */
+    class SlowAdopts extends FakeRuntime {
+      adopted = 0;
+      override async adopt(leftover: LeftoverReplica, request: ReplicaRequest): Promise<ReplicaHandle | null> {
+        const until = performance.now() + 3;
+        while (performance.now() < until);
+        this.adopted++;
+        const r = new FakeReplica(request);
+        r.address = `127.0.0.1:${30000 + this.adopted}`;
+        r.phase = 'ready';
+        this.started.push(r);
+        return r;
+      }
+    }
+    const deployments = Array.from({ length: N }, (_, i) => {
+      const d = atZero(i + 1);
+      return { ...d, scaling: { ...d.scaling, min_replicas: 1 }, desired_replicas: { Replica: 1 } };
+    });
+    const replicas: ReplicaRecord[] = deployments.map((d) => ({
+      id: d.id,
+      deployment_id: d.id,
+      revision: 1,
+      component: 'Replica',
+      name: `${d.name}-r1-${d.id}`,
+      address: `127.0.0.1:${30000 + d.id}`,
+      state: 'ready',
+      restarts: 0,
+      pid: null,
+      metrics_target: null,
+      updated_at: at,
+    }));
+    const seededStore = await seeded(deployments, replicas);
+    const counted = counting(seededStore);
+    const slow = new SlowAdopts();
+    const logged: string[] = [];
+    const ttlMs = 1000;
+    const c = controller({
+      store: counted.store,
+      runtime: slow,
+      tickMs: 100,
+      leaseTtlMs: ttlMs,
+      autoscaled: () => 1,
+      logger: pino({ level: 'warn' }, { write: (line: string) => logged.push(line) }),
+    });
+    const began = performance.now();
+    await c.start(); // takes back every replica, then reconciles every deployment
+    await c.settled();
+    const took = performance.now() - began;
+    expect(slow.adopted).toBe(N);
+    expect(c.counters.reconciled).toBeGreaterThanOrEqual(N);
+    expect(took).toBeGreaterThan(2 * ttlMs); // the work outlasted the lease: without renewals of its own it would have run out
+    const holds = counted.holds.filter((t) => t >= began);
+    const gaps = holds.slice(1).map((t, i) => t - holds[i]!);
+    expect(holds.length).toBeGreaterThan(took / ttlMs);
+    expect(Math.max(...gaps)).toBeLessThan(ttlMs);
+    expect(logged.filter((l) => /lost|refused|expired|afresh/.test(l))).toEqual([]);
+    expect(c.isLeader).toBe(true);
+
+    // Stopped with its store closed first: draining a thousand replicas through a store that
+    // rewrites its whole file per write would take the test a minute, and shows nothing here.
+    controllers.splice(controllers.indexOf(c), 1);
+    extraStores.splice(extraStores.indexOf(seededStore), 1);
+    await seededStore.close();
+    await c.stop();
   });
 });

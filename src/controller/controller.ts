@@ -1,17 +1,30 @@
-// Owns reconciliation: on every change of desired state and every second, it compares each
-// deployment's desired replicas with the ones it runs and acts through the runtime — starts
-// the missing, drains and stops the extra and those of superseded revisions or deleted
-// deployments — and writes observed state (replica records, deployment status, component
-// desired counts, per revision while traffic splits between revisions, revision status)
-// back to the store, with the deployment's events (replicas started, ready, restarted,
-// pulling; rollout steps; traffic shifted and revisions drained; a deployment failing, and
-// the autoscaler's decisions it is handed) written beside it without waiting for them. A
-// deployment whose traffic names one revision runs it alone, replaced by a rolling update; a
-// split runs each of its revisions side by side (plan.ts). It
-// removes what a deleted deployment left (directories, usage rows) once none of its replicas
-// runs, whatever state it was deleted in. After a restart it reaps what the previous run left
-// and brings every deployment back. It acts only while it holds the store's `controller`
-// lease, so a second control process on a shared store stands by.
+// Owns reconciliation: for each deployment something happened to, it compares its desired
+// replicas with the ones it runs and acts through the runtime — starts the missing, drains and
+// stops the extra and those of superseded revisions or deleted deployments — and writes
+// observed state (replica records, deployment status, component desired counts, per revision
+// while traffic splits between revisions, revision status) back to the store, with the
+// deployment's events (replicas started, ready, restarted, pulling; rollout steps; traffic
+// shifted and revisions drained; a deployment failing, and the autoscaler's decisions it is
+// handed) written beside it without waiting for them. A deployment whose traffic names one
+// revision runs it alone, replaced by a rolling update; a split runs each of its revisions
+// side by side (plan.ts).
+//
+// Work follows change, not size (reconcile-queue.ts): a deployment is reconciled when it is
+// marked dirty — a change-feed event of its record, a change of one of its replicas (or one
+// retired), the autoscaler's figure for it moving (`poke(id)`), a timer it set (a rollout's
+// deadline, a split's drain delay) coming due — and every deployment at once when the lease is
+// taken, when the change feed comes back after a cut, and on `poke()`. A dirty deployment is
+// read alone (`get`), never by listing them all. The tick (every second) only moves due timers
+// and retries into the dirty set and keeps each running replica's books (usage, record writes
+// that failed); a deployment at zero with no traffic costs nothing there. Passes give the event
+// loop back in slices, so the lease (lease.ts), renewed on its own timer, never waits on them.
+//
+// It removes what a deleted deployment left (directories, usage rows) once none of its
+// replicas runs, whatever state it was deleted in: a deletion is seen from its change-feed
+// event (or, after a cut, from the full pass), directories are listed only when the lease is
+// taken, and the store's usage rows are scanned at their own slow interval. After a restart it
+// reaps what the previous run left and brings every deployment back. It acts only while it
+// holds the store's `controller` lease, so a second control process on a shared store stands by.
 
 import { containerCapabilitiesOf } from '../domain/container-capabilities.js';
 import { COMPONENT, routedComponent, usesGpuInstance } from '../domain/components.js';
@@ -19,6 +32,7 @@ import { DEFAULTS } from '../config/defaults.js';
 import type { Logger } from 'pino';
 import { isoNow, type Clock } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
+import { TimeSlices } from '../core/time-slices.js';
 import type { DeploymentRecord, DeploymentSpec, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
 import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell, ReplicaSpec, Runtime } from '../runtime/runtime.js';
 import { lastOutputLine } from '../runtime/last-output.js';
@@ -27,13 +41,15 @@ import { fencedStore } from '../store/fenced-store.js';
 import { FencedError, modify, NotFoundError, StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { appliedCount, resolveTraffic, soleRevisionOf, splitOf, type RevisionShare } from '../domain/traffic.js';
+import { initialReplicasOf } from '../domain/initial-scale.js';
 import { normaliseRegistryHost, REGISTRY_CREDENTIAL_EVENTS, registryHostOf, unboundCredentialMessage } from '../domain/registry-hosts.js';
 import { crashLooping, deploymentStatus, desiredReplicas, failingReason, GENERAL_COMPONENT, splitFigure, splitReplicas, type ReplicaHealth } from './desired.js';
-import { ControllerLease } from './lease.js';
+import { ControllerLease, renewalInterval } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
 import { orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
-import { planReplicas, planSplit, runRevisionOf, type Action, type LiveReplica } from './plan.js';
-import { advanceRollout, splitRollout, type RolloutResult } from './rollout.js';
+import { planReplicas, planSplit, runRevisionOf, splitDrainAt, SPLIT_DRAIN_MS, type Action, type LiveReplica } from './plan.js';
+import { ReconcileQueue } from './reconcile-queue.js';
+import { advanceRollout, rolloutDeadlineAt, splitRollout, type RolloutResult } from './rollout.js';
 import { replicaEvents } from './replica-events.js';
 import { rolloutEvents, type RolloutProgress } from './rollout-events.js';
 import { drainedEvent, trafficEvents } from './traffic-events.js';
@@ -62,15 +78,18 @@ export interface ControllerOptions {
   stopGraceMs: number;
   /** In-flight requests per replica over the gateways (this process's and those reporting through the store); null: drain waits `drainSettleMs` only. */
   load: ReplicaLoad | null;
+  /** The tick: due timers and retries are moved into the dirty set, running replicas' books kept. */
   tickMs?: number;
+  /** How often the lease is renewed; default: every tick, at most a third of its TTL. */
+  leaseRenewMs?: number;
   /** How long routing tables take to drop a draining replica before in-flight is trusted. */
   drainSettleMs?: number;
   /** What deleted deployments leave behind (logs, model cache, workers files, usage rows). */
   leftovers?: DeploymentLeftovers;
   /**
    * How often the store is scanned for usage rows of deployments deleted unseen (another
-   * process's late flush). Directories are read every pass, the store at each
-   * taking of the lease.
+   * process's late flush). Directories and the store are read at each taking of the lease; a
+   * deletion seen on the change feed needs neither.
    */
   leftoverScanMs?: number;
   /**
@@ -136,13 +155,6 @@ interface PassPlan {
   files: number[];
 }
 
-/**
- * How long after an edit revisions outside a traffic split keep their replicas while a
- * revision of the split has no ready one: past it they go anyway, so a revision that never
- * gets ready does not hold the capacity of one that takes no traffic.
- */
-const SPLIT_DRAIN_MS = 60_000;
-
 interface Owned {
   recordId: number;
   deploymentId: number;
@@ -150,6 +162,8 @@ interface Owned {
   component: string;
   handle: ReplicaHandle;
   retiring: boolean;
+  /** Taken over by another controller: stopped without a drain, and nothing of it is written any more. */
+  abandoned: boolean;
   /** GPUs it holds, and up to when its lifetime has been counted in the usage ledger. */
   gpus: number;
   accountedAt: number;
@@ -178,27 +192,39 @@ export class Controller {
   /** Records of replicas stopped while the store was unreachable: removed once it answers. */
   private readonly undeleted = new Set<number>();
   // An unreachable store is logged once by the store monitor: replicas keep running as they
-  // are, and the pass a second later tries again.
+  // are, and what the pass did not get to is tried again at the next tick.
   private readonly passes = new CoalescingRunner(
     () => this.reconcile(),
-    (err) => (err instanceof StoreUnavailableError ? this.opts.logger.debug({ err }, 'reconcile skipped') : this.opts.logger.error({ err }, 'reconcile failed')),
+    (err) => {
+      if (err instanceof StoreUnavailableError) this.opts.logger.debug({ err }, 'reconcile skipped');
+      else if (err instanceof FencedError) this.opts.logger.warn('reconcile stopped: a write was refused, the controller lease is checked at once');
+      else this.opts.logger.error({ err }, 'reconcile failed');
+    },
   );
+  /** The deployments to reconcile, the timers they set, and whether all are due. */
+  private readonly queue = new ReconcileQueue();
   private stopped = false;
   private readonly lease: ControllerLease;
   /** The store, every write fenced by the lease: refused once another controller took over. */
   private readonly store: Store;
-  /** Deployment ids seen in the last pass: one missing now was deleted. */
+  /** Deployment ids known to exist (the last full pass, then the change feed): an id with leftovers and not here was deleted. */
   private known = new Set<number>();
   /** Deleted deployments whose leftovers are still to be removed. */
   private readonly gone = new Set<number>();
-  /** When the store is next scanned for leftovers; at once after taking the lease. */
-  private nextStoreScan = -Infinity;
+  /** The lease was just taken: reap what an earlier leader left before anything else. */
+  private takeBackDue = false;
+  /** The lease was just taken: read the leftovers on disk and in the store with the full pass. */
+  private leftoversDue = false;
+  /** When the store is next scanned for usage rows of deployments deleted unseen. */
+  private nextStoreScan = Infinity;
   /** Deployments' events, through the fenced store: a deposed controller's are refused. */
   private readonly events: EventWriter;
   /** Per deployment, the counts of its rollout's last step told (while one is in progress). */
   private readonly rolloutSteps = new Map<number, RolloutProgress>();
   /** Per deployment, the traffic shares last run (their changes are told once) and the revisions that left a split and still drain. */
   private readonly trafficSeen = new Map<number, { shares: RevisionShare[]; draining: Set<number> }>();
+  /** What this controller has done so far, for tests and diagnostics: ticks, passes, and deployments reconciled. */
+  readonly counters = { ticks: 0, passes: 0, reconciled: 0 };
 
   constructor(private readonly opts: ControllerOptions) {
     this.lease = new ControllerLease(opts.store, opts.logger, opts.leaseTtlMs ?? DEFAULTS.controller.leaseTtlMs);
@@ -219,11 +245,21 @@ export class Controller {
 
   async start(): Promise<void> {
     this.unwatch = this.store.watch((event) => {
-      if (event.kind === 'deployment') this.schedule();
+      // A deletion is a change like any: the pass finds the record gone and retires what it ran.
+      if (event.kind === 'deployment') this.mark(event.id);
     });
     this.unresync = this.opts.store.onResync(() => this.resync());
-    this.timer = setInterval(() => this.schedule(), this.opts.tickMs ?? DEFAULTS.controller.tickMs);
+    const tickMs = this.opts.tickMs ?? DEFAULTS.controller.tickMs;
+    this.timer = setInterval(() => this.tick(), tickMs);
     this.timer.unref();
+    await this.lease.start(
+      {
+        gained: () => this.gained(),
+        lost: () => this.abandon(),
+        retaken: () => this.retaken(),
+      },
+      this.opts.leaseRenewMs ?? renewalInterval(tickMs, this.lease.ttlMs),
+    );
     this.schedule();
     await this.passes.current();
   }
@@ -263,22 +299,36 @@ export class Controller {
     return null;
   }
 
-  /** Reconcile now (the autoscaler changed a desired count). */
-  poke(): void {
-    this.schedule();
+  /**
+   * Reconcile now: one deployment (the autoscaler changed its desired count), or, without an
+   * id, every deployment (a full pass, which lists them all).
+   */
+  poke(deploymentId?: number): void {
+    if (deploymentId === undefined) {
+      this.queue.markAll();
+      this.schedule();
+    } else {
+      this.mark(deploymentId);
+    }
   }
 
   /**
-   * Resolves once a pass begun after this call has run and nothing it started is still going
-   * (no pass due, no replica still being retired) — a settled point, so a test checks that
-   * something never happens after the pass that would have done it, instead of sleeping.
+   * Resolves once the lease has been renewed and a pass begun after this call has run, with
+   * nothing left due (no dirty deployment, no replica still being retired) — a settled point,
+   * so a test checks that something never happens after the pass that would have done it,
+   * instead of sleeping.
    */
   async settled(): Promise<void> {
+    await this.lease.renew();
     this.schedule();
     for (;;) {
       await this.passes.settled();
-      if (this.retirements.size === 0) return;
-      await Promise.all([...this.retirements]);
+      if (this.retirements.size > 0) {
+        await Promise.all([...this.retirements]);
+        continue;
+      }
+      if (!this.queue.pending || this.stopped || !this.lease.isHeld) return;
+      this.schedule();
     }
   }
 
@@ -294,6 +344,7 @@ export class Controller {
     this.unwatch?.();
     this.unresync?.();
     await this.passes.current();
+    // The lease keeps being renewed while the replicas drain: their record writes are fenced.
     for (const o of this.owned.values()) if (!o.retiring) this.retire(o, 'the service is stopping');
     await Promise.all([...this.retirements]);
     await this.events.flush();
@@ -303,17 +354,57 @@ export class Controller {
   /**
    * The store is back after its change feed was cut: replica record writes that failed
    * meanwhile are not retried by anything else, so every replica's current observation is
-   * written again, and a pass runs.
+   * written again; and changes to deployments were missed, so every deployment is reconciled.
    */
   private resync(): void {
     if (this.stopped) return;
     for (const o of this.owned.values()) this.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
+    this.queue.markAll();
+    this.schedule();
+  }
+
+  /** Marks a deployment dirty and runs a pass (or folds it into the one running). */
+  private mark(deploymentId: number): void {
+    this.queue.mark(deploymentId);
     this.schedule();
   }
 
   /** One pass at a time, plus one more if anything asked meanwhile. */
   private schedule(): void {
     if (!this.stopped) this.passes.trigger();
+  }
+
+  /** Leadership starts: what an earlier leader left is reaped, then every deployment reconciled. */
+  private gained(): void {
+    this.takeBackDue = true;
+    this.leftoversDue = true;
+    this.queue.markAll();
+    this.schedule();
+  }
+
+  /** The lease ran out and was taken back: what was refused meanwhile is written again now. */
+  private retaken(): void {
+    for (const o of this.owned.values()) if (o.unsaved) this.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
+    this.queue.retryNow();
+    this.schedule();
+  }
+
+  /**
+   * Every tick: due timers and failed deployments become dirty, and each running replica's
+   * books are kept (its lifetime counted, its record written again if that failed). Nothing
+   * here reads or writes a deployment that nothing happened to.
+   */
+  private tick(): void {
+    if (this.stopped) return;
+    this.counters.ticks++;
+    if (!this.lease.isHeld) return;
+    const now = this.opts.clock.now();
+    for (const o of this.owned.values()) {
+      this.account(o);
+      if (o.unsaved) this.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
+    }
+    const due = this.queue.tick(now);
+    if (due || this.undeleted.size > 0 || this.gone.size > 0 || now >= this.nextStoreScan) this.schedule();
   }
 
   /**
@@ -326,15 +417,16 @@ export class Controller {
     const { runtime, logger } = this.opts;
     const store = this.store;
     const deployments = new Map((await store.list('deployment')).map((d) => [d.value.id, d.value]));
+    const slices = new TimeSlices();
     for (const { value: r } of await store.list('replica')) {
       const handle = await this.adopt(deployments.get(r.deployment_id), r);
-      if (handle !== null) continue;
-      if (await runtime.reap({ name: r.name, pid: r.pid })) logger.warn({ replica: r.name }, 'reaped a replica left by an earlier run');
-      await store.delete('replica', r.id);
+      if (handle === null) {
+        if (await runtime.reap({ name: r.name, pid: r.pid })) logger.warn({ replica: r.name }, 'reaped a replica left by an earlier run');
+        await store.delete('replica', r.id);
+      }
+      await slices.yield();
     }
     await runtime.sweep(new Set([...this.owned.values()].map((o) => o.handle.name)));
-    // Deployments deleted while no controller ran left theirs too: the next pass reads the store.
-    this.nextStoreScan = -Infinity;
   }
 
   /** Takes back one leftover replica whose deployment and revision still exist; null when the runtime cannot. */
@@ -351,48 +443,125 @@ export class Controller {
     return handle;
   }
 
+  /**
+   * One pass: after taking the lease, reap what was left first; then every deployment due —
+   * all of them (listed once) when everything is, else the dirty ones, each read on its own —
+   * in slices that give the event loop back; then what deleted deployments left. A deployment
+   * whose reconcile failed is tried again at the next tick; a refused write asks the lease at
+   * once, and the pass stops there (the lease taken back, what is left is done).
+   */
   private async reconcile(): Promise<void> {
-    // Taking the lease reaps what an earlier leader (or an earlier run on this node) left.
-    if (!(await this.lease.hold({ gained: () => this.takeBackLeftovers(), lost: () => this.abandon() }))) return;
+    if (!this.lease.isHeld) return;
+    this.counters.passes++;
+    if (this.takeBackDue) {
+      this.takeBackDue = false;
+      try {
+        await this.takeBackLeftovers();
+      } catch (err) {
+        this.takeBackDue = true;
+        throw err;
+      }
+    }
     for (const id of this.undeleted) if ((await this.store.delete('replica', id).catch(() => null)) !== null) this.undeleted.delete(id);
-    for (const o of this.owned.values()) {
-      this.account(o);
-      if (o.unsaved) this.persist(o, o.handle.observe());
+    const work = this.queue.take();
+    let listed: Map<number, DeploymentRecord> | null = null;
+    try {
+      if (work.all) listed = await this.listAll();
+      else if (this.opts.clock.now() >= this.nextStoreScan) await this.scanStoreLeftovers();
+    } catch (err) {
+      if (work.all) this.queue.markAll();
+      for (const id of work.ids) this.queue.retry(id);
+      throw err;
     }
-    // Leftovers are read before the deployments: an id found there and missing from the list
-    // read after is surely deleted, since ids are never reused.
-    const leftovers = await this.findLeftovers();
-    const deployments = new Map((await this.store.list('deployment')).map((d) => [d.value.id, d.value]));
-    for (const o of this.owned.values()) {
-      if (!o.retiring && !deployments.has(o.deploymentId)) this.retire(o, 'its deployment was deleted');
+    const ids = listed === null ? work.ids : [...new Set([...listed.keys(), ...work.ids])];
+    const slices = new TimeSlices();
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i] as number;
+      if (this.stopped || !this.lease.isHeld) {
+        for (const rest of ids.slice(i)) this.queue.mark(rest);
+        return;
+      }
+      try {
+        const d = listed?.get(id) ?? (await this.store.get('deployment', id))?.value;
+        if (d === undefined) this.deleted(id);
+        else await this.reconcileDeployment(d);
+        this.counters.reconciled++;
+      } catch (err) {
+        if (!(err instanceof FencedError) && !(err instanceof StoreUnavailableError)) {
+          this.opts.logger.error({ err, deployment_id: id }, 'reconciling a deployment failed; trying again at the next tick');
+          this.queue.retry(id);
+          continue;
+        }
+        // The lease ran out or the store is gone: nothing more gets written this pass.
+        for (const rest of ids.slice(i)) this.queue.retry(rest);
+        if (err instanceof FencedError) void this.lease.renew();
+        throw err;
+      }
+      await slices.yield();
     }
-    for (const id of [...this.known, ...leftovers]) if (!deployments.has(id)) this.gone.add(id);
-    for (const id of [...this.rolloutSteps.keys()]) if (!deployments.has(id)) this.rolloutSteps.delete(id);
-    for (const id of [...this.trafficSeen.keys()]) if (!deployments.has(id)) this.trafficSeen.delete(id);
-    this.known = new Set(deployments.keys());
-    for (const d of deployments.values()) {
-      if (this.stopped) return;
-      await this.reconcileDeployment(d);
-    }
-    await this.removeLeftovers();
+    if (this.gone.size > 0) await this.removeLeftovers();
   }
 
-  /** Ids that have something left: directories every pass, usage rows at the scan interval. */
+  /**
+   * Every deployment, for a full pass; ids this controller knew, ran replicas of or found
+   * leftovers of that are not among them were deleted (while the change feed was cut, or
+   * before this controller ran). Leftovers are read at each taking of the lease only, and
+   * before the deployments: an id found there and missing from the list read after is surely
+   * deleted, since ids are never reused.
+   */
+  private async listAll(): Promise<Map<number, DeploymentRecord>> {
+    const leftovers = this.leftoversDue ? await this.findLeftovers() : new Set<number>();
+    this.leftoversDue = false;
+    const deployments = new Map((await this.store.list('deployment')).map((d) => [d.value.id, d.value]));
+    const seen = [...this.known, ...leftovers, ...[...this.owned.values()].map((o) => o.deploymentId), ...this.rolloutSteps.keys(), ...this.trafficSeen.keys()];
+    for (const id of seen) if (!deployments.has(id)) this.deleted(id);
+    this.known = new Set(deployments.keys());
+    return deployments;
+  }
+
+  /** Ids with something left at the taking of the lease: directories, and usage rows (the store scan's clock starts here). */
   private async findLeftovers(): Promise<Set<number>> {
     const { leftovers, clock } = this.opts;
     if (!leftovers) return new Set();
     const ids = await leftovers.onDisk();
-    if (clock.now() >= this.nextStoreScan) {
-      for (const id of await leftovers.inStore()) ids.add(id);
-      this.nextStoreScan = clock.now() + (this.opts.leftoverScanMs ?? DEFAULTS.controller.leftoverScanMs);
-    }
+    for (const id of await leftovers.inStore()) ids.add(id);
+    this.nextStoreScan = clock.now() + (this.opts.leftoverScanMs ?? DEFAULTS.controller.leftoverScanMs);
     return ids;
+  }
+
+  /**
+   * The slow scan of usage rows (another process may flush a deleted deployment's late): an id
+   * with rows that this controller does not know is read on its own — deleted, its rows go;
+   * there (created since), it is reconciled.
+   */
+  private async scanStoreLeftovers(): Promise<void> {
+    const { leftovers, clock } = this.opts;
+    this.nextStoreScan = clock.now() + (this.opts.leftoverScanMs ?? DEFAULTS.controller.leftoverScanMs);
+    if (!leftovers) return;
+    for (const id of await leftovers.inStore()) {
+      if (this.known.has(id) || this.gone.has(id)) continue;
+      if ((await this.store.get('deployment', id)) === undefined) this.gone.add(id);
+      else this.mark(id);
+    }
+  }
+
+  /** A deployment found deleted: its replicas drain, what it left goes once they stopped, and its bookkeeping is forgotten. */
+  private deleted(id: number): void {
+    for (const o of this.owned.values()) {
+      if (o.deploymentId === id && !o.retiring) this.retire(o, 'its deployment was deleted');
+    }
+    this.known.delete(id);
+    this.rolloutSteps.delete(id);
+    this.trafficSeen.delete(id);
+    this.queue.forget(id);
+    this.gone.add(id);
   }
 
   /**
    * Removes what deleted deployments left, whatever state they were deleted in (paused, at
    * zero, never started, or while no controller ran); one with replicas still draining waits
-   * for them, since they write logs until they stop. Idempotent: a failure is retried next pass.
+   * for them, since they write logs until they stop. Idempotent: a failure is retried at the
+   * next tick.
    */
   private async removeLeftovers(): Promise<void> {
     for (const id of [...this.gone]) {
@@ -402,9 +571,9 @@ export class Controller {
         await this.opts.leftovers?.remove(id);
         this.workersFiles?.forget(id);
         this.gone.delete(id);
-        this.opts.logger.info({ deployment_id: id }, 'removed what a deleted deployment left');
+        if (this.opts.leftovers) this.opts.logger.info({ deployment_id: id }, 'removed what a deleted deployment left');
       } catch (err) {
-        this.opts.logger.warn({ err, deployment_id: id }, 'removing what a deleted deployment left failed; retrying next pass');
+        this.opts.logger.warn({ err, deployment_id: id }, 'removing what a deleted deployment left failed; retrying at the next tick');
       }
     }
   }
@@ -422,8 +591,9 @@ export class Controller {
       let desired: number;
       if (split === null) {
         // Until the autoscaler has decided for a deployment: what was last applied, or for a new
-        // one at least one replica, so its revision is seen to become ready before going to zero.
-        const figure = autoscaled ? (autoscaled(d.id, null) ?? appliedCount(d, GENERAL_COMPONENT) ?? Math.max(d.scaling.min_replicas, 1)) : undefined;
+        // one its initial scale — by default at least one replica, so its revision is seen to
+        // become ready before going to zero (domain/initial-scale.ts).
+        const figure = autoscaled ? (autoscaled(d.id, null) ?? appliedCount(d, GENERAL_COMPONENT) ?? initialReplicasOf(d.scaling)) : undefined;
         desired = desiredReplicas(view, figure, autoscaled !== undefined)[GENERAL_COMPONENT] ?? 0;
       } else {
         desired = splitReplicas(d, splitFigure(d, split, GENERAL_COMPONENT, autoscaled?.(d.id, split)));
@@ -456,7 +626,7 @@ export class Controller {
    * failed rollout falling back to the serving revision), replaced by a rolling update; with a
    * split, every revision of it side by side, each at its own count.
    */
-  private passPlan(d: DeploymentRecord, replicas: LiveReplica[]): PassPlan {
+  private passPlan(d: DeploymentRecord, replicas: LiveReplica[]): PassPlan & { drainAt: number | null } {
     const specOf = (n: number | null) => (n === null ? undefined : d.revisions.find((r) => r.revision === n)?.spec);
     const split = splitOf(d);
     if (split === null) {
@@ -474,7 +644,16 @@ export class Controller {
         surge: this.opts.rolloutSurge ?? DEFAULTS.controller.rolloutSurge,
       });
       const runs = runRevision !== null && runSpec !== undefined ? [{ revision: runRevision, spec: runSpec, blocked: null, plans }] : [];
-      return { split, target, runs, actions, desired: Object.fromEntries(plans.map((p) => [p.component, p.desired])), revisionDesired: null, files: [runRevision ?? target] };
+      return {
+        split,
+        target,
+        runs,
+        actions,
+        desired: Object.fromEntries(plans.map((p) => [p.component, p.desired])),
+        revisionDesired: null,
+        files: [runRevision ?? target],
+        drainAt: null,
+      };
     }
     const runs: RevisionRun[] = split.map(({ revision }) => {
       const spec = specOf(revision);
@@ -482,11 +661,12 @@ export class Controller {
       const blocked = failed ? `revision ${revision} failed` : spec === undefined ? `revision ${revision} has no spec to run` : null;
       return { revision, spec: spec ?? d.spec, blocked, plans: this.componentPlans(d, spec ?? d.spec, revision) };
     });
+    const now = this.opts.clock.now();
     const actions = planSplit({
       split: runs.map((r) => ({ revision: r.revision, blocked: r.blocked, components: r.plans })),
       paused: d.paused,
       routed: routedComponent(d),
-      drainDue: this.opts.clock.now() - Date.parse(d.updated_at) >= SPLIT_DRAIN_MS,
+      drainDue: now - Date.parse(d.updated_at) >= SPLIT_DRAIN_MS,
       replicas,
     });
     const desired: Record<string, number> = {};
@@ -497,7 +677,9 @@ export class Controller {
       for (const [component, n] of Object.entries(counts)) desired[component] = (desired[component] ?? 0) + n;
     }
     const running = runs.filter((r) => r.blocked === null);
-    return { split, target: null, runs: running, actions, desired, revisionDesired, files: running.map((r) => r.revision) };
+    // Revisions outside the split that wait for it to serve go at the drain delay anyway: a timer, whatever else happens.
+    const drainAt = splitDrainAt(d.updated_at, split, replicas, now);
+    return { split, target: null, runs: running, actions, desired, revisionDesired, files: running.map((r) => r.revision), drainAt };
   }
 
   /**
@@ -508,8 +690,10 @@ export class Controller {
    * workers do.
    */
   private async reconcileDeployment(d: DeploymentRecord): Promise<void> {
+    this.known.add(d.id);
     if (d.spec.family === 'orchestrated' && !this.opts.workersDir) return;
     const { load, clock } = this.opts;
+    const deadlineMs = this.opts.rolloutDeadlineMs ?? DEFAULTS.controller.rolloutDeadlineMs;
     const mine = () => [...this.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring);
     const isReady = (o: Owned) => o.handle.observe().phase === 'ready';
     const plan = this.passPlan(
@@ -546,7 +730,7 @@ export class Controller {
           running,
         },
         clock.now(),
-        this.opts.rolloutDeadlineMs ?? DEFAULTS.controller.rolloutDeadlineMs,
+        deadlineMs,
       );
       if (result.rollout?.state === 'failed' && d.rollout?.state !== 'failed') {
         this.opts.logger.warn({ deployment: d.name, revision: result.rollout.revision, reason: result.rollout.reason }, 'rollout failed');
@@ -568,7 +752,14 @@ export class Controller {
       d.spec.family === 'general'
         ? deploymentStatus(d, readyReplicas.length, plan.desired[GENERAL_COMPONENT] ?? 0, looping !== null)
         : orchestratedStatus(d, byComponent, plan.desired, looping !== null);
-    const reason = newStatus === 'failing' && looping !== null ? failingReason(this.health(looping), await this.lastLine(looping)) : (waiting?.detail ?? null);
+    const reason =
+      newStatus === 'failing' && looping !== null
+        ? failingReason(this.health(looping), await this.lastLine(looping))
+        : (waiting?.detail ?? (newStatus === 'pending' && desiredTotal === 0 && after.length === 0 && !d.paused ? AT_ZERO_BEFORE_FIRST_REQUEST : null));
+    // The time rules of this deployment, as one timer: the rollout's deadline, the split's
+    // drain delay. It is reconciled then even if nothing else happens to it.
+    const deadlineAt = plan.split === null ? rolloutDeadlineAt(d, result, desiredTotal, deadlineMs) : null;
+    this.queue.at(d.id, earliest(deadlineAt, plan.drainAt));
     this.tellTraffic(d, plan);
     const written = await this.writeDeploymentState(d, plan, newStatus, reason, result);
     await this.writeWorkersFiles(d, plan);
@@ -823,6 +1014,7 @@ export class Controller {
       component: plan.component,
       handle,
       retiring: false,
+      abandoned: false,
       gpus: plan.gpus,
       accountedAt: this.opts.clock.now(),
       writes: Promise.resolve(),
@@ -848,30 +1040,46 @@ export class Controller {
     owned.seen = o;
   }
 
-  /** Writes what the runtime observed to the replica's record, in order, then re-plans. */
+  /** Writes what the runtime observed to the replica's record, in order, then reconciles its deployment. */
   private persist(owned: Owned, o: ReplicaObservation, state?: ReplicaState): void {
-    const next = (current: ReplicaRecord): ReplicaRecord => ({
-      ...current,
-      address: o.address ?? '',
-      state: state ?? (owned.retiring ? 'draining' : o.phase === 'stopped' ? 'stopped' : o.phase),
-      restarts: o.restarts,
-      pid: o.pid,
-      metrics_target: o.metricsTarget,
-      detail: o.detail,
-      updated_at: isoNow(this.opts.clock),
-    });
+    if (owned.abandoned) return;
+    // A record that already says all this is left as it is (a replica taken back, a write made
+    // again after the feed or the lease came back): no write, no change event for the gateways.
+    const next = (current: ReplicaRecord): ReplicaRecord | undefined => {
+      const observed = {
+        address: o.address ?? '',
+        state: state ?? (owned.retiring ? 'draining' : o.phase === 'stopped' ? 'stopped' : o.phase),
+        restarts: o.restarts,
+        pid: o.pid,
+        metrics_target: o.metricsTarget,
+        detail: o.detail,
+      };
+      const same =
+        current.address === observed.address &&
+        current.state === observed.state &&
+        current.restarts === observed.restarts &&
+        current.pid === observed.pid &&
+        JSON.stringify(current.metrics_target) === JSON.stringify(observed.metrics_target) &&
+        (current.detail ?? null) === observed.detail;
+      return same ? undefined : { ...current, ...observed, updated_at: isoNow(this.opts.clock) };
+    };
     owned.writes = owned.writes
       .then(() => modify(this.store, 'replica', owned.recordId, next))
       .then(
         () => {
           owned.unsaved = false;
-          this.schedule();
+          this.mark(owned.deploymentId);
         },
         (err: Error) => {
           if (err instanceof NotFoundError) return;
           owned.unsaved = true;
-          if (err instanceof FencedError) this.opts.logger.warn({ replica: owned.handle.name }, 'replica record write refused: this controller may no longer hold the lease');
-          else this.opts.logger.warn({ err, replica: owned.handle.name }, 'replica record write failed; written again next pass');
+          if (err instanceof FencedError) {
+            this.opts.logger.warn({ replica: owned.handle.name }, 'replica record write refused: this controller may no longer hold the lease; it is checked at once');
+            // The only control process may have stalled past its lease: taken back at once, the write is made again then.
+            void this.lease.renew();
+          } else {
+            this.opts.logger.warn({ err, replica: owned.handle.name }, 'replica record write failed; written again at the next tick');
+          }
         },
       );
   }
@@ -899,8 +1107,9 @@ export class Controller {
       await this.store.delete('replica', o.recordId).catch(() => this.undeleted.add(o.recordId));
       this.owned.delete(o.recordId);
       this.opts.logger.info({ replica: o.handle.name }, 'replica stopped');
-      // The last replica of a deleted deployment gone: the next pass removes what it left.
-      this.schedule();
+      // Its deployment re-plans without it (a rollout's next step; the last replica of a
+      // deleted deployment gone: what it left is removed).
+      this.mark(o.deploymentId);
     })().catch((err: Error) => this.opts.logger.error({ err, replica: o.handle.name }, 'retiring a replica failed'));
     this.retirements.add(done);
     void done.finally(() => this.retirements.delete(done));
@@ -915,6 +1124,7 @@ export class Controller {
     const abandoned = [...this.owned.values()].filter((o) => !o.retiring);
     for (const o of abandoned) {
       o.retiring = true;
+      o.abandoned = true;
       this.account(o);
       const done = o.handle.stop(this.opts.stopGraceMs).catch((err: Error) => this.opts.logger.error({ err, replica: o.handle.name }, 'stopping an abandoned replica failed'));
       this.retirements.add(done);
@@ -934,6 +1144,15 @@ export class Controller {
     while (load.inflight(o.recordId) > 0 && clock.now() < deadline) await clock.sleep(100);
     if (load.inflight(o.recordId) > 0) this.opts.logger.warn({ replica: o.handle.name, inflight: load.inflight(o.recordId) }, 'drain timed out; stopping anyway');
   }
+}
+
+/** The status reason of a deployment that has never served and runs nothing on purpose (initial_replicas 0): what brings it up. */
+const AT_ZERO_BEFORE_FIRST_REQUEST = 'no replica runs until the first request, which starts one (initial_replicas 0)';
+
+/** The earlier of two times, either of which may be absent. */
+function earliest(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  return b === null ? a : Math.min(a, b);
 }
 
 /** `secretEnv`: the spec's secret variables, unsealed, joined to its plain ones (a name is never in both). */

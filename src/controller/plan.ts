@@ -13,13 +13,21 @@
 // A traffic split (planSplit): every revision of the split runs its own replicas at its own
 // count, a failed one runs nothing; replicas of revisions outside the split are retired only
 // once every revision of the split serves (a ready replica of the routed component) or the
-// split is a minute old, so the gateway always has somewhere to send a share that moved.
+// split is a minute old (SPLIT_DRAIN_MS; splitDrainAt says when, so the controller sets a
+// timer for it), so the gateway always has somewhere to send a share that moved.
 //
 // Replicas are retired in this order: not yet ready first, then the least loaded, then the
 // newest.
 
 import type { DeploymentRecord } from '../domain/records.js';
 import { soleRevisionOf } from '../domain/traffic.js';
+
+/**
+ * How long after an edit revisions outside a traffic split keep their replicas while a
+ * revision of the split has no ready one: past it they go anyway, so a revision that never
+ * gets ready does not hold the capacity of one that takes no traffic.
+ */
+export const SPLIT_DRAIN_MS = 60_000;
 
 /** A running (not retiring) replica, as the controller sees it at the start of a pass. */
 export interface LiveReplica {
@@ -173,4 +181,17 @@ export function planSplit(input: SplitPlanInput): Action[] {
     retire(firstToRetire(ofRevision, ofRevision.length), `revision ${revision} takes no traffic any more`);
   }
   return actions;
+}
+
+/**
+ * When planSplit's `drainDue` turns true for replicas of revisions outside the split, while
+ * some run and it is not due yet (`updatedAt`: the deployment's last edit); null when nothing
+ * waits for it. The controller reconciles the deployment again then, whether or not anything
+ * else happened to it.
+ */
+export function splitDrainAt(updatedAt: string, split: readonly { revision: number }[], replicas: readonly Pick<LiveReplica, 'revision'>[], now: number): number | null {
+  const inSplit = new Set(split.map((t) => t.revision));
+  if (!replicas.some((r) => !inSplit.has(r.revision))) return null;
+  const at = Date.parse(updatedAt) + SPLIT_DRAIN_MS;
+  return at > now ? at : null;
 }

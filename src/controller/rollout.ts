@@ -5,7 +5,8 @@
 // One revision (advanceRollout): a rollout to the revision traffic sends everything to (T,
 // normally the newest) from the serving revision S completes when T has every desired
 // replica ready and no replica of another revision is left; it fails when T has not got
-// there within the deadline, and S keeps serving. The first revision of a deployment has no
+// there within the deadline, and S keeps serving (rolloutDeadlineAt says when that is due, so
+// the controller sets a timer for it). The first revision of a deployment has no
 // deadline: it stays pending until it is ready (spec: a vendor-packaged container "stays
 // pending until its readiness probe passes"). A newer revision traffic does not send to
 // stays pending: it never ran.
@@ -84,6 +85,17 @@ export function advanceRollout(d: DeploymentRecord, counts: RolloutCounts, now: 
     return { serving, rollout: { ...rollout, state: 'failed', reason, finished_at: iso }, revisions: setStatus(d.revisions, target, 'failed', reason) };
   }
   return { serving, rollout, revisions: d.revisions };
+}
+
+/**
+ * When advanceRollout's deadline fails the rollout in `result` if nothing changes meanwhile
+ * (the first moment past it); null when no deadline runs (no rollout in progress, the first
+ * revision, nothing desired).
+ */
+export function rolloutDeadlineAt(d: Pick<DeploymentRecord, 'updated_at'>, result: RolloutResult, desired: number, deadlineMs: number): number | null {
+  const rollout = result.rollout;
+  if (rollout === null || rollout.state !== 'in_progress' || result.serving === null || result.serving === rollout.revision || desired <= 0) return null;
+  return Math.max(Date.parse(rollout.started_at), Date.parse(d.updated_at)) + deadlineMs + 1;
 }
 
 /** What the controller counted of a split this pass. */

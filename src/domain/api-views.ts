@@ -91,6 +91,7 @@ const familyFields = {
   hardware_instance_id: Type.Optional(NullOr(Type.Integer())),
   min_replicas: Type.Optional(Type.Integer()),
   max_replicas: Type.Optional(Type.Integer()),
+  initial_replicas: Type.Optional(Type.Integer({ description: 'general: replicas a new deployment starts with before the autoscaler decides (the default when it was not given: 1 with min_replicas 0, else min_replicas)' })),
   cooldown_period: Type.Optional(Type.Integer()),
   protocol: Type.Optional(Type.Enum(['http', 'grpc'])),
   routing_policy: Type.Optional(Type.Enum([...ROUTING_POLICIES])),

@@ -9,7 +9,7 @@
 export type Body = Record<string, unknown>;
 
 /** Replica counts, the concurrency target, the autoscaling signal and the cooldown: scaled in place, same revision. */
-export const SCALE_FIELDS: readonly string[] = ['min_replicas', 'max_replicas', 'max_concurrency', 'concurrency', 'cooldown_period', 'autoscaling_metric', 'autoscaling_target'];
+export const SCALE_FIELDS: readonly string[] = ['min_replicas', 'max_replicas', 'initial_replicas', 'max_concurrency', 'concurrency', 'cooldown_period', 'autoscaling_metric', 'autoscaling_target'];
 
 /** Endpoint credentials, gateway limits and traffic between revisions: applied at once, no revision, no restart. */
 export const AT_ONCE_FIELDS: readonly string[] = [

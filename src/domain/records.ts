@@ -119,6 +119,11 @@ export interface ScalingSpec {
   cooldown_period: number;
   /** Disaggregated only: fixed pool sizes. */
   pools: { prefill: number; decode: number } | null;
+  /**
+   * General only: replicas a new deployment runs before the autoscaler decides (Knative's
+   * initial-scale; domain/initial-scale.ts). Absent: 1 when min_replicas is 0, else min_replicas.
+   */
+  initial_replicas?: number;
   /** The signal the autoscaler scales on (domain/autoscaling-signal.ts); absent in older records: `concurrency`. */
   autoscaling_metric?: AutoscalingMetric;
   /**

@@ -166,6 +166,10 @@ const CASES: Case[] = [
   { rule: 'general min_replicas at least 0', family: 'general', body: general({ min_replicas: -1 }), field: 'min_replicas', message: 'min_replicas must be 0 or more' },
   ...shared('max_replicas at least min_replicas', { min_replicas: 3, max_replicas: 2 }, 'max_replicas', 'max_replicas (2) must be at least min_replicas (3)'),
   { rule: 'max_replicas at least 1', family: 'general', body: general({ min_replicas: 0, max_replicas: 0 }), field: 'max_replicas', message: 'max_replicas must be at least 1' },
+  { rule: 'initial_replicas 0 or more', family: 'general', body: general({ min_replicas: 0, max_concurrency: 4, initial_replicas: -1 }), field: 'initial_replicas', message: 'initial_replicas must be a whole number, 0 or more (0: no replica until the first request), got -1' },
+  { rule: 'initial_replicas at most max_replicas', family: 'general', body: general({ min_replicas: 0, max_replicas: 2, max_concurrency: 4, initial_replicas: 3 }), field: 'initial_replicas', message: 'initial_replicas (3) must be at most max_replicas (2)' },
+  { rule: 'initial_replicas an integer', family: 'general', body: general({ initial_replicas: 0.5 }), field: 'initial_replicas', message: 'initial_replicas must be an integer' },
+  { rule: 'initial_replicas refused in orchestrated', family: 'orchestrated', body: aggregated({ initial_replicas: 0 }), field: 'initial_replicas', message: 'orchestrated deployments never scale to zero' },
   { rule: 'max_concurrency positive', family: 'general', body: general({ max_concurrency: 0 }), field: 'max_concurrency', message: 'max_concurrency must be a positive integer' },
   { rule: 'concurrency positive', family: 'orchestrated', body: aggregated({ concurrency: -2 }), field: 'concurrency', message: 'concurrency must be a positive integer' },
   { rule: 'max_concurrency required when max > min', family: 'general', body: general({ min_replicas: 1, max_replicas: 3 }), field: 'max_concurrency', message: 'max_concurrency is required when max_replicas (3) > min_replicas (1)' },
@@ -357,6 +361,7 @@ describe('validateCreate: valid requests and defaults', () => {
   it.each<[string, Family, Body]>([
     ['general base', 'general', general()],
     ['general scale-to-zero', 'general', general({ min_replicas: 0, max_replicas: 2, max_concurrency: 4 })],
+    ['general at zero until its first request', 'general', general({ min_replicas: 0, max_replicas: 2, max_concurrency: 4, initial_replicas: 0 })],
     ['image on a registry with a port, with a host command', 'general', general({ image: 'registry.local:5000/team/engine', command: ['llama-server'] })],
     ['private endpoint alone', 'general', { ...without(general(), 'endpoint_bearer_token'), private_endpoint: true }],
     ['existing certificate alone', 'orchestrated', { ...without(aggregated(), 'endpoint_bearer_token'), client_certificate_id: CERT }],
@@ -511,6 +516,19 @@ describe('the spec example: disaggregated create', () => {
 
 describe('validatePatch', () => {
   const web = () => created('general', general({ min_replicas: 1, max_replicas: 2, max_concurrency: 4 }));
+
+  it('initial_replicas is kept in scaling when given (absent: the default, not stored), scales in place, and null clears it', () => {
+    const d = ok(validateCreate('general', general({ min_replicas: 0, max_replicas: 2, max_concurrency: 4, initial_replicas: 0 }), ctx));
+    expect(d.scaling).toMatchObject({ min_replicas: 0, initial_replicas: 0 });
+    expect(ok(validateCreate('general', general({ min_replicas: 0, max_replicas: 2, max_concurrency: 4 }), ctx)).scaling).not.toHaveProperty('initial_replicas');
+    const record = created('general', general({ min_replicas: 0, max_replicas: 2, max_concurrency: 4, initial_replicas: 0 }));
+    expect(toRequest(record)).toMatchObject({ initial_replicas: 0 });
+    expect(ok(validatePatch(record, { max_replicas: 3 }, ctx)).draft.scaling).toMatchObject({ initial_replicas: 0, max_replicas: 3 });
+    const cleared = ok(validatePatch(record, { initial_replicas: null }, ctx));
+    expect(cleared).toMatchObject({ specChanged: false, scalingChanged: true });
+    expect(cleared.draft.scaling).not.toHaveProperty('initial_replicas');
+    expect(classifyPatch({ initial_replicas: 1 }, record.revision).effect).toBe('scale');
+  });
 
   it('a min/max change scales in place: scalingChanged, not specChanged', () => {
     const r = ok(validatePatch(web(), { min_replicas: 2, max_replicas: 3 }, ctx));

@@ -4,7 +4,8 @@
 // host's network, its pod's otherwise). On the host's network the local runtime cannot force a
 // host command's bind address, so it checks what the replica actually opened and reports any
 // address beyond loopback: such a replica answers anyone who can reach this host, with no
-// token, no client certificate and no rate limit.
+// token, no client certificate and no rate limit. Many replicas are checked at once
+// (listeningAddressesOf): each namespace's socket table is read once for all of them.
 
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
@@ -75,28 +76,42 @@ function read(file: string): string {
 
 /** Every TCP address the processes `pids` listen on (each once), in whichever network namespace each is. */
 export function listeningAddresses(pids: readonly number[]): ListeningAddress[] {
-  const inodes = new Set<string>();
+  return listeningAddressesOf(new Map([[0, pids]])).get(0) ?? [];
+}
+
+/**
+ * For each group of processes (a replica's), every TCP address they listen on: the sockets each
+ * process holds, matched against the listening sockets of its network namespace — each
+ * namespace's table read once for every group in it (replicas on the host's network share one),
+ * so checking every replica costs one table read, not one per replica.
+ */
+export function listeningAddressesOf<K>(groups: ReadonlyMap<K, readonly number[]>): Map<K, ListeningAddress[]> {
+  const inodesOf = new Map<K, Set<string>>();
   // One table per namespace, read through a process that is in it.
   const tables = new Map<string, number>();
-  for (const pid of pids) {
-    try {
-      const ns = readlinkSync(`/proc/${pid}/ns/net`);
-      if (!tables.has(ns)) tables.set(ns, pid);
-    } catch {
-      continue; // gone
-    }
-    let fds: string[];
-    try {
-      fds = readdirSync(`/proc/${pid}/fd`);
-    } catch {
-      continue;
-    }
-    for (const fd of fds) {
+  for (const [key, pids] of groups) {
+    const inodes = new Set<string>();
+    inodesOf.set(key, inodes);
+    for (const pid of pids) {
       try {
-        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-        if (m) inodes.add(m[1] as string);
+        const ns = readlinkSync(`/proc/${pid}/ns/net`);
+        if (!tables.has(ns)) tables.set(ns, pid);
       } catch {
-        // closed meanwhile
+        continue; // gone
+      }
+      let fds: string[];
+      try {
+        fds = readdirSync(`/proc/${pid}/fd`);
+      } catch {
+        continue;
+      }
+      for (const fd of fds) {
+        try {
+          const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+          if (m) inodes.add(m[1] as string);
+        } catch {
+          // closed meanwhile
+        }
       }
     }
   }
@@ -104,12 +119,16 @@ export function listeningAddresses(pids: readonly number[]): ListeningAddress[] 
   for (const pid of tables.values()) {
     for (const [inode, address] of [...parseListening(read(`/proc/${pid}/net/tcp`), 4), ...parseListening(read(`/proc/${pid}/net/tcp6`), 6)]) listening.set(inode, address);
   }
-  const out: ListeningAddress[] = [];
-  for (const inode of inodes) {
-    const found = listening.get(inode);
-    if (found) out.push(found);
+  const out = new Map<K, ListeningAddress[]>();
+  for (const [key, inodes] of inodesOf) {
+    const found: ListeningAddress[] = [];
+    for (const inode of inodes) {
+      const address = listening.get(inode);
+      if (address) found.push(address);
+    }
+    out.set(key, found.sort((a, b) => a.port - b.port || a.address.localeCompare(b.address)));
   }
-  return out.sort((a, b) => a.port - b.port || a.address.localeCompare(b.address));
+  return out;
 }
 
 /** The addresses among these that anyone beyond this host could reach. */

@@ -17,8 +17,9 @@ import type { Logger } from 'pino';
 import type { ImageMap } from '../domain/image-map.js';
 import type { PortBook } from './free-port.js';
 import { planLaunch, REPLICA_HOST, type LaunchPlan } from './launch-plan.js';
-import { beyondLoopback, formatAddress, listeningAddresses } from './listening-sockets.js';
-import { processesInSession, sandboxProcesses, signalGroup, signalPid } from './process-tree.js';
+import type { ListenChecks, ListenTarget } from './listen-checks.js';
+import { beyondLoopback, formatAddress, type ListeningAddress } from './listening-sockets.js';
+import { sandboxProcesses, signalGroup, signalPid, type ProcessTable } from './process-tree.js';
 import { probeOnce } from './readiness.js';
 import { ReplicaBase, replicaLog, restartDelay } from './replica-base.js';
 import type { ReplicaExit, ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell } from './runtime.js';
@@ -36,8 +37,8 @@ export interface LocalReplicaTiming {
   probeTimeoutMs: number;
   /** Consecutive failed probes that take a ready replica out of routing. */
   failuresToUnready: number;
-  /** Ready probes between two checks of what the replica listens on (it is also checked when it becomes ready). */
-  listenCheckEvery: number;
+  /** How often what a replica on the host's network listens on is checked (also when it becomes ready); all replicas at once. */
+  listenCheckMs: number;
   /** First restart delay; doubles per consecutive crash up to the maximum. */
   backoffInitialMs: number;
   backoffMaxMs: number;
@@ -48,7 +49,7 @@ export const DEFAULT_TIMING: LocalReplicaTiming = {
   readyProbeMs: 1000,
   probeTimeoutMs: 2000,
   failuresToUnready: 3,
-  listenCheckEvery: 30,
+  listenCheckMs: 30_000,
   backoffInitialMs: 1000,
   backoffMaxMs: 30_000,
 };
@@ -72,6 +73,8 @@ export interface LocalReplicaDeps {
   pods: Pods | null;
   /** The runtime's ports: a port held in one pod is never given to another replica. */
   ports: PortBook;
+  /** The runtime's checks of what replicas on the host's network listen on; null: none (tests). */
+  listenChecks: ListenChecks | null;
   timing: LocalReplicaTiming;
   logger: Logger;
 }
@@ -79,7 +82,8 @@ export interface LocalReplicaDeps {
 export class LocalReplica extends ReplicaBase implements ReplicaHandle {
   private child: ChildProcess | null = null;
   private restarts = 0;
-  private readyProbes = 0;
+  /** While it is ready on the host's network: its entry in the runtime's listen checks. */
+  private listenTarget: ListenTarget | null = null;
   /** Addresses beyond loopback already reported, so each is said once per process. */
   private readonly exposed = new Set<string>();
   private port: number | null = null;
@@ -146,6 +150,7 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
     this.clearTimer();
+    this.unwatchListening();
     const child = this.child;
     if (child?.pid !== undefined) {
       const exited = new Promise<void>((resolve) => this.exitWaiters.push(resolve));
@@ -304,6 +309,7 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
       // Whatever the leader left in its group (a shell's children) goes with it.
       if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
       this.child = null;
+      this.unwatchListening();
       this.note(description);
       this.detail = description;
       for (const resolve of this.exitWaiters.splice(0)) resolve();
@@ -325,13 +331,38 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
    * On the host's network (no pods), a replica that listens beyond loopback (a host command
    * that ignored $HOST) answers anyone who can reach this host, with no token, no client
    * certificate and no rate limit. The runtime cannot stop it; it says so, in the replica's
-   * log and the service's, once per address and process. In a pod every address it can
-   * listen on is the pod's own, which only this host reaches: nothing to report.
+   * log and the service's, once per address and process. It is checked when it becomes ready
+   * and then with every other replica at the runtime's interval (listen-checks.ts). In a pod
+   * every address it can listen on is the pod's own, which only this host reaches: nothing to
+   * check.
    */
-  private checkListening(child: ChildProcess): void {
-    if (child.pid === undefined || this.pod !== null) return;
-    const pids = this.deps.sandbox !== null ? sandboxProcesses(child.pid) : processesInSession(child.pid);
-    const fresh = beyondLoopback(listeningAddresses(pids))
+  private watchListening(child: ChildProcess): void {
+    const checks = this.deps.listenChecks;
+    if (child.pid === undefined || this.pod !== null || checks === null) return;
+    this.unwatchListening();
+    const pid = child.pid;
+    const target: ListenTarget = {
+      pids: (table) => (this.child !== child ? [] : this.processesOf(pid, table)),
+      found: (addresses) => {
+        if (this.child === child) this.reportListening(addresses);
+      },
+    };
+    this.listenTarget = target;
+    checks.add(target);
+  }
+
+  private unwatchListening(): void {
+    if (this.listenTarget !== null) this.deps.listenChecks?.remove(this.listenTarget);
+    this.listenTarget = null;
+  }
+
+  /** The replica's processes: in its sandbox, or in its session (it leads one). */
+  private processesOf(pid: number, table: ProcessTable): number[] {
+    return this.deps.sandbox !== null ? table.sandboxProcesses(pid) : table.inSession(pid);
+  }
+
+  private reportListening(addresses: ListeningAddress[]): void {
+    const fresh = beyondLoopback(addresses)
       .map(formatAddress)
       .filter((a) => !this.exposed.has(a));
     if (fresh.length === 0) return;
@@ -399,8 +430,9 @@ export class LocalReplica extends ReplicaBase implements ReplicaHandle {
     // A probe that throws (it should only answer false) counts as a failed one, so probing goes on.
     const ok = await probeOnce(plan.probe, this.host, this.port, timing.probeTimeoutMs).catch(() => false);
     if (this.child !== child || this.stopping) return;
-    if (this.probeVerdict(ok, timing.failuresToUnready)) this.readyProbes = 0;
-    if (ok && this.readyProbes++ % timing.listenCheckEvery === 0) this.checkListening(child);
+    const wasReady = this.phase === 'ready';
+    if (this.probeVerdict(ok, timing.failuresToUnready)) this.watchListening(child);
+    else if (wasReady && this.phase !== 'ready') this.unwatchListening();
     this.scheduleProbe(plan);
   }
 }

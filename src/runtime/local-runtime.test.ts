@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_IMAGE_MAP } from '../domain/image-map.js';
 import { LocalRuntime } from './local-runtime.js';
+import { isAlive, ProcessTable } from './process-tree.js';
 import type { ReplicaRequest } from './runtime.js';
 import { replicaRequest } from '../../test/helpers/replica-request.js';
 
@@ -84,5 +85,25 @@ describe('sweep', () => {
     await expect.poll(() => existsSync(path.join(dataDir, 'replicas', 'mine-r1-4'))).toBe(true);
     expect(await rt.sweep()).toEqual([]);
     await replica.stop(1000);
+  });
+});
+
+describe('reap', () => {
+  it('stops what an earlier run left of each replica, reading the process table once for a whole takeover', async () => {
+    const left = ['gone-r1-1', 'gone-r1-2', 'gone-r1-3', 'gone-r1-4'].map((name) => {
+      const child = spawn('sleep', ['30'], { env: { PATH: process.env.PATH, INFERGATE_REPLICA_ID: name }, stdio: 'ignore' });
+      children.push(child);
+      return { name, child };
+    });
+    const bystander = spawn('sleep', ['30'], { env: { PATH: process.env.PATH, INFERGATE_REPLICA_ID: 'kept-r1-5' }, stdio: 'ignore' });
+    children.push(bystander);
+    await Promise.all([...left.map((l) => once(l.child, 'spawn')), once(bystander, 'spawn')]);
+    const rt = runtime(false);
+    const reads = ProcessTable.reads;
+    for (const l of left) expect(await rt.reap({ name: l.name, pid: null })).toBe(true);
+    expect(ProcessTable.reads - reads).toBe(1); // not one per replica
+    for (const l of left) expect(isAlive(l.child.pid!)).toBe(false);
+    expect(isAlive(bystander.pid!)).toBe(true);
+    expect(await rt.reap({ name: 'never-r1-9', pid: null })).toBe(false);
   });
 });

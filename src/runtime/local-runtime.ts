@@ -4,7 +4,9 @@
 // `<data-dir>/model-cache` when model caching is on, and the sandbox's seccomp program in
 // `<data-dir>/sandbox/`, each in its pod where the host gives pods (pods.ts); the reaping of
 // replicas an earlier run of the service left behind, and the sweeping of the directories they
-// left (config files may hold secrets) and of their pods' network namespaces.
+// left (config files may hold secrets) and of their pods' network namespaces. The process table
+// is read once per need for all replicas: one read shared by every reap of a takeover, one per
+// sweep, and one per round of the listen checks of replicas on the host's network.
 
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -14,7 +16,8 @@ import type { ImageMap } from '../domain/image-map.js';
 import { PortBook } from './free-port.js';
 import { pickInherited } from './launch-plan.js';
 import { DEFAULT_TIMING, LocalReplica, type LocalReplicaTiming } from './local-replica.js';
-import { findPdeathsigWrapper, isAlive, processesOfReplica, processesUsing, signalPid } from './process-tree.js';
+import { ListenChecks } from './listen-checks.js';
+import { findPdeathsigWrapper, isAlive, isProcessOfReplica, ProcessTable, signalPid } from './process-tree.js';
 import { Pods, type PodSettings } from './pods.js';
 import type { LeftoverReplica, ReplicaHandle, ReplicaRequest, Runtime } from './runtime.js';
 import type { SandboxHost } from './sandbox.js';
@@ -36,6 +39,9 @@ export interface LocalRuntimeOptions {
   scope: string;
   timing?: Partial<LocalReplicaTiming>;
 }
+
+/** How long the reaps of one takeover share a process table: each may wait seconds for processes to end. */
+const REAP_TABLE_MS = 10_000;
 
 export function runtimeDirs(dataDir: string) {
   return {
@@ -67,12 +73,16 @@ export class LocalRuntime implements Runtime {
   private readonly running = new Set<string>();
   private readonly pods: Pods | null;
   private readonly ports = new PortBook();
+  private readonly listenChecks: ListenChecks;
+  /** The process table the reaps of one takeover share: read at the first reap, dropped at the sweep that ends it, or once stale. */
+  private reapTable: { table: ProcessTable; readAt: number } | null = null;
 
   constructor(private readonly opts: LocalRuntimeOptions) {
     // In the sandbox, bubblewrap's --die-with-parent does what setpriv --pdeathsig does outside it.
     this.pdeathsig = opts.sandbox === null ? findPdeathsigWrapper() : null;
     this.seccompFile = opts.sandbox?.seccomp ? writeSeccompFile(runtimeDirs(opts.dataDir).sandboxDir) : null;
     this.pods = opts.pods !== null ? new Pods({ settings: opts.pods, scope: opts.scope, logger: opts.logger }) : null;
+    this.listenChecks = new ListenChecks({ ...DEFAULT_TIMING, ...opts.timing }.listenCheckMs);
     if (opts.sandbox === null && this.pdeathsig === null) {
       opts.logger.warn('setpriv --pdeathsig is not available: replicas of a service killed with SIGKILL are reaped at its next start');
     }
@@ -95,6 +105,7 @@ export class LocalRuntime implements Runtime {
       allowUnsandboxedHostCommands: this.opts.allowUnsandboxedHostCommands,
       pods: this.pods,
       ports: this.ports,
+      listenChecks: this.listenChecks,
       timing: { ...DEFAULT_TIMING, ...this.opts.timing },
       logger: this.opts.logger,
     });
@@ -118,7 +129,11 @@ export class LocalRuntime implements Runtime {
   }
 
   async reap(leftover: LeftoverReplica): Promise<boolean> {
-    const pids = processesOfReplica(leftover.name);
+    // A takeover reaps every leftover record in a row: one read of the table serves them all,
+    // and each pid is checked again just before it is signalled.
+    const pids = this.tableForReaps()
+      .withEnv('INFERGATE_REPLICA_ID', leftover.name)
+      .filter((pid) => isProcessOfReplica(pid, leftover.name));
     if (pids.length === 0) return false;
     this.opts.logger.warn({ replica: leftover.name, pids }, 'stopping a replica process left by an earlier run');
     for (const pid of pids) signalPid(pid, 'SIGTERM');
@@ -128,6 +143,7 @@ export class LocalRuntime implements Runtime {
   }
 
   async sweep(keep: ReadonlySet<string> = new Set()): Promise<string[]> {
+    this.reapTable = null;
     const { replicasDir } = runtimeDirs(this.opts.dataDir);
     const namespaces = (await this.pods?.sweep()) ?? [];
     let names: string[];
@@ -137,14 +153,25 @@ export class LocalRuntime implements Runtime {
       return namespaces;
     }
     const removed: string[] = [];
+    // Read now, once for every directory (not the reaps' table: a process may have started since).
+    let table: ProcessTable | null = null;
     for (const name of names) {
       const dir = path.join(replicasDir, name);
+      if (this.running.has(name) || keep.has(name)) continue;
+      table ??= ProcessTable.read();
       // A live process using it may belong to another service on this host (a standby on a shared store).
-      if (this.running.has(name) || keep.has(name) || processesUsing(dir).length > 0) continue;
+      if (table.using(dir).length > 0) continue;
       await rm(dir, { recursive: true, force: true });
       removed.push(name);
     }
     if (removed.length > 0) this.opts.logger.warn({ replicas: removed }, 'removed replica directories left by an earlier run');
     return [...namespaces, ...removed];
+  }
+
+  /** The table the reaps of one takeover share (they come in a row, then the sweep); read again once it is a few seconds old. */
+  private tableForReaps(): ProcessTable {
+    const now = performance.now();
+    if (this.reapTable === null || now - this.reapTable.readAt > REAP_TABLE_MS) this.reapTable = { table: ProcessTable.read(), readAt: now };
+    return this.reapTable.table;
   }
 }

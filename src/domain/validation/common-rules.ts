@@ -6,6 +6,7 @@
 import { describeCluster, findCluster, findHardware, type Cluster } from '../catalog.js';
 import { ROUTING_POLICIES, type Protocol, type RoutingPolicy, type ScalingSpec } from '../records.js';
 import { nameTakenByTag } from '../traffic.js';
+import { initialReplicasProblem } from '../initial-scale.js';
 import { checkAutoscaling, requestedMetric } from './autoscaling-rules.js';
 import type { Req } from './shape.js';
 import type { Options, ValidationContext } from './types.js';
@@ -142,16 +143,34 @@ function checkCooldown(req: Req): number | undefined {
   return cooldown;
 }
 
-/** min/max/target/cooldown of general inference and of orchestrated aggregated. */
+/**
+ * General only: the replicas a new deployment starts with (absent: the default, 1 at min 0
+ * else min — null here); a whole number up to max_replicas. Undefined after a problem.
+ */
+function checkInitialReplicas(req: Req, max: number | undefined): number | null | undefined {
+  if (req.family !== 'general') return null;
+  if (req.isBad('initial_replicas')) return undefined;
+  const given = req.int('initial_replicas');
+  if (given === undefined) return null;
+  const problem = initialReplicasProblem(given, max);
+  if (problem) {
+    req.add('initial_replicas', problem);
+    return undefined;
+  }
+  return given;
+}
+
+/** min/max/target/cooldown of general inference and of orchestrated aggregated (and a general deployment's initial replicas). */
 export function checkScaling(req: Req): ScalingSpec | undefined {
   const min = checkMinReplicas(req);
   const max = checkMaxReplicas(req, min);
+  const initial = checkInitialReplicas(req, max);
   const targetField = req.family === 'general' ? 'max_concurrency' : 'concurrency';
   const autoscaling = checkAutoscaling(req, { targetField, min, disaggregated: false });
   const target = checkTarget(req, targetField, min, max, requestedMetric(req) === 'concurrency');
   const cooldown = checkCooldown(req);
-  if (min === undefined || max === undefined || target === undefined || cooldown === undefined || autoscaling === undefined) return undefined;
-  return { min_replicas: min, max_replicas: max, target_concurrency: target, cooldown_period: cooldown, pools: null, ...autoscaling };
+  if (min === undefined || max === undefined || target === undefined || cooldown === undefined || autoscaling === undefined || initial === undefined) return undefined;
+  return { min_replicas: min, max_replicas: max, target_concurrency: target, cooldown_period: cooldown, pools: null, ...autoscaling, ...(initial === null ? {} : { initial_replicas: initial }) };
 }
 
 export function checkProtocol(req: Req): Protocol | undefined {

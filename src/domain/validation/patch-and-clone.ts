@@ -46,6 +46,7 @@ function generalRequest(spec: GeneralSpec, scaling: ScalingSpec): Obj {
     ...structuredClone(fields),
     min_replicas: scaling.min_replicas,
     max_replicas: scaling.max_replicas,
+    initial_replicas: scaling.initial_replicas,
     max_concurrency: scaling.target_concurrency,
     cooldown_period: scaling.cooldown_period,
     ...autoscalingRequest(scaling),

@@ -39,6 +39,7 @@ const GENERAL_FIELDS = new Map<string, FieldType>([
   ['container_capabilities', 'strings'],
   ['min_replicas', 'integer'],
   ['max_replicas', 'integer'],
+  ['initial_replicas', 'integer'],
   ['max_concurrency', 'integer'],
   ['cooldown_period', 'integer'],
   ['autoscaling_metric', 'string'],
@@ -115,6 +116,7 @@ const NOT_IN_ORCHESTRATED = new Map<string, string>([
   ['metrics_path', METRICS_TARGET],
   ['max_concurrency', 'orchestrated deployments call the target `concurrency`'],
   ['container_capabilities', 'the platform runs its own runtime for orchestrated deployments, with no capability to keep'],
+  ['initial_replicas', 'orchestrated deployments never scale to zero: their Workers start at min_replicas'],
 ]);
 
 const ORCHESTRATED_ONLY = 'serving modes and Prefill/Decode worker pools exist only in orchestrated inference';

@@ -179,6 +179,8 @@ export function networkRefusal(message: string, name: string, subnet: string | n
 export class DockerRuntime implements Runtime {
   private readonly puller: ImagePuller;
   private building: Promise<void> | null = null;
+  /** The scope's containers as one takeover's adopts and reaps share them: listed at the first, dropped at the sweep that ends it, or once stale. */
+  private takeover: { containers: Promise<Dockerode.ContainerInfo[]>; listedAt: number } | null = null;
   private readonly deps: DockerReplicaDeps;
   private readonly pods: DockerPods;
 
@@ -262,6 +264,7 @@ export class DockerRuntime implements Runtime {
   }
 
   async sweep(keep: ReadonlySet<string>): Promise<string[]> {
+    this.takeover = null;
     const removed = await this.opts.local.sweep(keep);
     const ours = await this.opts.docker.listContainers({ all: true, filters: { label: [`${LABEL.scope}=${this.opts.scope}`] } });
     for (const c of ours) {
@@ -295,8 +298,19 @@ export class DockerRuntime implements Runtime {
     return { ...this.deps, container: { ...this.deps.container, limits: containerLimits(request.hardware, this.opts.hostCpus) } };
   }
 
-  private containersOf(replica: string): Promise<Dockerode.ContainerInfo[]> {
-    return this.opts.docker.listContainers({ all: true, filters: { label: [`${LABEL.scope}=${this.opts.scope}`, `${LABEL.replica}=${replica}`] } });
+  /**
+   * A leftover replica's containers. A takeover asks this for every replica record in a row:
+   * the scope's containers are listed once for all of them (one Engine API call, not one per
+   * record), listed again if a takeover takes longer than TAKEOVER_LIST_MS.
+   */
+  private async containersOf(replica: string): Promise<Dockerode.ContainerInfo[]> {
+    const now = performance.now();
+    if (this.takeover === null || now - this.takeover.listedAt > TAKEOVER_LIST_MS) {
+      const containers = this.opts.docker.listContainers({ all: true, filters: { label: [`${LABEL.scope}=${this.opts.scope}`] } });
+      this.takeover = { containers, listedAt: now };
+      containers.catch(() => (this.takeover = null));
+    }
+    return (await this.takeover.containers).filter((c) => c.Labels[LABEL.replica] === replica);
   }
 
   /** The reference engine image, built here from this checkout when missing or out of date; once at a time. */
@@ -324,6 +338,9 @@ export class DockerRuntime implements Runtime {
     if (current && current.Id !== built.id) await docker.getImage(current.Id).remove().catch(() => undefined);
   }
 }
+
+/** How long the adopts and reaps of one takeover share one listing of the scope's containers. */
+const TAKEOVER_LIST_MS = 10_000;
 
 /** Orchestrated components (Frontend, Worker, Prefill, Decode) share their deployment's pod; a general replica has a network of its own. */
 function inPod(request: ReplicaRequest): boolean {
