@@ -4,7 +4,7 @@
 // passes through here — sealed secrets become `has_*` flags and secret environment variables a
 // list of names, hashes are dropped.
 
-import { acceptsCertificate } from '../domain/client-certificates.js';
+import { acceptsCertificate, keyTypeOfRecord } from '../domain/client-certificates.js';
 import { containerCapabilitiesOf } from '../domain/container-capabilities.js';
 import { autoscalingMetricOf } from '../domain/autoscaling-signal.js';
 import { componentsOf, routedComponent, specifiedReplicas } from '../domain/components.js';
@@ -243,6 +243,7 @@ export function renderCertificate(c: CertificateRecord, deployments: DeploymentR
     max_priority: c.max_priority ?? null,
     serial: c.serial,
     fingerprint_sha256: c.fingerprint_sha256,
+    key_type: keyTypeOfRecord(c),
     not_after: c.not_after,
     revoked: c.revoked_at !== null,
     revoked_at: c.revoked_at,
