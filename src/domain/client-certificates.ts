@@ -20,7 +20,7 @@ export const DEFAULT_CLIENT_KEY_TYPE: KeyType = 'ecdsa-p256';
 export const keyTypeOfRecord = (c: Pick<CertificateRecord, 'key_type'>): KeyType => c.key_type ?? 'rsa-2048';
 
 export function acceptsCertificate(
-  d: Pick<DeploymentRecord, 'id' | 'auth'>,
+  d: Pick<DeploymentRecord, 'id'> & { auth: Pick<DeploymentRecord['auth'], 'client_certificate_id'> },
   c: Pick<CertificateRecord, 'id' | 'deployment_id'>,
 ): boolean {
   const bound = d.auth.client_certificate_id;
