@@ -6,7 +6,7 @@
 // A server from before paging ignores limit, continue and name and answers a whole list: the
 // client then finds the name in it, and a list ends at its first answer.
 
-import type { DeploymentView, FAMILIES as VIEW_FAMILIES, RevisionReplicasView, RevisionSummaryView, RolloutView, TrafficTargetView } from '../domain/api-views.js';
+import type { DeploymentView, FAMILIES as VIEW_FAMILIES, ListPage, RevisionReplicasView, RevisionSummaryView, RolloutView, TrafficTargetView } from '../domain/api-views.js';
 import { PRIORITIES } from '../domain/priority.js';
 import type { ApiClient } from './api.js';
 import { ApiRefusal, UsageError } from './errors.js';
@@ -40,12 +40,7 @@ export const DEFAULT_CHUNK_SIZE = 500;
 /** The most the API answers per page. */
 export const CHUNK_SIZE_MAX = 500;
 
-/** A list answer: a page of items, and `continue` while more remain. */
-export interface ListPage<T> {
-  items: T[];
-  continue?: string;
-  remaining_item_count?: number;
-}
+export type { ListPage };
 
 /** `route` with query parameters added (undefined ones left out). */
 function withQuery(route: string, params: Record<string, string | number | undefined>): string {

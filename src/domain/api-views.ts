@@ -431,3 +431,12 @@ export type RevisionMetricsView = Static<typeof RevisionMetricsResponse>;
 export interface Items<T> {
   items: T[];
 }
+
+/**
+ * The answer of a paged list route (`?limit=`, `?continue=`; docs/control-api.md): a page of
+ * items and, while more remain, the token of the next page and how many remain after this one.
+ */
+export interface ListPage<T> extends Items<T> {
+  continue?: string;
+  remaining_item_count?: number;
+}
