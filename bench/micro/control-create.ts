@@ -79,7 +79,7 @@ async function run(n: number): Promise<void> {
   };
   const last = times.slice(-50).sort((a, b) => a - b);
   const list = await median('/deployments/general', Number(process.env.LIST_REPEAT ?? 5));
-  const page = await median('/deployments/general?limit=100', 9);
+  const page = await median('/deployments/general?limit=100', Number(process.env.PAGE_REPEAT ?? 9));
   console.log(JSON.stringify({
     n,
     store: process.env.REDIS_URL ? 'redis' : 'file',
