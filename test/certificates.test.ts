@@ -1,9 +1,17 @@
 // The certificate routes of the control API: issuing a client certificate, the .pem a
-// client uses, revocation, keys sealed at rest, and private endpoints getting their own
-// bound certificate on create, clone and edit.
+// client uses, revocation, keys sealed at rest, private endpoints getting their own
+// bound certificate on create, clone and edit, and key types (ECDSA P-256 by default, RSA-2048
+// on request; the .pem presented by curl, Python's ssl and Node).
 
+import { spawn } from 'node:child_process';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateEcKeyPair, issueServerCertificate } from '../src/pki/ca.js';
+import { modify } from '../src/store/store.js';
 import { disaggregatedBody, generalBody, startControl, testCa, type TestControl } from './helpers/control.js';
 import { downloadPem } from './helpers/tls-clients.js';
 
@@ -233,5 +241,100 @@ describe('private endpoints', () => {
     const again = await api.call('POST', '/deployments/general', privateGeneral('ci-private'));
     expect(again.status).toBe(201);
     expect((await api.call('GET', `/certificates/${again.body.client_certificate_id}`)).body.name).toBe('ci-private-client-2');
+  });
+});
+
+describe('key types', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-key-types-'));
+  });
+  afterAll(async () => rm(dir, { recursive: true, force: true }));
+
+  /**
+   * A server that asks for a client certificate the way the gateway does (requested, not
+   * required, the platform CA as trust anchor), with an ECDSA P-256 certificate of its own as a
+   * per-endpoint certificate now has: it answers with what it saw of the client.
+   */
+  async function mtlsServer(): Promise<{ port: number; close(): Promise<void> }> {
+    const ca = await testCa();
+    const own = issueServerCertificate(ca, ['ep.endpoints.test'], { keys: await generateEcKeyPair() });
+    const server = https.createServer({ cert: own.certPem, key: own.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: false }, (req, res) => {
+      const socket = req.socket as import('node:tls').TLSSocket;
+      res.end(JSON.stringify({ authorized: socket.authorized, cn: socket.getPeerCertificate().subject?.CN ?? null, cipher: socket.getCipher().name }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { port: (server.address() as { port: number }).port, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  }
+
+  const run = (command: string, args: string[]) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(command, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+      child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+      child.once('close', (code) => resolve({ code, stdout, stderr }));
+    });
+
+  it('are ECDSA P-256 by default and RSA-2048 when asked; a record from before reads rsa-2048', async () => {
+    const ec = await api.call('POST', '/certificates', { name: 'kt-ec' });
+    expect(ec.body.key_type).toBe('ecdsa-p256');
+    expect(new X509Certificate(await downloadPem(api, ec.body.id)).publicKey.asymmetricKeyType).toBe('ec');
+    const rsa = await api.call('POST', '/certificates', { name: 'kt-rsa', key_type: 'rsa-2048' });
+    expect(rsa.body.key_type).toBe('rsa-2048');
+    expect(new X509Certificate(await downloadPem(api, rsa.body.id)).publicKey.asymmetricKeyType).toBe('rsa');
+    expect((await api.call('POST', '/certificates', { name: 'kt-dsa', key_type: 'dsa' })).body.error.field).toBe('key_type');
+    await modify(api.store, 'certificate', rsa.body.id, (c) => {
+      const { key_type: _dropped, ...older } = c;
+      return older;
+    });
+    expect((await api.call('GET', `/certificates/${rsa.body.id}`)).body.key_type).toBe('rsa-2048');
+    const privateOne = await api.call('POST', '/deployments/general', { ...general('kt-private', 'unused'), endpoint_bearer_token: undefined, private_endpoint: true, cluster_id: 2 });
+    expect(privateOne.status, JSON.stringify(privateOne.body)).toBe(201);
+    expect((await api.call('GET', `/certificates/${privateOne.body.client_certificate_id}`)).body.key_type).toBe('ecdsa-p256');
+  });
+
+  it('an ECDSA .pem is presented by curl, Python’s ssl and Node to a server with an ECDSA certificate', async () => {
+    const made = await api.call('POST', '/certificates', { name: 'kt-clients' });
+    await writeFile(path.join(dir, 'client.pem'), await downloadPem(api, made.body.id), { mode: 0o600 });
+    await writeFile(path.join(dir, 'ca.crt'), caPem);
+    const server = await mtlsServer();
+    const url = `https://ep.endpoints.test:${server.port}/`;
+    try {
+      const curl = await run('curl', ['-sS', '--cert', 'client.pem', '--cacert', 'ca.crt', '--resolve', `ep.endpoints.test:${server.port}:127.0.0.1`, url]);
+      expect(curl.code, curl.stderr).toBe(0);
+      expect(JSON.parse(curl.stdout)).toMatchObject({ authorized: true, cn: 'kt-clients' });
+
+      const python = [
+        'import http.client, ssl, socket, sys',
+        "ctx = ssl.create_default_context(cafile='ca.crt')",
+        "ctx.load_cert_chain('client.pem')",
+        'class C(http.client.HTTPSConnection):',
+        '    def connect(self):',
+        `        sock = socket.create_connection(('127.0.0.1', ${server.port}))`,
+        "        self.sock = ctx.wrap_socket(sock, server_hostname='ep.endpoints.test')",
+        `c = C('ep.endpoints.test', ${server.port}, context=ctx)`,
+        "c.request('GET', '/')",
+        'sys.stdout.write(c.getresponse().read().decode())',
+      ].join('\n');
+      const py = await run('python3', ['-c', python]);
+      expect(py.code, py.stderr).toBe(0);
+      expect(JSON.parse(py.stdout)).toMatchObject({ authorized: true, cn: 'kt-clients' });
+
+      const pem = await readFile(path.join(dir, 'client.pem'), 'utf8');
+      const node = await new Promise<string>((resolve, reject) => {
+        const req = https.request({ host: '127.0.0.1', port: server.port, servername: 'ep.endpoints.test', path: '/', ca: caPem, cert: pem, key: pem, agent: false }, (res) => {
+          let body = '';
+          res.on('data', (b: Buffer) => (body += b.toString()));
+          res.on('end', () => resolve(body));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      expect(JSON.parse(node)).toMatchObject({ authorized: true, cn: 'kt-clients', cipher: expect.stringMatching(/^TLS_|ECDSA/) });
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -3,7 +3,8 @@
 // unchanged, then with a replica change (scaled in place) and a command change (revision 2);
 // wait --for ready; logs -f printing a line written after it started; exec with the exit
 // status passed on; usage as JSON; a refusal printing its field with exit 1; an unreachable
-// API with exit 3; a usage error with exit 2.
+// API with exit 3; a usage error with exit 2; lists read page by page (ls --chunk-size, one
+// page with --limit and the next with --continue).
 
 import { killChildren, runToEnd, type ChildRun } from './helpers/child-process.js';
 import { waitFor } from './helpers/wait.js';
@@ -208,5 +209,38 @@ describe('infergate client', () => {
     expect(bash.stdout).toContain('complete -F _infergate infergate');
     expect(bash.stdout).toMatch(/^ {4}""\) words="[^"]*\bapply\b[^"]*\blogs\b[^"]*\bexec\b/m);
     expect(bash.stdout).toMatch(/^ {4}"tokens"\) words="create ls rm /m);
+  }, 90_000);
+
+  it('follows pages: ls reads every page, --limit prints one and --continue the next, get asks for one name', async () => {
+    const names = ['cli-p1', 'cli-p2', 'cli-p3', 'cli-p4', 'cli-p5'];
+    for (const name of names) {
+      const made = await platform.call('POST', '/deployments/general', { ...generalBody(name, `tok_${name}_0123456789abcdef`), command: FAST_ENGINE, min_replicas: 0, max_replicas: 1 });
+      expect(made.status, JSON.stringify(made.body)).toBe(201);
+    }
+    const everything = ['cli-b', ...names];
+    const all = await cli(['ls', '--chunk-size', '2', '-o', 'name']);
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout).toBe(everything.map((n) => `${n}\n`).join(''));
+
+    const first = await cli(['ls', '--limit', '4', '-o', 'name']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout.split('\n').filter(Boolean)).toHaveLength(4);
+    const token = /^more deployments: infergate ls --limit 4 --continue (\S+)$/m.exec(first.stderr)?.[1];
+    expect(token, first.stderr).toBeDefined();
+    const second = await cli(['ls', '--limit', '4', '--continue', token!, '-o', 'name']);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).not.toMatch(/more deployments/);
+    expect([...first.stdout.split('\n'), ...second.stdout.split('\n')].filter(Boolean).sort()).toEqual(everything);
+
+    const page = JSON.parse((await cli(['ls', '--limit', '2', '-o', 'json'])).stdout) as { items: { name: string }[]; continue?: string };
+    expect(page.items).toHaveLength(2);
+    expect(page.continue).toMatch(/^general:/);
+    const bad = await cli(['ls', '--limit', '2', '--continue', 'general:tampered']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/continue/);
+
+    const got = await cli(['get', 'cli-p3', '-o', 'json']);
+    expect(JSON.parse(got.stdout)).toMatchObject({ name: 'cli-p3', family: 'general' });
+    for (const name of names) expect((await cli(['delete', name])).code).toBe(0);
   }, 90_000);
 });

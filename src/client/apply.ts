@@ -20,7 +20,7 @@ import { classifyPatch, sameValue, type Body, type PatchPlan } from '../domain/p
 import { isAlwaysSecret } from '../domain/secret-env.js';
 import { effectiveFlowControl } from '../domain/validation/limits-rules.js';
 import type { ApiClient } from './api.js';
-import { FAMILIES, listDeployments, routeOf, type Deployment, type Family } from './deployments.js';
+import { FAMILIES, findDeployment, listDeployments, routeOf, type Deployment, type Family } from './deployments.js';
 import { ApiRefusal, UsageError } from './errors.js';
 
 /** Write-only fields: the API never returns them, so they cannot be compared. */
@@ -214,8 +214,14 @@ function switchRegistry(body: Body, current: Deployment, patch: Body): void {
   if (ownSent && !('registry_credential_id' in body) && (current.registry_credential_id ?? null) !== null) patch.registry_credential_id = null;
 }
 
+/** Up to this many deployments in a file are looked up by name; more, and every page of both lists is read once. */
+const LOOKUPS_MAX = 20;
+
 export async function planApply(api: ApiClient, desired: readonly Desired[], options: { replaceSecrets?: boolean } = {}): Promise<Step[]> {
-  const existing = await listDeployments(api);
+  const existing =
+    desired.length > LOOKUPS_MAX
+      ? await listDeployments(api)
+      : (await Promise.all(desired.map((d) => findDeployment(api, d.name)))).filter((d): d is Deployment => d !== null);
   return Promise.all(
     desired.map(async (d): Promise<Step> => {
       const current = existing.find((e) => e.name === d.name);

@@ -61,6 +61,16 @@ export function integer(name: string) {
   };
 }
 
+/** A commander argument parser for whole numbers from `min` to `max`, naming the option in its refusal. */
+export function upTo(name: string, max: number, min: number) {
+  const whole = integer(name);
+  return (raw: string): number => {
+    const n = whole(raw);
+    if (n < min || n > max) throw new UsageError(`${name} must be from ${min} to ${max}, not ${n}`);
+    return n;
+  };
+}
+
 /** A commander argument parser for numbers, whole or not (0.5), naming the option in its refusal. */
 export function decimal(name: string) {
   return (raw: string): number => {

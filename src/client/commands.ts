@@ -7,12 +7,27 @@
 import { Command, Option } from 'commander';
 import { ApiClient, type Json } from './api.js';
 import { age } from './age.js';
-import { decimal, integer, makeKit, readOptionFile, type ClientIo } from './command-kit.js';
+import { decimal, integer, makeKit, readOptionFile, upTo, type ClientIo } from './command-kit.js';
 import { COMPLETE_COMMAND, completionScript, completionWords } from './completion.js';
 import { configPath, readContexts, resolveConnection, writeContexts } from './contexts.js';
 import { addCredentialCommands, REGISTRY_CREDENTIALS } from './credential-commands.js';
 import { callSnippets, snippetDeployment } from '../domain/call-snippets.js';
-import { componentsSummary, environmentLines, flowControlText, getDeployment, listDeployments, registryLine, routeOf, shortReason, type Deployment } from './deployments.js';
+import {
+  CHUNK_SIZE_MAX,
+  componentsSummary,
+  DEFAULT_CHUNK_SIZE,
+  deploymentPage,
+  environmentLines,
+  FAMILIES,
+  flowControlText,
+  getDeployment,
+  listDeployments,
+  registryLine,
+  routeOf,
+  shortReason,
+  type Deployment,
+  type Family,
+} from './deployments.js';
 import { ApiRefusal, UsageError } from './errors.js';
 import { eventLines, readEvents, type DeploymentEvent } from './events-text.js';
 import { addExamples } from './help.js';
@@ -155,8 +170,31 @@ export function buildProgram(io: ClientIo): Command {
   program
     .command('ls')
     .alias('list')
-    .description('deployments of both families')
-    .action(async (_opts, cmd: Command) => show(cmd, await listDeployments(api(cmd))));
+    .description('deployments of both families, by name (every page of the API\'s lists); one page with --limit')
+    .addOption(new Option('--family <family>', 'one family only').choices([...FAMILIES]))
+    .addOption(
+      new Option('--chunk-size <n>', `deployments per request while reading every page (1–${CHUNK_SIZE_MAX}; 0: one request per family, without a limit)`)
+        .default(DEFAULT_CHUNK_SIZE)
+        .argParser(upTo('--chunk-size', CHUNK_SIZE_MAX, 0)),
+    )
+    .addOption(new Option('--limit <n>', `one page of at most n deployments (1–${CHUNK_SIZE_MAX}) in the API's order (general, then orchestrated; oldest first); the token for the next page is printed on stderr (-o json/yaml: in the output)`).argParser(upTo('--limit', CHUNK_SIZE_MAX, 1)))
+    .addOption(new Option('--continue <token>', 'the page after the one that printed this token (with --limit)'))
+    .addHelpText('after', '\nWithout --limit, ls reads every page of both lists, --chunk-size deployments per request, and sorts them by name. With --limit it prints one page and, when more remain, the command for the next one.')
+    .action(async (opts: { family?: Family; chunkSize: number; limit?: number; continue?: string }, cmd: Command) => {
+      const client = api(cmd);
+      if (opts.limit === undefined) {
+        if (opts.continue !== undefined) throw new UsageError('--continue goes with --limit: it names the next page of that size');
+        return show(cmd, await listDeployments(client, { chunkSize: opts.chunkSize, family: opts.family }));
+      }
+      const page = await deploymentPage(client, opts.limit, opts.continue, opts.family);
+      const f = format(cmd);
+      if (f === 'json' || f === 'yaml') return print(page, f, out, [], () => '');
+      show(cmd, page.items);
+      if (page.continue !== undefined) {
+        const family = opts.family ? ` --family ${opts.family}` : '';
+        process.stderr.write(`more deployments: infergate ls${family} --limit ${opts.limit} --continue ${page.continue}\n`);
+      }
+    });
 
   program
     .command('get <name>')

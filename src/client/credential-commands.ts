@@ -12,9 +12,10 @@
 import type { RegistryCredentialView } from '../domain/api-views.js';
 import { Option, type Command } from 'commander';
 import { PRIORITIES, type Priority } from '../domain/priority.js';
+import { DEFAULT_CLIENT_KEY_TYPE, KEY_TYPES, type KeyType } from '../domain/client-certificates.js';
 import type { ApiClient, Json } from './api.js';
 import { integer, readOptionFile, type Kit } from './command-kit.js';
-import { deploymentNames, namesById } from './deployments.js';
+import { deploymentNames, listAll, namesById } from './deployments.js';
 import { ApiRefusal, UsageError } from './errors.js';
 import { print, type Column, type Format } from './output.js';
 
@@ -51,7 +52,7 @@ async function namesFor(client: ApiClient, format: Format): Promise<ReadonlyMap<
 
 /** A registry credential by id or name: digits are an id first, then a name (names may be digits too). */
 export async function findRegistryCredential(client: ApiClient, ref: string): Promise<RegistryCredential> {
-  const items = (await client.get<{ items: RegistryCredential[] }>(REGISTRY_CREDENTIALS)).items;
+  const items = await listAll<RegistryCredential>(client, REGISTRY_CREDENTIALS);
   const found = (/^\d+$/.test(ref) ? items.find((c) => c.id === Number(ref)) : undefined) ?? items.find((c) => c.name === ref);
   if (!found) throw new ApiRefusal(404, 'not_found', `no registry credential with the id or name ${ref} (infergate registry-credentials ls lists them)`, null);
   return found;
@@ -103,8 +104,8 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
       const client = api(cmd);
       const f = format(cmd);
       type Token = { id: number; name: string; max_priority?: Priority | null; deployments: number[]; created_at: string };
-      const [tokenList, names] = await Promise.all([client.get<{ items: Token[] }>('/vault/tokens'), namesFor(client, f)]);
-      print(tokenList.items, f, out, [
+      const [tokenList, names] = await Promise.all([listAll<Token>(client, '/vault/tokens'), namesFor(client, f)]);
+      print(tokenList, f, out, [
         { header: 'ID', value: (t) => String(t.id) },
         { header: 'NAME', value: (t) => t.name },
         capColumn<Token>(),
@@ -166,8 +167,8 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
     .action(async (_opts, cmd: Command) => {
       const client = api(cmd);
       const f = format(cmd);
-      const [list, names] = await Promise.all([client.get<{ items: RegistryCredential[] }>(REGISTRY_CREDENTIALS), namesFor(client, f)]);
-      print(list.items, f, out, registryColumns(names), (c) => c.name);
+      const [list, names] = await Promise.all([listAll<RegistryCredential>(client, REGISTRY_CREDENTIALS), namesFor(client, f)]);
+      print(list, f, out, registryColumns(names), (c) => c.name);
     });
   registry
     .command('get <id-or-name>')
@@ -194,12 +195,14 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
     .description('issue a client certificate (and its key) from the platform CA')
     .option('--deployment <id>', 'the deployment it is for: one that takes client certificates accepts it besides its own', integer('--deployment'))
     .addOption(capOption())
-    .action(async (name: string, opts: { deployment?: number; maxPriority?: Priority }, cmd: Command) => {
-      const body = { name, deployment_id: opts.deployment ?? null, ...(opts.maxPriority ? { max_priority: opts.maxPriority } : {}) };
-      const c = await api(cmd).call<Json & { id: number; fingerprint_sha256: string }>('POST', '/certificates', body);
+    .addOption(new Option('--key-type <type>', 'the private key: ecdsa-p256, or rsa-2048 for a client that cannot use an EC key').choices([...KEY_TYPES]).default(DEFAULT_CLIENT_KEY_TYPE))
+    .action(async (name: string, opts: { deployment?: number; maxPriority?: Priority; keyType: KeyType }, cmd: Command) => {
+      const body = { name, deployment_id: opts.deployment ?? null, ...(opts.maxPriority ? { max_priority: opts.maxPriority } : {}), ...(opts.keyType !== DEFAULT_CLIENT_KEY_TYPE ? { key_type: opts.keyType } : {}) };
+      const c = await api(cmd).call<Json & { id: number; fingerprint_sha256: string; key_type?: KeyType }>('POST', '/certificates', body);
       const f = format(cmd);
       if (f === 'json' || f === 'yaml') return print(c, f, out, [], () => '');
-      out.write(`certificate ${name} (id ${c.id}, sha256 ${c.fingerprint_sha256}); get it with: infergate certs pem ${c.id} > ${name}.pem\n`);
+      const key = c.key_type ? `${c.key_type} key, ` : '';
+      out.write(`certificate ${name} (id ${c.id}, ${key}sha256 ${c.fingerprint_sha256}); get it with: infergate certs pem ${c.id} > ${name}.pem\n`);
     });
   certs
     .command('ls')
@@ -208,8 +211,8 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
       const client = api(cmd);
       const f = format(cmd);
       type Cert = { id: number; name: string; not_after: string; revoked: boolean; max_priority?: Priority | null; deployments: number[] };
-      const [certList, names] = await Promise.all([client.get<{ items: Cert[] }>('/certificates'), namesFor(client, f)]);
-      print(certList.items, f, out, [
+      const [certList, names] = await Promise.all([listAll<Cert>(client, '/certificates'), namesFor(client, f)]);
+      print(certList, f, out, [
         { header: 'ID', value: (c) => String(c.id) },
         { header: 'NAME', value: (c) => c.name },
         { header: 'EXPIRES', value: (c) => c.not_after },
@@ -259,7 +262,7 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
     .command('ls')
     .description('service accounts')
     .action(async (_opts, cmd: Command) => {
-      const items = (await api(cmd).get<{ items: { id: number; name: string; role: string; created_at: string }[] }>('/service-accounts')).items;
+      const items = await listAll<{ id: number; name: string; role: string; created_at: string }>(api(cmd), '/service-accounts');
       print(items, format(cmd), out, [
         { header: 'ID', value: (a) => String(a.id) },
         { header: 'NAME', value: (a) => a.name },

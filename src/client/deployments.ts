@@ -1,10 +1,15 @@
 // Owns finding deployments by name for the client: the API addresses them by family and id,
-// people by name, so every command that takes NAME looks it up in both families' lists.
+// people by name, so every command that takes NAME asks both families' lists for that name
+// (`?name=`, one item at most). And reading the API's paged lists: every page of a list
+// (`listAll`, the chunk size per request, following `continue` as kubectl's --chunk-size does),
+// or one page of deployments across both families (`deploymentPage`, for ls --limit/--continue).
+// A server from before paging ignores limit, continue and name and answers a whole list: the
+// client then finds the name in it, and a list ends at its first answer.
 
-import type { DeploymentView, FAMILIES as VIEW_FAMILIES, RevisionReplicasView, RevisionSummaryView, RolloutView, TrafficTargetView } from '../domain/api-views.js';
+import type { DeploymentView, FAMILIES as VIEW_FAMILIES, ListPage, RevisionReplicasView, RevisionSummaryView, RolloutView, TrafficTargetView } from '../domain/api-views.js';
 import { PRIORITIES } from '../domain/priority.js';
 import type { ApiClient } from './api.js';
-import { ApiRefusal } from './errors.js';
+import { ApiRefusal, UsageError } from './errors.js';
 
 export type Family = (typeof VIEW_FAMILIES)[number];
 export const FAMILIES: readonly Family[] = ['general', 'orchestrated'];
@@ -30,16 +35,79 @@ export type TrafficEntryView = TrafficTargetView;
 /** Each revision traffic runs, with its share and its routed component's replicas. */
 export type RevisionReplicas = RevisionReplicasView;
 
+/** How many items a request asks for when the client reads a whole list (kubectl's default chunk size). */
+export const DEFAULT_CHUNK_SIZE = 500;
+/** The most the API answers per page. */
+export const CHUNK_SIZE_MAX = 500;
 
+export type { ListPage };
 
+/** `route` with query parameters added (undefined ones left out). */
+function withQuery(route: string, params: Record<string, string | number | undefined>): string {
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) if (value !== undefined) query.set(key, String(value));
+  const text = query.toString();
+  if (text === '') return route;
+  return `${route}${route.includes('?') ? '&' : '?'}${text}`;
+}
 
-export async function listDeployments(api: ApiClient): Promise<Deployment[]> {
-  const lists = await Promise.all(FAMILIES.map((f) => api.get<{ items: Deployment[] }>(`/deployments/${f}`)));
-  return lists.flatMap((l) => l.items).sort((a, b) => a.name.localeCompare(b.name));
+/**
+ * Every item of a list route: `chunkSize` items per request (0: one request without a limit),
+ * following `continue` until the last page.
+ */
+export async function listAll<T>(api: ApiClient, route: string, chunkSize: number = DEFAULT_CHUNK_SIZE): Promise<T[]> {
+  const items: T[] = [];
+  let next: string | undefined;
+  do {
+    const page = await api.get<ListPage<T>>(withQuery(route, { limit: chunkSize > 0 ? chunkSize : undefined, continue: next }));
+    items.push(...page.items);
+    if (page.continue !== undefined && page.continue === next) throw new ApiRefusal(500, 'error', `the control API answered ${route} with the same page again`, null);
+    next = page.continue;
+  } while (next !== undefined);
+  return items;
+}
+
+export interface ListOptions {
+  /** Items per request (0: no limit); default DEFAULT_CHUNK_SIZE. */
+  chunkSize?: number;
+  /** One family only; default both. */
+  family?: Family;
+}
+
+/** Every deployment (of both families, or one), by name. */
+export async function listDeployments(api: ApiClient, options: ListOptions = {}): Promise<Deployment[]> {
+  const families = options.family ? [options.family] : FAMILIES;
+  const lists = await Promise.all(families.map((f) => listAll<Deployment>(api, `/deployments/${f}`, options.chunkSize)));
+  return lists.flat().sort((a, b) => a.name.localeCompare(b.name));
 }
 
 export async function findDeployment(api: ApiClient, name: string): Promise<Deployment | null> {
-  return (await listDeployments(api)).find((d) => d.name === name) ?? null;
+  const found = await Promise.all(FAMILIES.map((f) => listAll<Deployment>(api, withQuery(`/deployments/${f}`, { name }))));
+  return found.flat().find((d) => d.name === name) ?? null;
+}
+
+/**
+ * One page of deployments for `ls --limit N [--continue TOKEN]`: the general family's in id
+ * order, then the orchestrated one's (one family with `family`). The token is this client's:
+ * `<family>:<the API's continue for it>` (empty: that family from its start).
+ */
+export async function deploymentPage(api: ApiClient, limit: number, token?: string, family?: Family): Promise<ListPage<Deployment>> {
+  const families = family ? [family] : FAMILIES;
+  const colon = token?.indexOf(':') ?? -1;
+  const startFamily = token === undefined ? families[0] : token.slice(0, colon);
+  let index = families.indexOf(startFamily as Family);
+  if (token !== undefined && (colon === -1 || index === -1)) {
+    throw new UsageError(`--continue ${token} is not a token of ls${family ? ` --family ${family}` : ''}: pass the one the previous page printed`);
+  }
+  let apiToken = token === undefined || colon === token.length - 1 ? undefined : token.slice(colon + 1);
+  const items: Deployment[] = [];
+  for (; index < families.length && items.length < limit; index++, apiToken = undefined) {
+    const f = families[index]!;
+    const page = await api.get<ListPage<Deployment>>(withQuery(`/deployments/${f}`, { limit: limit - items.length, continue: apiToken }));
+    items.push(...page.items);
+    if (page.continue !== undefined) return { items, continue: `${f}:${page.continue}` };
+  }
+  return index < families.length ? { items, continue: `${families[index]}:` } : { items };
 }
 
 export async function getDeployment(api: ApiClient, name: string): Promise<Deployment> {
@@ -52,6 +120,7 @@ export const routeOf = (d: Pick<Deployment, 'family' | 'id'>): string => `/deplo
 
 /** Every deployment's name by its id (ids are unique across both families). */
 export async function namesById(api: ApiClient): Promise<Map<number, string>> {
+  // Every page of both families: a table names the deployments of each credential.
   return new Map((await listDeployments(api)).map((d) => [d.id, d.name]));
 }
 

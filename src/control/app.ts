@@ -23,6 +23,7 @@ import { CertificateService } from './certificate-service.js';
 import { defaultConsoleDir, registerConsoleAssets } from './console-assets.js';
 import { Credentials } from './credentials.js';
 import { DeploymentService } from './deployment-service.js';
+import { indexedStore, RecordIndex } from './record-index.js';
 import { errorHandler } from './errors.js';
 import { answerClientError, answerFrameworkError, closeIfBodyWithheld, continueAfterAuthentication, handleExpectations } from './http-edge.js';
 import { requestLogView } from './request-log.js';
@@ -55,7 +56,10 @@ declare module 'fastify' {
   }
 }
 
-export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
+export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
+  // Every write of the API goes through the store as the index sees it (record-index.ts).
+  const index = new RecordIndex(given.store, given.catalog);
+  const deps: ControlDeps = { ...given, store: indexedStore(given.store, index) };
   const t = deps.timeouts;
   // Headers must arrive in time (slow-loris) and idle keep-alive connections end; no request
   // timeout, since a log follow (SSE) or a terminal may rightly stay open for hours.
@@ -101,10 +105,12 @@ export async function buildControlApp(deps: ControlDeps): Promise<ControlApp> {
   const certificates = new CertificateService(deps);
   const ctx: ControlContext = {
     deps,
-    deployments: new DeploymentService({ ...deps, certificates, hostCommands: deps.hostCommands ?? EMBEDDED_HOST_COMMANDS }),
+    deployments: new DeploymentService({ ...deps, certificates, index, hostCommands: deps.hostCommands ?? EMBEDDED_HOST_COMMANDS }),
     credentials: new Credentials(deps.store, deps.clock),
     certificates,
+    index,
   };
+  app.addHook('onClose', async () => index.close());
   // Before any answer: a record from before secret variables keeps no registry key in plain env.
   let scrubbed = 0;
   await ctx.deployments.sealLegacySecretEnv().then(

@@ -1,12 +1,14 @@
 // Owns client certificates as the control API manages them: issuing one (the private key
 // sealed before it reaches the store), listing, the .pem a client uses (certificate and
 // unsealed key in one file), revocation, binding to deployments, and the cap on the
-// X-Priority class of its requests (max_priority). Issuance costs about
-// 100 ms of key generation on the thread pool — fine here, never on the gateway's path.
+// X-Priority class of its requests (max_priority). Keys are ECDSA P-256 unless the request asks
+// for RSA-2048 (key_type): an EC key takes well under a millisecond, an RSA one about 100 ms of
+// key generation on the thread pool.
 
 import { isoNow, type Clock } from '../core/clock.js';
 import { notFound, PlatformError } from '../core/errors.js';
 import type { Sealer } from '../core/secrets.js';
+import { DEFAULT_CLIENT_KEY_TYPE, type KeyType } from '../domain/client-certificates.js';
 import type { Priority } from '../domain/priority.js';
 import type { CertificateRecord } from '../domain/records.js';
 import type { CertificateAuthority } from '../pki/ca.js';
@@ -29,6 +31,8 @@ export interface CertificateCreateSpec {
   deployment_id?: number | null;
   /** The highest X-Priority class its requests get; absent or null: no cap. */
   max_priority?: Priority | null;
+  /** The private key's type; absent: ecdsa-p256. */
+  key_type?: KeyType;
 }
 
 export class CertificateService {
@@ -41,9 +45,9 @@ export class CertificateService {
     if (deploymentId !== null && !(await store.get('deployment', deploymentId))) {
       throw new PlatformError('invalid_field', `deployment ${deploymentId} does not exist; GET /deployments/general or /deployments/orchestrated lists them`, { field: 'deployment_id' });
     }
-    // Checked before the ~100 ms of key generation; the unique index below settles races.
+    // Checked before key generation; the unique index below settles races.
     if (await store.lookup(CERTIFICATE_NAME_INDEX, name)) throw nameTaken(name);
-    const issued = await issueClientCertificate(ca, name);
+    const issued = await issueClientCertificate(ca, name, { keyType: spec.key_type ?? DEFAULT_CLIENT_KEY_TYPE });
     try {
       const created = await store.create(
         'certificate',
@@ -58,6 +62,7 @@ export class CertificateService {
           not_after: issued.notAfter.toISOString(),
           revoked_at: null,
           max_priority: spec.max_priority ?? null,
+          key_type: issued.keyType,
           created_at: isoNow(clock),
         }),
         { unique: [{ index: CERTIFICATE_NAME_INDEX, key: name }] },

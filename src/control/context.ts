@@ -16,6 +16,7 @@ import type { Store } from '../store/store.js';
 import type { CertificateService } from './certificate-service.js';
 import type { Credentials } from './credentials.js';
 import type { DeploymentService } from './deployment-service.js';
+import type { RecordIndex } from './record-index.js';
 import type { EndpointAddress } from './render.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -74,6 +75,8 @@ export interface ControlContext {
   deployments: DeploymentService;
   credentials: Credentials;
   certificates: CertificateService;
+  /** What the checks and lists need of every record, kept from the change feed. */
+  index: RecordIndex;
 }
 
 export type ControlApp = FastifyInstance<

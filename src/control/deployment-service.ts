@@ -17,7 +17,7 @@ import { isAlwaysSecret } from '../domain/secret-env.js';
 import type { ImageMap } from '../domain/image-map.js';
 import type { RegistryGate } from '../domain/ports.js';
 import { pulledFromRegistry, registryHostOf, registryRefusal } from '../domain/registry-hosts.js';
-import { checkCapacity, type Placement } from '../domain/quota.js';
+import { checkCapacityAgainst, type Holdings, type Placement } from '../domain/quota.js';
 import type {
   DeploymentRecord,
   DeploymentSpec,
@@ -37,6 +37,7 @@ import {
 } from '../domain/validate.js';
 import { ConflictError, modify, type Store } from '../store/store.js';
 import { CERTIFICATE_NAME_INDEX, type CertificateService } from './certificate-service.js';
+import type { RecordIndex } from './record-index.js';
 
 export const NAME_INDEX = 'deployment-name';
 export const TOKEN_HASH_INDEX = 'token-hash';
@@ -54,6 +55,8 @@ export interface DeploymentServiceDeps {
   hostCommands: HostCommandPolicy;
   /** Which registry hosts the container daemon may pull from; absent: the default rule with no lookups. */
   registries?: RegistryGate;
+  /** Names, credentials and quota holdings of every record, kept from the change feed. */
+  index: RecordIndex;
 }
 
 /** The default rule (any host but loopback, link-local and unspecified) for an app built without a gate. */
@@ -69,6 +72,14 @@ export class DeploymentService {
     return all.map((d) => d.value).filter((d) => d.family === family);
   }
 
+  /** The deployment of this family named `name`, if any (the store's name index: no list). */
+  async findByName(family: Family, name: string): Promise<DeploymentRecord | undefined> {
+    const hit = await this.deps.store.lookup(NAME_INDEX, name);
+    if (hit?.kind !== 'deployment') return undefined;
+    const found = await this.deps.store.get('deployment', hit.id);
+    return found?.value.family === family && found.value.name === name ? found.value : undefined;
+  }
+
   async get(family: Family, id: number): Promise<DeploymentRecord> {
     const found = await this.deps.store.get('deployment', id);
     if (!found || found.value.family !== family) throw notFound(`${family} deployment`, id);
@@ -81,7 +92,7 @@ export class DeploymentService {
     const draft = unwrap(validateCreate(family, body, ctx));
     this.assertHostCommandAllowed(draft.spec, role);
     await this.assertRegistryAllowed(draft.spec, null);
-    return this.insert(draft, ctx.others, 'create', {});
+    return this.insert(draft, ctx, 'create', {});
   }
 
   async clone(family: Family, sourceId: number, body: unknown, role: ServiceAccountRole): Promise<DeploymentRecord> {
@@ -91,7 +102,7 @@ export class DeploymentService {
     // The clone's spec is written anew by this caller, even when it is the source's unchanged.
     this.assertHostCommandAllowed(draft.spec, role);
     await this.assertRegistryAllowed(draft.spec, null);
-    return this.insert(draft, ctx.others, 'clone', source.spec.secrets);
+    return this.insert(draft, ctx, 'clone', source.spec.secrets);
   }
 
   /**
@@ -108,7 +119,7 @@ export class DeploymentService {
     // The body's image is the same on every retry below: checked once, before anything is written.
     if (first.specChanged) await this.assertRegistryAllowed(first.draft.spec, before.spec);
     // ...and before a certificate is issued: a refusal (rules or quota) issues nothing.
-    if (needsCertificate(first.draft)) this.assertCapacity(first.draft, ctx.others, id);
+    if (needsCertificate(first.draft)) this.assertCapacity(first.draft, ctx.held);
     const newTokenId = first.draft.auth.token_value
       ? await this.ensureToken(first.draft.auth.token_value, `${before.name}-endpoint`)
       : null;
@@ -141,7 +152,7 @@ export class DeploymentService {
           const sealed = () => ({ ...draft.spec, secrets: this.sealSecrets(draft, current.spec.secrets) }) as DeploymentSpec;
           const after = specChanged ? withNewRevision(next, sealed(), 'update', null, now) : next;
           // The record as it will be, revisions and traffic included: a split runs each of its revisions.
-          this.assertCapacity(after, ctx.others, id);
+          this.assertCapacity(after, ctx.held);
           return after;
         })
       ).value;
@@ -205,7 +216,7 @@ export class DeploymentService {
         // Manual mode: the rollback's revision starts at 0 %, like any new revision, until traffic moves.
         const traffic = rolloutModeOf(d) === 'manual' ? pinnedForManualRollout(d) : (d.traffic ?? null);
         const after = withNewRevision({ ...d, traffic }, source.spec, 'rollback', target, now);
-        this.assertCapacity(after, ctx.others, id);
+        this.assertCapacity(after, ctx.held);
         return after;
       })
     ).value;
@@ -257,42 +268,39 @@ export class DeploymentService {
     return { ...d, spec: upgrade(d.spec), revisions: d.revisions.map((r) => ({ ...r, spec: upgrade(r.spec) })) };
   }
 
-  /** What validation needs to know about everything else in the store. */
-  async context(excludeId?: number): Promise<ValidationContext & { others: DeploymentRecord[] }> {
-    const { store, catalog } = this.deps;
-    const [deployments, tokens, certificates, accounts, registryCredentials] = await Promise.all([
-      store.list('deployment'),
-      store.list('token'),
-      store.list('certificate'),
-      store.list('service_account'),
-      store.list('registry_credential'),
-    ]);
-    const others = deployments.map((d) => d.value).filter((d) => d.id !== excludeId);
+  /**
+   * What validation needs to know about everything else in the store, from the record index:
+   * nothing here reads every record, and the quota arrives summed (`held`: what every other
+   * deployment holds).
+   */
+  async context(excludeId?: number): Promise<ValidationContext & { held: Holdings }> {
+    const index = await this.deps.index.current();
+    const others = index.deployments().filter((d) => d.id !== excludeId);
     return {
-      catalog,
+      catalog: this.deps.catalog,
       hashToken: sha256Hex,
-      liveTokenHashes: new Set(tokens.map((t) => t.value.hash)),
-      tokenIds: new Set(tokens.map((t) => t.value.id)),
-      platformKeyHashes: new Set(accounts.map((a) => a.value.key_hash)),
-      certificateIds: new Set(certificates.filter((c) => c.value.revoked_at === null).map((c) => c.value.id)),
-      registryCredentials: new Map(registryCredentials.map(({ value: c }) => [c.id, { id: c.id, name: c.name, registry: c.registry ?? null }])),
+      liveTokenHashes: index.tokenHashes(),
+      tokenIds: index.tokenIds(),
+      platformKeyHashes: index.platformKeyHashes(),
+      certificateIds: index.liveCertificateIds(),
+      registryCredentials: index.registryCredentials(),
       takenNames: new Set(others.map((d) => d.name)),
       otherDeployments: others,
       images: this.deps.images,
       imagesRunThemselves: this.deps.hostCommands.containers === true,
-      others,
+      held: index.holdings(excludeId),
     };
   }
 
   private async insert(
     draft: DeploymentDraft,
-    others: DeploymentRecord[],
+    ctx: { held: Holdings; takenNames: ReadonlySet<string> },
     reason: 'create' | 'clone',
     inherited: SealedSecrets,
   ): Promise<DeploymentRecord> {
     const { store, clock } = this.deps;
-    this.assertCapacity(draft, others);
-    if (others.some((d) => d.name === draft.name)) throw nameConflict(draft.name);
+    this.assertCapacity(draft, ctx.held);
+    if (ctx.takenNames.has(draft.name)) throw nameConflict(draft.name);
     const tokenId = draft.auth.token_value
       ? await this.ensureToken(draft.auth.token_value, `${draft.name}-endpoint`)
       : draft.auth.token_id;
@@ -399,13 +407,9 @@ export class DeploymentService {
     if (refusal) throw new PlatformError('forbidden', refusal.message);
   }
 
-  private assertCapacity(
-    candidate: Placement,
-    others: DeploymentRecord[],
-    selfId?: number,
-  ): void {
-    const rest = selfId === undefined ? others : others.filter((d) => d.id !== selfId);
-    const problems = checkCapacity(candidate, rest, this.deps.catalog, this.deps.gpuQuota);
+  /** `held`: what every other deployment holds (the candidate's own stored copy excluded). */
+  private assertCapacity(candidate: Placement, held: Holdings): void {
+    const problems = checkCapacityAgainst(candidate, held, this.deps.catalog, this.deps.gpuQuota);
     if (problems.length > 0) throw PlatformError.fromProblems(problems);
   }
 

@@ -4,7 +4,7 @@
 // passes through here — sealed secrets become `has_*` flags and secret environment variables a
 // list of names, hashes are dropped.
 
-import { acceptsCertificate } from '../domain/client-certificates.js';
+import { acceptsCertificate, keyTypeOfRecord } from '../domain/client-certificates.js';
 import { containerCapabilitiesOf } from '../domain/container-capabilities.js';
 import { autoscalingMetricOf } from '../domain/autoscaling-signal.js';
 import { initialReplicasOf } from '../domain/initial-scale.js';
@@ -221,7 +221,11 @@ function limitsView(d: DeploymentRecord): Pick<DeploymentView, 'max_request_body
   };
 }
 
-export function renderToken(t: TokenRecord, deployments: DeploymentRecord[]): TokenView {
+/** What rendering a credential needs of a deployment: a record, or the record index's entry. */
+export type DeploymentBinding = Pick<DeploymentRecord, 'id'> & { auth: Pick<DeploymentRecord['auth'], 'token_id' | 'client_certificate_id'> };
+
+/** `deployments`: those that may be bound to it (all of them, or the index's candidates). */
+export function renderToken(t: TokenRecord, deployments: readonly DeploymentBinding[]): TokenView {
   return {
     id: t.id,
     name: t.name,
@@ -236,15 +240,16 @@ export function renderServiceAccount(a: ServiceAccountRecord): ServiceAccountVie
 }
 
 /** Never the key, sealed or not: the private key leaves only through the .pem route. */
-export function renderCertificate(c: CertificateRecord, deployments: DeploymentRecord[]): CertificateView {
+export function renderCertificate(c: CertificateRecord, deployments: readonly DeploymentBinding[]): CertificateView {
   return {
     id: c.id,
     name: c.name,
     deployment_id: c.deployment_id,
-    deployments: deployments.filter((d) => acceptsCertificate(d, c)).map((d) => d.id),
+    deployments: [...new Set(deployments.filter((d) => acceptsCertificate(d, c)).map((d) => d.id))],
     max_priority: c.max_priority ?? null,
     serial: c.serial,
     fingerprint_sha256: c.fingerprint_sha256,
+    key_type: keyTypeOfRecord(c),
     not_after: c.not_after,
     revoked: c.revoked_at !== null,
     revoked_at: c.revoked_at,

@@ -12,6 +12,7 @@ import { DEFAULT_FLOW_CONTROL } from '../domain/records.js';
 import { MAX_QUEUE_MAX, MAX_WAIT_MAX_SECONDS } from '../domain/validation/limits-rules.js';
 import { ALWAYS_SECRET_ENV } from '../domain/secret-env.js';
 import { GRANTABLE_CAPABILITIES } from '../domain/container-capabilities.js';
+import { KEY_TYPES } from '../domain/client-certificates.js';
 import { MAX_PRIORITY_DOC, MaxPriority } from '../domain/api-views.js';
 
 export {
@@ -300,6 +301,7 @@ export const CertificateCreateRequest = Type.Object(
       ),
     ),
     max_priority: Type.Optional(MaxPriority(`${MAX_PRIORITY_DOC}; left out: no cap`)),
+    key_type: Type.Optional(Type.Enum([...KEY_TYPES], { description: 'the private key\'s type; left out: ecdsa-p256 (rsa-2048 for a client that cannot use an EC key)' })),
   },
   { additionalProperties: false },
 );

@@ -11,6 +11,7 @@ import { PRIORITIES } from './priority.js';
 import { ROLLOUT_MODES } from './traffic.js';
 import { ROUTING_POLICIES } from './records.js';
 import { GRANTABLE_CAPABILITIES } from './container-capabilities.js';
+import { KEY_TYPES } from './client-certificates.js';
 
 const NullOr = <T extends Parameters<typeof Type.Union>[0][number]>(t: T, options?: { description: string }) => Type.Union([t, Type.Null()], options);
 
@@ -266,6 +267,7 @@ export const CertificateResponse = Type.Object({
   max_priority: MaxPriority(MAX_PRIORITY_DOC),
   serial: Type.String(),
   fingerprint_sha256: Type.String(),
+  key_type: Type.Enum([...KEY_TYPES], { description: 'the private key\'s type: ecdsa-p256 (the default since M21) or rsa-2048' }),
   not_after: Type.String(),
   revoked: Type.Boolean(),
   revoked_at: NullOr(Type.String()),
@@ -429,4 +431,13 @@ export type RevisionMetricsView = Static<typeof RevisionMetricsResponse>;
 /** The answer of every list route: `{ items: [...] }`. */
 export interface Items<T> {
   items: T[];
+}
+
+/**
+ * The answer of a paged list route (`?limit=`, `?continue=`; docs/control-api.md): a page of
+ * items and, while more remain, the token of the next page and how many remain after this one.
+ */
+export interface ListPage<T> extends Items<T> {
+  continue?: string;
+  remaining_item_count?: number;
 }

@@ -119,9 +119,30 @@ const shrinkHint = (d: Placement): string => {
   return split === null ? own : `traffic splits between ${split.length} revisions, each running up to its own replicas: send traffic to fewer revisions, ${own}`;
 };
 
-function quotaProblem(candidate: Placement, parts: Part[], others: Placement[], catalog: Catalog, quota: number): FieldProblem[] {
+/**
+ * What a set of deployments holds: GPUs in all, and whole instances per cluster id and
+ * hardware profile id. Built from each deployment's footprint, so a caller that keeps the
+ * footprints (the control API's record index) sums them without recomputing any.
+ */
+export interface Holdings {
+  gpus: number;
+  instances: Map<number, Map<number, number>>;
+}
+
+export function holdingsOf(held: Iterable<{ cluster_id: number; footprint: Footprint }>): Holdings {
+  const out: Holdings = { gpus: 0, instances: new Map() };
+  for (const { cluster_id, footprint: fp } of held) {
+    out.gpus += fp.gpus;
+    let perProfile = out.instances.get(cluster_id);
+    if (!perProfile) out.instances.set(cluster_id, (perProfile = new Map()));
+    for (const [hardwareId, n] of fp.instances) perProfile.set(hardwareId, (perProfile.get(hardwareId) ?? 0) + n);
+  }
+  return out;
+}
+
+function quotaProblem(candidate: Placement, parts: Part[], holdings: Holdings, quota: number): FieldProblem[] {
   const need = sumParts(parts).gpus;
-  const held = others.reduce((sum, d) => sum + footprint(d, catalog).gpus, 0);
+  const held = holdings.gpus;
   if (need + held <= quota) return [];
   const free = Math.max(0, quota - held);
   return [
@@ -136,11 +157,11 @@ function quotaProblem(candidate: Placement, parts: Part[], others: Placement[], 
   ];
 }
 
-function instanceProblems(candidate: Placement, parts: Part[], others: Placement[], catalog: Catalog): FieldProblem[] {
+function instanceProblems(candidate: Placement, parts: Part[], holdings: Holdings, catalog: Catalog): FieldProblem[] {
   const cluster = findCluster(catalog, candidate.cluster_id);
   if (!cluster) return [];
   const wanted = sumParts(parts).instances;
-  const used = clusterUsage(catalog, others).get(cluster.id);
+  const used = holdings.instances.get(cluster.id);
   const problems: FieldProblem[] = [];
   for (const profile of cluster.hardware) {
     const need = wanted.get(profile.id) ?? 0;
@@ -170,8 +191,13 @@ export function checkCapacity(
   gpuQuota: number,
 ): FieldProblem[] {
   const rest = candidate.id === undefined ? [...others] : others.filter((d) => d.id !== candidate.id);
+  return checkCapacityAgainst(candidate, holdingsOf(rest.map((d) => ({ cluster_id: d.cluster_id, footprint: footprint(d, catalog) }))), catalog, gpuQuota);
+}
+
+/** checkCapacity against what the other deployments hold, summed beforehand (holdingsOf). */
+export function checkCapacityAgainst(candidate: Placement, holdings: Holdings, catalog: Catalog, gpuQuota: number): FieldProblem[] {
   const parts = partsOf(candidate, catalog);
-  return [...quotaProblem(candidate, parts, rest, catalog, gpuQuota), ...instanceProblems(candidate, parts, rest, catalog)];
+  return [...quotaProblem(candidate, parts, holdings, gpuQuota), ...instanceProblems(candidate, parts, holdings, catalog)];
 }
 
 /**
@@ -179,14 +205,17 @@ export function checkCapacity(
  * appears (0 when unused); free = profile.instances − used.
  */
 export function clusterUsage(catalog: Catalog, deployments: readonly Placement[]): Map<number, Map<number, number>> {
+  return usageOf(catalog, holdingsOf(deployments.map((d) => ({ cluster_id: d.cluster_id, footprint: footprint(d, catalog) }))));
+}
+
+/** clusterUsage from holdings summed beforehand. */
+export function usageOf(catalog: Catalog, holdings: Holdings): Map<number, Map<number, number>> {
   const usage = new Map<number, Map<number, number>>();
   for (const cluster of catalog.clusters) usage.set(cluster.id, new Map(cluster.hardware.map((h) => [h.id, 0])));
-  for (const d of deployments) {
-    const perProfile = usage.get(d.cluster_id) ?? new Map<number, number>();
-    usage.set(d.cluster_id, perProfile);
-    for (const [hardwareId, n] of footprint(d, catalog).instances) {
-      perProfile.set(hardwareId, (perProfile.get(hardwareId) ?? 0) + n);
-    }
+  for (const [clusterId, held] of holdings.instances) {
+    const perProfile = usage.get(clusterId) ?? new Map<number, number>();
+    usage.set(clusterId, perProfile);
+    for (const [hardwareId, n] of held) perProfile.set(hardwareId, (perProfile.get(hardwareId) ?? 0) + n);
   }
   return usage;
 }

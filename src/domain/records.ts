@@ -315,6 +315,10 @@ export interface ServiceAccountRecord {
   created_at: string;
 }
 
+/** The key types the platform CA issues certificates for. */
+export const KEY_TYPES = ['ecdsa-p256', 'rsa-2048'] as const;
+export type KeyType = (typeof KEY_TYPES)[number];
+
 export interface CertificateRecord {
   id: number;
   name: string;
@@ -328,6 +332,8 @@ export interface CertificateRecord {
   revoked_at: string | null;
   /** The highest X-Priority class a request with this certificate gets; null or absent (older records): any. */
   max_priority?: Priority | null;
+  /** The private key's type; absent (records from before EC keys): rsa-2048. */
+  key_type?: KeyType;
   created_at: string;
 }
 

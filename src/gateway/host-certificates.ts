@@ -1,22 +1,26 @@
-// Owns the per-endpoint server certificates the gateway presents by SNI: when a hostname
-// enters the routing table (the deployment was created), a certificate for exactly that name
-// is issued by the platform CA, off the request path (key generation on the thread pool),
-// and kept in memory only — nothing to protect at rest, and a restart issues fresh ones.
-// Until it is ready, and for any other name, the default certificate (`*.<domain>`, or the
-// operator's) answers, so a handshake never waits for issuance. The routing table says which
-// hosts came and went with each change, so a change costs nothing per host that stayed.
+// Owns the per-endpoint server certificates the gateway presents by SNI: a certificate for
+// exactly one endpoint host (a deployment's, or a tag's), issued by the platform CA with an
+// ECDSA P-256 key the first time a handshake names that host, and kept in memory only —
+// nothing to protect at rest, and a restart issues fresh ones as clients come. Until it is
+// ready (a few milliseconds), and for any other name, the default certificate (`*.<domain>`,
+// or the operator's) answers, so a handshake never waits for issuance.
+//
+// Issued on demand rather than when a host enters the routing table: a thousand endpoints at
+// zero cost no key generation when they are created or when the service starts, and no
+// memory (a TLS context holds about 30 KB) until a client calls them. The routing table says
+// which hosts came and went with each change, so a change costs nothing per host that stayed.
 
 import tls from 'node:tls';
 import type { Logger } from 'pino';
-import { generateRsaKeyPair, issueServerCertificate, type CertificateAuthority } from '../pki/ca.js';
+import { generateEcKeyPair, issueServerCertificate, type CertificateAuthority } from '../pki/ca.js';
 
 export class HostCertificates {
   private readonly contexts = new Map<string, tls.SecureContext>();
   private readonly issuing = new Map<string, Promise<void>>();
-  /** Hosts whose issuance failed: tried again on the next change of hosts. */
+  /** Hosts whose issuance failed: not tried again (per handshake) until they leave the table. */
   private readonly failed = new Set<string>();
-  /** Hosts removed while their certificate was being issued: it is not kept when it comes. */
-  private readonly dropped = new Set<string>();
+  /** The hosts of the routing table: only these get certificates of their own. */
+  private hosts = new Set<string>();
 
   constructor(
     private readonly ca: CertificateAuthority,
@@ -25,47 +29,60 @@ export class HostCertificates {
     private readonly log: Logger,
   ) {}
 
-  /** The context for an SNI name, if its certificate has been issued. */
+  /**
+   * The context for an SNI name, if its certificate has been issued. The first handshake that
+   * names a host of the table starts the issuance and gets the default certificate.
+   */
   contextFor(servername: string): tls.SecureContext | undefined {
-    return this.contexts.get(servername.toLowerCase());
+    const host = servername.toLowerCase();
+    const context = this.contexts.get(host);
+    if (context === undefined && this.hosts.has(host) && !this.issuing.has(host) && !this.failed.has(host)) this.issue(host);
+    return context;
   }
 
-  /** Issues certificates for new hosts and forgets those of hosts that left. */
+  /** Follows the routing table's hosts (a full read): forgets the certificates of hosts that left. */
   sync(hosts: ReadonlySet<string>): void {
-    for (const host of this.contexts.keys()) if (!hosts.has(host)) this.contexts.delete(host);
-    this.failed.clear();
-    for (const host of this.issuing.keys()) if (!hosts.has(host)) this.dropped.add(host);
-    for (const host of hosts) this.dropped.delete(host);
-    for (const host of hosts) if (!this.contexts.has(host) && !this.issuing.has(host)) this.issue(host);
+    this.hosts = new Set(hosts);
+    for (const host of this.contexts.keys()) if (!this.hosts.has(host)) this.contexts.delete(host);
+    for (const host of this.failed) if (!this.hosts.has(host)) this.failed.delete(host);
   }
 
-  /** The same for a change of a few hosts: certificates for those added, none kept for those removed; one that failed before is tried again. */
+  /**
+   * The same for a change of a few hosts (the routing table says which came and went): one
+   * that left keeps no certificate, one that came (again) may be tried again.
+   */
   update(added: readonly string[], removed: readonly string[]): void {
     for (const host of removed) {
+      this.hosts.delete(host);
       this.contexts.delete(host);
       this.failed.delete(host);
-      if (this.issuing.has(host)) this.dropped.add(host);
     }
-    for (const host of added) this.dropped.delete(host);
-    for (const host of [...added, ...this.failed]) if (!this.contexts.has(host) && !this.issuing.has(host)) this.issue(host);
+    for (const host of added) {
+      this.hosts.add(host);
+      this.failed.delete(host);
+    }
   }
 
-  /** Resolves when every issuance started so far has finished (tests and start-up use it). */
+  /** Resolves when every issuance started so far has finished (tests use it). */
   async settled(): Promise<void> {
     while (this.issuing.size > 0) await Promise.all(this.issuing.values());
   }
 
+  /** How many hosts have a certificate of their own now. */
+  get issued(): number {
+    return this.contexts.size;
+  }
+
   private issue(host: string): void {
-    const job = generateRsaKeyPair()
+    const job = generateEcKeyPair()
       .then((keys) => {
+        // The host may have left the table while the key was made.
+        if (!this.hosts.has(host)) return;
         const issued = issueServerCertificate(this.ca, [host], { keys });
-        this.failed.delete(host);
-        if (this.dropped.delete(host)) return;
         this.contexts.set(host, tls.createSecureContext({ cert: issued.certPem, key: issued.keyPem, ca: this.clientCaPem }));
         this.log.debug({ host, serial: issued.serial }, 'issued endpoint certificate');
       })
       .catch((err: Error) => {
-        if (this.dropped.delete(host)) return;
         this.failed.add(host);
         this.log.error({ err, host }, 'could not issue the endpoint certificate; the default certificate serves it');
       })

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issueServerCertificate, loadOrCreateCa, type CertificateAuthority } from './ca.js';
+import { generateEcKeyPair, issueServerCertificate, loadOrCreateCa, type CertificateAuthority } from './ca.js';
 import { issueClientCertificate, normalizeFingerprint, type IssuedClientCertificate } from './client-certs.js';
 
 const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
@@ -36,8 +36,8 @@ afterAll(async () => {
  * What a server configured like the gateway (client certificate requested, not required,
  * platform CA as the only client trust anchor) sees of a client presenting `client`.
  */
-async function handshake(client: IssuedClientCertificate): Promise<{ authorized: boolean; fingerprint: string | null }> {
-  const server = issueServerCertificate(ca, ['localhost']);
+async function handshake(client: IssuedClientCertificate, serverKey: 'rsa' | 'ec' = 'rsa'): Promise<{ authorized: boolean; fingerprint: string | null }> {
+  const server = issueServerCertificate(ca, ['localhost'], serverKey === 'ec' ? { keys: await generateEcKeyPair() } : {});
   const srv = tls.createServer({ cert: server.certPem, key: server.keyPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: false });
   const seen = new Promise<{ authorized: boolean; fingerprint: string | null }>((resolve) => {
     srv.once('secureConnection', (socket: tls.TLSSocket) => {
@@ -89,6 +89,26 @@ describe('client certificates', () => {
     const theirs = await issueClientCertificate(otherCa, 'tls-client');
     expect(await handshake(ours)).toEqual({ authorized: true, fingerprint: ours.fingerprintSha256 });
     expect((await handshake(theirs)).authorized).toBe(false);
+  });
+
+  it('carry an ECDSA P-256 key by default, and an RSA-2048 key when asked; both authorize against RSA and EC servers', async () => {
+    const ec = await issueClientCertificate(ca, 'ec-client');
+    const rsa = await issueClientCertificate(ca, 'rsa-client', { keyType: 'rsa-2048' });
+    expect(ec.keyType).toBe('ecdsa-p256');
+    expect(rsa.keyType).toBe('rsa-2048');
+    const ecKey = new X509Certificate(ec.certPem).publicKey;
+    expect(ecKey.asymmetricKeyType).toBe('ec');
+    expect(ecKey.asymmetricKeyDetails?.namedCurve).toBe('prime256v1');
+    expect(createPrivateKey(ec.keyPem).asymmetricKeyType).toBe('ec');
+    expect(ec.keyPem).toContain('-----BEGIN PRIVATE KEY-----'); // PKCS#8, as the RSA keys always were
+    const rsaKey = new X509Certificate(rsa.certPem).publicKey;
+    expect(rsaKey.asymmetricKeyType).toBe('rsa');
+    expect(rsaKey.asymmetricKeyDetails?.modulusLength).toBe(2048);
+    for (const client of [ec, rsa]) {
+      for (const server of ['rsa', 'ec'] as const) {
+        expect(await handshake(client, server), `${client.keyType} client, ${server} server`).toEqual({ authorized: true, fingerprint: client.fingerprintSha256 });
+      }
+    }
   });
 
   it('normalises fingerprints from node and from the store to one form', () => {

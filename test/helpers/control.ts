@@ -11,7 +11,7 @@ import path from 'node:path';
 import { systemClock } from '../../src/core/clock.js';
 import { apiCall, type ApiResponse } from './admin-api.js';
 import { Sealer } from '../../src/core/secrets.js';
-import { DEFAULT_CATALOG } from '../../src/domain/catalog.js';
+import { DEFAULT_CATALOG, type Catalog } from '../../src/domain/catalog.js';
 import { DEFAULT_IMAGE_MAP } from '../../src/domain/image-map.js';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { TSchema } from 'typebox';
@@ -81,6 +81,8 @@ export function testCa(): Promise<CertificateAuthority> {
 
 export interface StartControlOptions {
   gpuQuota?: number;
+  /** Default: the embedded catalog. */
+  catalog?: Catalog;
   store?: Store;
   ca?: CertificateAuthority;
   logsDir?: string;
@@ -106,7 +108,7 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
   await new Credentials(store, systemClock).ensureAdmin(ADMIN_KEY);
   const app = await buildControlApp({
     store,
-    catalog: DEFAULT_CATALOG,
+    catalog: opts.catalog ?? DEFAULT_CATALOG,
     images: DEFAULT_IMAGE_MAP,
     logs: opts.logsDir ? fileLogSource(opts.logsDir) : null,
     gpuQuota: opts.gpuQuota ?? 32,

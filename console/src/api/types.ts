@@ -39,7 +39,7 @@ import type { RolloutMode } from '../../../src/domain/traffic.js';
 /** An X-Priority class: a credential's cap (max_priority) names one. */
 export type { Priority };
 export type { AutoscalingMetric, RolloutMode };
-export type { ComponentCounts, Items } from '../../../src/domain/api-views.js';
+export type { ComponentCounts, Items, ListPage } from '../../../src/domain/api-views.js';
 
 export type Family = (typeof FAMILIES)[number];
 export type Status = (typeof DEPLOYMENT_STATUSES)[number];

@@ -8,8 +8,7 @@
 
 import { useState, type FormEvent, type ReactNode } from 'react';
 import { api, ApiError } from '../api/client';
-import type { Items } from '../api/types';
-import { usePoll } from '../hooks';
+import { usePollAll } from '../hooks';
 import { labelledProblems } from '../forms/labels';
 import { ConfirmDialog } from './confirm';
 import { SecretOnce } from './copy';
@@ -70,7 +69,8 @@ export interface CredentialListProps<T extends { id: number; name: string }, D> 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 export function CredentialList<T extends { id: number; name: string }, D>({ title, intro, route, pollMs = 5000, create, table, confirm }: CredentialListProps<T, D>) {
-  const list = usePoll<Items<T>>(route, pollMs);
+  // Every page of the list (the console reads whole lists, a page at a time: api/pages.ts).
+  const list = usePollAll<T>(route, pollMs);
   const [draft, setDraft] = useState<D>(create.empty);
   const [problems, setProblems] = useState<Problems>({});
   const [created, setCreated] = useState<T | null>(null);

@@ -1,13 +1,14 @@
 // Owns naming the deployments a credential is bound to: the deployments of both families by id
-// (polled, and reloadable before a warning names them) and the list of links to them.
+// (every page of each list, polled, and reloadable before a warning names them) and the list of
+// links to them.
 
-import type { Deployment, Items } from '../api/types';
-import { usePoll } from '../hooks';
+import type { Deployment } from '../api/types';
+import { usePollAll } from '../hooks';
 
 /** Deployments by id, to name the ones a credential protects; `reload` before a warning names them. */
 export function useDeploymentNames(): { byId: Map<number, Deployment>; reload: () => void } {
-  const g = usePoll<Items<Deployment>>('/deployments/general', 10_000);
-  const o = usePoll<Items<Deployment>>('/deployments/orchestrated', 10_000);
+  const g = usePollAll<Deployment>('/deployments/general', 10_000);
+  const o = usePollAll<Deployment>('/deployments/orchestrated', 10_000);
   const byId = new Map([...(g.data?.items ?? []), ...(o.data?.items ?? [])].map((d) => [d.id, d]));
   return { byId, reload: () => { g.reload(); o.reload(); } };
 }

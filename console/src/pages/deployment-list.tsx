@@ -1,11 +1,16 @@
 // Owns the deployments list, both families: status first (word and colour, and under it why it
 // is not ready when the controller says), endpoint URL with copy, components ready/desired,
-// current and serving revision. It refreshes by itself every two seconds, keeping rows in
-// place; an empty list teaches how to start.
+// current and serving revision. It reads every page of both lists (a hundred deployments a
+// request, api/pages.ts) and shows them all, sorted by name, so a thousand deployments are one
+// table the browser's find searches; while the first walk runs it says how far it has come.
+// It refreshes by itself every two seconds — longer when a walk takes long (walkPause) —
+// keeping rows in place; an empty list teaches how to start.
 
 import { useEffect, useState } from 'react';
-import { api, ApiError } from '../api/client';
-import type { Deployment, Items } from '../api/types';
+import { ApiError } from '../api/client';
+import { allPages, type Progress } from '../api/pages';
+import type { Deployment } from '../api/types';
+import { walkPause } from '../hooks';
 import { StatusBadge, StatusReason } from '../components/status';
 import { Components, Endpoint, Revisions } from '../components/deployment-bits';
 import { EmptyState } from '../components/empty-state';
@@ -16,24 +21,47 @@ const REFRESH_MS = 2000;
 export function DeploymentListPage() {
   const [items, setItems] = useState<Deployment[] | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [progress, setProgress] = useState<Progress | null>(null);
 
   useEffect(() => {
-    let stop = false;
+    const aborter = new AbortController();
     let timer: number | undefined;
+    let first = true;
     const load = async () => {
+      const started = performance.now();
       try {
-        const [g, o] = await Promise.all([api.get<Items<Deployment>>('/deployments/general'), api.get<Items<Deployment>>('/deployments/orchestrated')]);
-        if (stop) return;
-        setItems([...g.items, ...o.items].sort((a, b) => a.name.localeCompare(b.name)));
+        // Progress of the first walk only: a refresh keeps the table as it is until it is done.
+        const seen = { general: { loaded: 0, total: null }, orchestrated: { loaded: 0, total: null } } as Record<'general' | 'orchestrated', Progress>;
+        const heard = (family: 'general' | 'orchestrated') => (p: Progress) => {
+          seen[family] = p;
+          if (!first) return;
+          const { general: g, orchestrated: o } = seen;
+          setProgress({ loaded: g.loaded + o.loaded, total: g.total === null || o.total === null ? null : g.total + o.total });
+        };
+        const [g, o] = await Promise.all([
+          allPages<Deployment>('/deployments/general', aborter.signal, heard('general')),
+          allPages<Deployment>('/deployments/orchestrated', aborter.signal, heard('orchestrated')),
+        ]);
+        setItems([...g, ...o].sort((a, b) => a.name.localeCompare(b.name)));
         setError(null);
       } catch (err) {
-        if (!stop) setError(err instanceof ApiError ? err.message : String(err));
+        if ((err as Error).name === 'AbortError') return;
+        setError(err instanceof ApiError ? err.message : String(err));
       }
-      if (!stop) timer = window.setTimeout(() => void load(), REFRESH_MS);
+      first = false;
+      setProgress(null);
+      if (!aborter.signal.aborted) timer = window.setTimeout(() => void loadWhenVisible(), walkPause(REFRESH_MS)(performance.now() - started));
+    };
+    const loadWhenVisible = async () => {
+      if (document.visibilityState === 'hidden') {
+        timer = window.setTimeout(() => void loadWhenVisible(), REFRESH_MS);
+        return;
+      }
+      await load();
     };
     void load();
     return () => {
-      stop = true;
+      aborter.abort();
       if (timer !== undefined) window.clearTimeout(timer);
     };
   }, []);
@@ -49,7 +77,11 @@ export function DeploymentListPage() {
         </div>
       </div>
       <FormError message={error} />
-      {items === null && !error && <p className="subtle">Loading…</p>}
+      {items === null && !error && (
+        <p className="subtle" role="status" data-testid="list-progress">
+          {progress?.total ? `Loading deployments… ${progress.loaded.toLocaleString()} of ${progress.total.toLocaleString()}` : 'Loading…'}
+        </p>
+      )}
       {items !== null && items.length === 0 && (
         <EmptyState
           title="No deployments yet"
@@ -66,6 +98,11 @@ export function DeploymentListPage() {
         >
           Create one to get an HTTPS endpoint: start from a preset (vLLM, SGLang, TGI, Triton, Ollama…) with your command, or name a model and let the platform run it.
         </EmptyState>
+      )}
+      {items !== null && items.length > 0 && (
+        <p className="subtle" data-testid="list-count">
+          {items.length === 1 ? '1 deployment' : `${items.length.toLocaleString()} deployments`}
+        </p>
       )}
       {items !== null && items.length > 0 && (
         <div className="table-wrap">

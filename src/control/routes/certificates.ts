@@ -4,12 +4,32 @@
 
 import { Type } from '../../core/typebox.js';
 import type { ControlApp, ControlContext } from '../context.js';
-import { renderCertificate } from '../render.js';
+import type { CertificateRecord } from '../../domain/records.js';
+import { listRecords, pageAnswer, PageQuery, PageResponse } from '../paging.js';
+import { renderCertificate, type DeploymentBinding } from '../render.js';
 import { CertificateCreateRequest, CertificateResponse, CredentialUpdateRequest, ErrorResponse, IdParams } from '../schemas.js';
 
 export function registerCertificateRoutes(app: ControlApp, ctx: ControlContext): void {
   const tags = ['certificates'];
-  const deployments = async () => (await ctx.deps.store.list('deployment')).map((d) => d.value);
+  /**
+   * The deployments that may accept each certificate, from the record index (no deployment is
+   * read): those bound to it, and the one it was issued for. renderCertificate keeps those that do.
+   */
+  const candidates = async (): Promise<(c: CertificateRecord) => DeploymentBinding[]> => {
+    const index = await ctx.index.current();
+    const byBound = new Map<number, DeploymentBinding[]>();
+    for (const d of index.deployments()) {
+      if (d.auth.client_certificate_id === null) continue;
+      const list = byBound.get(d.auth.client_certificate_id);
+      if (list) list.push(d);
+      else byBound.set(d.auth.client_certificate_id, [d]);
+    }
+    return (c) => {
+      const issuedFor = c.deployment_id === null ? undefined : index.deployment(c.deployment_id);
+      return [...(byBound.get(c.id) ?? []), ...(issuedFor ? [issuedFor] : [])];
+    };
+  };
+  const render = async (c: CertificateRecord) => renderCertificate(c, (await candidates())(c));
 
   app.post(
     '/certificates',
@@ -17,17 +37,18 @@ export function registerCertificateRoutes(app: ControlApp, ctx: ControlContext):
     async (request, reply) => {
       const cert = await ctx.certificates.create(request.body);
       request.log.info({ certificate: cert.id, max_priority: cert.max_priority ?? null, by: request.account?.name }, 'client certificate issued');
-      return reply.status(201).send(renderCertificate(cert, await deployments()));
+      return reply.status(201).send(await render(cert));
     },
   );
 
-  app.get('/certificates', { schema: { tags, response: { 200: Type.Object({ items: Type.Array(CertificateResponse) }) } } }, async () => {
-    const all = await deployments();
-    return { items: (await ctx.certificates.list()).map((c) => renderCertificate(c, all)) };
+  app.get('/certificates', { schema: { tags, querystring: PageQuery, response: { 200: PageResponse(CertificateResponse), 400: ErrorResponse } } }, async (request) => {
+    const { records, page } = await listRecords(ctx.deps.store, ctx.index, 'certificate', request.query, 'certificates');
+    const of = await candidates();
+    return pageAnswer(records.map((c) => renderCertificate(c, of(c))), page);
   });
 
   app.get('/certificates/:id', { schema: { tags, params: IdParams, response: { 200: CertificateResponse, 404: ErrorResponse } } }, async (request) =>
-    renderCertificate(await ctx.certificates.get(request.params.id), await deployments()),
+    render(await ctx.certificates.get(request.params.id)),
   );
 
   app.patch(
@@ -36,7 +57,7 @@ export function registerCertificateRoutes(app: ControlApp, ctx: ControlContext):
     async (request) => {
       const cert = await ctx.certificates.setMaxPriority(request.params.id, request.body.max_priority);
       request.log.info({ certificate: cert.id, max_priority: cert.max_priority ?? null, by: request.account?.name }, 'client certificate cap changed');
-      return renderCertificate(cert, await deployments());
+      return render(cert);
     },
   );
 
@@ -67,7 +88,7 @@ export function registerCertificateRoutes(app: ControlApp, ctx: ControlContext):
     async (request) => {
       const cert = await ctx.certificates.revoke(request.params.id);
       request.log.info({ certificate: cert.id, by: request.account?.name }, 'client certificate revoked');
-      return renderCertificate(cert, await deployments());
+      return render(cert);
     },
   );
 }

@@ -4,7 +4,7 @@
 
 import { Type } from '../../core/typebox.js';
 import { notFound } from '../../core/errors.js';
-import { clusterUsage, footprint } from '../../domain/quota.js';
+import { usageOf } from '../../domain/quota.js';
 import { findCluster, type Cluster } from '../../domain/catalog.js';
 import type { ControlApp, ControlContext } from '../context.js';
 import { ClusterResponse, ErrorResponse, HardwareResponse, IdParams, QuotaResponse } from '../schemas.js';
@@ -13,9 +13,9 @@ export function registerClusterRoutes(app: ControlApp, ctx: ControlContext): voi
   const tags = ['catalog'];
   const { catalog } = ctx.deps;
 
-  const describe = async (cluster: Cluster) => {
-    const deployments = (await ctx.deps.store.list('deployment')).map((d) => d.value);
-    const usage = clusterUsage(catalog, deployments);
+  // What deployments hold, summed from the record index's footprints (no deployment is read).
+  const usage = async () => usageOf(catalog, (await ctx.index.current()).holdings());
+  const describe = (cluster: Cluster, usage: Map<number, Map<number, number>>) => {
     return {
       id: cluster.id,
       name: cluster.name,
@@ -37,21 +37,21 @@ export function registerClusterRoutes(app: ControlApp, ctx: ControlContext): voi
     return cluster;
   };
 
-  app.get('/clusters', { schema: { tags, response: { 200: Type.Object({ items: Type.Array(ClusterResponse) }) } } }, async () => ({
-    items: await Promise.all(catalog.clusters.map(describe)),
-  }));
+  app.get('/clusters', { schema: { tags, response: { 200: Type.Object({ items: Type.Array(ClusterResponse) }) } } }, async () => {
+    const used = await usage();
+    return { items: catalog.clusters.map((c) => describe(c, used)) };
+  });
   app.get('/clusters/:id', { schema: { tags, params: IdParams, response: { 200: ClusterResponse, 404: ErrorResponse } } }, async (request) =>
-    describe(clusterOr404(request.params.id)),
+    describe(clusterOr404(request.params.id), await usage()),
   );
   app.get(
     '/clusters/:id/hardware',
     { schema: { tags, params: IdParams, response: { 200: Type.Object({ items: Type.Array(HardwareResponse) }), 404: ErrorResponse } } },
-    async (request) => ({ items: (await describe(clusterOr404(request.params.id))).hardware }),
+    async (request) => ({ items: describe(clusterOr404(request.params.id), await usage()).hardware }),
   );
 
   app.get('/quota', { schema: { tags, response: { 200: QuotaResponse } } }, async () => {
-    const deployments = (await ctx.deps.store.list('deployment')).map((d) => d.value);
-    const held = deployments.map((d) => ({ id: d.id, name: d.name, family: d.spec.family, gpus: footprint(d, catalog).gpus }));
+    const held = (await ctx.index.current()).deployments().map((d) => ({ id: d.id, name: d.name, family: d.family, gpus: d.footprint.gpus }));
     const reserved = held.reduce((n, d) => n + d.gpus, 0);
     return { gpu_quota: ctx.deps.gpuQuota, gpus_reserved: reserved, gpus_free: Math.max(0, ctx.deps.gpuQuota - reserved), deployments: held };
   });

@@ -4,7 +4,7 @@
 // them (logs, usage, activity, revision metrics, events, terminal) are registered here too.
 
 import { Type } from '../../core/typebox.js';
-import type { Family } from '../../domain/records.js';
+import type { DeploymentRecord, Family, ReplicaRecord } from '../../domain/records.js';
 import { resolveTraffic } from '../../domain/traffic.js';
 import type { ControlApp, ControlContext } from '../context.js';
 import { callerRole } from '../caller.js';
@@ -22,6 +22,7 @@ import {
   RollbackRequest,
 } from '../schemas.js';
 import { PlatformError } from '../../core/errors.js';
+import { decodeContinue, PAGE_QUERY_FIELDS, pageOf, PageResponse, pages, readPage, type Page } from '../paging.js';
 import { registerActivityRoutes } from './activity.js';
 import { registerEventRoutes } from './events.js';
 import { registerLogRoutes } from './logs.js';
@@ -30,6 +31,11 @@ import { registerTerminalRoutes } from './terminal.js';
 import { registerUsageRoutes } from './usage.js';
 
 const FAMILIES: Family[] = ['general', 'orchestrated'];
+
+const DeploymentListQuery = Type.Object({
+  ...PAGE_QUERY_FIELDS,
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'only the deployment of this name (none or one item)' })),
+});
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse, 422: ErrorResponse };
 
 export function registerDeploymentRoutes(app: ControlApp, ctx: ControlContext): void {
@@ -52,11 +58,32 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
     return reply.status(201).send(await render(created.id));
   });
 
-  app.get(base, { schema: { tags, response: { 200: Type.Object({ items: Type.Array(DeploymentResponse) }) } } }, async () => {
-    const replicas = (await ctx.deps.store.list('replica')).map((r) => r.value);
-    const items = (await service.list(family)).map((d) => renderDeployment(d, replicas, ctx.deps.endpoint));
-    return { items };
-  });
+  // Paged as docs/control-api.md says (paging.ts); `name` finds one deployment by its name.
+  app.get(
+    base,
+    { schema: { tags, querystring: DeploymentListQuery, response: { 200: PageResponse(DeploymentResponse), 400: ErrorResponse } } },
+    async (request) => {
+      const query = request.query;
+      const collection = `deployments/${family}`;
+      let records: DeploymentRecord[];
+      let page: Page | null = null;
+      if (query.name !== undefined) {
+        const after = query.continue === undefined ? 0 : decodeContinue(collection, query.continue);
+        const named = await service.findByName(family, query.name);
+        records = named !== undefined && named.id > after ? [named] : [];
+      } else if (!pages(query)) {
+        records = await service.list(family);
+      } else {
+        const index = await ctx.index.current();
+        page = pageOf(index.ids('deployment', family), query, collection);
+        const read = await readPage(page, (id) => ctx.deps.store.get('deployment', id));
+        records = read.map((d) => d.value).filter((d) => d.family === family);
+      }
+      const replicas = records.length === 0 ? new Map<number, ReplicaRecord[]>() : replicasByDeployment(await ctx.deps.store.list('replica'));
+      const items = records.map((d) => renderDeployment(d, replicas.get(d.id) ?? [], ctx.deps.endpoint));
+      return page?.continue === undefined ? { items } : { items, continue: page.continue, remaining_item_count: page.remaining_item_count };
+    },
+  );
 
   app.get(`${base}/:id`, { schema: { tags, params: IdParams, response: { 200: DeploymentResponse, ...errors } } }, async (request) =>
     render(request.params.id),
@@ -123,6 +150,17 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
   registerRevisionMetricsRoutes(app, ctx, family);
   registerEventRoutes(app, ctx, family);
   registerTerminalRoutes(app, ctx, family);
+}
+
+/** Replicas by deployment id, so rendering a page costs the page, not the page times every replica. */
+function replicasByDeployment(all: readonly { value: ReplicaRecord }[]): Map<number, ReplicaRecord[]> {
+  const out = new Map<number, ReplicaRecord[]>();
+  for (const { value: r } of all) {
+    const list = out.get(r.deployment_id);
+    if (list) list.push(r);
+    else out.set(r.deployment_id, [r]);
+  }
+  return out;
 }
 
 async function replicasOf(ctx: ControlContext, deploymentId: number) {

@@ -12,17 +12,29 @@ import type { DeploymentRecord, RegistryCredentialRecord } from '../../domain/re
 import { normaliseRegistryHost, registryHostOf, registryHostProblem } from '../../domain/registry-hosts.js';
 import { ConflictError, modify } from '../../store/store.js';
 import { requireAdmin } from '../caller.js';
+import { listRecords, pageAnswer, PageQuery, PageResponse } from '../paging.js';
+import type { DeploymentEntry } from '../record-index.js';
 import type { ControlApp, ControlContext } from '../context.js';
 import { ErrorResponse, IdParams, RegistryCredentialCreateRequest, RegistryCredentialResponse, RegistryCredentialUpdateRequest } from '../schemas.js';
 
 const NAME_INDEX = 'registry-credential-name';
 
+/** A deployment as far as its registry credential goes: the record index's entry, or `pullsWith` of a record. */
+type Puller = Pick<DeploymentEntry, 'id' | 'name' | 'registry'>;
+
+/** What a stored deployment's current spec pulls with, as the record index keeps it. */
+const pullsWith = (d: DeploymentRecord): Puller => ({
+  id: d.id,
+  name: d.name,
+  registry: d.spec.family === 'general' && d.spec.registry_credential_id != null ? { credential_id: d.spec.registry_credential_id, host: registryHostOf(d.spec.image) } : null,
+});
+
 /** The deployments whose current spec pulls with `c`, with the registry host of their image. */
-function usersOf(c: RegistryCredentialRecord, deployments: DeploymentRecord[]): { id: number; name: string; host: string }[] {
-  return deployments.flatMap((d) => (d.spec.family === 'general' && d.spec.registry_credential_id === c.id ? [{ id: d.id, name: d.name, host: registryHostOf(d.spec.image) }] : []));
+function usersOf(c: RegistryCredentialRecord, deployments: readonly Puller[]): { id: number; name: string; host: string }[] {
+  return deployments.flatMap((d) => (d.registry?.credential_id === c.id ? [{ id: d.id, name: d.name, host: d.registry.host }] : []));
 }
 
-function render(c: RegistryCredentialRecord, deployments: DeploymentRecord[]) {
+function render(c: RegistryCredentialRecord, deployments: readonly Puller[]) {
   return { id: c.id, name: c.name, username: c.username, registry: c.registry ?? null, created_at: c.created_at, deployments: usersOf(c, deployments).map((d) => d.id) };
 }
 
@@ -36,7 +48,10 @@ function registryHost(value: string): string {
 export function registerRegistryCredentialRoutes(app: ControlApp, ctx: ControlContext): void {
   const tags = ['vault'];
   const { store } = ctx.deps;
-  const deployments = async () => (await store.list('deployment')).map((d) => d.value);
+  // Changes that must not leave a deployment without its credential read every deployment
+  // from the store; answers that only show who uses one read the record index.
+  const deployments = async () => (await store.list('deployment')).map((d) => pullsWith(d.value));
+  const indexed = async () => (await ctx.index.current()).deployments();
   const get = async (id: number) => {
     const found = await store.get('registry_credential', id);
     if (!found) throw notFound('registry credential', id);
@@ -68,13 +83,18 @@ export function registerRegistryCredentialRoutes(app: ControlApp, ctx: ControlCo
     },
   );
 
-  app.get('/vault/registry-credentials', { schema: { tags, response: { 200: Type.Object({ items: Type.Array(RegistryCredentialResponse) }) } } }, async () => {
-    const all = await deployments();
-    return { items: (await store.list('registry_credential')).map((c) => render(c.value, all)) };
-  });
+  app.get(
+    '/vault/registry-credentials',
+    { schema: { tags, querystring: PageQuery, response: { 200: PageResponse(RegistryCredentialResponse), 400: ErrorResponse } } },
+    async (request) => {
+      const { records, page } = await listRecords(store, ctx.index, 'registry_credential', request.query, 'vault/registry-credentials');
+      const all = await indexed();
+      return pageAnswer(records.map((c) => render(c, all)), page);
+    },
+  );
 
   app.get('/vault/registry-credentials/:id', { schema: { tags, params: IdParams, response: { 200: RegistryCredentialResponse, 404: ErrorResponse } } }, async (request) =>
-    render(await get(request.params.id), await deployments()),
+    render(await get(request.params.id), await indexed()),
   );
 
   // Admins only: whoever binds a credential chooses where its password goes, and a member

@@ -4,6 +4,7 @@
 import { Type } from '../../core/typebox.js';
 import type { ControlApp, ControlContext } from '../context.js';
 import { requireAdmin } from '../caller.js';
+import { listRecords, pageAnswer, PageQuery, PageResponse } from '../paging.js';
 import { renderServiceAccount } from '../render.js';
 import { ErrorResponse, IdParams, ServiceAccountCreateRequest, ServiceAccountResponse } from '../schemas.js';
 
@@ -21,9 +22,14 @@ export function registerServiceAccountRoutes(app: ControlApp, ctx: ControlContex
     },
   );
 
-  app.get('/service-accounts', { ...adminOnly, schema: { tags, response: { 200: Type.Object({ items: Type.Array(ServiceAccountResponse) }) } } }, async () => ({
-    items: (await ctx.credentials.listServiceAccounts()).map(renderServiceAccount),
-  }));
+  app.get(
+    '/service-accounts',
+    { ...adminOnly, schema: { tags, querystring: PageQuery, response: { 200: PageResponse(ServiceAccountResponse), 400: ErrorResponse, 403: ErrorResponse } } },
+    async (request) => {
+      const { records, page } = await listRecords(ctx.deps.store, ctx.index, 'service_account', request.query, 'service-accounts');
+      return pageAnswer(records.map(renderServiceAccount), page);
+    },
+  );
 
   app.get('/service-accounts/:id', { ...adminOnly, schema: { tags, params: IdParams, response: { 200: ServiceAccountResponse, 404: ErrorResponse } } }, async (request) =>
     renderServiceAccount(await ctx.credentials.getServiceAccount(request.params.id)),

@@ -4,12 +4,23 @@
 
 import { Type } from '../../core/typebox.js';
 import type { ControlApp, ControlContext } from '../context.js';
-import { renderToken } from '../render.js';
+import { listRecords, pageAnswer, PageQuery, PageResponse } from '../paging.js';
+import { renderToken, type DeploymentBinding } from '../render.js';
 import { CredentialUpdateRequest, ErrorResponse, IdParams, TokenCreateRequest, TokenResponse } from '../schemas.js';
 
 export function registerTokenRoutes(app: ControlApp, ctx: ControlContext): void {
   const tags = ['vault'];
-  const deployments = async () => (await ctx.deps.store.list('deployment')).map((d) => d.value);
+  // The deployments bound to each token, from the record index (no deployment is read).
+  const boundTo = async (): Promise<(tokenId: number) => DeploymentBinding[]> => {
+    const byToken = new Map<number, DeploymentBinding[]>();
+    for (const d of (await ctx.index.current()).deployments()) {
+      if (d.auth.token_id === null) continue;
+      const list = byToken.get(d.auth.token_id);
+      if (list) list.push(d);
+      else byToken.set(d.auth.token_id, [d]);
+    }
+    return (tokenId) => byToken.get(tokenId) ?? [];
+  };
 
   app.post('/vault/tokens', { schema: { tags, body: TokenCreateRequest, response: { 201: TokenResponse, 400: ErrorResponse } } }, async (request, reply) => {
     const { token, value } = await ctx.credentials.createToken(request.body.name, request.body.max_priority ?? null);
@@ -17,14 +28,16 @@ export function registerTokenRoutes(app: ControlApp, ctx: ControlContext): void 
     return reply.status(201).send({ ...renderToken(token, []), token: value });
   });
 
-  app.get('/vault/tokens', { schema: { tags, response: { 200: Type.Object({ items: Type.Array(TokenResponse) }) } } }, async () => {
-    const all = await deployments();
-    return { items: (await ctx.credentials.listTokens()).map((t) => renderToken(t, all)) };
+  app.get('/vault/tokens', { schema: { tags, querystring: PageQuery, response: { 200: PageResponse(TokenResponse), 400: ErrorResponse } } }, async (request) => {
+    const { records, page } = await listRecords(ctx.deps.store, ctx.index, 'token', request.query, 'vault/tokens');
+    const bound = await boundTo();
+    return pageAnswer(records.map((t) => renderToken(t, bound(t.id))), page);
   });
 
-  app.get('/vault/tokens/:id', { schema: { tags, params: IdParams, response: { 200: TokenResponse, 404: ErrorResponse } } }, async (request) =>
-    renderToken(await ctx.credentials.getToken(request.params.id), await deployments()),
-  );
+  app.get('/vault/tokens/:id', { schema: { tags, params: IdParams, response: { 200: TokenResponse, 404: ErrorResponse } } }, async (request) => {
+    const token = await ctx.credentials.getToken(request.params.id);
+    return renderToken(token, (await boundTo())(token.id));
+  });
 
   app.patch(
     '/vault/tokens/:id',
@@ -32,7 +45,7 @@ export function registerTokenRoutes(app: ControlApp, ctx: ControlContext): void 
     async (request) => {
       const token = await ctx.credentials.setTokenMaxPriority(request.params.id, request.body.max_priority);
       request.log.info({ token: token.id, max_priority: token.max_priority ?? null, by: request.account?.name }, 'endpoint token cap changed');
-      return renderToken(token, await deployments());
+      return renderToken(token, (await boundTo())(token.id));
     },
   );
 
