@@ -328,5 +328,6 @@ function bindAll(store: Store): Store {
     releaseLease: (name, holder) => store.releaseLease(name, holder),
     publishReport: (topic, publisher, body, ttlMs) => store.publishReport(topic, publisher, body, ttlMs),
     readReports: (topic) => store.readReports(topic),
+    ...(store.compact ? { compact: () => store.compact!() } : {}),
   };
 }
