@@ -106,6 +106,17 @@ describe('RecordIndex', () => {
     index.close();
   });
 
+  it('passes every member it does not wrap through to the store, compact() and any later one included', async () => {
+    const index = new RecordIndex(store, DEFAULT_CATALOG);
+    const wrapped = indexedStore(store, index);
+    expect(typeof wrapped.compact).toBe(typeof store.compact);
+    const later = Object.assign(deafStore(store), { later: function (this: unknown) { return this; } });
+    const through = indexedStore(later, index) as typeof later;
+    expect(through.later()).toBe(later);
+    await expect(wrapped.ping()).resolves.toBeUndefined();
+    index.close();
+  });
+
   it('reloads after a resync: what others wrote meanwhile appears, what they deleted goes', async () => {
     const deaf = deafStore(store);
     const index = new RecordIndex(deaf, DEFAULT_CATALOG);

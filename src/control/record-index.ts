@@ -285,11 +285,12 @@ export class RecordIndex implements IndexView {
 
 /**
  * The store with every write made through it applied to `index` as soon as it returns, so
- * this process reads its own writes even before the change feed brings them.
+ * this process reads its own writes even before the change feed brings them. Every other
+ * member — and any the Store interface gains later (compact() came so) — passes through to
+ * the store itself: a wrapper that listed them would drop a new one without a word.
  */
 export function indexedStore(store: Store, index: RecordIndex): Store {
-  return {
-    ...bindAll(store),
+  const writes: Pick<Store, 'create' | 'update' | 'delete'> = {
     create: async <K extends Kind>(kind: K, build: (id: number) => RecordMap[K], options?: CreateOptions) => {
       const created = await store.create(kind, build, options);
       index.applyWritten(kind, (created.value as { id: number }).id, created);
@@ -306,28 +307,12 @@ export function indexedStore(store: Store, index: RecordIndex): Store {
       return gone;
     },
   };
-}
-
-/** The store's methods bound to it (a spread of a class instance copies none of them). */
-function bindAll(store: Store): Store {
-  return {
-    open: () => store.open(),
-    close: () => store.close(),
-    ping: () => store.ping(),
-    get: (kind, id) => store.get(kind, id),
-    list: (kind) => store.list(kind),
-    lookup: (index, key) => store.lookup(index, key),
-    create: (kind, build, options) => store.create(kind, build, options),
-    update: (kind, id, expectedVersion, value, options) => store.update(kind, id, expectedVersion, value, options),
-    delete: (kind, id, expectedVersion, options) => store.delete(kind, id, expectedVersion, options),
-    appendEvent: (deploymentId, event, options) => store.appendEvent(deploymentId, event, options),
-    listEvents: (deploymentId) => store.listEvents(deploymentId),
-    watch: (listener) => store.watch(listener),
-    onResync: (listener) => store.onResync(listener),
-    holdLease: (name, holder, ttlMs) => store.holdLease(name, holder, ttlMs),
-    releaseLease: (name, holder) => store.releaseLease(name, holder),
-    publishReport: (topic, publisher, body, ttlMs) => store.publishReport(topic, publisher, body, ttlMs),
-    readReports: (topic) => store.readReports(topic),
-    ...(store.compact ? { compact: () => store.compact!() } : {}),
-  };
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'create' || prop === 'update' || prop === 'delete') return writes[prop];
+      const value = Reflect.get(target, prop, target) as unknown;
+      // Bound to the store: a method reached through the proxy still runs on the store itself.
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
