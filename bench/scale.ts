@@ -79,13 +79,15 @@ function rssKb(pid: number): number {
   return Number(m?.[1] ?? 0);
 }
 
-/** The service's processes by role: its gateway processes (same program, `gateway` role) apart from replicas. */
+/** The service's processes by role: its gateway worker processes apart from replicas. */
 function serviceProcesses(servicePid: number): { gateways: number[]; replicas: number[] } {
   const gateways: number[] = [];
   const replicas: number[] = [];
   for (const pid of childrenOf(servicePid)) {
-    const cmd = cmdline(pid);
-    if (cmd.includes('dist/cli/main.js') && /gateway/.test(cmd)) gateways.push(pid);
+    // Gateway workers are forked through node:cluster: this program with no arguments after it
+    // (the worker's slot comes in the environment); replicas run `engine` or a user's command.
+    const cmd = cmdline(pid).trim();
+    if (cmd.endsWith('dist/cli/main.js')) gateways.push(pid);
     else replicas.push(pid);
   }
   return { gateways, replicas };
@@ -134,6 +136,13 @@ async function runCase(c: Case): Promise<Row> {
     const text = await res.text();
     return { status: res.status, body: text };
   };
+
+  // A first create compiles the route's validators (on first use): made and deleted before
+  // the timed creates, so their p99 is not that one-off.
+  const warm = await call('POST', '/deployments/general', { cluster_id: 1, hardware_instance_id: 1, name: 'scale-warm-up', image: 'infergate/reference-engine', container_port: 8000, min_replicas: 0, max_replicas: 1, max_concurrency: 8, initial_replicas: 0, endpoint_bearer_token: 'igt_bench_scale_token_warm_up_abcdefghij' });
+  if (warm.status !== 201) throw new Error(`the warm-up create failed: ${warm.status} ${warm.body}`);
+  const warmDelete = await call('DELETE', `/deployments/general/${(JSON.parse(warm.body) as { id: number }).id}`);
+  if (warmDelete.status >= 300) throw new Error(`the warm-up delete failed: ${warmDelete.status} ${warmDelete.body}`);
 
   // Creates: the serving ones first (each starts its replica), then the rest at zero.
   const createMs: number[] = [];
