@@ -130,8 +130,9 @@ async function runCase(c: Case): Promise<Row> {
     timeoutMs: 30_000,
   });
   const api = `http://127.0.0.1:${ports.api}`;
-  const headers = { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' };
   const call = async (method: string, p: string, body?: unknown) => {
+    // No content-type without a body: the API refuses an empty JSON body.
+    const headers = { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) };
     const res = await fetch(`${api}${p}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await res.text();
     return { status: res.status, body: text };
