@@ -64,8 +64,12 @@ describe.runIf(run)('console lists past one page, in Chromium', { timeout: 120_0
     expect(names).toContain(lastName);
     expect(names).toContain('o-3');
 
+    // A walk begun before the listener was attached (the page signed in onto the list) may end
+    // after it: the reload's walk is the one that starts from the first page.
     const general = requested.filter((r) => r.startsWith('/deployments/general?'));
-    expect(general.slice(0, 3)).toEqual([
+    const first = general.indexOf('/deployments/general?limit=100');
+    expect(first, JSON.stringify(general)).toBeGreaterThanOrEqual(0);
+    expect(general.slice(first, first + 3)).toEqual([
       '/deployments/general?limit=100',
       expect.stringMatching(/^\/deployments\/general\?limit=100&continue=[A-Za-z0-9_-]+$/),
       expect.stringMatching(/^\/deployments\/general\?limit=100&continue=[A-Za-z0-9_-]+$/),
