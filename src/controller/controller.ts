@@ -27,7 +27,7 @@
 // holds the store's `controller` lease, so a second control process on a shared store stands by.
 
 import { containerCapabilitiesOf } from '../domain/container-capabilities.js';
-import { COMPONENT, routedComponent, usesGpuInstance } from '../domain/components.js';
+import { COMPONENT, FRONTEND_WORKERS_POLL_MS, routedComponent, usesGpuInstance } from '../domain/components.js';
 import { DEFAULTS } from '../config/defaults.js';
 import type { Logger } from 'pino';
 import { isoNow, type Clock } from '../core/clock.js';
@@ -1138,7 +1138,11 @@ export class Controller {
     // Waits are on the injected clock, like the deadline they count towards: tests step it.
     const { load, clock } = this.opts;
     // Gateways drop the replica when they see the draining record; give the change feed a moment.
-    await clock.sleep(this.opts.drainSettleMs ?? DEFAULTS.controller.drainSettleMs);
+    // An orchestrated worker is reached through its Frontends, which learn it left from the
+    // workers file (already rewritten without it) at their next poll: give them two polls.
+    const settle = this.opts.drainSettleMs ?? DEFAULTS.controller.drainSettleMs;
+    const throughFrontend = o.component !== COMPONENT.Replica && o.component !== COMPONENT.Frontend;
+    await clock.sleep(throughFrontend ? Math.max(settle, 2 * FRONTEND_WORKERS_POLL_MS) : settle);
     if (load === null) return;
     const deadline = clock.now() + this.opts.drainTimeoutMs;
     while (load.inflight(o.recordId) > 0 && clock.now() < deadline) await clock.sleep(100);

@@ -5,7 +5,7 @@
 // model, with the KV-transfer role of its pool — and the status rule: not ready while the
 // Frontend is not ready, whatever the workers do (spec).
 
-import { COMPONENT, poolOf } from '../domain/components.js';
+import { COMPONENT, FRONTEND_WORKERS_POLL_MS, poolOf } from '../domain/components.js';
 import { appliedCount } from '../domain/traffic.js';
 import path from 'node:path';
 import { FRONTEND_IMAGE } from '../domain/image-map.js';
@@ -104,7 +104,7 @@ export function orchestratedRequest(
       // A gRPC Frontend is probed by TCP connect, like every gRPC replica (spec).
       protocol: spec.protocol,
       image: FRONTEND_IMAGE,
-      command: ['--mode', spec.serving_mode, '--model', spec.model, ...alias, ...protocol, ...routing, '--workers-file', workersFile],
+      command: ['--mode', spec.serving_mode, '--model', spec.model, ...alias, ...protocol, ...routing, '--workers-file', workersFile, '--poll-ms', String(FRONTEND_WORKERS_POLL_MS)],
       env: {},
       configFile: null,
       modelCaching: false,

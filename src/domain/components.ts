@@ -21,6 +21,13 @@ export const COMPONENT = {
 
 export type ComponentName = (typeof COMPONENT)[keyof typeof COMPONENT];
 
+/**
+ * How often an orchestrated Frontend re-reads its workers file (the controller starts it with
+ * this `--poll-ms`). A worker leaving the file is stopped only after its Frontends have had
+ * time to read the file without it (the controller's drain), so both read it from here.
+ */
+export const FRONTEND_WORKERS_POLL_MS = 300;
+
 type Shaped = { spec: Pick<DeploymentSpec, 'family'> & { serving_mode?: string } };
 
 const disaggregated = (d: Shaped): boolean => d.spec.family === 'orchestrated' && d.spec.serving_mode === 'disaggregated';
