@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { cpuMicros, freePort, onCleanup, sleep, start, stopAll, type Started } from './lib/processes.js';
 import { childrenOf } from './lib/containers.js';
+import { serviceEnv } from './lib/service.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN = 'bench-scale-admin-key-0123456789abcdef';
@@ -115,13 +116,7 @@ async function runCase(c: Case): Promise<Row> {
   const service = await start(process.execPath, [path.join(root, 'dist/cli/main.js'), 'serve'], {
     env: {
       ...env,
-      INFERGATE_DATA_DIR: path.join(dir, 'data'),
-      INFERGATE_CERTS_DIR: path.join(dir, 'certs'),
-      INFERGATE_API_PORT: String(ports.api),
-      INFERGATE_GATEWAY_PORT: String(ports.gateway),
-      INFERGATE_METRICS_PORT: String(ports.metrics),
-      INFERGATE_ADMIN_KEY: ADMIN,
-      INFERGATE_LOG_LEVEL: 'warn',
+      ...serviceEnv(dir, ports, ADMIN, 'warn'),
       INFERGATE_RUNTIME: 'local',
       INFERGATE_CATALOG: path.join(dir, 'catalog.json'),
       INFERGATE_GPU_QUOTA: String(4 * c.n + 100),

@@ -21,21 +21,25 @@ export interface BenchService {
   caPem(): Promise<string>;
 }
 
+/** The environment of a bench's `infergate serve`: its data and certificates under `dir`, its ports, admin key and log level. */
+export function serviceEnv(dir: string, ports: { api: number; gateway: number; metrics: number }, adminKey: string, logLevel: string): NodeJS.ProcessEnv {
+  return {
+    INFERGATE_DATA_DIR: path.join(dir, 'data'),
+    INFERGATE_CERTS_DIR: path.join(dir, 'certs'),
+    INFERGATE_API_PORT: String(ports.api),
+    INFERGATE_GATEWAY_PORT: String(ports.gateway),
+    INFERGATE_METRICS_PORT: String(ports.metrics),
+    INFERGATE_ADMIN_KEY: adminKey,
+    INFERGATE_LOG_LEVEL: logLevel,
+  };
+}
+
 export async function startService(name: string, args: string[], logLevel = 'warn'): Promise<BenchService> {
   const dir = await mkdtemp(path.join(os.tmpdir(), `infergate-bench-${name}-`));
   onCleanup(() => rm(dir, { recursive: true, force: true }));
   const ports = { api: await freePort(), gateway: await freePort(), metrics: await freePort() };
   const proc = await start(process.execPath, [path.join(root, 'dist/cli/main.js'), 'serve', ...args], {
-    env: {
-      INFERGATE_DATA_DIR: path.join(dir, 'data'),
-      INFERGATE_CERTS_DIR: path.join(dir, 'certs'),
-      INFERGATE_API_PORT: String(ports.api),
-      INFERGATE_GATEWAY_PORT: String(ports.gateway),
-      INFERGATE_METRICS_PORT: String(ports.metrics),
-      INFERGATE_ADMIN_KEY: ADMIN,
-      INFERGATE_LOG_LEVEL: logLevel,
-      INFERGATE_RUNTIME: process.env.INFERGATE_RUNTIME ?? 'local',
-    },
+    env: { ...serviceEnv(dir, ports, ADMIN, logLevel), INFERGATE_RUNTIME: process.env.INFERGATE_RUNTIME ?? 'local' },
     ready: /state in /,
     timeoutMs: 20_000,
   });
