@@ -24,6 +24,7 @@ import type {
 } from '../domain/api-views.js';
 import { isAlwaysSecret } from '../domain/secret-env.js';
 import { servedModel } from '../domain/served-model.js';
+import { serviceAccountMembership } from '../domain/membership.js';
 import { ENDPOINTS_PATH_PREFIX, endpointHost, pathAddressHost, withPort } from '../domain/endpoint-address.js';
 import {
   DEFAULT_FLOW_CONTROL,
@@ -236,7 +237,8 @@ export function renderToken(t: TokenRecord, deployments: readonly DeploymentBind
 }
 
 export function renderServiceAccount(a: ServiceAccountRecord): ServiceAccountView {
-  return { id: a.id, name: a.name, role: a.role, created_at: a.created_at };
+  const membership = serviceAccountMembership(a);
+  return { id: a.id, name: a.name, role: membership?.role ?? 'admin', project: membership?.project ?? null, created_at: a.created_at };
 }
 
 /** Never the key, sealed or not: the private key leaves only through the .pem route. */

@@ -216,7 +216,8 @@ export type TokenView = Static<typeof TokenResponse>;
 export const ServiceAccountResponse = Type.Object({
   id: Type.Integer(),
   name: Type.String(),
-  role: Type.Enum(['admin', 'member']),
+  role: Type.Enum(['admin', 'owner', 'developer', 'viewer'], { description: 'admin: the platform admin; else the role in its project' }),
+  project: Type.Union([Type.String(), Type.Null()], { description: 'the project it acts in; null for an admin' }),
   created_at: Type.String(),
   key: Type.Optional(Type.String({ description: 'present only in the create response' })),
 });
@@ -226,7 +227,7 @@ export const WhoamiResponse = Type.Object(
   {
     id: Type.Integer(),
     name: Type.String(),
-    role: Type.Enum(['admin', 'member'], { description: 'admin: everything; member: all but service accounts (and host commands, unless the server allows them)' }),
+    role: Type.Enum(['admin', 'owner', 'developer', 'viewer'], { description: 'admin: the platform admin; else the role in the project the request acts in' }),
   },
   { additionalProperties: false },
 );

@@ -5,6 +5,7 @@
 import type { Priority } from './priority.js';
 import type { AutoscalingMetric } from './autoscaling-signal.js';
 import type { ContainerCapability } from './container-capabilities.js';
+import type { Action, ProjectRole } from './access.js';
 
 export type Family = 'general' | 'orchestrated';
 export type Protocol = 'http' | 'grpc';
@@ -246,6 +247,8 @@ export interface RolloutState {
 
 export interface DeploymentRecord {
   id: number;
+  /** The project that owns it (domain/access.ts: projectOf); absent in records from before projects: `default`. */
+  project?: string;
   family: Family;
   name: string;
   cluster_id: number;
@@ -293,6 +296,8 @@ export interface DeploymentRecord {
 
 export interface TokenRecord {
   id: number;
+  /** The owning project; absent in older records: `default`. */
+  project?: string;
   name: string;
   /** SHA-256 hex of the token value; the value itself is never stored. */
   hash: string;
@@ -303,10 +308,16 @@ export interface TokenRecord {
   created_at: string;
 }
 
-export type ServiceAccountRole = 'admin' | 'member';
+/**
+ * `admin`: the platform admin (no project); a project role otherwise. `member` is how records
+ * from before projects named a non-admin account: read as `developer` of `default`.
+ */
+export type ServiceAccountRole = 'admin' | ProjectRole | 'member';
 
 export interface ServiceAccountRecord {
   id: number;
+  /** The project it acts in; null or absent for an admin. Absent on an older member: `default`. */
+  project?: string | null;
   name: string;
   role: ServiceAccountRole;
   key_hash: string;
@@ -321,6 +332,8 @@ export type KeyType = (typeof KEY_TYPES)[number];
 
 export interface CertificateRecord {
   id: number;
+  /** The owning project; absent in older records: `default`. */
+  project?: string;
   name: string;
   deployment_id: number | null;
   serial: string;
@@ -363,6 +376,8 @@ export interface ReplicaRecord {
 /** One deployment's usage in one clock hour; counters only ever grow (exact, not sampled). */
 export interface UsageRecord {
   id: number;
+  /** The project of the deployment; absent in older records: `default`. */
+  project?: string;
   deployment_id: number;
   /** Start of the hour, ISO 8601 UTC (e.g. 2026-11-23T16:00:00.000Z). */
   hour: string;
@@ -407,6 +422,8 @@ export interface RevisionUsage {
  */
 export interface RegistryCredentialRecord {
   id: number;
+  /** The owning project; absent in older records: `default`. */
+  project?: string;
   name: string;
   username: string;
   sealed_password: string;
@@ -447,6 +464,81 @@ export interface DeploymentEvent {
 /** An event as its writer gives it: the store folds and counts. */
 export type NewDeploymentEvent = Pick<DeploymentEvent, 'time' | 'type' | 'reason' | 'message'>;
 
+/**
+ * A member of a project: a person by the e-mail address their identity provider gives
+ * (`user:alice@example.com`) or everyone in one of its groups (`group:ml-platform`).
+ */
+export interface ProjectMember {
+  subject: string;
+  role: ProjectRole;
+}
+
+/** A team: it owns deployments, vault tokens, certificates, registry credentials, service accounts and usage. */
+export interface ProjectRecord {
+  id: number;
+  /** A DNS label, unique and never changed: it is part of endpoint addresses. */
+  name: string;
+  /** GPUs the project's deployments may reserve (the spec's quota rule); null: only the cluster's capacity. */
+  gpu_quota: number | null;
+  members: ProjectMember[];
+  created_at: string;
+  updated_at: string;
+}
+
+/** A person who signed in through the identity provider (OpenID Connect). */
+export interface UserRecord {
+  id: number;
+  /** The provider's issuer and subject (`sub`): who they are, whatever their e-mail becomes. */
+  issuer: string;
+  subject: string;
+  email: string | null;
+  name: string | null;
+  /** The groups of their last sign-in or refresh (the configured group claim). */
+  groups: string[];
+  created_at: string;
+  last_sign_in_at: string;
+}
+
+/** A signed-in person's session: a console cookie or a CLI's session token. */
+export interface SessionRecord {
+  id: number;
+  user_id: number;
+  client: 'console' | 'cli';
+  /** SHA-256 hex of the session token; the token itself is never stored. */
+  token_hash: string;
+  /** SHA-256 hex of the CSRF token the console sends on mutating calls (console sessions). */
+  csrf_hash: string | null;
+  /** SHA-256 hex of the CLI's refresh token (cli sessions); null for the console. */
+  refresh_hash: string | null;
+  /** The identity provider's refresh token, sealed: groups are read again on refresh. */
+  sealed_idp_refresh_token: string | null;
+  expires_at: string;
+  created_at: string;
+}
+
+/** What an audit entry says happened to a call: done, refused (401, 403, 404 by policy) or failed. */
+export type AuditResult = 'allowed' | 'refused' | 'failed';
+
+/** One entry of the audit log: append-only, never changed or deleted through the API, never a secret. */
+export interface AuditRecord {
+  id: number;
+  time: string;
+  request_id: string;
+  actor: { kind: 'service_account' | 'user' | 'anonymous'; id: number | null; name: string | null };
+  /** The caller's role in the project (`admin` for the platform admin); null when unknown. */
+  role: ProjectRole | 'admin' | null;
+  /** The project acted in; null for platform-wide calls. */
+  project: string | null;
+  /** The rule of the route (domain/access.ts), or an event such as `auth.sign_in`. */
+  action: Action | 'auth.sign_in' | 'auth.sign_in_refused' | 'auth.sign_out' | 'auth.refresh';
+  /** `METHOD /path/{id}` as the OpenAPI document names the route; null for events. */
+  route: string | null;
+  target: { kind: string; id: number | string | null; name: string | null } | null;
+  result: AuditResult;
+  status: number;
+  source_address: string;
+}
+
 /** Every kind the store holds, by name. */
 export interface RecordMap {
   deployment: DeploymentRecord;
@@ -456,7 +548,23 @@ export interface RecordMap {
   certificate: CertificateRecord;
   replica: ReplicaRecord;
   usage: UsageRecord;
+  project: ProjectRecord;
+  user: UserRecord;
+  session: SessionRecord;
+  audit: AuditRecord;
 }
 
 export type Kind = keyof RecordMap;
-export const KINDS: readonly Kind[] = ['deployment', 'token', 'registry_credential', 'service_account', 'certificate', 'replica', 'usage'];
+export const KINDS: readonly Kind[] = [
+  'deployment',
+  'token',
+  'registry_credential',
+  'service_account',
+  'certificate',
+  'replica',
+  'usage',
+  'project',
+  'user',
+  'session',
+  'audit',
+];
