@@ -41,6 +41,8 @@ import { registerTokenRoutes } from './routes/tokens.js';
 import { registerRegistryCredentialRoutes } from './routes/registry-credentials.js';
 import { bindOlderRegistryCredentials, dropStoredHints } from './credential-upgrades.js';
 import { registerWhoamiRoutes } from './routes/whoami.js';
+import { DEFAULT_PROJECT, PROJECT_NAME_PATTERN, ruleOfRoute, type RouteRule } from '../domain/access.js';
+import { authorize, canSeeProject, homeProject, PROJECT_HEADER, serviceAccountPrincipal, type Principal, type SessionAuthenticator } from './principal.js';
 import { BODY_LIMIT, EMBEDDED_HOST_COMMANDS, type ControlApp, type ControlContext, type ControlDeps } from './context.js';
 
 export { BODY_LIMIT, EMBEDDED_HOST_COMMANDS, type ControlApp, type ControlContext, type ControlDeps };
@@ -51,8 +53,10 @@ declare module 'fastify' {
     account: ServiceAccountRecord | null;
   }
   interface FastifyContextConfig {
-    /** Routes anyone may call: health checks and the API description. */
+    /** Routes anyone may call: health checks, the API description and the console's files. */
     public?: boolean;
+    /** The route's rule from domain/access.ts, set when it is registered. */
+    rule?: RouteRule;
   }
 }
 
@@ -140,19 +144,41 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
   if (scrubbed > 0) await deps.store.compact?.().catch((err: unknown) => deps.logger?.warn({ err }, 'compacting the store after sealing older records failed; the replaced values stay on disk until its next compaction'));
 
   app.decorateRequest('account', null);
+  app.decorateRequest('principal', null);
+  app.decorateRequest('project', DEFAULT_PROJECT);
   handleExpectations(app.server);
   app.addHook('onRequest', async (request, reply) => {
     // Every answer is JSON, a stream or a console file with its own type: none may be sniffed as HTML.
     void reply.header('x-content-type-options', 'nosniff');
-    if (!request.routeOptions.config.public) {
+    const rule = request.routeOptions.config.rule;
+    if (!request.routeOptions.config.public && rule !== 'auth') {
       try {
-        request.account = await authenticate(ctx.credentials, presentedKey(request));
+        const principal = await identify(ctx, request, given.sessions ?? null);
+        request.principal = principal;
+        request.project = requestedProject(request, principal);
       } catch (err) {
         closeIfBodyWithheld(request.raw, reply);
         throw err;
       }
     }
     continueAfterAuthentication(request.raw, reply.raw);
+  });
+  // Before the body is validated, so a role that may not call a route learns that first.
+  app.addHook('preValidation', async (request) => {
+    const rule = request.routeOptions.config.rule;
+    if (rule === undefined || rule === 'public' || rule === 'auth') return;
+    const params = request.params as { project?: unknown } | undefined;
+    const project = typeof params?.project === 'string' ? params.project : request.project;
+    authorize(request, rule, project);
+  });
+  // Every route has a rule in the one table (domain/access.ts): one without is a start-up error.
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      const rule = ruleOfRoute(method === 'HEAD' ? 'GET' : method, route.url);
+      if (rule === undefined) throw new Error(`route ${method} ${route.url} has no rule in ROUTE_RULES (src/domain/access.ts)`);
+      route.config = { ...route.config, rule, public: rule === 'public' };
+    }
   });
 
   registerHealthRoutes(app, ctx);
@@ -188,6 +214,30 @@ function presentedKey(request: FastifyRequest): string {
     throw new PlatformError('unauthenticated', `missing platform credential: send Authorization: Bearer <service-account key>${browser}`);
   }
   return match[1];
+}
+
+/**
+ * Who is calling: a person's session (the console's cookie or a CLI's session token) when
+ * people sign in here, else a service-account key. Sets `request.account` for a service account.
+ */
+async function identify(ctx: ControlContext, request: FastifyRequest, sessions: SessionAuthenticator | null): Promise<Principal> {
+  const person = sessions ? await sessions.authenticate(request) : null;
+  if (person) return person;
+  const account = await authenticate(ctx.credentials, presentedKey(request));
+  request.account = account;
+  return serviceAccountPrincipal(account);
+}
+
+/** The project a request acts in: the X-Infergate-Project header, else the caller's home project. */
+function requestedProject(request: FastifyRequest, principal: Principal): string {
+  const header = request.headers[PROJECT_HEADER];
+  if (header === undefined) return homeProject(principal);
+  const name = Array.isArray(header) ? header[0] : header;
+  if (!name || !PROJECT_NAME_PATTERN.test(name)) {
+    throw new PlatformError('invalid_field', `${PROJECT_HEADER} must name a project: lowercase letters, digits and "-", starting with a letter`, { field: PROJECT_HEADER });
+  }
+  if (!canSeeProject(principal, name)) throw new PlatformError('not_found', `no project named ${name}`);
+  return name;
 }
 
 /** A service-account key (docs/control-api.md); endpoint tokens never pass. */

@@ -17,6 +17,7 @@ import type { CertificateService } from './certificate-service.js';
 import type { Credentials } from './credentials.js';
 import type { DeploymentService } from './deployment-service.js';
 import type { RecordIndex } from './record-index.js';
+import type { SessionAuthenticator } from './principal.js';
 import type { EndpointAddress } from './render.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -53,6 +54,8 @@ export interface ControlDeps {
   registries?: RegistryGate;
   /** Client-side timeouts of the listener; the defaults are Node's and fastify's. */
   timeouts?: ListenerTimeouts;
+  /** People's sessions, where they sign in through an identity provider; absent: service-account keys only. */
+  sessions?: SessionAuthenticator | null;
   /** The web console's build (index.html and assets/); default dist/console; null: no console at `/`. */
   consoleDir?: string | null;
 }

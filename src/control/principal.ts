@@ -7,6 +7,8 @@
 import type { FastifyRequest } from 'fastify';
 import { PlatformError } from '../core/errors.js';
 import { DEFAULT_PROJECT, may, projectOf, refusalReason, type Action, type ProjectRole } from '../domain/access.js';
+import { serviceAccountMembership } from '../domain/membership.js';
+import type { ServiceAccountRecord } from '../domain/records.js';
 
 /** The header that chooses the project a request acts in. */
 export const PROJECT_HEADER = 'x-infergate-project';
@@ -88,4 +90,18 @@ export function authorize(request: { principal: Principal | null; project: strin
 export function inProject<T extends { project?: string | null }>(request: { project: string }, record: T | undefined, what: string): T {
   if (record === undefined || projectOf(record) !== request.project) throw new PlatformError('not_found', `${what} does not exist`);
   return record;
+}
+
+/** A service account as a principal: the admin, or one role in one project. */
+export function serviceAccountPrincipal(account: ServiceAccountRecord): Principal {
+  const membership = serviceAccountMembership(account);
+  return {
+    kind: 'service_account',
+    id: account.id,
+    name: account.name,
+    admin: membership === null,
+    roles: new Map(membership ? [[membership.project, membership.role]] : []),
+    via: 'key',
+    session_id: null,
+  };
 }

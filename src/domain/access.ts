@@ -7,6 +7,9 @@
 export type ProjectRole = 'owner' | 'developer' | 'viewer';
 export const PROJECT_ROLES: readonly ProjectRole[] = ['owner', 'developer', 'viewer'];
 
+/** A project's name: a DNS label (it is part of endpoint hosts), at most 40 characters. */
+export const PROJECT_NAME_PATTERN = /^[a-z](?:[a-z0-9-]{0,38}[a-z0-9])?$/;
+
 /** The project every installation has; records from before projects belong to it. */
 export const DEFAULT_PROJECT = 'default';
 
@@ -153,6 +156,9 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
     ),
   ),
   'GET /healthz': 'public',
+  // The web console's files (control/console-assets.ts).
+  'GET /': 'public',
+  'GET /assets/*': 'public',
   'GET /readyz': 'public',
   'GET /openapi.json': 'public',
 
