@@ -54,6 +54,17 @@ describe('UsageLedger', () => {
     expect(byDeployment.get(999)).not.toHaveProperty('project');
   });
 
+  it('keeps the project it was told for a batch the store did not take', async () => {
+    let down = true;
+    const ledger = new UsageLedger(faulty(store, () => (down ? 'before' : 'none')));
+    // No deployment record to read it from: only what the gateway said names the project.
+    ledger.add(41, H, { requests: 1 }, 'team-a');
+    await ledger.flush();
+    down = false;
+    await ledger.flush();
+    expect((await store.list('usage'))[0]?.value).toMatchObject({ deployment_id: 41, project: 'team-a', requests: 1 });
+  });
+
   it('splits a replica lifetime at hour boundaries, GPU-seconds = seconds × GPUs', async () => {
     const ledger = new UsageLedger(store);
     ledger.addLifetime(2, 'Replica', 8, H + 3_570_000, H + 3_630_000); // 16:59:30 → 17:00:30

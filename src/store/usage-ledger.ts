@@ -126,13 +126,18 @@ export class UsageLedger {
       const projects = this.projects;
       this.projects = new Map();
       for (const batch of this.batches.take()) {
+        let written = false;
         try {
-          if (await this.write(batch, projects)) this.batches.confirm(batch);
+          written = await this.write(batch, projects);
+          if (written) this.batches.confirm(batch);
         } catch {
           // Kept, unchanged, for the next flush: usage is never dropped for a store outage.
         }
+        // A batch kept for the next flush keeps the project it was told.
+        const id = Number(batch.key.slice(0, batch.key.indexOf(':')));
+        const project = projects.get(id);
+        if (!written && project !== undefined && !this.projects.has(id)) this.projects.set(id, project);
       }
-      for (const [id, project] of projects) if (!this.projects.has(id)) this.projects.set(id, project);
     })().finally(() => {
       this.flushing = null;
     });
