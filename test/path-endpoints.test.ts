@@ -180,7 +180,7 @@ describe('the path address', () => {
     const byPath = v2ClientTls(platform.ports.gateway, 'localhost', platform.ca);
     await expect(modelInfer(byPath, 'sim-v2', 'hello', 3, bearer(TOKENS.triton))).rejects.toMatchObject({
       code: grpc.status.NOT_FOUND,
-      details: `gRPC endpoints are addressed by host only: call <name>.${ENDPOINT_DOMAIN}, not localhost`,
+      details: `gRPC endpoints are addressed by host only: call <name>.${ENDPOINT_DOMAIN} (<name>.<project>.${ENDPOINT_DOMAIN} outside the default project), not localhost`,
     });
     byPath.close();
     const byHost = v2ClientTls(platform.ports.gateway, `triton.${ENDPOINT_DOMAIN}`, platform.ca);

@@ -40,6 +40,7 @@ import { registerServiceAccountRoutes } from './routes/service-accounts.js';
 import { registerTokenRoutes } from './routes/tokens.js';
 import { registerRegistryCredentialRoutes } from './routes/registry-credentials.js';
 import { bindOlderRegistryCredentials, dropStoredHints } from './credential-upgrades.js';
+import { upgradeToProjects } from './project-upgrades.js';
 import { registerWhoamiRoutes } from './routes/whoami.js';
 import { DEFAULT_PROJECT, PROJECT_NAME_PATTERN, ruleOfRoute, type RouteRule } from '../domain/access.js';
 import { authorize, canSeeProject, homeProject, PROJECT_HEADER, serviceAccountPrincipal, type Principal, type SessionAuthenticator } from './principal.js';
@@ -139,6 +140,11 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
       if (n > 0) deps.logger?.info({ records: n }, 'removed the hints (last characters of a secret) older credential records kept');
     },
     (err: unknown) => deps.logger?.warn({ err }, 'removing the hints older credential records kept failed; retried at the next start (they are never returned)'),
+  );
+  // Before any answer too: an installation from before projects is moved into `default`
+  // (idempotent: a store already upgraded is only read).
+  await upgradeToProjects(deps.store, deps.clock, deps.logger).catch((err: unknown) =>
+    deps.logger?.error({ err }, 'moving records from before projects into the default project failed; they read as default meanwhile, and the upgrade is retried at the next start'),
   );
   // The values just replaced must not stay on disk in the store's history either.
   if (scrubbed > 0) await deps.store.compact?.().catch((err: unknown) => deps.logger?.warn({ err }, 'compacting the store after sealing older records failed; the replaced values stay on disk until its next compaction'));

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DeploymentRecord, ReplicaRecord } from '../domain/records.js';
 import { generalSpec, orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
-import { endpointPathUrl, endpointUrl, revisionReplicas, trafficView } from './render.js';
+import { endpointPathUrl, endpointUrl, renderDeployment, revisionReplicas, trafficView } from './render.js';
 
 describe('endpoint addresses', () => {
   it.each([
@@ -25,6 +25,14 @@ describe('endpoint addresses', () => {
   it('keeps the host address as it was', () => {
     expect(endpointUrl('chat', { domain: 'endpoints.localhost', port: 8443 })).toBe('chat.endpoints.localhost:8443');
     expect(endpointUrl('chat', { domain: 'endpoints.localhost', port: 443 })).toBe('chat.endpoints.localhost');
+    expect(endpointUrl('chat', { domain: 'endpoints.localhost', port: 443 }, 'default')).toBe('chat.endpoints.localhost');
+  });
+
+  it('puts another project after the name, in the host and in the path', () => {
+    expect(endpointUrl('chat', { domain: 'endpoints.localhost', port: 8443 }, 'team-a')).toBe('chat.team-a.endpoints.localhost:8443');
+    expect(endpointPathUrl('chat', { domain: 'endpoints.localhost', port: 8443 }, 'http', 'team-a')).toBe('https://localhost:8443/endpoints/chat.team-a');
+    expect(endpointPathUrl('chat', { domain: 'infer.example.com', port: 443 }, 'http', 'default')).toBe('https://infer.example.com/endpoints/chat');
+    expect(endpointPathUrl('rpc', { domain: 'infer.example.com', port: 443 }, 'grpc', 'team-a')).toBeNull();
   });
 });
 
@@ -60,6 +68,19 @@ describe('traffic views', () => {
       { revision: 2, latest: true, percent: 10, tag: 'canary', url: 'https://canary-chat.endpoints.localhost:8443' },
     ]);
     expect(trafficView(deployment(), { domain: 'example.com', port: 443 })).toEqual([{ revision: 2, latest: true, percent: 100, tag: null, url: null }]);
+  });
+
+  it('gives the tags of another project\'s deployment their host under the project', () => {
+    expect(trafficView(deployment({ traffic: SPLIT, project: 'team-a' }), { domain: 'example.com', port: 443 })[1]).toMatchObject({ tag: 'canary', url: 'https://canary-chat.team-a.example.com' });
+  });
+
+  it('renders a deployment\'s addresses by its project; a record without one is the default project\'s', () => {
+    const at = { domain: 'endpoints.localhost', port: 8443 };
+    expect(renderDeployment(deployment({ project: 'team-a' }), [], at)).toMatchObject({
+      endpoint_url: 'chat.team-a.endpoints.localhost:8443',
+      endpoint_path_url: 'https://localhost:8443/endpoints/chat.team-a',
+    });
+    expect(renderDeployment(deployment(), [], at)).toMatchObject({ endpoint_url: 'chat.endpoints.localhost:8443', endpoint_path_url: 'https://localhost:8443/endpoints/chat' });
   });
 
   it('counts the ready replicas of the routed component per revision, desired from revision_desired or desired_replicas', () => {

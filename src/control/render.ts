@@ -25,7 +25,8 @@ import type {
 import { isAlwaysSecret } from '../domain/secret-env.js';
 import { servedModel } from '../domain/served-model.js';
 import { serviceAccountMembership } from '../domain/membership.js';
-import { ENDPOINTS_PATH_PREFIX, endpointHost, pathAddressHost, withPort } from '../domain/endpoint-address.js';
+import { ENDPOINTS_PATH_PREFIX, addressName, endpointHost, pathAddressHost, withPort } from '../domain/endpoint-address.js';
+import { DEFAULT_PROJECT, projectOf } from '../domain/access.js';
 import {
   DEFAULT_FLOW_CONTROL,
   limitsOf,
@@ -44,17 +45,19 @@ export interface EndpointAddress {
   port: number;
 }
 
-export function endpointUrl(name: string, at: EndpointAddress): string {
-  return withPort(endpointHost(name, at.domain), at.port);
+/** `<name>.<domain>[:port]` (another project's: `<name>.<project>.<domain>[:port]`), no scheme. */
+export function endpointUrl(name: string, at: EndpointAddress, project: string = DEFAULT_PROJECT): string {
+  return withPort(endpointHost(name, at.domain, project), at.port);
 }
 
 /**
  * The base URL of the path address (no trailing slash): on localhost for a `.localhost`
- * domain, else on the bare domain. gRPC deployments have none: they are routed by host only.
+ * domain, else on the bare domain; `/endpoints/<name>`, or `/endpoints/<name>.<project>`
+ * outside the default project. gRPC deployments have none: they are routed by host only.
  */
-export function endpointPathUrl(name: string, at: EndpointAddress, protocol: 'http' | 'grpc' = 'http'): string | null {
+export function endpointPathUrl(name: string, at: EndpointAddress, protocol: 'http' | 'grpc' = 'http', project: string = DEFAULT_PROJECT): string | null {
   if (protocol === 'grpc') return null;
-  return `https://${withPort(pathAddressHost(at.domain), at.port)}${ENDPOINTS_PATH_PREFIX}/${name}`;
+  return `https://${withPort(pathAddressHost(at.domain), at.port)}${ENDPOINTS_PATH_PREFIX}/${addressName(name, project)}`;
 }
 
 /**
@@ -147,7 +150,7 @@ export function trafficView(d: DeploymentRecord, at: EndpointAddress): TrafficTa
     latest: t.latest,
     percent: t.percent,
     tag: t.tag,
-    url: t.tag === null ? null : `https://${withPort(tagHost(t.tag, d.name, at.domain), at.port)}`,
+    url: t.tag === null ? null : `https://${withPort(tagHost(t.tag, d.name, at.domain, projectOf(d)), at.port)}`,
   }));
 }
 
@@ -184,8 +187,8 @@ export function renderDeployment(
     status,
     status_reason: d.status_reason ?? null,
     paused: d.paused,
-    endpoint_url: endpointUrl(d.name, at),
-    endpoint_path_url: endpointPathUrl(d.name, at, d.spec.protocol),
+    endpoint_url: endpointUrl(d.name, at, projectOf(d)),
+    endpoint_path_url: endpointPathUrl(d.name, at, d.spec.protocol, projectOf(d)),
     served_model: servedModel(d.spec),
     revision: d.revision,
     serving_revision: d.serving_revision ?? null,

@@ -139,10 +139,12 @@ export const DeploymentResponse = Type.Object(
       description: 'why it is not ready, or not all its replicas are, in words ("pulling <image>: 45%", "image not found: …", a crash-looping replica with its restarts, exit code and last log line); null when there is nothing to say',
     }),
     paused: Type.Boolean(),
-    endpoint_url: Type.String(),
+    endpoint_url: Type.String({
+      description: 'host address without scheme, `<name>.<domain>[:port]`; a deployment of another project than `default`: `<name>.<project>.<domain>[:port]`',
+    }),
     endpoint_path_url: NullOr(Type.String(), {
       description:
-        'base URL of the path address, e.g. https://localhost:8443/endpoints/chat (append /v1 for an OpenAI SDK\'s base URL): needs no DNS for <name>.<domain>; null for gRPC deployments, which are addressed by host only',
+        'base URL of the path address, e.g. https://localhost:8443/endpoints/chat (another project\'s: …/endpoints/chat.<project>; append /v1 for an OpenAI SDK\'s base URL): needs no DNS for <name>.<domain>; null for gRPC deployments, which are addressed by host only',
     }),
     served_model: NullOr(Type.String(), {
       description:

@@ -10,6 +10,8 @@
 
 import type { FieldProblem } from '../core/errors.js';
 import type { DeploymentRecord, RevisionRecord, RolloutMode, TrafficTarget } from './records.js';
+import { DEFAULT_PROJECT } from './access.js';
+import { endpointHost } from './endpoint-address.js';
 
 export type { RolloutMode, TrafficTarget };
 
@@ -88,9 +90,9 @@ export function appliedCount(d: Pick<DeploymentRecord, 'revision_desired' | 'des
   return own ?? d.desired_replicas?.[component];
 }
 
-/** The host of a tag: `<tag>-<name>.<domain>`. */
-export function tagHost(tag: string, name: string, domain: string): string {
-  return `${tag}-${name}.${domain}`;
+/** The host of a tag: `<tag>-<name>.<domain>` (another project's: `<tag>-<name>.<project>.<domain>`). */
+export function tagHost(tag: string, name: string, domain: string, project: string = DEFAULT_PROJECT): string {
+  return endpointHost(tagLabel(tag, name), domain, project);
 }
 
 /** The DNS label a tag takes in hostnames (`<tag>-<name>`): no deployment may be named so. */

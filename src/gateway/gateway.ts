@@ -141,7 +141,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
     isEjected,
     timers: { connectMs: upstreamTimeouts.connectMs, firstMessageMs: upstreamTimeouts.firstMessageMs, idleMs: upstreamTimeouts.idleMs },
   });
-  const hostCertificates = opts.perHostCertificates === false ? null : new HostCertificates(opts.ca, opts.ca.certPem, log);
+  // The platform's default certificate is `*.<domain>`: it names one-label hosts under the domain only.
+  const domainSuffix = `.${opts.domain.toLowerCase()}`;
+  const oneLabel = (host: string) => host.endsWith(domainSuffix) && !host.slice(0, -domainSuffix.length).includes('.');
+  const hostCertificates = opts.perHostCertificates === false ? null : new HostCertificates(opts.ca, opts.ca.certPem, log, oneLabel);
 
   // Every HTTP deployment's replicas, and gRPC ones whose spec names a metrics port (their
   // serving port speaks h2c only): flow control and the autoscaler's engine signals read the
@@ -204,7 +207,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
     certPem: opts.certPem,
     keyPem: opts.keyPem,
     caPem: opts.ca.certPem,
-    contextFor: (servername) => hostCertificates?.contextFor(servername) ?? null,
+    contextFor: (servername) => {
+      const chosen = hostCertificates?.handshakeContext(servername);
+      return chosen instanceof Promise ? chosen.then((c) => c ?? null) : (chosen ?? null);
+    },
     timeouts: opts.clientTimeouts ?? DEFAULTS.gateway.clientTimeouts,
     guard: connections,
     meters: connectionMeters,

@@ -87,3 +87,64 @@ describe('per-endpoint certificates', () => {
     expect(certificates.contextFor('chat.endpoints.test')).toBeDefined();
   });
 });
+
+describe('per-endpoint certificates for hosts the wildcard does not name', () => {
+  // `*.endpoints.test` names one label: another project's host (`chat.team-a.…`) and the
+  // default project's second spelling (`chat.default.…`) are not under it, so their first
+  // handshake waits for their own certificate rather than get one the client refuses.
+  let own: HostCertificates;
+  let ownServer: tls.Server;
+  let ownPort: number;
+
+  beforeAll(async () => {
+    own = new HostCertificates(ca, ca.certPem, pino({ level: 'silent' }), (host) => host.endsWith('.endpoints.test') && !host.slice(0, -'.endpoints.test'.length).includes('.'));
+    const fallback = issueServerCertificate(ca, ['*.endpoints.test']);
+    const defaultContext = tls.createSecureContext({ cert: fallback.certPem, key: fallback.keyPem, ca: ca.certPem });
+    ownServer = tls.createServer({
+      cert: fallback.certPem,
+      key: fallback.keyPem,
+      SNICallback: (servername, cb) => {
+        const chosen = own.handshakeContext(servername);
+        if (chosen instanceof Promise) void chosen.then((c) => cb(null, c ?? defaultContext));
+        else cb(null, chosen ?? defaultContext);
+      },
+    }, (socket) => socket.end());
+    await new Promise<void>((resolve) => ownServer.listen(0, '127.0.0.1', resolve));
+    ownPort = (ownServer.address() as { port: number }).port;
+    own.sync(new Set(['chat.endpoints.test', 'chat.default.endpoints.test', 'chat.team-a.endpoints.test']));
+  });
+
+  afterAll(async () => {
+    await new Promise<void>((resolve) => ownServer.close(() => resolve()));
+  });
+
+  // Verified as a client does: the CA and the name checked.
+  const verified = (servername: string) =>
+    new Promise<X509Certificate>((resolve, reject) => {
+      const socket = tls.connect({ host: '127.0.0.1', port: ownPort, servername, ca: ca.certPem, checkServerIdentity: (host, cert) => tls.checkServerIdentity(servername, cert) }, () => {
+        const cert = socket.getPeerX509Certificate();
+        socket.destroy();
+        if (cert) resolve(cert);
+        else reject(new Error('no certificate'));
+      });
+      socket.on('error', reject);
+    });
+
+  it('answers the first handshake naming another project\'s host with its own certificate', async () => {
+    const first = await verified('chat.team-a.endpoints.test');
+    expect(first.subjectAltName).toBe('DNS:chat.team-a.endpoints.test');
+    expect(own.issued).toBe(1);
+  });
+
+  it('answers the default project\'s second spelling the same way, and a one-label host with the wildcard first', async () => {
+    expect((await verified('Chat.Default.Endpoints.Test')).subjectAltName).toBe('DNS:chat.default.endpoints.test');
+    expect((await verified('chat.endpoints.test')).subjectAltName).toBe('DNS:*.endpoints.test');
+  });
+
+  it('never waits for, nor issues, a name outside the table', async () => {
+    const before = own.issued;
+    await expect(verified('chat.team-b.endpoints.test')).rejects.toThrow(/does not match|altnames/i);
+    await own.settled();
+    expect(own.issued).toBe(before);
+  });
+});

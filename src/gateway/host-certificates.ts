@@ -3,7 +3,11 @@
 // ECDSA P-256 key the first time a handshake names that host, and kept in memory only —
 // nothing to protect at rest, and a restart issues fresh ones as clients come. Until it is
 // ready (a few milliseconds), and for any other name, the default certificate (`*.<domain>`,
-// or the operator's) answers, so a handshake never waits for issuance.
+// or the operator's) answers, so a handshake naming a one-label host never waits for
+// issuance. A wildcard covers one label only, so `*.<domain>` does not name a host of another
+// project (`<name>.<project>.<domain>`) nor the default project's second spelling
+// (`<name>.default.<domain>`): a handshake naming one of those waits for its own certificate,
+// which a client would otherwise refuse on its first connection.
 //
 // Issued on demand rather than when a host enters the routing table: a thousand endpoints at
 // zero cost no key generation when they are created or when the service starts, and no
@@ -27,6 +31,8 @@ export class HostCertificates {
     /** Client-certificate CA the contexts verify against (the platform CA). */
     private readonly clientCaPem: string,
     private readonly log: Logger,
+    /** Whether the default certificate names this host (a one-label host under `*.<domain>`); all by default. */
+    private readonly coveredByDefault: (host: string) => boolean = () => true,
   ) {}
 
   /**
@@ -38,6 +44,20 @@ export class HostCertificates {
     const context = this.contexts.get(host);
     if (context === undefined && this.hosts.has(host) && !this.issuing.has(host) && !this.failed.has(host)) this.issue(host);
     return context;
+  }
+
+  /**
+   * The context a handshake naming `servername` is answered with: as contextFor, except that
+   * for a host of the table the default certificate does not name, the handshake waits for
+   * the host's own certificate (undefined if its issuance failed: the default answers).
+   */
+  handshakeContext(servername: string): tls.SecureContext | Promise<tls.SecureContext | undefined> | undefined {
+    const host = servername.toLowerCase();
+    const context = this.contextFor(host);
+    if (context !== undefined) return context;
+    const issuing = this.issuing.get(host);
+    if (issuing === undefined || this.coveredByDefault(host)) return undefined;
+    return issuing.then(() => this.contexts.get(host));
   }
 
   /** Follows the routing table's hosts (a full read): forgets the certificates of hosts that left. */

@@ -33,8 +33,11 @@ export interface ListenerOptions {
   certPem: string;
   keyPem: string;
   caPem: string;
-  /** A per-host certificate for an SNI name, or null for the default one. */
-  contextFor(servername: string): tls.SecureContext | null;
+  /**
+   * A per-host certificate for an SNI name, or null for the default one; a promise when the
+   * handshake is to wait for it (a host the default certificate does not name).
+   */
+  contextFor(servername: string): tls.SecureContext | null | Promise<tls.SecureContext | null>;
   timeouts: ClientTimeouts;
   guard: ConnectionGuard;
   meters: ReturnType<typeof listenerMeters>;
@@ -120,7 +123,12 @@ export function createListener(opts: ListenerOptions): Listener {
       // Ask for a client certificate, never require one: bearer clients have none.
       requestCert: true,
       rejectUnauthorized: false,
-      SNICallback: (servername, cb) => cb(null, opts.contextFor(servername) ?? defaultContext),
+      SNICallback: (servername, cb) => {
+        const chosen = opts.contextFor(servername);
+        // The handshake timeout still bounds a wait; Node drops the answer of a socket closed meanwhile.
+        if (chosen instanceof Promise) chosen.then((c) => cb(null, c ?? defaultContext), () => cb(null, defaultContext));
+        else cb(null, chosen ?? defaultContext);
+      },
     },
     (socket) => {
       if (socket.alpnProtocol === 'h2') h2.emit('connection', socket);

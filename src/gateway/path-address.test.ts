@@ -47,7 +47,19 @@ describe('parsePathAddress', () => {
     // A query is not a path: dots there are data.
     ['/endpoints/chat/v1?next=../x', 'chat', '/v1?next=../x'],
   ])('%s → %s, %s', (target, name, path) => {
-    expect(parsePathAddress(target)).toEqual({ ok: true, name, path });
+    expect(parsePathAddress(target)).toEqual({ ok: true, name, project: 'default', path });
+  });
+
+  it.each([
+    ['/endpoints/chat.team-a/v1/chat/completions', 'chat', 'team-a', '/v1/chat/completions'],
+    ['/endpoints/chat.team-a', 'chat', 'team-a', '/'],
+    ['/endpoints/chat.team-a?x=1', 'chat', 'team-a', '/?x=1'],
+    // The default project may be named: the same deployment as `/endpoints/chat/`.
+    ['/endpoints/chat.default/v1/models', 'chat', 'default', '/v1/models'],
+    // A tag's label in another project.
+    ['/endpoints/canary-chat.team-a/v1', 'canary-chat', 'team-a', '/v1'],
+  ])('%s → %s of project %s, %s', (target, name, project, path) => {
+    expect(parsePathAddress(target)).toEqual({ ok: true, name, project, path });
   });
 
   it.each(['/v1/models', '/', '/endpointsx/chat/v1', '/Endpoints/chat/v1', '//endpoints/chat/v1', '/x/../endpoints/chat/v1'])('%s is no path address', (target) => {
@@ -62,6 +74,13 @@ describe('parsePathAddress', () => {
     ['/endpoints/%63hat/v1/models', /"%63hat" is not an endpoint name/],
     ['/endpoints/a%2fb/v1', /is not an endpoint name/],
     ['/endpoints/Chat/v1', /"Chat" is not an endpoint name/],
+    // A project after the name, once: no empty part, no second dot, no capitals, never encoded.
+    ['/endpoints/chat./v1', /"chat\." is not an endpoint name/],
+    ['/endpoints/.team-a/v1', /is not an endpoint name/],
+    ['/endpoints/chat.team-a.x/v1', /is not an endpoint name/],
+    ['/endpoints/chat..team-a/v1', /is not an endpoint name/],
+    ['/endpoints/chat.Team-A/v1', /is not an endpoint name/],
+    ['/endpoints/chat%2eteam-a/v1', /is not an endpoint name/],
     ['/endpoints/../chat/v1', /"\.\." is not an endpoint name/],
     ['/endpoints/./chat/v1', /is not an endpoint name/],
     ['/endpoints/chat\\..\\other/v1', /is not an endpoint name/],

@@ -1,17 +1,21 @@
-// Owns reading a request as a path address, `/endpoints/<name>/<rest>`: which Host headers
-// may carry one (localhost, any IP literal, the bare endpoint domain — never a deployment's
-// own host) and how the target splits into the deployment's name and the path its replica
-// sees. The split is on the target exactly as sent: the name is not percent-decoded (a name
-// is lowercase letters, digits and hyphens, so it never needs encoding, and decoding would
-// give one deployment two spellings) and a dot segment anywhere is refused, since a hop that
+// Owns reading a request as a path address, `/endpoints/<name>[.<project>]/<rest>`: which
+// Host headers may carry one (localhost, any IP literal, the bare endpoint domain — never a
+// deployment's own host) and how the target splits into the deployment's name, its project
+// (absent: `default`) and the path its replica sees. The split is on the target exactly as
+// sent: the name is not percent-decoded (names and projects are lowercase letters, digits and
+// hyphens, so they never need encoding, and decoding would give one deployment two
+// spellings) and a dot segment anywhere is refused, since a hop that
 // resolves `/endpoints/a/../b/` would call another deployment than the one the gateway read
 // (`\` and an encoded `/` count as separators there, as some parsers take them for one).
 
 import net from 'node:net';
-import { ENDPOINTS_PATH_PREFIX } from '../domain/endpoint-address.js';
+import { ENDPOINTS_PATH_PREFIX, parseAddressName } from '../domain/endpoint-address.js';
 
-/** The shape of a deployment name (validation allows less: it must also start with a letter). */
-const NAME = /^[a-z0-9-]{1,63}$/;
+/**
+ * The shape of an address name: a deployment's name (or a tag's label), then `.<project>`
+ * unless it is the default project's (validation allows less: names start with a letter).
+ */
+const NAME = /^[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63})?$/;
 /** `.` or `..`, percent-encoded or not. */
 const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
 /**
@@ -42,7 +46,15 @@ export function isPathHost(hostHeader: string, domain: string): boolean {
 }
 
 export type PathAddress =
-  | { ok: true; name: string; /** What the replica is sent: `/` at least, the query kept. */ path: string }
+  | {
+      ok: true;
+      /** The deployment's name (or a tag's label `<tag>-<name>`), without its project. */
+      name: string;
+      /** The project the address names: `default` when it names none. */
+      project: string;
+      /** What the replica is sent: `/` at least, the query kept. */
+      path: string;
+    }
   | { ok: false; message: string };
 
 const quote = (s: string): string => JSON.stringify(s.length > QUOTE_MAX ? `${s.slice(0, QUOTE_MAX)}…` : s);
@@ -63,14 +75,15 @@ export function parsePathAddress(target: string): PathAddress | null {
   if (name === '') {
     return { ok: false, message: `name the endpoint in the path: ${ENDPOINTS_PATH_PREFIX}/<name>/…` };
   }
-  if (!NAME.test(name)) {
+  const parsed = NAME.test(name) ? parseAddressName(name) : null;
+  if (parsed === null) {
     return {
       ok: false,
-      message: `${quote(name)} is not an endpoint name: in ${ENDPOINTS_PATH_PREFIX}/<name>/ the name is lowercase letters, digits and hyphens, as they are (never percent-encoded)`,
+      message: `${quote(name)} is not an endpoint name: in ${ENDPOINTS_PATH_PREFIX}/<name>/ (${ENDPOINTS_PATH_PREFIX}/<name>.<project>/ outside the default project) names and projects are lowercase letters, digits and hyphens, as they are (never percent-encoded)`,
     };
   }
   if (rest.split(SEPARATOR).some((segment) => DOT_SEGMENT.test(segment))) {
     return { ok: false, message: `the path ${quote(pathname)} has a "." or ".." segment; a path address is refused with one rather than resolved` };
   }
-  return { ok: true, name, path: `${rest}${search}` };
+  return { ok: true, name: parsed.name, project: parsed.project, path: `${rest}${search}` };
 }

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { admitPhase, authenticatePhase, headersPhase, MAX_REQUEST_HEADERS, pausedPhase, rateLimitPhase, routePhase, targetPhase, type PhaseResult } from './phases.js';
 import { testRoute } from '../../test/helpers/route.js';
 import type { Route } from './routing-table.js';
+import { addressName, endpointHost } from '../domain/endpoint-address.js';
 
 const raw = (...names: string[]): string[] => names.flatMap((n) => [n, 'v']);
 
@@ -51,14 +52,15 @@ describe('targetPhase', () => {
   });
 });
 
-/** A routing table of three deployments under endpoints.test, as the phase reads it. */
+/** A routing table of three default-project deployments and project team-a's `a` under endpoints.test, as the phase reads it. */
 function table(domain = 'endpoints.test') {
-  const route = (name: string, protocol: Route['protocol'] = 'http'): Route => testRoute({ deploymentId: name.length, name, host: `${name}.${domain}`, protocol });
-  const routes = [route('a'), route('bb'), route('rpc', 'grpc')];
+  const route = (name: string, protocol: Route['protocol'] = 'http', project = 'default'): Route =>
+    testRoute({ deploymentId: name.length + project.length, name: addressName(name, project), project, host: endpointHost(name, domain, project), protocol });
+  const routes = [route('a'), route('bb'), route('rpc', 'grpc'), route('a', 'http', 'team-a')];
   return {
     domain,
     lookup: (host: string | undefined) => routes.find((r) => host !== undefined && r.host === host.replace(/:\d+$/, '').toLowerCase()),
-    lookupName: (name: string) => routes.find((r) => r.name === name),
+    lookupName: (name: string, project = 'default') => routes.find((r) => r.name === addressName(name, project)),
   };
 }
 
@@ -82,6 +84,11 @@ describe('routePhase', () => {
     ['[::1]:8443', '/endpoints/bb/v1/models', 'bb', '/v1/models'],
     ['192.0.2.7', '/endpoints/bb/health', 'bb', '/health'],
     ['endpoints.test:8443', '/endpoints/a/v1/models', 'a', '/v1/models'],
+    // Another project's deployment of the same name: its own host and path only.
+    ['a.team-a.endpoints.test', '/v1/models', 'a.team-a', '/v1/models'],
+    ['localhost:8443', '/endpoints/a.team-a/v1/models', 'a.team-a', '/v1/models'],
+    // The default project named explicitly is the default project.
+    ['localhost:8443', '/endpoints/a.default/v1/models', 'a', '/v1/models'],
   ])('%s %s → %s, %s', (host, target, to, path) => {
     expect(routed(host, target)).toEqual({ to, path });
   });
@@ -93,7 +100,10 @@ describe('routePhase', () => {
     [undefined, '/endpoints/a/v1/models', 404, /no Host header/],
     // A path host without a path address, or naming no deployment.
     ['localhost:8443', '/v1/models', 404, /outside \/endpoints\/: call https:\/\/localhost\/endpoints\/<name>\//],
-    ['localhost:8443', '/endpoints/zz/v1/models', 404, /no endpoint is named zz/],
+    ['localhost:8443', '/endpoints/zz/v1/models', 404, /no endpoint is named zz \(\/endpoints\/zz\/\)/],
+    ['localhost:8443', '/endpoints/bb.team-a/v1/models', 404, /no endpoint is named bb in project team-a \(\/endpoints\/bb\.team-a\/\)/],
+    ['localhost:8443', '/endpoints/a.team-b/v1/models', 404, /no endpoint is named a in project team-b/],
+    ['localhost:8443', '/endpoints/a.team-a.x/v1/models', 400, /not an endpoint name/],
     // Shapes that could be read as another deployment by another hop: refused, not resolved.
     ['localhost:8443', '/endpoints/%61/v1/models', 400, /not an endpoint name/],
     ['localhost:8443', '/endpoints/a/../bb/v1/models', 400, /segment/],
@@ -107,7 +117,10 @@ describe('routePhase', () => {
 
   it('answers a gRPC call to a path host with where gRPC endpoints are', () => {
     for (const target of ['/inference.GRPCInferenceService/ModelInfer', '/endpoints/a/inference.GRPCInferenceService/ModelInfer']) {
-      expect(routed('localhost:8443', target, 'grpc')).toMatchObject({ status: 404, message: 'gRPC endpoints are addressed by host only: call <name>.endpoints.test, not localhost' });
+      expect(routed('localhost:8443', target, 'grpc')).toMatchObject({
+        status: 404,
+        message: 'gRPC endpoints are addressed by host only: call <name>.endpoints.test (<name>.<project>.endpoints.test outside the default project), not localhost',
+      });
     }
     expect(routed('rpc.endpoints.test', '/inference.GRPCInferenceService/ModelInfer', 'grpc')).toMatchObject({ to: 'rpc' });
   });

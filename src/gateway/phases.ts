@@ -1,14 +1,15 @@
 // Owns the decisions a client request passes through in the gateway before forwarding, each
 // a small function with one job (docs/request-lifecycle.md lists them):
 //   headers (count, no second Host or Authorization) → target (absolute form only for its
-//   own host) → route (Host → deployment, or on a path host `/endpoints/<name>/` →
-//   deployment) → authenticate (client certificate or Bearer) → rate limit → admit
+//   own host) → route (Host → deployment, or on a path host `/endpoints/<name>[.<project>]/`
+//   → deployment) → authenticate (client certificate or Bearer) → rate limit → admit
 //   (paused / ready). A phase either lets the request continue or ends
 //   it with a rejection.
 
 import { constantTimeEqualHex, sha256Hex } from '../core/secrets.js';
-import { ENDPOINTS_PATH_PREFIX, endpointHost } from '../domain/endpoint-address.js';
+import { ENDPOINTS_PATH_PREFIX, addressName, endpointHost } from '../domain/endpoint-address.js';
 import type { Priority } from '../domain/priority.js';
+import { DEFAULT_PROJECT } from '../domain/access.js';
 import type { AuthFailureReason, Protocol } from './metrics.js';
 import { hostName, isPathHost, parsePathAddress } from './path-address.js';
 import type { RateDecision } from './rate-limiter.js';
@@ -37,8 +38,9 @@ export interface Routed {
 /**
  * A deployment's own host routes by Host, the path untouched (`a.<domain>/endpoints/b/` is
  * a's). Only a request to localhost, an IP literal or the bare domain may name its deployment
- * in the path, `/endpoints/<name>/…`, which is then stripped (path-address.ts); gRPC is routed
- * by host only. Anything else is 404: no endpoint exists outside the routing table.
+ * in the path, `/endpoints/<name>/…` (another project's: `/endpoints/<name>.<project>/…`),
+ * which is then stripped (path-address.ts); gRPC is routed by host only. Anything else is
+ * 404: no endpoint exists outside the routing table.
  */
 export function routePhase(
   table: Pick<RoutingTable, 'lookup' | 'lookupName' | 'domain'>,
@@ -53,15 +55,23 @@ export function routePhase(
   }
   const here = hostName(host);
   if (protocol === 'grpc') {
-    return reject(404, 'not_found', `gRPC endpoints are addressed by host only: call ${endpointHost('<name>', table.domain)}, not ${here}`);
+    return reject(404, 'not_found', `gRPC endpoints are addressed by host only: call ${endpointHost('<name>', table.domain)} (${endpointHost('<name>', table.domain, '<project>')} outside the default project), not ${here}`);
   }
   const address = parsePathAddress(target);
   if (address === null) {
-    return reject(404, 'not_found', `no endpoint is served at ${here} outside ${ENDPOINTS_PATH_PREFIX}/: call https://${here}${ENDPOINTS_PATH_PREFIX}/<name>/… (or https://${endpointHost('<name>', table.domain)}/…)`);
+    return reject(
+      404,
+      'not_found',
+      `no endpoint is served at ${here} outside ${ENDPOINTS_PATH_PREFIX}/: call https://${here}${ENDPOINTS_PATH_PREFIX}/<name>/… (or https://${endpointHost('<name>', table.domain)}/…; outside the default project ${ENDPOINTS_PATH_PREFIX}/<name>.<project>/… or https://${endpointHost('<name>', table.domain, '<project>')}/…)`,
+    );
   }
   if (!address.ok) return reject(400, 'invalid_request', address.message);
-  const route = table.lookupName(address.name);
-  if (!route) return reject(404, 'not_found', `no endpoint is named ${address.name} (${ENDPOINTS_PATH_PREFIX}/${address.name}/)`);
+  const route = table.lookupName(address.name, address.project);
+  if (!route) {
+    const spelt = addressName(address.name, address.project);
+    const where = address.project === DEFAULT_PROJECT ? '' : ` in project ${address.project}`;
+    return reject(404, 'not_found', `no endpoint is named ${address.name}${where} (${ENDPOINTS_PATH_PREFIX}/${spelt}/)`);
+  }
   if (route.protocol === 'grpc') {
     return reject(404, 'not_found', `deployment ${route.name} serves gRPC, which is addressed by host only: ${route.host}`);
   }

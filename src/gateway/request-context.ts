@@ -441,7 +441,7 @@ export class RequestContext implements ForwardReport, LiveLinks {
         completion_tokens: tokens?.completion ?? 0,
         rate_limited: outcome.rateLimited ? 1 : 0,
         ...(revision !== undefined ? { revision } : {}),
-      });
+      }, route.project);
       if (tokens) limiter.spendTokens(route.deploymentId, route.rateLimit, this.who.credential, tokens.prompt + tokens.completion);
     }
     if (this.books.accessLog) this.logLine(this.books.accessLog, status, outcome.shed ?? null);

@@ -9,7 +9,8 @@
 
 import { acceptsCertificate } from '../domain/client-certificates.js';
 import { routedComponent } from '../domain/components.js';
-import { endpointHost } from '../domain/endpoint-address.js';
+import { projectOf } from '../domain/access.js';
+import { addressName, endpointHost } from '../domain/endpoint-address.js';
 import { resolveTraffic, splitOf, type RevisionShare } from '../domain/traffic.js';
 import { normalizeFingerprint } from '../pki/client-certs.js';
 import type { Priority } from '../domain/priority.js';
@@ -34,7 +35,12 @@ import type { ReplicaRef } from '../balancer/selector.js';
 /** What a deployment record says of its routes. */
 export interface Basis {
   id: number;
+  /** The deployment's own name, unique within its project only. */
   name: string;
+  project: string;
+  /** The name as its addresses spell it (`chat`, `chat.team-a`): unique in the table. */
+  address: string;
+  /** Its canonical host, `<address>.<domain>`. */
   host: string;
   protocol: Protocol;
   auth: EndpointAuth;
@@ -93,10 +99,13 @@ function removeFrom<K, V>(index: Map<K, Set<V>>, key: K, value: V): void {
 
 export function basisOf(d: DeploymentRecord, domain: string): Basis {
   const limits = limitsOf(d);
+  const project = projectOf(d);
   return {
     id: d.id,
     name: d.name,
-    host: endpointHost(d.name, domain),
+    project,
+    address: addressName(d.name, project),
+    host: endpointHost(d.name, domain, project),
     protocol: d.spec.protocol,
     auth: d.auth,
     affinity: d.spec.family === 'general' && d.spec.session_affinity,

@@ -19,7 +19,7 @@ import type { TrafficTarget } from '../domain/traffic.js';
 import { FileStore } from '../store/file-store.js';
 import { modify } from '../store/store.js';
 import { deploymentRecord, tokenRecord } from '../store/store.contract.js';
-import { RoutingTable, type Route } from './routing-table.js';
+import { RoutingTable, type Route, type TableChange } from './routing-table.js';
 
 let dir: string;
 let store: FileStore;
@@ -217,7 +217,8 @@ describe('RoutingTable', () => {
     // One route per deployment in routes(); the tag's host is served too (its certificate by SNI).
     expect([...table.routes()].map((r) => r.host)).toEqual(['chat.endpoints.test']);
     expect([...table.tagRoutes()]).toEqual([tag]);
-    expect(table.hosts()).toEqual(new Set(['chat.endpoints.test', 'canary-chat.endpoints.test']));
+    // …each in the default project's two spellings.
+    expect(table.hosts()).toEqual(new Set(['chat.endpoints.test', 'chat.default.endpoints.test', 'canary-chat.endpoints.test', 'canary-chat.default.endpoints.test']));
     expect(table.lookupDeployment(d.value.id)).toBe(route);
 
     // A replica of revision 2 turns ready: revision 2's arrays change, revision 1's is kept.
@@ -250,7 +251,7 @@ describe('RoutingTable', () => {
     expect(whole.replicas).toHaveLength(3);
     expect(table.lookup('canary-chat.endpoints.test')).toBeUndefined();
     expect(table.lookupName('canary-chat')).toBeUndefined();
-    expect(table.hosts()).toEqual(new Set(['chat.endpoints.test']));
+    expect(table.hosts()).toEqual(new Set(['chat.endpoints.test', 'chat.default.endpoints.test']));
   });
 
   it('has no split when traffic names one revision, keeping the replicas array; a tag at 100 % is a route of its own', async () => {
@@ -285,6 +286,94 @@ describe('RoutingTable', () => {
     expect(table.lookup('beta-chat.endpoints.test')).toMatchObject({ deploymentId: owner.value.id, tag: null });
     expect(table.lookupName('beta-chat')).toMatchObject({ deploymentId: owner.value.id, tag: null });
     expect([...table.tagRoutes()]).toEqual([]);
+  });
+});
+
+describe('RoutingTable with projects', () => {
+  it('serves two projects\' deployments of one name, each only at its own addresses', async () => {
+    const traffic: TrafficTarget[] = [
+      { revision: 1, latest: false, percent: 90, tag: null },
+      { revision: null, latest: true, percent: 10, tag: 'canary' },
+    ];
+    const mine = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'chat'), revision: 2, traffic }));
+    // A record written before projects (no `project`) and one that names `default` read alike.
+    const theirs = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'chat'), project: 'team-a', revision: 2, traffic }));
+    const other = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'embed'), project: 'default' }));
+    await store.create('replica', replica(mine.value.id, 'Replica', 'ready', 4001, 2));
+    await store.create('replica', replica(theirs.value.id, 'Replica', 'ready', 4002, 2));
+    table = new RoutingTable(store, 'endpoints.test');
+    await table.start();
+
+    const a = table.lookup('chat.endpoints.test')!;
+    const b = table.lookup('chat.team-a.endpoints.test')!;
+    expect(a).toMatchObject({ deploymentId: mine.value.id, name: 'chat', project: 'default', host: 'chat.endpoints.test' });
+    expect(b).toMatchObject({ deploymentId: theirs.value.id, name: 'chat.team-a', project: 'team-a', host: 'chat.team-a.endpoints.test' });
+    expect(a.replicas.map((r) => r.address)).toEqual(['127.0.0.1:4001']);
+    expect(b.replicas.map((r) => r.address)).toEqual(['127.0.0.1:4002']);
+    // The default project's second spelling, any case and port; path names by project.
+    expect(table.lookup('Chat.Default.endpoints.test:8443')).toBe(a);
+    expect(table.lookup('embed.default.endpoints.test')).toMatchObject({ deploymentId: other.value.id });
+    expect(table.lookupName('chat')).toBe(a);
+    expect(table.lookupName('chat', 'default')).toBe(a);
+    expect(table.lookupName('chat', 'team-a')).toBe(b);
+    expect(table.lookupName('embed', 'team-a')).toBeUndefined();
+    expect(table.lookup('embed.team-a.endpoints.test')).toBeUndefined();
+    // Nothing else reaches team-a's: no alias of another project, no deeper name.
+    expect(table.lookup('chat.team-a.default.endpoints.test')).toBeUndefined();
+    expect(table.lookup('x.chat.default.endpoints.test')).toBeUndefined();
+    expect(table.lookup('team-a.endpoints.test')).toBeUndefined();
+
+    // Tags: per project too.
+    const tagA = table.lookup('canary-chat.endpoints.test')!;
+    const tagB = table.lookup('canary-chat.team-a.endpoints.test')!;
+    expect(tagA).toMatchObject({ deploymentId: mine.value.id, tag: { name: 'canary', revision: 2 } });
+    expect(tagB).toMatchObject({ deploymentId: theirs.value.id, host: 'canary-chat.team-a.endpoints.test', tag: { name: 'canary', revision: 2 } });
+    expect(table.lookup('canary-chat.default.endpoints.test')).toBe(tagA);
+    expect(table.lookupName('canary-chat', 'team-a')).toBe(tagB);
+    expect(table.lookupName('canary-chat', 'default')).toBe(tagA);
+    expect(table.hosts()).toEqual(
+      new Set([
+        'chat.endpoints.test',
+        'chat.default.endpoints.test',
+        'canary-chat.endpoints.test',
+        'canary-chat.default.endpoints.test',
+        'embed.endpoints.test',
+        'embed.default.endpoints.test',
+        'chat.team-a.endpoints.test',
+        'canary-chat.team-a.endpoints.test',
+      ]),
+    );
+
+    // Deleting one project's chat leaves the other's; the change names the hosts that left.
+    const changed = new Promise<TableChange>((resolve) => table.onChange((_, change) => resolve(change)));
+    await store.delete('deployment', theirs.value.id);
+    const change = await changed;
+    expect([...change.hostsRemoved].sort()).toEqual(['canary-chat.team-a.endpoints.test', 'chat.team-a.endpoints.test']);
+    expect(table.lookup('chat.team-a.endpoints.test')).toBeUndefined();
+    expect(table.lookupName('chat', 'team-a')).toBeUndefined();
+    expect(table.lookup('chat.endpoints.test')).toMatchObject({ deploymentId: mine.value.id });
+    expect(table.lookupName('canary-chat')).toMatchObject({ deploymentId: mine.value.id });
+
+    // A default-project deployment that comes: both its spellings are announced.
+    const added = new Promise<TableChange>((resolve) => table.onChange((_, change) => resolve(change)));
+    await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'rerank') }));
+    expect([...(await added).hostsAdded].sort()).toEqual(['rerank.default.endpoints.test', 'rerank.endpoints.test']);
+  });
+
+  it('lets a tag contend only within its project', async () => {
+    // team-a's `beta-chat` does not shadow default's tag `beta` of `chat`, nor the reverse.
+    const d = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'chat'), traffic: [{ revision: 1, latest: false, percent: 100, tag: 'beta' }] }));
+    const foreign = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'beta-chat'), project: 'team-a' }));
+    const sameProject = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'chat'), project: 'team-b', traffic: [{ revision: 1, latest: false, percent: 100, tag: 'beta' }] }));
+    const owner = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'beta-chat'), project: 'team-b' }));
+    table = new RoutingTable(store, 'endpoints.test');
+    await table.start();
+    expect(table.lookup('beta-chat.endpoints.test')).toMatchObject({ deploymentId: d.value.id, tag: { name: 'beta' } });
+    expect(table.lookup('beta-chat.team-a.endpoints.test')).toMatchObject({ deploymentId: foreign.value.id, tag: null });
+    // Within team-b the deployment's own name wins, as in the default project.
+    expect(table.lookup('beta-chat.team-b.endpoints.test')).toMatchObject({ deploymentId: owner.value.id, tag: null });
+    expect(table.lookupName('beta-chat', 'team-b')).toMatchObject({ deploymentId: owner.value.id });
+    expect(table.lookupName('chat', 'team-b')).toMatchObject({ deploymentId: sameProject.value.id });
   });
 });
 

@@ -1,11 +1,15 @@
-// Owns the gateway's routing table: hostname (and, for path addresses, name) → what the
-// request path needs to know about a deployment (the bound token's hash, the client
+// Owns the gateway's routing table: hostname (and, for path addresses, name and project) →
+// what the request path needs to know about a deployment (the bound token's hash, the client
 // certificates it accepts, each credential's cap on X-Priority, paused, status, the ready
 // replicas it routes to with the revision each runs, the split of its traffic between
 // revisions, its body and rate limits and its flow control), and one route per tag of its
 // traffic (`<tag>-<name>.<domain>`, and the path name `<tag>-<name>`) that reaches only the
 // tagged revision's replicas; a deployment's own host wins over a tag host, and of two tags
-// claiming one host the first (by deployment id, then traffic order) wins. It is kept in
+// claiming one host the first (by deployment id, then traffic order) wins. Routes are keyed by
+// project and name (domain/endpoint-address.ts): another project's deployment is at
+// `<name>.<project>.<domain>` and `/endpoints/<name>.<project>/`, so two projects may each
+// have a `chat` and each is reached only at its own addresses; the default project's are also
+// reached at `<name>.default.<domain>` and `/endpoints/<name>.default/`. It is kept in
 // memory, so the request path never touches the store: read whole at start and on the store's
 // resync (its feed was cut, events were lost); after that each change-feed event re-reads only
 // the record it names, and only the routes of the deployments that record touches are rebuilt
@@ -16,6 +20,8 @@
 // never opens an endpoint, whatever a record written before that rule says.
 
 import { tagHost, tagLabel, type RevisionShare } from '../domain/traffic.js';
+import { addressName, canonicalEndpointHost, defaultProjectAlias } from '../domain/endpoint-address.js';
+import { DEFAULT_PROJECT } from '../domain/access.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import type { Priority } from '../domain/priority.js';
 import type { DeploymentStatus, FlowControl, Kind, Protocol, RateLimit, RoutingPolicy } from '../domain/records.js';
@@ -48,10 +54,17 @@ export interface TagTarget {
 
 export interface Route {
   deploymentId: number;
-  name: string;
   /**
-   * `<name>.<domain>` (a tag route: `<tag>-<name>.<domain>`), whichever address the request
-   * used: the realm of its 401s too.
+   * The deployment's name as its addresses spell it: `chat` in the default project, `chat.team-a`
+   * in another (domain/endpoint-address.ts: addressName). Unique in the table, so it is what
+   * the gateway's metrics, logs and messages name the deployment by.
+   */
+  name: string;
+  /** The project that owns the deployment. */
+  project: string;
+  /**
+   * The canonical host, `<name>.<domain>` (another project's `<name>.<project>.<domain>`; a tag
+   * route: `<tag>-<name>…`), whichever address the request used: the realm of its 401s too.
    */
   host: string;
   /** gRPC deployments are addressed by host only. */
@@ -177,13 +190,16 @@ export class RoutingTable {
   private readonly table = new Map<string, Route>();
   /** Tag routes by host (a host taken by a deployment's own route is not here). */
   private readonly tags = new Map<string, Route>();
-  /** Own routes by name and tag routes by label (`<tag>-<name>`), for path addresses. */
+  /**
+   * Own routes by address name and tag routes by address label (`<tag>-<name>`, with
+   * `.<project>` outside the default project), for path addresses: keyed by project and name.
+   */
   private readonly ownByName = new Map<string, Route>();
   private readonly tagByLabel = new Map<string, Route>();
   private readonly byId = new Map<number, Route>();
   /** Deployments whose own route has a ready replica. */
   private readonly serving = new Set<number>();
-  /** Label → the tags claiming it, in claimOrder; deployment → the labels it claims. */
+  /** Address label → the tags claiming it, in claimOrder; deployment → the labels it claims. */
   private readonly claims = new Map<string, TagClaim[]>();
   private readonly claimed = new Map<number, string[]>();
   /** The replicas of the own routes (a tag route's are a subset), by id and by address. */
@@ -253,7 +269,10 @@ export class RoutingTable {
     return this.updates.settled();
   }
 
-  /** Host header value (any case, with or without port) → route: a deployment's own, else a tag's. */
+  /**
+   * Host header value (any case, with or without port) → route: a deployment's own, else a
+   * tag's; `<label>.default.<domain>` is the default project's `<label>.<domain>`.
+   */
   lookup(hostHeader: string | undefined): Route | undefined {
     if (!hostHeader) return undefined;
     let host = hostHeader;
@@ -261,13 +280,17 @@ export class RoutingTable {
     if (colon !== -1 && !host.endsWith(']')) host = host.slice(0, colon);
     const exact = this.table.get(host) ?? this.tags.get(host);
     if (exact !== undefined) return exact;
-    const lower = host.toLowerCase();
+    const lower = canonicalEndpointHost(host.toLowerCase(), this.domain);
     return this.table.get(lower) ?? this.tags.get(lower);
   }
 
-  /** A deployment, or a tag (`<tag>-<name>`), by its exact name (path addresses; names are lowercase). */
-  lookupName(name: string): Route | undefined {
-    return this.ownByName.get(name) ?? this.tagByLabel.get(name);
+  /**
+   * A deployment, or a tag (`<tag>-<name>`), of a project by its exact name (path addresses;
+   * names are lowercase): another project's deployment of the same name is never it.
+   */
+  lookupName(name: string, project: string = DEFAULT_PROJECT): Route | undefined {
+    const key = addressName(name, project);
+    return this.ownByName.get(key) ?? this.tagByLabel.get(key);
   }
 
   /** A deployment's own route. */
@@ -290,9 +313,23 @@ export class RoutingTable {
     return this.tags.values();
   }
 
-  /** Every host served: the deployments' and their tags' (certificates by SNI follow these). */
+  /**
+   * Every host served: the deployments' and their tags', the default project's in both
+   * spellings (certificates by SNI follow these).
+   */
   hosts(): Set<string> {
-    return new Set([...this.table.keys(), ...this.tags.keys()]);
+    return new Set(this.withAliases([...this.table.keys(), ...this.tags.keys()]));
+  }
+
+  /** Canonical hosts and, after each of the default project's, its `<label>.default.<domain>` spelling. */
+  private withAliases(hosts: readonly string[]): string[] {
+    const all: string[] = [];
+    for (const host of hosts) {
+      all.push(host);
+      const alias = defaultProjectAlias(host, this.domain);
+      if (alias !== null) all.push(alias);
+    }
+    return all;
   }
 
   /** The ids of the deployments in the table (a copy). */
@@ -437,7 +474,7 @@ export class RoutingTable {
       this.failing = false;
       this.onRecovered();
     }
-    const change: TableChange = { full, deployments: before, hostsAdded, hostsRemoved, replicasLeft, deploymentsLeft };
+    const change: TableChange = { full, deployments: before, hostsAdded: this.withAliases(hostsAdded), hostsRemoved: this.withAliases(hostsRemoved), replicasLeft, deploymentsLeft };
     for (const listener of this.listeners) listener(this.table, change);
   }
 
@@ -448,7 +485,8 @@ export class RoutingTable {
     const all = previous && sameReplicas(previous.replicas, ready) ? previous.replicas : ready;
     return {
       deploymentId: b.id,
-      name: b.name,
+      name: b.address,
+      project: b.project,
       host: b.host,
       protocol: b.protocol,
       tokenHash: token?.hash ?? null,
@@ -483,7 +521,7 @@ export class RoutingTable {
     const labels: string[] = [];
     b.shares.forEach((share, s) => {
       share.tags.forEach((tag, t) => {
-        const label = tagLabel(tag, b.name);
+        const label = addressName(tagLabel(tag, b.name), b.project);
         const claims = this.claims.get(label) ?? [];
         claims.push({ deploymentId, share: s, index: t, revision: share.revision, tag });
         claims.sort(claimOrder);
@@ -495,11 +533,15 @@ export class RoutingTable {
     return labels;
   }
 
-  /** Who serves a tag label now: the first claim, unless a deployment's own host or name is it. */
+  /**
+   * Who serves a tag's address label now: the first claim, unless a deployment's own host or
+   * name is it. Labels carry their project, so a tag only ever contends within its project.
+   */
   private decideTag(label: string, touch: (host: string) => void): void {
     const winner = this.claims.get(label)?.[0];
     const own = winner === undefined ? undefined : this.byId.get(winner.deploymentId);
-    const host = own === undefined ? undefined : tagHost(winner!.tag, own.name, this.domain);
+    const basis = winner === undefined ? undefined : this.sources.bases.get(winner.deploymentId);
+    const host = own === undefined || basis === undefined ? undefined : tagHost(winner!.tag, basis.name, this.domain, basis.project);
     const previous = this.tagByLabel.get(label);
     if (previous !== undefined) {
       touch(previous.host);

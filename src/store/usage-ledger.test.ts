@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileStore } from './file-store.js';
 import { StoreUnavailableError, type Store } from './store.js';
 import { hourOf, UsageLedger } from './usage-ledger.js';
+import { deploymentRecord } from './store.contract.js';
 
 let dir: string;
 let store: FileStore;
@@ -32,6 +33,36 @@ describe('UsageLedger', () => {
     const usage = (await store.list('usage')).map((u) => u.value);
     expect(usage).toHaveLength(1);
     expect(usage[0]).toMatchObject({ deployment_id: 1, hour: '2026-11-23T16:00:00.000Z', requests: 15, errors: 5, prompt_tokens: 150, completion_tokens: 30 });
+  });
+
+  it('names the project of the deployment: as the caller says, else as the deployment record says', async () => {
+    const told = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'chat'), project: 'team-a' }));
+    const untold = await store.create('deployment', (id) => ({ ...deploymentRecord(id, 'chat'), project: 'team-b' }));
+    const older = await store.create('deployment', (id) => deploymentRecord(id, 'embed'));
+    const ledger = new UsageLedger(store);
+    // The gateway says its route's project; the controller's replica seconds say none.
+    ledger.add(told.value.id, H, { requests: 1 }, 'team-a');
+    ledger.addLifetime(untold.value.id, 'Replica', 1, H, H + 1000);
+    ledger.addLifetime(older.value.id, 'Replica', 1, H, H + 1000);
+    // A deployment deleted before its hour's record is made: nothing to name (its rows are removed as leftovers).
+    ledger.addLifetime(999, 'Replica', 1, H, H + 1000);
+    await ledger.stop();
+    const byDeployment = new Map((await store.list('usage')).map((u) => [u.value.deployment_id, u.value]));
+    expect(byDeployment.get(told.value.id)?.project).toBe('team-a');
+    expect(byDeployment.get(untold.value.id)?.project).toBe('team-b');
+    expect(byDeployment.get(older.value.id)?.project).toBe('default');
+    expect(byDeployment.get(999)).not.toHaveProperty('project');
+  });
+
+  it('keeps the project it was told for a batch the store did not take', async () => {
+    let down = true;
+    const ledger = new UsageLedger(faulty(store, () => (down ? 'before' : 'none')));
+    // No deployment record to read it from: only what the gateway said names the project.
+    ledger.add(41, H, { requests: 1 }, 'team-a');
+    await ledger.flush();
+    down = false;
+    await ledger.flush();
+    expect((await store.list('usage'))[0]?.value).toMatchObject({ deployment_id: 41, project: 'team-a', requests: 1 });
   });
 
   it('splits a replica lifetime at hour boundaries, GPU-seconds = seconds × GPUs', async () => {

@@ -5,10 +5,13 @@
 // name the revision of the replica behind them count under that revision too. A flush that
 // fails (the store is unreachable) keeps its deltas in memory for the next one, and a write
 // whose answer was lost is recognised when retried, so nothing is lost or counted twice
-// (usage-batches.ts); stop() flushes what is left.
+// (usage-batches.ts); stop() flushes what is left. A usage record names the project of its
+// deployment, as the caller says (the gateway knows its route's) or, when none did, as the
+// deployment record says when the hour's record is created.
 
 import { randomBytes } from 'node:crypto';
 import type { RevisionUsage, UsageRecord } from '../domain/records.js';
+import { projectOf } from '../domain/access.js';
 import { ConflictError, modify, type Store } from './store.js';
 import { UsageBatches, type Batch } from './usage-batches.js';
 
@@ -70,6 +73,8 @@ export class UsageLedger {
   private readonly writer = randomBytes(6).toString('hex');
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
+  /** The project of each deployment added to since the last flush took its batches, as the callers said. */
+  private projects = new Map<number, string>();
 
   constructor(
     private readonly store: Store,
@@ -90,7 +95,9 @@ export class UsageLedger {
   /** The hour of the last add: the gateway adds once per request, and hours rarely change. */
   private lastHour = { start: -1, iso: '' };
 
-  add(deploymentId: number, atMs: number, delta: UsageDelta): void {
+  /** `project`: the deployment's, when the caller knows it (else read from its record when the hour's record is created). */
+  add(deploymentId: number, atMs: number, delta: UsageDelta, project?: string): void {
+    if (project !== undefined) this.projects.set(deploymentId, project);
     const start = atMs - (atMs % HOUR_MS);
     if (start !== this.lastHour.start) this.lastHour = { start, iso: new Date(start).toISOString() };
     this.batches.add(`${deploymentId}:${this.lastHour.iso}`, delta);
@@ -115,12 +122,21 @@ export class UsageLedger {
   flush(): Promise<void> {
     if (this.flushing) return this.flushing.then(() => this.flush());
     this.flushing = (async () => {
+      // Taken with the batches, so the map holds only deployments added to since.
+      const projects = this.projects;
+      this.projects = new Map();
       for (const batch of this.batches.take()) {
+        let written = false;
         try {
-          if (await this.write(batch)) this.batches.confirm(batch);
+          written = await this.write(batch, projects);
+          if (written) this.batches.confirm(batch);
         } catch {
           // Kept, unchanged, for the next flush: usage is never dropped for a store outage.
         }
+        // A batch kept for the next flush keeps the project it was told.
+        const id = Number(batch.key.slice(0, batch.key.indexOf(':')));
+        const project = projects.get(id);
+        if (!written && project !== undefined && !this.projects.has(id)) this.projects.set(id, project);
       }
     })().finally(() => {
       this.flushing = null;
@@ -129,7 +145,7 @@ export class UsageLedger {
   }
 
   /** True once the batch is in the store (added now, or by an earlier write whose answer was lost). */
-  private async write(batch: Batch<Pending>): Promise<boolean> {
+  private async write(batch: Batch<Pending>, projects: ReadonlyMap<number, string>): Promise<boolean> {
     const { key, seq, delta } = batch;
     const colon = key.indexOf(':');
     const deploymentId = Number(key.slice(0, colon));
@@ -144,7 +160,9 @@ export class UsageLedger {
       }
       try {
         const zero = { requests: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, rate_limited: 0, gpu_seconds: 0, replica_seconds: {} };
-        await this.store.create('usage', (id) => add({ id, deployment_id: deploymentId, hour, ...zero, updated_at: now }, delta, now, stamp), {
+        const project = projects.get(deploymentId) ?? (await this.projectOf(deploymentId));
+        const owner = project === null ? {} : { project };
+        await this.store.create('usage', (id) => add({ id, ...owner, deployment_id: deploymentId, hour, ...zero, updated_at: now }, delta, now, stamp), {
           unique: [{ index: USAGE_INDEX, key }],
         });
         return true;
@@ -153,6 +171,12 @@ export class UsageLedger {
       }
     }
     return false;
+  }
+
+  /** The deployment's project from its record; null when it is gone (its usage rows are removed with its other leftovers). */
+  private async projectOf(deploymentId: number): Promise<string | null> {
+    const d = await this.store.get('deployment', deploymentId);
+    return d === undefined ? null : projectOf(d.value);
   }
 }
 

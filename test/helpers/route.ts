@@ -9,6 +9,7 @@ export function testRoute(o: Partial<Route> = {}): Route {
   return {
     deploymentId: 7,
     name: 'demo',
+    project: 'default',
     host: 'demo.test',
     protocol: 'http',
     tokenHash: null,
