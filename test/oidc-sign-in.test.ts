@@ -163,6 +163,27 @@ describe.runIf(run)('people sign in through OpenID Connect', { timeout: 60_000 }
     await context.close();
   });
 
+  it("lets a WebSocket ride the session cookie only from the console's own origin", async () => {
+    const { context } = await consoleSignIn('alice');
+    const cookie = (await context.cookies()).find((c) => c.name === 'infergate_session')!.value;
+    const { default: WebSocket } = await import('ws');
+    const upgrade = (origin: string) =>
+      new Promise<number>((resolve, reject) => {
+        const ws = new WebSocket(`${control.url.replace('http', 'ws')}/deployments/general/999/terminal`, ['infergate.tty.v1'], { headers: { cookie: `infergate_session=${cookie}`, origin } });
+        ws.once('unexpected-response', (_req, res) => {
+          resolve(res.statusCode ?? 0);
+          ws.terminate();
+        });
+        ws.once('open', () => reject(new Error('the terminal opened')));
+        ws.once('error', () => undefined);
+      });
+    // Another site's page: refused before anything is looked up.
+    expect(await upgrade('http://evil.example')).toBe(403);
+    // The console's own page gets past the credential check: the deployment does not exist.
+    expect(await upgrade(control.url)).toBe(404);
+    await context.close();
+  });
+
   it('keeps a session past its expiry out with a clear 401', async () => {
     const { context, page } = await consoleSignIn('alice');
     const me = await pageFetch(page, 'GET', '/whoami');

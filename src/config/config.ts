@@ -99,6 +99,7 @@ export type SandboxMode = 'auto' | 'bwrap' | 'none';
 export type RuntimeChoice = 'local' | 'docker' | 'auto';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]']);
 const DOMAIN_RE = /^(?=.{1,200}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 export function serveHelp(): string {
@@ -167,6 +168,12 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
   if (typeof replicaSubnet === 'string') throw new ConfigError(`--replica-subnet ${replicaSubnet}`);
   const resolve = (p: string | null): string | null => (p === null ? null : path.resolve(cwd, p));
   const gatewayWorkers = parseGatewayWorkers(f.string('gateway-workers'), role, redisUrl);
+  const apiPublicUrl = parsePublicUrl(pick('api-public-url'));
+  const oidc = parseOidc(f, env, cwd);
+  // The provider sends browsers back to the redirect URI: a wildcard listen address is no URL to send them to.
+  if (oidc !== null && apiPublicUrl === null && WILDCARD_HOSTS.has(apiHost)) {
+    throw new ConfigError(`--oidc-issuer with --api-host ${apiHost} needs --api-public-url: the URL browsers reach the control API at (the redirect URI is <it>/auth/callback)`);
+  }
 
   return {
     ...readTunables(f),
@@ -211,8 +218,8 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     allowMemberHostCommands: f.enabled('allow-member-host-commands'),
     accessLog: f.enabled('access-log'),
     gatewayWorkers,
-    apiPublicUrl: parsePublicUrl(pick('api-public-url')),
-    oidc: parseOidc(f, env, cwd),
+    apiPublicUrl,
+    oidc,
   };
 }
 
