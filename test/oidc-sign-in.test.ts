@@ -184,6 +184,19 @@ describe.runIf(run)('people sign in through OpenID Connect', { timeout: 60_000 }
     await context.close();
   });
 
+  it('refuses a callback that did not start in this browser, shows why on the sign-in page, and audits the refusal', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    // A code and state from elsewhere (login CSRF): no sealed sign-in cookie here.
+    await page.goto(`${control.url}/auth/callback?code=stolen&state=forged`);
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('the sign-in took too long or began in another browser');
+    expect(page.url()).toBe(`${control.url}/`);
+    expect((await context.cookies()).find((c) => c.name === 'infergate_session')).toBeUndefined();
+    const refused = (await control.store.list('audit')).map((a) => a.value).filter((e) => e.action === 'auth.sign_in_refused');
+    expect(refused.at(-1)).toMatchObject({ actor: { kind: 'anonymous' }, result: 'refused' });
+    await context.close();
+  });
+
   it('keeps a session past its expiry out with a clear 401', async () => {
     const { context, page } = await consoleSignIn('alice');
     const me = await pageFetch(page, 'GET', '/whoami');
@@ -268,5 +281,24 @@ describe.runIf(run)('people sign in through OpenID Connect', { timeout: 60_000 }
     const text = JSON.stringify(entries);
     expect(text).not.toMatch(/igs_|igr_|code=|secret/);
     expect(text).not.toContain(idp.clientSecret);
+  });
+});
+
+describe('a service that signs no people in', () => {
+  let control: TestControl;
+  beforeAll(async () => {
+    control = await startControl();
+  });
+  afterAll(async () => {
+    await control?.close();
+  });
+
+  it('says so at GET /auth/config and answers the sign-in routes 404 naming the flag', async () => {
+    expect((await control.call('GET', '/auth/config', undefined, null)).body).toEqual({ enabled: false, provider_name: null, login_url: null });
+    const device = await control.call('POST', '/auth/device', {}, null);
+    expect(device.status).toBe(404);
+    expect(device.body.error.message).toMatch(/--oidc-issuer/);
+    // A session-looking token is no key: the key check refuses it.
+    expect((await control.call('GET', '/whoami', undefined, 'igs_made_up_0123456789')).status).toBe(401);
   });
 });
