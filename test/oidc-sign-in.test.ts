@@ -23,7 +23,8 @@ import { browserAvailable, CONSOLE_DIR, ensureConsoleBuilt, launchBrowser, watch
 import { killChildren, runToEnd } from './helpers/child-process.js';
 import { startControl, type TestControl } from './helpers/control.js';
 import { IDP_SCOPES, startTestIdp, type TestIdp } from './helpers/oidc-provider.js';
-import { spawnCli } from './helpers/serve-process.js';
+import { spawnCli, startServe, type ServeProcess } from './helpers/serve-process.js';
+import { freePort } from './helpers/ports.js';
 import { waitFor } from './helpers/wait.js';
 
 const run = browserAvailable();
@@ -300,5 +301,46 @@ describe('a service that signs no people in', () => {
     expect(device.body.error.message).toMatch(/--oidc-issuer/);
     // A session-looking token is no key: the key check refuses it.
     expect((await control.call('GET', '/whoami', undefined, 'igs_made_up_0123456789')).status).toBe(401);
+  });
+});
+
+describe('infergate serve with --oidc-issuer', () => {
+  let idp: TestIdp;
+  let serve: ServeProcess | null = null;
+  let dir = '';
+  afterAll(async () => {
+    serve?.kill();
+    await serve?.exited;
+    await idp?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('prints the redirect URI and sends the browser to the provider with PKCE, the checks in a sealed HttpOnly cookie', async () => {
+    idp = await startTestIdp({ alice: { email: 'alice@example.com', name: 'Alice', groups: ['ml-a'] } });
+    const port = await freePort();
+    const redirectUri = `http://127.0.0.1:${port}/auth/callback`;
+    idp.start(redirectUri);
+    dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-sso-serve-'));
+    serve = await startServe({
+      dataDir: path.join(dir, 'data'),
+      certsDir: path.join(dir, 'certs'),
+      // The secret comes from the environment, never the command line.
+      args: ['--role', 'control', '--oidc-issuer', idp.issuer, '--oidc-client-id', idp.clientId, '--oidc-provider-name', 'Test IdP', '--oidc-scopes', IDP_SCOPES],
+      env: { INFERGATE_API_PORT: String(port), INFERGATE_OIDC_CLIENT_SECRET: idp.clientSecret },
+    });
+    expect(serve.output()).toContain(`people sign in through ${idp.issuer} (redirect URI ${redirectUri})`);
+    expect(await (await fetch(`${serve.apiUrl}/auth/config`)).json()).toEqual({ enabled: true, provider_name: 'Test IdP', login_url: '/auth/login' });
+
+    const login = await fetch(`${serve.apiUrl}/auth/login`, { redirect: 'manual' });
+    expect(login.status).toBe(302);
+    const to = new URL(login.headers.get('location') ?? '');
+    expect(to.origin + to.pathname).toBe(`${idp.issuer}/auth`);
+    expect(Object.fromEntries(to.searchParams)).toMatchObject({ client_id: idp.clientId, redirect_uri: redirectUri, response_type: 'code', code_challenge_method: 'S256' });
+    expect(to.searchParams.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(to.searchParams.get('scope')?.split(' ')).toEqual(expect.arrayContaining(['openid', 'groups', 'offline_access']));
+    const cookie = login.headers.get('set-cookie') ?? '';
+    expect(cookie).toMatch(/^infergate_login=v1\.[^;]+; Path=\/auth\/callback; Max-Age=600; HttpOnly; Secure; SameSite=Lax$/);
+    // Neither the state nor the verifier is readable in it.
+    expect(cookie).not.toContain(to.searchParams.get('state') ?? 'no state');
   });
 });
