@@ -47,6 +47,7 @@ describe.runIf(run)('people sign in through OpenID Connect', { timeout: 60_000 }
     idp = await startTestIdp({
       alice: { email: 'alice@example.com', name: 'Alice', groups: ['ml-a'] },
       bob: { email: 'bob@example.com', name: 'Bob', groups: ['ml-b'] },
+      carol: { email: 'carol@example.com', name: 'Carol', groups: ['ml-a'] },
     });
     control = await startControl({
       consoleDir: CONSOLE_DIR,
@@ -195,6 +196,36 @@ describe.runIf(run)('people sign in through OpenID Connect', { timeout: 60_000 }
     expect((await context.cookies()).find((c) => c.name === 'infergate_session')).toBeUndefined();
     const refused = (await control.store.list('audit')).map((a) => a.value).filter((e) => e.action === 'auth.sign_in_refused');
     expect(refused.at(-1)).toMatchObject({ actor: { kind: 'anonymous' }, result: 'refused' });
+    await context.close();
+  });
+
+  it("asks the provider again during a console session: a group it removed is gone, a person it disabled is out", async () => {
+    const { context, page } = await consoleSignIn('carol');
+    expect((await pageFetch(page, 'GET', '/whoami')).body.projects).toEqual([{ name: 'team-a', role: 'developer' }]);
+    const carolSession = async () => {
+      const carol = (await control.store.list('user')).find((u) => u.value.email === 'carol@example.com')!.value;
+      return (await control.store.list('session')).find((x) => x.value.user_id === carol.id)!;
+    };
+    // The next check at the provider is due (it comes every ten minutes).
+    const due = async () => {
+      const s = await carolSession();
+      await control.store.update('session', s.value.id, s.version, { ...s.value, idp_checked_at: new Date(Date.now() - 11 * 60_000).toISOString() });
+    };
+    idp.people.get('carol')!.groups = [];
+    // Not due yet: the groups of the sign-in stand.
+    expect((await pageFetch(page, 'GET', '/whoami')).body.projects).toEqual([{ name: 'team-a', role: 'developer' }]);
+    await due();
+    expect((await pageFetch(page, 'GET', '/whoami')).body.projects).toEqual([]);
+    expect((await pageFetch(page, 'GET', '/whoami', { 'x-infergate-project': 'team-a' })).status).toBe(404);
+    expect(Date.parse((await carolSession()).value.idp_checked_at ?? '')).toBeGreaterThan(Date.now() - 60_000);
+
+    idp.people.get('carol')!.disabled = true;
+    await due();
+    const out = await pageFetch(page, 'GET', '/whoami');
+    expect(out.status).toBe(401);
+    expect((out.body.error as { message: string }).message).toMatch(/no longer accepts your sign-in/);
+    // The session is gone: the console is back at its sign-in page on its next call.
+    expect((await pageFetch(page, 'GET', '/whoami')).status).toBe(401);
     await context.close();
   });
 

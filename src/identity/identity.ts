@@ -14,7 +14,7 @@ import type { Sealer } from '../core/secrets.js';
 import { rolesOfPerson } from '../domain/membership.js';
 import type { AuditRecord, SessionRecord, UserRecord } from '../domain/records.js';
 import type { Principal, SessionAuthenticator } from '../control/principal.js';
-import type { Store } from '../store/store.js';
+import type { Store, Versioned } from '../store/store.js';
 import { clearCookie, cookieValue, CSRF_HEADER, csrfMatches, csrfTokenOf, LOGIN_COOKIE, REFRESH_TOKEN_PREFIX, SESSION_COOKIE, SESSION_TOKEN_PREFIX, setCookie } from './cookies.js';
 import { IdpRefusal, IdpUnavailable, OidcClient, type IdpIdentity, type LoginChecks, type OidcSettings } from './oidc-client.js';
 import { SessionRecords } from './sessions.js';
@@ -42,6 +42,8 @@ export const REFRESH_WINDOW_MS = 30 * 24 * 3600_000;
 /** How long a browser has from /auth/login to /auth/callback. */
 const LOGIN_WINDOW_MS = 10 * 60_000;
 const SWEEP_INTERVAL_MS = 3600_000;
+/** How often a session's person is looked up at the provider again (their groups; whether it still accepts them). */
+export const GROUP_CHECK_MS = 10 * 60_000;
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** What the CLI gets from the device grant and from refresh. */
@@ -122,8 +124,9 @@ export class IdentityService implements SessionAuthenticator {
     const presented = this.presentedSession(request);
     if (presented === null) return null;
     const { token, via } = presented;
-    const session = await this.records.sessionByToken(token);
-    if (!session || session.client !== (via === 'cookie' ? 'console' : 'cli')) {
+    const found = await this.records.sessionByToken(token);
+    const session = found?.value;
+    if (!found || !session || session.client !== (via === 'cookie' ? 'console' : 'cli')) {
       throw new PlatformError('unauthenticated', via === 'cookie' ? 'your session has ended: sign in again' : 'unknown session token: sign in again (infergate login --sso)');
     }
     if (Date.parse(session.expires_at) <= this.deps.clock.now()) {
@@ -138,12 +141,45 @@ export class IdentityService implements SessionAuthenticator {
         throw new PlatformError('forbidden', 'missing or wrong X-CSRF-Token: send the csrf_token of GET /whoami with every call that changes something');
       }
     }
-    const user = await this.records.user(session.user_id);
+    let user = await this.records.user(session.user_id);
     if (!user) throw new PlatformError('unauthenticated', 'your account is gone: sign in again');
+    if (this.checkDue(session)) user = await this.checkAtProvider(request, found, user);
     return {
       ...(await this.principalOf(user, session, via)),
       ...(via === 'cookie' ? { csrf_token: csrfTokenOf(token) } : {}),
     };
+  }
+
+  /** Whether the provider should be asked again about this session's person (every GROUP_CHECK_MS). */
+  private checkDue(session: SessionRecord): boolean {
+    if (session.sealed_idp_refresh_token === null) return false;
+    return Date.parse(session.idp_checked_at ?? session.created_at) + GROUP_CHECK_MS <= this.deps.clock.now();
+  }
+
+  /**
+   * Asks the provider who the person is now, with the session's sealed refresh token: their
+   * groups as it says (a group removed there is gone from this request on), or the session
+   * ended when it refuses (the person disabled, the grant revoked). One request per session
+   * asks; when the provider cannot be reached, the groups of the last answer stay.
+   */
+  private async checkAtProvider(request: FastifyRequest, session: Versioned<SessionRecord>, user: UserRecord): Promise<UserRecord> {
+    if (!(await this.records.claimCheck(session, new Date(this.deps.clock.now()).toISOString()))) return user;
+    const idpToken = this.records.idpRefreshToken(session.value);
+    if (idpToken === null) return user;
+    let identity: IdpIdentity;
+    try {
+      identity = await this.oidc.refresh(idpToken, user.subject);
+    } catch (err) {
+      if (!(err instanceof IdpRefusal)) {
+        this.deps.logger?.warn({ session: session.value.id, err: (err as Error).message }, 'the identity provider could not be asked about a session; its groups stay as they were');
+        return user;
+      }
+      await this.records.deleteSession(session.value.id);
+      await this.audit(request, { actor: actorOf(user), target: targetOf(user), action: 'auth.refresh', result: 'refused', status: 401 });
+      throw new PlatformError('unauthenticated', `the identity provider no longer accepts your sign-in (${err.message}): sign in again`);
+    }
+    if (identity.refreshToken !== null && identity.refreshToken !== idpToken) await this.records.replaceIdpRefreshToken(session.value.id, identity.refreshToken);
+    return (await this.records.updateUser(user.id, identity)) ?? user;
   }
 
   /** The session token a request carries: a Bearer `igs_…`, else the console's cookie; null: none (a key, or nothing). */

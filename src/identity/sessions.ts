@@ -8,7 +8,7 @@
 import { isoNow, type Clock } from '../core/clock.js';
 import { sha256Hex, type Sealer } from '../core/secrets.js';
 import type { AuditRecord, ProjectRecord, SessionRecord, UserRecord } from '../domain/records.js';
-import { ConflictError, modify, NotFoundError, type Store, type Versioned } from '../store/store.js';
+import { ConflictError, modify, NotFoundError, VersionConflictError, type Store, type Versioned } from '../store/store.js';
 import { csrfTokenOf, newRefreshToken, newSessionToken } from './cookies.js';
 import type { IdpIdentity } from './oidc-client.js';
 
@@ -121,18 +121,38 @@ export class SessionRecords {
   }
 
   /** The session a token belongs to (expired ones included: the caller says why it refuses). */
-  async sessionByToken(token: string): Promise<SessionRecord | undefined> {
+  async sessionByToken(token: string): Promise<Versioned<SessionRecord> | undefined> {
     return this.byIndex(SESSION_TOKEN_INDEX, token);
   }
 
   async sessionByRefreshToken(token: string): Promise<SessionRecord | undefined> {
-    return this.byIndex(SESSION_REFRESH_INDEX, token);
+    return (await this.byIndex(SESSION_REFRESH_INDEX, token))?.value;
   }
 
-  private async byIndex(index: string, token: string): Promise<SessionRecord | undefined> {
+  private async byIndex(index: string, token: string): Promise<Versioned<SessionRecord> | undefined> {
     const hit = await this.store.lookup(index, sha256Hex(token));
     if (hit?.kind !== 'session') return undefined;
-    return (await this.store.get('session', hit.id))?.value;
+    return this.store.get('session', hit.id);
+  }
+
+  /**
+   * Claims the session's check at the provider: true for the one request that moved
+   * idp_checked_at from the version it read (others go on with the groups they have).
+   */
+  async claimCheck(session: Versioned<SessionRecord>, at: string): Promise<boolean> {
+    try {
+      await this.store.update('session', session.value.id, session.version, { ...session.value, idp_checked_at: at });
+      return true;
+    } catch (err) {
+      if (err instanceof VersionConflictError || err instanceof NotFoundError) return false;
+      throw err;
+    }
+  }
+
+  /** Keeps the provider's new refresh token (a provider that rotates them). */
+  async replaceIdpRefreshToken(sessionId: number, token: string): Promise<void> {
+    const sealed = this.sealer.seal(token);
+    await modify(this.store, 'session', sessionId, (s) => ({ ...s, sealed_idp_refresh_token: sealed })).catch(gone);
   }
 
   /** The provider's refresh token of a session, unsealed; null when it gave none. */
