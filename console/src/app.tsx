@@ -3,6 +3,7 @@
 
 import { useEffect, useSyncExternalStore } from 'react';
 import { session } from './session';
+import { signOutEverywhere } from './api/client';
 import { match, navigate, usePath } from './router';
 import { SignInPage } from './pages/sign-in';
 import { DeploymentListPage } from './pages/deployment-list';
@@ -40,7 +41,7 @@ export function App() {
     document.title = h1?.textContent ? `${h1.textContent} · infergate` : 'infergate console';
   });
 
-  if (!account || !session.key()) return <SignInPage />;
+  if (!account || !session.signedIn()) return <SignInPage />;
 
   const page = (() => {
     let m: Record<string, string> | null;
@@ -86,7 +87,7 @@ export function App() {
           <span title={`signed in as ${account.name}`}>
             {account.name} <span className="role">{account.role}</span>
           </span>
-          <button type="button" className="button small" onClick={() => { session.signOut(); navigate('/deployments'); }}>
+          <button type="button" className="button small" onClick={() => void signOutEverywhere().then(() => navigate('/deployments'))}>
             Sign out
           </button>
         </div>

@@ -1,15 +1,18 @@
-// Owns the signed-in state of one browser tab: the service-account key lives in
-// sessionStorage (this tab only, gone when it closes; never localStorage, never a cookie),
-// with the account it belongs to. Components subscribe to changes (sign-in, sign-out, a 401).
+// Owns the signed-in state of one browser tab: a service-account key lives in sessionStorage
+// (this tab only, gone when it closes; never localStorage, never a cookie), with the account
+// it belongs to; a person signed in through the identity provider has the server's HttpOnly
+// session cookie instead (no script reads it), and this keeps the CSRF token GET /whoami gave
+// for the calls that change something. Components subscribe to changes (sign-in, sign-out, a 401).
 
 export interface Account {
   id: number;
   name: string;
-  role: 'admin' | 'member';
+  role: 'admin' | 'member' | 'owner' | 'developer' | 'viewer' | null;
 }
 
 const KEY = 'infergate.key';
 const ACCOUNT = 'infergate.account';
+const CSRF = 'infergate.csrf';
 
 type Listener = () => void;
 const listeners = new Set<Listener>();
@@ -22,6 +25,14 @@ function notify(): void {
 export const session = {
   key(): string | null {
     return sessionStorage.getItem(KEY);
+  },
+  /** The CSRF token of a person's cookie session; null when signed in by key (or not at all). */
+  csrf(): string | null {
+    return sessionStorage.getItem(CSRF);
+  },
+  /** Whether the tab is signed in: by a key, or by a person's session cookie. */
+  signedIn(): boolean {
+    return this.account() !== null && (this.key() !== null || this.csrf() !== null);
   },
   account(): Account | null {
     const raw = sessionStorage.getItem(ACCOUNT);
@@ -38,8 +49,17 @@ export const session = {
     lastSignOutReason = null;
     notify();
   },
+  /** A person's sign-in: the cookie is the server's; the tab keeps who it is and the CSRF token. */
+  signInWithCookie(account: Account, csrf: string): void {
+    sessionStorage.removeItem(KEY);
+    sessionStorage.setItem(CSRF, csrf);
+    sessionStorage.setItem(ACCOUNT, JSON.stringify(account));
+    lastSignOutReason = null;
+    notify();
+  },
   signOut(reason: string | null = null): void {
     sessionStorage.removeItem(KEY);
+    sessionStorage.removeItem(CSRF);
     sessionStorage.removeItem(ACCOUNT);
     lastSignOutReason = reason;
     notify();

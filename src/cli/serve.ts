@@ -12,7 +12,8 @@ import { pino, type Logger } from 'pino';
 import { systemClock } from '../core/clock.js';
 import { Sealer } from '../core/secrets.js';
 import { Gauge, type Registry } from 'prom-client';
-import { ConfigError, type Config } from '../config/config.js';
+import { ConfigError, type Config, type OidcConfig } from '../config/config.js';
+import type { IdentityService } from '../identity/identity.js';
 import { settingsOf } from '../config/serve-flags.js';
 import { DEFAULT_CATALOG, parseCatalog, type Catalog } from '../domain/catalog.js';
 import type { HostCommandPolicy } from '../domain/host-commands.js';
@@ -238,6 +239,9 @@ async function startControl(
   const { config, store, logger, closers, registry, images, catalog, ca, registries } = shared;
   const { logsDir } = runtimeDirs(config.dataDir);
   const api = settingsOf(config).api;
+  // People sign in through the identity provider when one is configured (src/identity/).
+  const identity = config.oidc ? await startIdentity(config, config.oidc, store, sealerOf(shared), logger) : null;
+  if (identity) closers.push(async () => identity.close());
   const app = await buildControlApp({
     store,
     catalog,
@@ -256,6 +260,8 @@ async function startControl(
     logger: logger.child({ component: 'control' }),
     https: await readApiTls(config),
     timeouts: api.timeouts,
+    sessions: identity,
+    identity,
   });
   // The control API shares this process's file descriptors with the gateway: its own caps
   // keep a flood of either from starving the other.
@@ -270,10 +276,29 @@ async function startControl(
   const adminLine = await ensureAdminKey(store, { dataDir: config.dataDir, redisUrl: config.redisUrl, fixedKey: config.adminKey, fixedKeyFile: config.adminKeyFile });
   const scheme = config.apiTlsCert ? 'https' : 'http';
   const apiUrl = `${scheme}://${hostForUrl(config.apiHost)}:${apiPort}`;
+  identity?.listeningAt(apiUrl);
   const consoleLine = existsSync(path.join(defaultConsoleDir(), 'index.html'))
     ? `infergate: web console at ${apiUrl}/ (sign in with the admin key, or any service-account key)`
     : 'infergate: the web console is not built (npm run build); the API works without it';
-  return [`infergate: control API listening on ${apiUrl}`, consoleLine, adminLine];
+  const signInLine = identity
+    ? [`infergate: people sign in through ${config.oidc?.issuer ?? ''} (redirect URI ${identity.redirectUri()})`]
+    : [];
+  return [`infergate: control API listening on ${apiUrl}`, consoleLine, ...signInLine, adminLine];
+}
+
+/** The identity provider's client and the sessions of people (loaded only when configured). */
+async function startIdentity(config: Config, oidc: OidcConfig, store: Store, sealer: Sealer, logger: Logger): Promise<IdentityService> {
+  const { IdentityService } = await import('../identity/identity.js');
+  return new IdentityService(
+    { store, sealer, clock: systemClock, logger: logger.child({ component: 'identity' }) },
+    {
+      oidc: { issuer: oidc.issuer, clientId: oidc.clientId, clientSecret: oidc.clientSecret, groupsClaim: oidc.groupsClaim, scopes: oidc.scopes },
+      adminGroup: oidc.adminGroup,
+      providerName: oidc.providerName,
+      sessionLifetimeMs: oidc.sessionLifetimeMs,
+      publicUrl: config.apiPublicUrl,
+    },
+  );
 }
 
 /** The gateway of this process, and its name among the publishers of load to the store. */

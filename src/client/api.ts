@@ -1,5 +1,6 @@
 // Owns the client's conversation with the control API: JSON requests with the service-account
-// key as a Bearer token (sent with node:http, see http-request.ts), the API's error body turned
+// key (or a person's session token, refreshed as session-refresh.ts says) as a Bearer token
+// (sent with node:http, see http-request.ts), the API's error body turned
 // into an ApiRefusal (exit 1) and a failed connection into Unreachable (exit 3); plus the two
 // long-lived calls — a Server-Sent Events stream (logs -f) and the terminal's WebSocket (exec).
 
@@ -8,6 +9,7 @@ import type WebSocket from 'ws';
 import { ApiRefusal, Unreachable } from './errors.js';
 import type { Connection } from './contexts.js';
 import { nodeRequest, type Answer, type Requester } from './http-request.js';
+import { refreshSession, sessionDue } from './session-refresh.js';
 
 /** Requests that get no answer within this are given up (streams excepted). */
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -55,8 +57,30 @@ export class ApiClient {
     this.request = options.request ?? nodeRequest;
   }
 
-  /** One request, its answer read whole; no answer is Unreachable. */
+  /**
+   * One request, its answer read whole; no answer is Unreachable. A saved person's session is
+   * refreshed first when it has expired, and once more when the API refuses it as expired.
+   */
   private async send(method: string, route: string, body?: unknown): Promise<Answer> {
+    if (sessionDue(this.connection)) await this.refresh();
+    const res = await this.sendOnce(method, route, body);
+    if (res.status === 401 && this.connection.session && route !== '/auth/token') {
+      await this.refresh();
+      return this.sendOnce(method, route, body);
+    }
+    return res;
+  }
+
+  private async refresh(): Promise<void> {
+    try {
+      await refreshSession(this.connection, this.request, this.timeoutMs);
+    } catch (err) {
+      if (err instanceof ApiRefusal) throw err;
+      throw unreachable(this.connection.api, err, this.timeoutMs);
+    }
+  }
+
+  private async sendOnce(method: string, route: string, body?: unknown): Promise<Answer> {
     try {
       return await this.request(this.url(route), {
         method,
@@ -97,6 +121,7 @@ export class ApiClient {
 
   /** Each `data:` event of a Server-Sent Events stream, parsed as JSON, until `signal` aborts or the server ends it. */
   async events(route: string, onEvent: (data: unknown) => void, signal: AbortSignal): Promise<void> {
+    if (sessionDue(this.connection)) await this.refresh();
     let res: Response;
     try {
       res = await fetch(this.url(route), { headers: { ...this.headers(false), accept: 'text/event-stream' }, signal });

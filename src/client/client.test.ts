@@ -622,3 +622,66 @@ describe('flowControlText', () => {
     expect(text).toContain('\nQueue:       up to 20 requests wait past saturation; longest wait critical 60 s, standard 30 s, sheddable 5 s\n');
   });
 });
+
+describe("a person's saved session (infergate login --sso)", () => {
+  const dirs: string[] = [];
+  afterAll(async () => {
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+
+  /** A context file with a session, and a stand-in API that knows one live session token at a time. */
+  async function setUp(expiresAt: string) {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'ig-sso-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'config.json');
+    writeContexts(file, { current: 'work', contexts: { work: { api: 'http://api.test', key: 'igs_old', refresh_token: 'igr_old', expires_at: expiresAt, user: 'alice@example.com' } } });
+    const state = { live: 'igs_old', refreshable: 'igr_old', calls: [] as string[] };
+    const answer = (status: number, body: unknown) => ({ status, ok: status < 300, text: async () => JSON.stringify(body), json: async () => body });
+    const request: Requester = async (url, options) => {
+      const route = new URL(url).pathname;
+      state.calls.push(`${options.method} ${route}`);
+      if (route === '/auth/token') {
+        const { refresh_token } = JSON.parse(options.body ?? '{}') as { refresh_token: string };
+        if (refresh_token !== state.refreshable) return answer(401, { error: { code: 'unauthenticated', message: 'the identity provider refused the refresh (invalid_grant): sign in again (infergate login --sso)' } });
+        state.live = 'igs_new';
+        state.refreshable = 'igr_new';
+        return answer(200, { session_token: 'igs_new', refresh_token: 'igr_new', expires_at: '2999-01-01T00:00:00.000Z', user: { id: 1, email: 'alice@example.com', name: null, groups: [] } });
+      }
+      if (options.headers.authorization !== `Bearer ${state.live}`) return answer(401, { error: { code: 'unauthenticated', message: 'session expired' } });
+      return answer(200, { name: 'alice@example.com' });
+    };
+    const client = () => new ApiClient(resolveConnection({}, { INFERGATE_CONFIG: file }), { request });
+    const saved = async () => JSON.parse(await (await import('node:fs/promises')).readFile(file, 'utf8')) as { contexts: Record<string, { key: string; refresh_token: string; expires_at: string }> };
+    return { state, client, saved, file };
+  }
+
+  it('refreshes an expired session before the call and writes both new tokens back', async () => {
+    const { state, client, saved } = await setUp('2000-01-01T00:00:00.000Z');
+    expect(await client().get('/whoami')).toEqual({ name: 'alice@example.com' });
+    expect(state.calls).toEqual(['POST /auth/token', 'GET /whoami']);
+    expect((await saved()).contexts.work).toMatchObject({ key: 'igs_new', refresh_token: 'igr_new', expires_at: '2999-01-01T00:00:00.000Z' });
+  });
+
+  it('refreshes once when the API refuses the session, and retries the call', async () => {
+    const { state, client } = await setUp('2999-01-01T00:00:00.000Z');
+    // Its session ended early at the service (it knows another token now).
+    state.live = 'igs_other';
+    expect(await client().get('/whoami')).toEqual({ name: 'alice@example.com' });
+    expect(state.calls).toEqual(['GET /whoami', 'POST /auth/token', 'GET /whoami']);
+  });
+
+  it('says to sign in again when the refresh is refused', async () => {
+    const { state, client } = await setUp('2000-01-01T00:00:00.000Z');
+    state.refreshable = 'igr_someone_else';
+    const err = await client().get('/whoami').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiRefusal);
+    expect((err as ApiRefusal).message).toMatch(/could not be renewed: .*sign in again/);
+  });
+
+  it('leaves a key given by flag or environment alone: no refresh with the saved token', async () => {
+    const { file } = await setUp('2000-01-01T00:00:00.000Z');
+    expect(resolveConnection({}, { INFERGATE_CONFIG: file }).session).toMatchObject({ context: 'work', refreshToken: 'igr_old' });
+    expect(resolveConnection({ key: 'igk_automation' }, { INFERGATE_CONFIG: file }).session).toBeUndefined();
+    expect(resolveConnection({}, { INFERGATE_CONFIG: file, INFERGATE_KEY: 'igk_automation' }).session).toBeUndefined();
+  });
+});

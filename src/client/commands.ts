@@ -6,6 +6,7 @@
 
 import { Command, Option } from 'commander';
 import { ApiClient, type Json } from './api.js';
+import { nodeRequest } from './http-request.js';
 import { age } from './age.js';
 import { decimal, integer, makeKit, readOptionFile, upTo, type ClientIo } from './command-kit.js';
 import { COMPLETE_COMMAND, completionScript, completionWords } from './completion.js';
@@ -80,20 +81,33 @@ export function buildProgram(io: ClientIo): Command {
 
   program
     .command('login')
-    .description('save the control API URL and a service-account key (checked first) as a context')
+    .description('save the control API URL and a service-account key (checked first) as a context; --sso signs a person in through the identity provider')
     .option('--key-file <file>', 'read the key from a file (default: standard input)')
+    .option('--sso', 'sign in as a person through the identity provider (device authorization: open the link printed and confirm the code); the session renews itself with a refresh token kept in the context')
     .addHelpText('after', '\nThe global --api names the control API (required here) and --context the name to save it under (default: default).')
-    .action(async (opts: { keyFile?: string }, cmd: Command) => {
+    .action(async (opts: { keyFile?: string; sso?: boolean }, cmd: Command) => {
       const flags = globals(cmd);
       if (!flags.api) throw new UsageError('login needs --api URL (the control API, e.g. http://127.0.0.1:8080)');
       const contextName = flags.context ?? 'default';
+      const apiUrl = flags.api.replace(/\/+$/, '');
+      const file = configPath(io.env);
+      if (opts.sso) {
+        if (opts.keyFile || flags.key) throw new UsageError('--sso signs a person in: leave out --key and --key-file');
+        const { ssoLogin } = await import('./sso-login.js');
+        const signed = await ssoLogin(apiUrl, io.request ?? nodeRequest, (line) => out.write(`${line}\n`), (ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+        const who = signed.user.email ?? `user ${signed.user.id}`;
+        const saved = readContexts(file);
+        saved.contexts[contextName] = { api: apiUrl, key: signed.session_token, refresh_token: signed.refresh_token, expires_at: signed.expires_at, user: who };
+        saved.current = contextName;
+        writeContexts(file, saved);
+        out.write(`logged in to ${apiUrl} as ${who}; saved as context ${contextName} in ${file}\n`);
+        return;
+      }
       const raw = opts.keyFile ? readOptionFile('--key-file', opts.keyFile) : flags.key ?? io.readStdin();
       const key = raw.split('\n')[0]?.trim() ?? '';
       if (key === '') throw new UsageError('no key given: pass --key-file FILE or the key on standard input');
-      const apiUrl = flags.api.replace(/\/+$/, '');
       const client = new ApiClient({ api: apiUrl, key, source: 'login' }, { request: io.request });
       const me = await client.get<{ name: string; role: string }>('/whoami');
-      const file = configPath(io.env);
       const saved = readContexts(file);
       saved.contexts[contextName] = { api: apiUrl, key };
       saved.current = contextName;

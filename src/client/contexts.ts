@@ -1,7 +1,8 @@
 // Owns the client's saved logins: a JSON file in the XDG config directory
 // ($XDG_CONFIG_HOME/infergate/config.json, else ~/.config/infergate/config.json, or the file
-// INFERGATE_CONFIG names) holding named contexts — an API URL and a service-account key —
-// and which one is current. The file is written atomically with mode 0600: it holds keys.
+// INFERGATE_CONFIG names) holding named contexts — an API URL and a service-account key, or a
+// person's session token with its refresh token (`infergate login --sso`) — and which one is
+// current. The file is written atomically with mode 0600: it holds keys and tokens.
 // Which API and key a command uses: --api/--key, else INFERGATE_API/INFERGATE_KEY, else the
 // current (or --context) context.
 
@@ -12,7 +13,14 @@ import { UsageError } from './errors.js';
 
 export interface Context {
   api: string;
+  /** A service-account key, or a person's session token (igs_…). */
   key: string;
+  /** A person's sign-in: the refresh token (igr_…) that renews `key`, replaced at every refresh. */
+  refresh_token?: string;
+  /** When `key`, a session token, expires. */
+  expires_at?: string;
+  /** Who signed in (their e-mail address), for messages. */
+  user?: string;
 }
 
 export interface ContextFile {
@@ -54,6 +62,16 @@ export interface Connection {
   key: string;
   /** Where they came from, for messages. */
   source: string;
+  /** A saved person's sign-in: the session is refreshed through it (session-refresh.ts). */
+  session?: SavedSession;
+}
+
+/** Where a context's session lives, so a refresh can write the new tokens back. */
+export interface SavedSession {
+  file: string;
+  context: string;
+  refreshToken: string;
+  expiresAt: string | null;
 }
 
 export interface ConnectionFlags {
@@ -77,5 +95,13 @@ export function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv
   if (!api || !key) {
     throw new UsageError('not logged in: run `infergate login --api URL` (or pass --api and --key, or set INFERGATE_API and INFERGATE_KEY)');
   }
-  return { api: api.replace(/\/+$/, ''), key, source: flags.api || env.INFERGATE_API ? 'flags or environment' : `context ${name ?? ''} in ${file}` };
+  // The saved session is refreshed only when its token is the one in use (no --key, no INFERGATE_KEY).
+  const session: SavedSession | null =
+    !(flags.key || env.INFERGATE_KEY) && name !== null && context?.refresh_token ? { file, context: name, refreshToken: context.refresh_token, expiresAt: context.expires_at ?? null } : null;
+  return {
+    api: api.replace(/\/+$/, ''),
+    key,
+    source: flags.api || env.INFERGATE_API ? 'flags or environment' : `context ${name ?? ''} in ${file}`,
+    ...(session ? { session } : {}),
+  };
 }

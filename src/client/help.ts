@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 
 /** Every command's examples, shown under its --help; a test checks none is missing. */
 export const EXAMPLES: Record<string, string[]> = {
-  login: ['infergate login --api http://127.0.0.1:8080 --key-file data/admin.key', 'echo "$KEY" | infergate login --api https://infergate.example.com:8443 --context prod'],
+  login: ['infergate login --api http://127.0.0.1:8080 --key-file data/admin.key', 'echo "$KEY" | infergate login --api https://infergate.example.com:8443 --context prod', 'infergate login --sso --api https://infergate.example.com:8443'],
   whoami: ['infergate whoami', 'infergate --context prod whoami -o json'],
   apply: ['infergate apply -f deployments.yaml --wait', 'infergate apply -f deployments.yaml --dry-run', 'infergate apply -f chat.yaml --replace-secrets'],
   diff: ['infergate diff -f deployments.yaml', 'infergate diff -f chat.yaml --replace-secrets'],

@@ -205,4 +205,47 @@ describe('serve config', () => {
     chmodSync(`${dir}/admin.key`, 0o600);
     expect(() => parseServeConfig(['--admin-key-file', `${dir}/admin.key`], { INFERGATE_ADMIN_KEY: 'x'.repeat(20) }, dir)).toThrow(/not both/);
   });
+
+  it('signs people in only when --oidc-issuer is given, with the client secret from a 0600 file or the environment, never a flag', async () => {
+    const { mkdtempSync, writeFileSync, chmodSync, rmSync } = await import('node:fs');
+    expect(parse([]).oidc).toBeNull();
+    const env = { INFERGATE_OIDC_CLIENT_SECRET: 'from-the-environment' };
+    const c = parse(['--oidc-issuer', 'https://id.example.com/realms/ml/', '--oidc-client-id', 'infergate', '--oidc-admin-group', 'platform'], env);
+    expect(c.oidc).toEqual({
+      issuer: 'https://id.example.com/realms/ml',
+      clientId: 'infergate',
+      clientSecret: 'from-the-environment',
+      groupsClaim: 'groups',
+      adminGroup: 'platform',
+      providerName: 'id.example.com',
+      scopes: ['openid', 'email', 'profile', 'offline_access'],
+      sessionLifetimeMs: 12 * 3600_000,
+    });
+    const tuned = parse(['--oidc-issuer', 'http://127.0.0.1:5556/dex', '--oidc-client-id', 'ig', '--oidc-groups-claim', 'roles', '--oidc-provider-name', 'Dex', '--oidc-scopes', 'email groups', '--session-lifetime', '90m', '--api-public-url', 'https://infergate.example.com/'], env);
+    expect(tuned.oidc).toMatchObject({ groupsClaim: 'roles', providerName: 'Dex', scopes: ['openid', 'email', 'groups'], sessionLifetimeMs: 90 * 60_000 });
+    expect(tuned.apiPublicUrl).toBe('https://infergate.example.com');
+
+    const dir = mkdtempSync(`${os.tmpdir()}/ig-oidc-`);
+    writeFileSync(`${dir}/secret`, 'from-a-file\n', { mode: 0o600 });
+    expect(parseServeConfig(['--oidc-issuer', 'https://id.example.com', '--oidc-client-id', 'ig', '--oidc-client-secret-file', 'secret'], {}, dir).oidc?.clientSecret).toBe('from-a-file');
+    chmodSync(`${dir}/secret`, 0o644);
+    expect(() => parseServeConfig(['--oidc-issuer', 'https://id.example.com', '--oidc-client-id', 'ig', '--oidc-client-secret-file', 'secret'], {}, dir)).toThrow(/--oidc-client-secret-file .* readable by other users/);
+    chmodSync(`${dir}/secret`, 0o600);
+    expect(() => parseServeConfig(['--oidc-issuer', 'https://id.example.com', '--oidc-client-id', 'ig', '--oidc-client-secret-file', 'secret'], env, dir)).toThrow(/not both/);
+    rmSync(dir, { recursive: true, force: true });
+    // There is no flag that takes the secret itself: it would show in ps.
+    expect(() => parse(['--oidc-client-secret', 'x'])).toThrow(ConfigError);
+  });
+
+  it('refuses an incomplete or unsafe identity provider setting, naming the flag', () => {
+    const env = { INFERGATE_OIDC_CLIENT_SECRET: 's' };
+    expect(() => parse(['--oidc-issuer', 'https://id.example.com'], env)).toThrow(/--oidc-client-id/);
+    expect(() => parse(['--oidc-issuer', 'https://id.example.com', '--oidc-client-id', 'ig'])).toThrow(/client secret/);
+    expect(() => parse(['--oidc-client-id', 'ig'])).toThrow(/need --oidc-issuer/);
+    expect(() => parse(['--oidc-issuer', 'http://id.example.com', '--oidc-client-id', 'ig'], env)).toThrow(/https/);
+    expect(() => parse(['--oidc-issuer', 'https://id.example.com', '--oidc-client-id', 'ig', '--session-lifetime', '1m'], env)).toThrow(/--session-lifetime/);
+    expect(() => parse(['--oidc-issuer', 'https://id.example.com', '--oidc-client-id', 'ig', '--session-lifetime', 'forever'], env)).toThrow(/--session-lifetime/);
+    expect(() => parse(['--api-public-url', 'ftp://x'])).toThrow(/--api-public-url/);
+    expect(() => parse(['--oidc-issuer', 'https://id.example.com', '--oidc-client-id', 'ig', '--api-host', '0.0.0.0', '--api-tls-cert', 'c', '--api-tls-key', 'k'], env)).toThrow(/--api-public-url/);
+  });
 });

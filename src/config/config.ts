@@ -12,6 +12,7 @@ import { parseRegistryList } from '../domain/registry-hosts.js';
 import { parseGpuList } from '../runtime/docker/gpu-allocator.js';
 import { formatSubnet, parseSubnet, type Subnet } from '../runtime/pod-network.js';
 import { ConfigError, readTunables, SERVE, type Tunables } from './serve-flags.js';
+import { issuerProblem } from '../identity/issuer.js';
 
 export { ConfigError, SERVE_OPTIONS, type ConnectionLimitsConfig, type Tunables } from './serve-flags.js';
 
@@ -77,12 +78,28 @@ export interface Config extends Tunables {
   accessLog: boolean;
   /** Gateway processes accepting on the gateway port (node:cluster); 1 runs the gateway in this process. */
   gatewayWorkers: number;
+  /** `--api-public-url`: the control API's URL as browsers reach it; null: the address it listens on. */
+  apiPublicUrl: string | null;
+  /** People's sign-in through an OpenID Connect provider; null: service-account keys only. */
+  oidc: OidcConfig | null;
+}
+
+export interface OidcConfig {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  groupsClaim: string;
+  adminGroup: string | null;
+  providerName: string;
+  scopes: string[];
+  sessionLifetimeMs: number;
 }
 
 export type SandboxMode = 'auto' | 'bwrap' | 'none';
 export type RuntimeChoice = 'local' | 'docker' | 'auto';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]']);
 const DOMAIN_RE = /^(?=.{1,200}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 export function serveHelp(): string {
@@ -151,6 +168,12 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
   if (typeof replicaSubnet === 'string') throw new ConfigError(`--replica-subnet ${replicaSubnet}`);
   const resolve = (p: string | null): string | null => (p === null ? null : path.resolve(cwd, p));
   const gatewayWorkers = parseGatewayWorkers(f.string('gateway-workers'), role, redisUrl);
+  const apiPublicUrl = parsePublicUrl(pick('api-public-url'));
+  const oidc = parseOidc(f, env, cwd);
+  // The provider sends browsers back to the redirect URI: a wildcard listen address is no URL to send them to.
+  if (oidc !== null && apiPublicUrl === null && WILDCARD_HOSTS.has(apiHost)) {
+    throw new ConfigError(`--oidc-issuer with --api-host ${apiHost} needs --api-public-url: the URL browsers reach the control API at (the redirect URI is <it>/auth/callback)`);
+  }
 
   return {
     ...readTunables(f),
@@ -195,7 +218,66 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     allowMemberHostCommands: f.enabled('allow-member-host-commands'),
     accessLog: f.enabled('access-log'),
     gatewayWorkers,
+    apiPublicUrl,
+    oidc,
   };
+}
+
+/** `--api-public-url`: an http(s) origin, perhaps with a path prefix; '' is none. */
+function parsePublicUrl(raw: string): string | null {
+  if (raw === '') return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`--api-public-url "${raw}" is not a URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(`--api-public-url must be an http:// or https:// URL, not "${raw}"`);
+  if (url.search || url.hash) throw new ConfigError('--api-public-url must have no query or fragment');
+  return url.href.replace(/\/+$/, '');
+}
+
+/** The --oidc-* flags: all or nothing, the secret from a file or the environment (never the command line). */
+function parseOidc(f: Flags, env: NodeJS.ProcessEnv, cwd: string): OidcConfig | null {
+  const issuer = f.string('oidc-issuer');
+  const clientId = f.string('oidc-client-id');
+  const secretFile = f.string('oidc-client-secret-file');
+  const secretEnv = env.INFERGATE_OIDC_CLIENT_SECRET ?? '';
+  const lifetime = parseDuration(f.string('session-lifetime'));
+  if (issuer === '') {
+    if (clientId !== '' || secretFile !== '' || secretEnv !== '') throw new ConfigError('--oidc-client-id and the client secret need --oidc-issuer');
+    return null;
+  }
+  const problem = issuerProblem(issuer);
+  if (problem) throw new ConfigError(`--oidc-issuer ${problem}`);
+  if (clientId === '') throw new ConfigError('--oidc-issuer needs --oidc-client-id (the client registered at the provider)');
+  if (secretFile !== '' && secretEnv !== '') throw new ConfigError('give the client secret once: --oidc-client-secret-file or INFERGATE_OIDC_CLIENT_SECRET, not both');
+  const clientSecret = secretFile !== '' ? readSecretFile('--oidc-client-secret-file', path.resolve(cwd, secretFile)) : secretEnv;
+  if (clientSecret === '') throw new ConfigError('--oidc-issuer needs the client secret: --oidc-client-secret-file FILE or INFERGATE_OIDC_CLIENT_SECRET');
+  const scopes = f.string('oidc-scopes').split(/[\s,]+/).filter((s) => s !== '');
+  if (!scopes.includes('openid')) scopes.unshift('openid');
+  const groupsClaim = f.string('oidc-groups-claim');
+  if (groupsClaim === '') throw new ConfigError('--oidc-groups-claim must name a claim');
+  if (lifetime < 5 * 60_000 || lifetime > 30 * 86_400_000) throw new ConfigError(`--session-lifetime must be between 5m and 30d, not "${f.string('session-lifetime')}"`);
+  return {
+    issuer: issuer.replace(/\/+$/, ''),
+    clientId,
+    clientSecret,
+    groupsClaim,
+    adminGroup: f.optional('oidc-admin-group'),
+    providerName: f.optional('oidc-provider-name') ?? new URL(issuer).host,
+    scopes,
+    sessionLifetimeMs: lifetime,
+  };
+}
+
+const DURATION_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `90m`, `12h`, `7d`, or seconds; ms. */
+function parseDuration(raw: string): number {
+  const m = /^(\d+)([smhd]?)$/.exec(raw.trim());
+  if (!m) throw new ConfigError(`--session-lifetime must be a duration such as 90m, 12h or 7d, not "${raw}"`);
+  return Number(m[1]) * DURATION_UNITS[m[2] || 's']!;
 }
 
 const MAX_GATEWAY_WORKERS = 64;
@@ -217,16 +299,21 @@ function parseGatewayWorkers(raw: string, role: Config['role'], redisUrl: string
 
 /** The key file's first line; it must not be readable by others (it is the platform's root credential). */
 function readAdminKeyFile(file: string): string {
+  return readSecretFile('--admin-key-file', file);
+}
+
+/** A secret file's first line; refused when other users may read it. */
+function readSecretFile(flag: string, file: string): string {
   let text: string;
   try {
     const mode = statSync(file).mode;
     if ((mode & 0o077) !== 0) {
-      throw new ConfigError(`--admin-key-file ${file} is readable by other users (mode ${(mode & 0o777).toString(8)}); chmod 600 it`);
+      throw new ConfigError(`${flag} ${file} is readable by other users (mode ${(mode & 0o777).toString(8)}); chmod 600 it`);
     }
     text = readFileSync(file, 'utf8');
   } catch (err) {
     if (err instanceof ConfigError) throw err;
-    throw new ConfigError(`--admin-key-file ${file}: ${(err as Error).message}`);
+    throw new ConfigError(`${flag} ${file}: ${(err as Error).message}`);
   }
   return (text.split('\n')[0] ?? '').trim();
 }

@@ -76,6 +76,15 @@ export const SERVE_OPTIONS: readonly FlagSpec[] = [
   { flag: 'auth-failure-rate', env: 'INFERGATE_AUTH_FAILURE_RATE', default: '50', help: 'authentication failures per second a client address may have (4× at once) before its 401s are answered 1 s late (0: never)' },
   { flag: 'access-log', env: 'INFERGATE_ACCESS_LOG', default: '', boolean: true, help: 'log one line per gateway request when it ends (deployment, method, path without query, status, credential kind, replica, time)' },
   { flag: 'max-request-body', env: 'INFERGATE_MAX_REQUEST_BODY', default: '16MiB', help: 'request body size limit of deployments that set none (max_request_body_bytes); bytes, or KiB/MiB/GiB' },
+  { flag: 'api-public-url', env: 'INFERGATE_API_PUBLIC_URL', default: '', help: "the control API's URL as browsers and the CLI reach it (behind a proxy or a DNS name); default: the address it listens on. People's sign-in redirects to <this>/auth/callback" },
+  { flag: 'oidc-issuer', env: 'INFERGATE_OIDC_ISSUER', default: '', help: "people sign in through this OpenID Connect provider (its issuer URL, https; http only on loopback); default: service-account keys only" },
+  { flag: 'oidc-client-id', env: 'INFERGATE_OIDC_CLIENT_ID', default: '', help: "this service's client id at the provider (a confidential client; redirect URI <api-public-url>/auth/callback)" },
+  { flag: 'oidc-client-secret-file', env: 'INFERGATE_OIDC_CLIENT_SECRET_FILE', default: '', help: 'file holding the client secret (mode 0600), or set INFERGATE_OIDC_CLIENT_SECRET; never on the command line' },
+  { flag: 'oidc-groups-claim', env: 'INFERGATE_OIDC_GROUPS_CLAIM', default: 'groups', help: 'the claim (ID token or userinfo) listing a person\'s groups: project members `group:<name>` match them' },
+  { flag: 'oidc-admin-group', env: 'INFERGATE_OIDC_ADMIN_GROUP', default: '', help: 'members of this provider group are platform admins; default: none (admins use the admin key)' },
+  { flag: 'oidc-provider-name', env: 'INFERGATE_OIDC_PROVIDER_NAME', default: '', help: 'the provider\'s name on the console\'s "Sign in with …" button; default: the issuer\'s host' },
+  { flag: 'oidc-scopes', env: 'INFERGATE_OIDC_SCOPES', default: 'openid email profile offline_access', help: 'scopes asked for, space-separated (add groups for Dex; offline_access gives the refresh token the CLI\'s refresh needs)' },
+  { flag: 'session-lifetime', env: 'INFERGATE_SESSION_LIFETIME', default: '12h', help: "how long a person's session lasts (the console's cookie, a CLI's session token): 5m to 30d, as 90m, 12h or 7d" },
 ];
 
 export const SERVE: Program = { name: 'serve', flags: SERVE_OPTIONS, error: ConfigError };

@@ -42,6 +42,7 @@ import { registerRegistryCredentialRoutes } from './routes/registry-credentials.
 import { bindOlderRegistryCredentials, dropStoredHints } from './credential-upgrades.js';
 import { upgradeToProjects } from './project-upgrades.js';
 import { registerWhoamiRoutes } from './routes/whoami.js';
+import { registerAuthRoutes } from './routes/auth.js';
 import { DEFAULT_PROJECT, PROJECT_NAME_PATTERN, ruleOfRoute, type RouteRule } from '../domain/access.js';
 import { authorize, canSeeProject, homeProject, PROJECT_HEADER, serviceAccountPrincipal, type Principal, type SessionAuthenticator } from './principal.js';
 import { BODY_LIMIT, EMBEDDED_HOST_COMMANDS, type ControlApp, type ControlContext, type ControlDeps } from './context.js';
@@ -196,7 +197,8 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
   registerServiceAccountRoutes(app, ctx);
   registerClusterRoutes(app, ctx);
   registerPresetRoutes(app, ctx);
-  registerWhoamiRoutes(app);
+  registerWhoamiRoutes(app, ctx);
+  registerAuthRoutes(app, ctx);
   const consoleDir = deps.consoleDir === undefined ? defaultConsoleDir() : deps.consoleDir;
   if (consoleDir !== null) await registerConsoleAssets(app, consoleDir);
   return app;

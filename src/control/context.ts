@@ -18,6 +18,7 @@ import type { Credentials } from './credentials.js';
 import type { DeploymentService } from './deployment-service.js';
 import type { RecordIndex } from './record-index.js';
 import type { SessionAuthenticator } from './principal.js';
+import type { IdentityService } from '../identity/identity.js';
 import type { EndpointAddress } from './render.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -56,6 +57,8 @@ export interface ControlDeps {
   timeouts?: ListenerTimeouts;
   /** People's sessions, where they sign in through an identity provider; absent: service-account keys only. */
   sessions?: SessionAuthenticator | null;
+  /** Sign-in through the identity provider (the /auth routes); serve passes the same object as `sessions`. Absent: /auth answers that sign-in is not configured. */
+  identity?: IdentityService | null;
   /** The web console's build (index.html and assets/); default dist/console; null: no console at `/`. */
   consoleDir?: string | null;
 }

@@ -27,6 +27,8 @@ export interface Principal {
   via: 'key' | 'session_token' | 'cookie';
   /** The session record, for a person. */
   session_id: number | null;
+  /** A console session's CSRF token (GET /whoami hands it to the console for its mutating calls). */
+  csrf_token?: string;
 }
 
 /**

@@ -227,9 +227,14 @@ export type ServiceAccountView = Static<typeof ServiceAccountResponse>;
 
 export const WhoamiResponse = Type.Object(
   {
+    kind: Type.Enum(['service_account', 'user'], { description: 'a service account (by its key) or a person (by their session)' }),
     id: Type.Integer(),
-    name: Type.String(),
-    role: Type.Enum(['admin', 'owner', 'developer', 'viewer'], { description: 'admin: the platform admin; else the role in the project the request acts in' }),
+    name: Type.String({ description: "the service account's name, or the person's e-mail address (else their subject)" }),
+    admin: Type.Boolean(),
+    project: Type.String({ description: 'the project this request acts in (X-Infergate-Project, else the home project)' }),
+    role: Type.Union([Type.Enum(['admin', 'owner', 'developer', 'viewer']), Type.Null()], { description: 'admin: the platform admin; else the role in the project the request acts in' }),
+    projects: Type.Array(Type.Object({ name: Type.String(), role: Type.Union([Type.Enum(['owner', 'developer', 'viewer']), Type.Null()]) }), { description: 'every project the caller may see (the admin: all, role null where not a member)' }),
+    csrf_token: Type.Optional(Type.String({ description: "the console's cookie session only: send it as X-CSRF-Token on every call that changes something" })),
   },
   { additionalProperties: false },
 );

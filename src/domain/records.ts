@@ -512,6 +512,8 @@ export interface SessionRecord {
   refresh_hash: string | null;
   /** The identity provider's refresh token, sealed: groups are read again on refresh. */
   sealed_idp_refresh_token: string | null;
+  /** When the provider was last asked who this person is now (their groups); absent: at created_at. */
+  idp_checked_at?: string;
   expires_at: string;
   created_at: string;
 }

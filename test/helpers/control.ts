@@ -23,6 +23,7 @@ import type { ActivitySource, RevisionMetricsSource } from '../../src/domain/por
 import type { RegistryGate, ShellProvider } from '../../src/domain/ports.js';
 import { loadOrCreateCa, type CertificateAuthority } from '../../src/pki/ca.js';
 import { FileStore } from '../../src/store/file-store.js';
+import type { IdentityService } from '../../src/identity/identity.js';
 import type { Store } from '../../src/store/store.js';
 
 export const ADMIN_KEY = 'igk_test-admin-key-0123456789abcdef';
@@ -99,6 +100,8 @@ export interface StartControlOptions {
   activity?: ActivitySource;
   /** What the gateways measured per revision; default none (the route answers 409). */
   revisionMetrics?: RevisionMetricsSource;
+  /** People's sign-in (OpenID Connect), made over the store; default none (keys only). Told the API's URL once it listens. */
+  identity?: (store: Store) => IdentityService;
 }
 
 export async function startControl(opts: StartControlOptions = {}): Promise<TestControl> {
@@ -106,6 +109,7 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
   const store = opts.store ?? new FileStore({ dir });
   await store.open();
   await new Credentials(store, systemClock).ensureAdmin(ADMIN_KEY);
+  const identity = opts.identity?.(store) ?? null;
   const app = await buildControlApp({
     store,
     catalog: opts.catalog ?? DEFAULT_CATALOG,
@@ -123,6 +127,7 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
     ...(opts.activity ? { activity: opts.activity } : {}),
     ...(opts.revisionMetrics ? { revisionMetrics: opts.revisionMetrics } : {}),
     consoleDir: opts.consoleDir ?? null,
+    ...(identity ? { sessions: identity, identity } : {}),
   });
   const schemaMismatches: string[] = [];
   checkResponsesAgainstSchemas(app, schemaMismatches);
@@ -130,6 +135,7 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   const url = `http://127.0.0.1:${port}`;
+  identity?.listeningAt(url);
   return {
     app,
     store,
@@ -141,6 +147,7 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
       return res;
     },
     async close() {
+      identity?.close();
       await app.close();
       await store.close();
       await rm(dir, { recursive: true, force: true });

@@ -1,5 +1,6 @@
 // Owns every call the console makes to the control API: same origin, the service-account key
-// from the tab's session as a Bearer credential, JSON in and out, and the API's error shape
+// from the tab's session as a Bearer credential (or a person's session cookie, with the
+// X-CSRF-Token header on every call that changes something), JSON in and out, and the API's error shape
 // ({"error": {code, message, field, details}}) turned into an ApiError the forms can place
 // next to the field it names. A 401 signs the tab out.
 
@@ -32,9 +33,11 @@ interface ErrorBody {
   error?: { code?: string; message?: string; field?: string; details?: FieldProblem[] };
 }
 
-function headers(extra: Record<string, string> = {}): Record<string, string> {
+function headers(extra: Record<string, string> = {}, method = 'GET'): Record<string, string> {
   const key = session.key();
-  return { ...(key ? { authorization: `Bearer ${key}` } : {}), ...extra };
+  const csrf = session.csrf();
+  const mutating = method !== 'GET' && method !== 'HEAD';
+  return { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(!key && csrf && mutating ? { 'x-csrf-token': csrf } : {}), ...extra };
 }
 
 async function failure(res: Response): Promise<ApiError> {
@@ -46,7 +49,7 @@ async function failure(res: Response): Promise<ApiError> {
   }
   const e = body.error ?? {};
   const err = new ApiError(res.status, e.code ?? 'http_error', e.message ?? `${res.status} ${res.statusText}`, e.field, e.details ?? []);
-  if (res.status === 401 && session.key()) session.signOut(err.message);
+  if (res.status === 401 && session.signedIn()) session.signOut(err.message);
   return err;
 }
 
@@ -55,7 +58,8 @@ export async function request<T>(method: string, path: string, body?: unknown, s
   try {
     res = await fetch(path, {
       method,
-      headers: headers(body === undefined ? {} : { 'content-type': 'application/json' }),
+      credentials: 'same-origin',
+      headers: headers(body === undefined ? {} : { 'content-type': 'application/json' }, method),
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       ...(signal ? { signal } : {}),
     });
@@ -104,6 +108,17 @@ export function saveBlob(blob: Blob, name: string): void {
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/** Ends a person's session at the server (the cookie is cleared there), then the tab's state. */
+export async function signOutEverywhere(): Promise<void> {
+  if (!session.key() && session.csrf()) await request('POST', '/auth/logout', {}).catch(() => undefined);
+  session.signOut();
+}
+
+/** The WebSocket subprotocols that carry the credential: the key's entry, none for a cookie session (the browser sends the cookie). */
+export function websocketProtocols(): string[] {
+  return session.key() ? [websocketBearer()] : [];
 }
 
 /** The key as a WebSocket subprotocol entry: browsers cannot set Authorization on a WebSocket. */

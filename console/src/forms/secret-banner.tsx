@@ -19,7 +19,7 @@ export function showSecretBanner(title: string, value: string, endpointOf?: { fa
   const root = createRoot(host);
   // Signing out dismisses it too: nothing secret stays on a page nobody is signed in to.
   const unsubscribe = session.subscribe(() => {
-    if (!session.key()) dismiss();
+    if (!session.signedIn()) dismiss();
   });
   if (endpointOf) shownTokens.show(endpointOf.family, endpointOf.id, value);
   function dismiss() {

@@ -8,7 +8,7 @@ import { useEffect, useRef, useState } from 'react';
 import { Terminal } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
 import '@xterm/xterm/css/xterm.css';
-import { websocketBearer } from '../api/client';
+import { websocketProtocols } from '../api/client';
 import type { Deployment, Items, Replica } from '../api/types';
 import { usePoll } from '../hooks';
 
@@ -67,7 +67,7 @@ function TerminalView({ d, replica }: { d: Deployment; replica: string }) {
     const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
     const q = new URLSearchParams({ cols: String(term.cols), rows: String(term.rows) });
     if (replica) q.set('replica', replica);
-    const ws = new WebSocket(`${scheme}://${location.host}/deployments/${d.family}/${d.id}/terminal?${q}`, ['infergate.tty.v1', websocketBearer()]);
+    const ws = new WebSocket(`${scheme}://${location.host}/deployments/${d.family}/${d.id}/terminal?${q}`, ['infergate.tty.v1', ...websocketProtocols()]);
     ws.onopen = () => {
       setPhase({ state: 'open', replica: replica || 'a ready replica' });
       term.focus();
