@@ -41,6 +41,7 @@ import { registerTokenRoutes } from './routes/tokens.js';
 import { registerRegistryCredentialRoutes } from './routes/registry-credentials.js';
 import { bindOlderRegistryCredentials, dropStoredHints } from './credential-upgrades.js';
 import { registerWhoamiRoutes } from './routes/whoami.js';
+import { registerProjectRoutes } from './routes/projects.js';
 import { DEFAULT_PROJECT, PROJECT_NAME_PATTERN, ruleOfRoute, type RouteRule } from '../domain/access.js';
 import { authorize, canSeeProject, homeProject, PROJECT_HEADER, serviceAccountPrincipal, type Principal, type SessionAuthenticator } from './principal.js';
 import { BODY_LIMIT, EMBEDDED_HOST_COMMANDS, type ControlApp, type ControlContext, type ControlDeps } from './context.js';
@@ -190,7 +191,8 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
   registerServiceAccountRoutes(app, ctx);
   registerClusterRoutes(app, ctx);
   registerPresetRoutes(app, ctx);
-  registerWhoamiRoutes(app);
+  registerWhoamiRoutes(app, ctx);
+  registerProjectRoutes(app, ctx);
   const consoleDir = deps.consoleDir === undefined ? defaultConsoleDir() : deps.consoleDir;
   if (consoleDir !== null) await registerConsoleAssets(app, consoleDir);
   return app;

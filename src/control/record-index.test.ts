@@ -71,7 +71,7 @@ describe('RecordIndex', () => {
     await store.create('token', (id) => ({ id, name: 't', hash: 'h1', created_at: '2026-01-01T00:00:00.000Z' }));
     let view = await index.current();
     expect(view.ids('deployment')).toEqual([1, other.value.id]);
-    expect(view.ids('deployment', 'orchestrated')).toEqual([]);
+    expect(view.ids('deployment', { family: 'orchestrated' })).toEqual([]);
     expect(view.tokenHashes().has('h1')).toBe(true);
     expect(view.deployment(other.value.id)?.footprint.gpus).toBe(3);
 

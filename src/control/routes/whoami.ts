@@ -1,15 +1,29 @@
-// Owns GET /whoami: the service account whose key made the call (id, name, role). Open to
-// every account, members included, so a client — the console at sign-in — can check a key and
-// learn what it may do before it tries.
+// Owns GET /whoami: who made the call — a service account by its key or a person by their
+// session — whether it is the platform admin, the project the request acts in and its role
+// there, and every project it may act in with its role. Open to every caller, so a client (the
+// console at sign-in, the CLI) learns what it may do before it tries. (`csrf_token`, for console
+// cookie sessions, is the sign-in module's to add.)
 
-import type { ControlApp } from '../context.js';
-import { callerAccount } from '../caller.js';
-import { serviceAccountMembership } from '../../domain/membership.js';
+import type { ControlApp, ControlContext } from '../context.js';
+import { callerPrincipal, roleIn } from '../principal.js';
+import { ProjectDirectory } from '../project-directory.js';
 import { ErrorResponse, WhoamiResponse } from '../schemas.js';
 
-export function registerWhoamiRoutes(app: ControlApp): void {
+export function registerWhoamiRoutes(app: ControlApp, ctx: ControlContext): void {
+  const directory = new ProjectDirectory(ctx.deps.store, ctx.deps.clock);
   app.get('/whoami', { schema: { tags: ['service accounts'], response: { 200: WhoamiResponse, 401: ErrorResponse } } }, async (request) => {
-    const account = callerAccount(request);
-    return { id: account.id, name: account.name, role: serviceAccountMembership(account)?.role ?? ('admin' as const) };
+    const principal = callerPrincipal(request);
+    // The admin: every project (a role only where also a member); anyone else: their own.
+    const names = principal.admin ? (await directory.list()).map((p) => p.name) : [...principal.roles.keys()].sort();
+    const projects = names.map((name) => ({ name, role: roleIn(principal, name) }));
+    return {
+      kind: principal.kind,
+      id: principal.id,
+      name: principal.name,
+      admin: principal.admin,
+      project: request.project,
+      role: principal.admin ? ('admin' as const) : roleIn(principal, request.project),
+      projects,
+    };
   });
 }
