@@ -27,6 +27,7 @@ import { indexedStore, RecordIndex } from './record-index.js';
 import { errorHandler } from './errors.js';
 import { answerClientError, answerFrameworkError, closeIfBodyWithheld, continueAfterAuthentication, handleExpectations } from './http-edge.js';
 import { requestLogView } from './request-log.js';
+import { assertRecordInProject } from './record-scope.js';
 import { serializerCompiler, validatorCompiler } from './schema-compilers.js';
 import { BEARER_PROTOCOL_PREFIX, bearerFromProtocols, selectProtocol } from './websocket-auth.js';
 import type { EndpointAddress } from './render.js';
@@ -171,6 +172,8 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
     const params = request.params as { project?: unknown } | undefined;
     const project = typeof params?.project === 'string' ? params.project : request.project;
     authorize(request, rule, project);
+    // Another project's record is a 404 before its body is looked at (record-scope.ts).
+    await assertRecordInProject(deps.store, request);
   });
   // Every route has a rule in the one table (domain/access.ts): one without is a start-up error.
   app.addHook('onRoute', (route) => {
