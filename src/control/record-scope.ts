@@ -10,6 +10,7 @@ import { projectOf } from '../domain/access.js';
 import type { Kind } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import type { Principal } from './principal.js';
+import { MAX_ID } from './schemas.js';
 
 interface Scoped {
   prefix: string;
@@ -37,9 +38,9 @@ export async function assertRecordInProject(
   const scoped = SCOPED.find((s) => url === s.prefix || url.startsWith(`${s.prefix}/`));
   if (!scoped) return;
   const id = (request.params as { id?: unknown }).id;
-  const n = typeof id === 'number' ? id : typeof id === 'string' && /^[0-9]{1,10}$/.test(id) ? Number(id) : null;
-  // A malformed id is the params schema's to refuse (400), after this.
-  if (n === null) return;
+  const n = typeof id === 'number' ? id : typeof id === 'string' && /^[1-9][0-9]{0,9}$/.test(id) ? Number(id) : null;
+  // An id the params schema refuses (400) is left to it, after this.
+  if (n === null || n > MAX_ID) return;
   const found = (await store.get(scoped.kind, n))?.value as { project?: string | null; role?: string; family?: string } | undefined;
   if (found === undefined) throw notFound(scoped.what, n);
   if (scoped.family !== undefined && found.family !== scoped.family) throw notFound(scoped.what, n);
