@@ -7,7 +7,8 @@
 //
 // The token: base64url of `v1.<collection>.<last id>.<check>`, the check a hash of the rest.
 // Nothing in it is secret or grants anything (any id may be asked for); the check makes a
-// token that was cut, edited or taken from another list a clean 400 naming `continue`.
+// token that was cut, edited or taken from another list a clean 400 naming `continue` — a list
+// of another project is another list (`listCollection`).
 
 import { createHash } from 'node:crypto';
 import { Type } from '../core/typebox.js';
@@ -15,7 +16,7 @@ import { PlatformError } from '../core/errors.js';
 import type { TSchema } from 'typebox';
 import type { Kind, RecordMap } from '../domain/records.js';
 import type { Store } from '../store/store.js';
-import { projectOf } from '../domain/access.js';
+import { DEFAULT_PROJECT, projectOf } from '../domain/access.js';
 import type { IndexedKind, RecordIndex, Scope } from './record-index.js';
 
 export const PAGE_LIMIT_MAX = 500;
@@ -79,6 +80,14 @@ export function decodeContinue(collection: string, token: string): number {
 }
 
 /**
+ * The name of a project's list in its tokens: `deployments/general` in `default` (tokens from
+ * before projects stay good), `deployments/general@team-a` in another project.
+ */
+export function listCollection(collection: string, project: string): string {
+  return project === DEFAULT_PROJECT ? collection : `${collection}@${project}`;
+}
+
+/**
  * The page of `ids` (ascending) a request asks for. `collection` names the list in its
  * tokens (a token of one list is refused by another).
  */
@@ -134,7 +143,7 @@ export async function listRecords<K extends IndexedKind & Kind>(
     const all = (await store.list(kind)).map((r) => r.value);
     return { records: all.filter((r) => inScope(r, scope)), page: null };
   }
-  const page = pageOf((await index.current()).ids(kind, scope), request, collection);
+  const page = pageOf((await index.current()).ids(kind, scope), request, listCollection(collection, scope.project));
   const records = (await readPage(page, async (id) => (await store.get(kind, id))?.value)).filter((r) => inScope(r, scope));
   return { records, page };
 }

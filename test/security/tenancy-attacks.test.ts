@@ -137,6 +137,12 @@ describe('(d) another project’s token cap and deployments', () => {
     expect((await p.call('developerA', 'GET', `/deployments/general/${p.a.deployment}`)).body.paused).toBe(false);
     expect((await p.call('ownerB', 'GET', '/deployments/general?name=chat')).body.items).toEqual([]);
     expect((await p.call('ownerB', 'GET', '/deployments/general?limit=1')).body.items).toEqual([]);
+    // A page token of team-a's list is not one of team-b's.
+    const page = await p.call('developerA', 'GET', '/deployments/general?limit=1');
+    expect(page.body.continue).toBeDefined();
+    const reused = await p.call('ownerB', 'GET', `/deployments/general?limit=1&continue=${page.body.continue}`);
+    expect(reused.status).toBe(400);
+    expect(reused.body.error.field).toBe('continue');
   });
 
   it('within the project the developer lifts the cap, pauses, resumes, clones and deletes; the viewer may do none of it', async () => {

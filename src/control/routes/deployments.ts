@@ -25,7 +25,7 @@ import {
 } from '../schemas.js';
 import { PlatformError } from '../../core/errors.js';
 import { projectOf } from '../../domain/access.js';
-import { decodeContinue, PAGE_QUERY_FIELDS, pageOf, PageResponse, pages, readPage, type Page } from '../paging.js';
+import { decodeContinue, listCollection, PAGE_QUERY_FIELDS, pageOf, PageResponse, pages, readPage, type Page } from '../paging.js';
 import { registerActivityRoutes } from './activity.js';
 import { registerEventRoutes } from './events.js';
 import { registerLogRoutes } from './logs.js';
@@ -67,7 +67,7 @@ function registerFamily(app: ControlApp, ctx: ControlContext, family: Family): v
     { schema: { tags, querystring: DeploymentListQuery, response: { 200: PageResponse(DeploymentResponse), 400: ErrorResponse } } },
     async (request) => {
       const query = request.query;
-      const collection = `deployments/${family}`;
+      const collection = listCollection(`deployments/${family}`, request.project);
       let records: DeploymentRecord[];
       let page: Page | null = null;
       if (query.name !== undefined) {
