@@ -49,6 +49,10 @@ describe('projects', () => {
     expect((await p.call('admin', 'DELETE', '/projects/team-c')).status).toBe(204);
     expect((await p.call('admin', 'GET', '/projects/team-c')).status).toBe(404);
     expect((await p.call('admin', 'DELETE', '/projects/default')).status).toBe(409);
+    // Naming a project that is not there is a 404 for the admin too: nothing is made in it.
+    const gone = await p.call('admin', 'POST', '/vault/tokens', { name: 'orphan' }, 'team-c');
+    expect(gone.status).toBe(404);
+    expect(gone.body.error.message).toBe('no project named team-c');
   });
 });
 

@@ -22,7 +22,7 @@ import type { LogSource } from '../domain/ports.js';
 import { CertificateService } from './certificate-service.js';
 import { defaultConsoleDir, registerConsoleAssets } from './console-assets.js';
 import { Credentials } from './credentials.js';
-import { DeploymentService } from './deployment-service.js';
+import { DeploymentService, PROJECT_NAME_INDEX } from './deployment-service.js';
 import { indexedStore, RecordIndex } from './record-index.js';
 import { errorHandler } from './errors.js';
 import { answerClientError, answerFrameworkError, closeIfBodyWithheld, continueAfterAuthentication, handleExpectations } from './http-edge.js';
@@ -157,7 +157,7 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
       try {
         const principal = await identify(ctx, request, given.sessions ?? null);
         request.principal = principal;
-        request.project = requestedProject(request, principal);
+        request.project = await requestedProject(deps.store, request, principal);
       } catch (err) {
         closeIfBodyWithheld(request.raw, reply);
         throw err;
@@ -233,8 +233,12 @@ async function identify(ctx: ControlContext, request: FastifyRequest, sessions: 
   return serviceAccountPrincipal(account);
 }
 
-/** The project a request acts in: the X-Infergate-Project header, else the caller's home project. */
-function requestedProject(request: FastifyRequest, principal: Principal): string {
+/**
+ * The project a request acts in: the X-Infergate-Project header, else the caller's home
+ * project. A member names only projects it is in (which exist); the admin may name any, so a
+ * name without a project is a 404 here rather than records made in a project nobody can list.
+ */
+async function requestedProject(store: Store, request: FastifyRequest, principal: Principal): Promise<string> {
   const header = request.headers[PROJECT_HEADER];
   if (header === undefined) return homeProject(principal);
   const name = Array.isArray(header) ? header[0] : header;
@@ -242,6 +246,9 @@ function requestedProject(request: FastifyRequest, principal: Principal): string
     throw new PlatformError('invalid_field', `${PROJECT_HEADER} must name a project: lowercase letters, digits and "-", starting with a letter`, { field: PROJECT_HEADER });
   }
   if (!canSeeProject(principal, name)) throw new PlatformError('not_found', `no project named ${name}`);
+  if (principal.admin && name !== DEFAULT_PROJECT && (await store.lookup(PROJECT_NAME_INDEX, name))?.kind !== 'project') {
+    throw new PlatformError('not_found', `no project named ${name}`);
+  }
   return name;
 }
 
