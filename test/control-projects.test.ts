@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generalBody, startControl, type TestControl, disaggregatedBody } from './helpers/control.js';
 import { A, B, callAs, setUpTwoProjects, type TwoProjects } from './helpers/projects.js';
-import { ADMIN_KEY } from './helpers/control.js';
+import { Credentials } from '../src/control/credentials.js';
+import { systemClock } from '../src/core/clock.js';
 
 let api: TestControl;
 let p: TwoProjects;
@@ -104,6 +105,16 @@ describe('service accounts of a project', () => {
     expect((await p.call('admin', 'DELETE', `/service-accounts/${admin.id}`)).status).toBe(409);
   });
 
+  it('a project account named admin is not the admin: a new admin key leaves it alone', async () => {
+    const named = await p.call('ownerA', 'POST', '/service-accounts', { name: 'admin', role: 'viewer' });
+    expect(named.status, JSON.stringify(named.body)).toBe(201);
+    const { key } = await new Credentials(api.store, systemClock).setAdminKey();
+    expect((await callAs(api.url, key, 'GET', '/whoami')).body).toMatchObject({ admin: true, name: 'admin' });
+    expect((await callAs(api.url, named.body.key, 'GET', '/whoami')).body).toMatchObject({ admin: false, project: A, role: 'viewer' });
+    // The old admin key is gone with the account it belonged to; the tests go on with the new one.
+    p.keys.admin = key;
+  });
+
   it('whoami says the project acted in, the role there and the caller’s projects', async () => {
     const me = await p.call('ownerA', 'GET', '/whoami');
     expect(me.body).toMatchObject({ kind: 'service_account', name: 'alice-owner', admin: false, project: A, role: 'owner', projects: [{ name: A, role: 'owner' }] });
@@ -138,8 +149,8 @@ describe("a project's GPU quota", () => {
   let call: (method: string, path: string, body?: unknown) => ReturnType<typeof callAs>;
 
   beforeAll(async () => {
-    expect((await callAs(api.url, ADMIN_KEY, 'POST', '/projects', { name: Q, gpu_quota: 8 })).status).toBe(201);
-    const key = (await callAs(api.url, ADMIN_KEY, 'POST', '/service-accounts', { name: 'q-dev', role: 'developer', project: Q })).body.key as string;
+    expect((await callAs(api.url, p.keys.admin, 'POST', '/projects', { name: Q, gpu_quota: 8 })).status).toBe(201);
+    const key = (await callAs(api.url, p.keys.admin, 'POST', '/service-accounts', { name: 'q-dev', role: 'developer', project: Q })).body.key as string;
     call = (method, path, body) => callAs(api.url, key, method, path, body);
   });
 
@@ -174,7 +185,7 @@ describe("a project's GPU quota", () => {
     expect(split.body.error.field).toBe('traffic');
     expect(split.body.error.message).toMatch(/^project quota-team: 0 GPUs reserved \+ 16 requested > quota 8/);
     // Raised by the admin, the same split fits.
-    expect((await callAs(api.url, ADMIN_KEY, 'PATCH', `/projects/${Q}`, { gpu_quota: 16 })).body.gpu_quota).toBe(16);
+    expect((await callAs(api.url, p.keys.admin, 'PATCH', `/projects/${Q}`, { gpu_quota: 16 })).body.gpu_quota).toBe(16);
     expect((await call('PATCH', `/deployments/general/${d.id}`, { traffic: [{ revision: 1, percent: 50 }, { revision: 2, percent: 50 }] })).status).toBe(200);
   });
 });

@@ -111,7 +111,8 @@ export class Credentials {
    * Returns the new account.
    */
   async setAdminKey(key: string = generateCredential(SERVICE_KEY_PREFIX)): Promise<{ account: ServiceAccountRecord; key: string }> {
-    const existing = (await this.listServiceAccounts()).find((a) => a.name === ADMIN_ACCOUNT);
+    // Not a project's account that happens to be named admin: those always name their project.
+    const existing = (await this.listServiceAccounts()).find((a) => a.name === ADMIN_ACCOUNT && (a.project ?? null) === null);
     if (existing) await this.store.delete('service_account', existing.id);
     return this.createServiceAccount(ADMIN_ACCOUNT, 'admin', key);
   }
