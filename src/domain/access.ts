@@ -184,7 +184,8 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'PATCH /certificates/{id}': 'certificate.manage',
   'GET /certificates/{id}/pem': 'certificate.key',
   'POST /certificates/{id}/revoke': 'certificate.manage',
-  'GET /ca.crt': 'catalog.read',
+  // The CA's certificate is public by nature: a client fetches it before it holds any credential.
+  'GET /ca.crt': 'public',
 
   'POST /service-accounts': 'service_account.manage',
   'GET /service-accounts': 'service_account.read',

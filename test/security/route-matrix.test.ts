@@ -199,6 +199,19 @@ describe('route × role × project', () => {
     expect(walked).toBeGreaterThan(300);
   });
 
+  it('public routes answer without a credential, and every other route is a 401 without one', async () => {
+    const routes = [...new Set([...(await documented()), ...Object.keys(ROUTE_RULES).filter(registered)])].sort();
+    for (const key of routes) {
+      const rule = ROUTE_RULES[key]!;
+      if (!WALKED(key, rule) || key.endsWith('/terminal')) continue;
+      const [method, route] = key.split(' ') as [string, string];
+      const url = await concrete(key, 'not_found');
+      const res = await fetch(api.url + url, { method, ...(['POST', 'PUT', 'PATCH'].includes(method) && { headers: { 'content-type': 'application/json' }, body: '{}' }) });
+      if (rule === 'public') expect(res.status, `${key} (${route})`).not.toBe(401);
+      else expect(res.status, key).toBe(401);
+    }
+  });
+
   it('naming another project in X-Infergate-Project is a 404 on every route but the public ones', async () => {
     const routes = [...new Set([...(await documented()), ...Object.keys(ROUTE_RULES).filter(registered)])].sort();
     for (const key of routes) {
