@@ -234,12 +234,14 @@ async function identify(ctx: ControlContext, request: FastifyRequest, sessions: 
 }
 
 /**
- * The project a request acts in: the X-Infergate-Project header, else the caller's home
- * project. A member names only projects it is in (which exist); the admin may name any, so a
+ * The project a request acts in: the X-Infergate-Project header (a WebSocket upgrade's
+ * `?project=`), else the caller's home project. A member names only projects it is in (which exist); the admin may name any, so a
  * name without a project is a 404 here rather than records made in a project nobody can list.
  */
 async function requestedProject(store: Store, request: FastifyRequest, principal: Principal): Promise<string> {
-  const header = request.headers[PROJECT_HEADER];
+  // A browser's WebSocket cannot set headers: an upgrade may name the project as ?project=.
+  const query = request.ws ? (request.query as { project?: unknown } | undefined)?.project : undefined;
+  const header = request.headers[PROJECT_HEADER] ?? (typeof query === 'string' ? query : undefined);
   if (header === undefined) return homeProject(principal);
   const name = Array.isArray(header) ? header[0] : header;
   if (!name || !PROJECT_NAME_PATTERN.test(name)) {

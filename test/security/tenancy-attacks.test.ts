@@ -16,7 +16,7 @@ import { localShells } from '../../src/runtime/shell-launcher.js';
 import { modify } from '../../src/store/store.js';
 import { generalBody, startControl, type TestControl } from '../helpers/control.js';
 import { A, REGISTRY_PASSWORD_A, SECRET_A, setUpTwoProjects, TOKEN_A, type TwoProjects } from '../helpers/projects.js';
-import { openTerminal, runInTerminal } from '../helpers/terminal.js';
+import { openTerminal, openTty, runInTerminal } from '../helpers/terminal.js';
 
 let api: TestControl;
 let p: TwoProjects;
@@ -71,8 +71,17 @@ describe('(a) a terminal in another project’s deployment', () => {
     const across = await openTerminal(api.url, p.keys.ownerB, p.a.deployment);
     expect(across).toMatchObject({ status: 404 });
     expect('body' in across && JSON.parse(across.body).error.message).toBe(`general deployment ${p.a.deployment} does not exist`);
-    // Even naming the project: the caller is not in it.
+    // Even naming the project (a browser's WebSocket names it in the query): the caller is not in it.
+    const terminalUrl = (query: string) => `${api.url.replace(/^http/, 'ws')}/deployments/general/${p.a.deployment}/terminal${query}`;
+    const named = await openTty(terminalUrl(`?project=${A}`), [], { authorization: `Bearer ${p.keys.ownerB}` });
+    expect(named).toMatchObject({ status: 404 });
+    expect('body' in named && JSON.parse(named.body).error.message).toBe(`no project named ${A}`);
     expect(shellsAskedFor).toEqual([]);
+    // The admin names team-a that way and gets its shell.
+    const admin = await openTty(terminalUrl(`?project=${A}`), [], { authorization: `Bearer ${p.keys.admin}` });
+    if (!('ws' in admin)) throw new Error(`refused: ${admin.status} ${admin.body}`);
+    admin.ws.close();
+    shellsAskedFor.length = 0;
 
     const viewer = await openTerminal(api.url, p.keys.viewerA, p.a.deployment);
     expect(viewer).toMatchObject({ status: 403 });

@@ -29,6 +29,7 @@ const Dimension = (what: string, fallback: number) =>
 const TerminalQuery = Type.Object(
   {
     replica: Type.Optional(Type.String()),
+    project: Type.Optional(Type.String({ description: 'the project, for a browser that cannot send X-Infergate-Project on a WebSocket' })),
     cols: Dimension('columns', DEFAULT_TTY_SIZE.cols),
     rows: Dimension('rows', DEFAULT_TTY_SIZE.rows),
   },
