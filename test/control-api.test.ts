@@ -57,18 +57,34 @@ describe('platform credentials', () => {
     expect((await api.call('GET', '/clusters', undefined, memberKey)).status).toBe(401);
   });
 
-  it('says who the caller is at GET /whoami: kind, id, name, project and role, for an admin and a member', async () => {
+  it('says who the caller is at GET /whoami: kind, id, name, admin, project and role, for an admin and a member (a developer)', async () => {
     const admin = await api.call('GET', '/whoami');
     expect(admin.status).toBe(200);
     const listed = (await api.call('GET', '/service-accounts')).body.items.find((a: { role: string }) => a.role === 'admin');
-    expect(admin.body).toMatchObject({ kind: 'service_account', id: listed.id, name: listed.name, admin: true, project: 'default', role: 'admin' });
-    expect(admin.body).not.toHaveProperty('csrf_token');
+    expect(admin.body).toEqual({
+      kind: 'service_account',
+      id: listed.id,
+      name: listed.name,
+      admin: true,
+      project: 'default',
+      role: 'admin',
+      projects: [{ name: 'default', role: null }],
+    });
 
+    // `member`, the role's name before projects, is a developer of the request's project.
     const created = await api.call('POST', '/service-accounts', { name: 'whoami-member', role: 'member' });
+    expect(created.body).toMatchObject({ role: 'developer', project: 'default' });
     const member = await api.call('GET', '/whoami', undefined, created.body.key);
     expect(member.status).toBe(200);
-    // An older `member` account is a developer of the default project.
-    expect(member.body).toEqual({ kind: 'service_account', id: created.body.id, name: 'whoami-member', admin: false, project: 'default', role: 'developer', projects: [{ name: 'default', role: 'developer' }] });
+    expect(member.body).toEqual({
+      kind: 'service_account',
+      id: created.body.id,
+      name: 'whoami-member',
+      admin: false,
+      project: 'default',
+      role: 'developer',
+      projects: [{ name: 'default', role: 'developer' }],
+    });
     expect((await api.call('DELETE', `/service-accounts/${created.body.id}`)).status).toBe(204);
 
     expect((await api.call('GET', '/whoami', undefined, null)).status).toBe(401);

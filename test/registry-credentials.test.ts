@@ -117,10 +117,10 @@ describe('registry credentials in the vault', () => {
     expect((await api.call('GET', `/vault/registry-credentials/${credentialId}`)).body.deployments).toEqual([ok.body.id]);
   });
 
-  it('are bound again by an admin only, and never to a host their deployments do not pull from', async () => {
+  it('are bound again by an owner or the admin only (not a developer), and never to a host their deployments do not pull from', async () => {
     const byMember = await api.call('PATCH', `/vault/registry-credentials/${credentialId}`, { registry: 'attacker.example' }, memberKey);
     expect(byMember.status).toBe(403);
-    expect(byMember.body.error.message).toMatch(/only an admin service account may bind a registry credential/);
+    expect(byMember.body.error.message).toMatch(/only owners may bind a registry credential to its registry host; you are a developer/);
     const inUse = await api.call('PATCH', `/vault/registry-credentials/${credentialId}`, { registry: 'attacker.example' });
     expect(inUse.status).toBe(409);
     expect(inUse.body.error.message).toMatch(new RegExp(`used by cred-ok \\(${TEAM_REGISTRY}\\), whose image is not pulled from attacker\\.example`));

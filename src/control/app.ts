@@ -22,11 +22,12 @@ import type { LogSource } from '../domain/ports.js';
 import { CertificateService } from './certificate-service.js';
 import { defaultConsoleDir, registerConsoleAssets } from './console-assets.js';
 import { Credentials } from './credentials.js';
-import { DeploymentService } from './deployment-service.js';
+import { DeploymentService, PROJECT_NAME_INDEX } from './deployment-service.js';
 import { indexedStore, RecordIndex } from './record-index.js';
 import { errorHandler } from './errors.js';
 import { answerClientError, answerFrameworkError, closeIfBodyWithheld, continueAfterAuthentication, handleExpectations } from './http-edge.js';
 import { requestLogView } from './request-log.js';
+import { assertRecordInProject } from './record-scope.js';
 import { serializerCompiler, validatorCompiler } from './schema-compilers.js';
 import { BEARER_PROTOCOL_PREFIX, bearerFromProtocols, selectProtocol } from './websocket-auth.js';
 import type { EndpointAddress } from './render.js';
@@ -43,6 +44,7 @@ import { bindOlderRegistryCredentials, dropStoredHints } from './credential-upgr
 import { upgradeToProjects } from './project-upgrades.js';
 import { registerWhoamiRoutes } from './routes/whoami.js';
 import { registerAuthRoutes } from './routes/auth.js';
+import { registerProjectRoutes } from './routes/projects.js';
 import { DEFAULT_PROJECT, PROJECT_NAME_PATTERN, ruleOfRoute, type RouteRule } from '../domain/access.js';
 import { authorize, canSeeProject, homeProject, PROJECT_HEADER, serviceAccountPrincipal, type Principal, type SessionAuthenticator } from './principal.js';
 import { BODY_LIMIT, EMBEDDED_HOST_COMMANDS, type ControlApp, type ControlContext, type ControlDeps } from './context.js';
@@ -162,7 +164,7 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
       try {
         const principal = await identify(ctx, request, given.sessions ?? null);
         request.principal = principal;
-        request.project = requestedProject(request, principal);
+        request.project = await requestedProject(deps.store, request, principal);
       } catch (err) {
         closeIfBodyWithheld(request.raw, reply);
         throw err;
@@ -177,6 +179,8 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
     const params = request.params as { project?: unknown } | undefined;
     const project = typeof params?.project === 'string' ? params.project : request.project;
     authorize(request, rule, project);
+    // Another project's record is a 404 before its body is looked at (record-scope.ts).
+    await assertRecordInProject(deps.store, request);
   });
   // Every route has a rule in the one table (domain/access.ts): one without is a start-up error.
   app.addHook('onRoute', (route) => {
@@ -199,6 +203,7 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
   registerPresetRoutes(app, ctx);
   registerWhoamiRoutes(app, ctx);
   registerAuthRoutes(app, ctx);
+  registerProjectRoutes(app, ctx);
   const consoleDir = deps.consoleDir === undefined ? defaultConsoleDir() : deps.consoleDir;
   if (consoleDir !== null) await registerConsoleAssets(app, consoleDir);
   return app;
@@ -236,15 +241,24 @@ async function identify(ctx: ControlContext, request: FastifyRequest, sessions: 
   return serviceAccountPrincipal(account);
 }
 
-/** The project a request acts in: the X-Infergate-Project header, else the caller's home project. */
-function requestedProject(request: FastifyRequest, principal: Principal): string {
-  const header = request.headers[PROJECT_HEADER];
+/**
+ * The project a request acts in: the X-Infergate-Project header (a WebSocket upgrade's
+ * `?project=`), else the caller's home project. A member names only projects it is in (which exist); the admin may name any, so a
+ * name without a project is a 404 here rather than records made in a project nobody can list.
+ */
+async function requestedProject(store: Store, request: FastifyRequest, principal: Principal): Promise<string> {
+  // A browser's WebSocket cannot set headers: an upgrade may name the project as ?project=.
+  const query = request.ws ? (request.query as { project?: unknown } | undefined)?.project : undefined;
+  const header = request.headers[PROJECT_HEADER] ?? (typeof query === 'string' ? query : undefined);
   if (header === undefined) return homeProject(principal);
   const name = Array.isArray(header) ? header[0] : header;
   if (!name || !PROJECT_NAME_PATTERN.test(name)) {
     throw new PlatformError('invalid_field', `${PROJECT_HEADER} must name a project: lowercase letters, digits and "-", starting with a letter`, { field: PROJECT_HEADER });
   }
   if (!canSeeProject(principal, name)) throw new PlatformError('not_found', `no project named ${name}`);
+  if (principal.admin && name !== DEFAULT_PROJECT && (await store.lookup(PROJECT_NAME_INDEX, name))?.kind !== 'project') {
+    throw new PlatformError('not_found', `no project named ${name}`);
+  }
   return name;
 }
 

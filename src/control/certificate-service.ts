@@ -3,13 +3,16 @@
 // unsealed key in one file), revocation, binding to deployments, and the cap on the
 // X-Priority class of its requests (max_priority). Keys are ECDSA P-256 unless the request asks
 // for RSA-2048 (key_type): an EC key takes well under a millisecond, an RSA one about 100 ms of
-// key generation on the thread pool.
+// key generation on the thread pool. Certificates belong to a project: names are unique per
+// project, and another project's certificate (or deployment) is answered as one that does not exist.
 
 import { isoNow, type Clock } from '../core/clock.js';
 import { notFound, PlatformError } from '../core/errors.js';
 import type { Sealer } from '../core/secrets.js';
 import { DEFAULT_CLIENT_KEY_TYPE, type KeyType } from '../domain/client-certificates.js';
 import type { Priority } from '../domain/priority.js';
+import { projectOf } from '../domain/access.js';
+import { uniqueKey } from './caller.js';
 import type { CertificateRecord } from '../domain/records.js';
 import type { CertificateAuthority } from '../pki/ca.js';
 import { issueClientCertificate } from '../pki/client-certs.js';
@@ -38,21 +41,25 @@ export interface CertificateCreateSpec {
 export class CertificateService {
   constructor(private readonly deps: CertificateServiceDeps) {}
 
-  async create(spec: CertificateCreateSpec): Promise<CertificateRecord> {
+  /** Issues a certificate of `project`; the deployment it is for must be the project's. */
+  async create(spec: CertificateCreateSpec, project: string): Promise<CertificateRecord> {
     const { store, sealer, clock, ca } = this.deps;
     const { name } = spec;
     const deploymentId = spec.deployment_id ?? null;
-    if (deploymentId !== null && !(await store.get('deployment', deploymentId))) {
+    const deployment = deploymentId === null ? undefined : await store.get('deployment', deploymentId);
+    if (deploymentId !== null && (!deployment || projectOf(deployment.value) !== project)) {
       throw new PlatformError('invalid_field', `deployment ${deploymentId} does not exist; GET /deployments/general or /deployments/orchestrated lists them`, { field: 'deployment_id' });
     }
+    const key = uniqueKey(project, name);
     // Checked before key generation; the unique index below settles races.
-    if (await store.lookup(CERTIFICATE_NAME_INDEX, name)) throw nameTaken(name);
+    if (await store.lookup(CERTIFICATE_NAME_INDEX, key)) throw nameTaken(name);
     const issued = await issueClientCertificate(ca, name, { keyType: spec.key_type ?? DEFAULT_CLIENT_KEY_TYPE });
     try {
       const created = await store.create(
         'certificate',
         (id) => ({
           id,
+          project,
           name,
           deployment_id: deploymentId,
           serial: issued.serial,
@@ -65,7 +72,7 @@ export class CertificateService {
           key_type: issued.keyType,
           created_at: isoNow(clock),
         }),
-        { unique: [{ index: CERTIFICATE_NAME_INDEX, key: name }] },
+        { unique: [{ index: CERTIFICATE_NAME_INDEX, key }] },
       );
       return created.value;
     } catch (err) {
@@ -74,19 +81,16 @@ export class CertificateService {
     }
   }
 
-  async list(): Promise<CertificateRecord[]> {
-    return (await this.deps.store.list('certificate')).map((c) => c.value);
-  }
-
-  async get(id: number): Promise<CertificateRecord> {
+  /** The certificate, if it is the project's; another project's is answered as one that does not exist. */
+  async get(id: number, project: string): Promise<CertificateRecord> {
     const found = await this.deps.store.get('certificate', id);
-    if (!found) throw notFound('certificate', id);
+    if (!found || projectOf(found.value) !== project) throw notFound('certificate', id);
     return found.value;
   }
 
   /** Certificate then private key, PEM: the one file a client passes as its certificate. */
-  async pem(id: number): Promise<{ name: string; pem: string }> {
-    const cert = await this.get(id);
+  async pem(id: number, project: string): Promise<{ name: string; pem: string }> {
+    const cert = await this.get(id, project);
     if (cert.revoked_at !== null) {
       throw new PlatformError('conflict', `certificate ${cert.name} was revoked at ${cert.revoked_at}; issue a new one with POST /certificates`);
     }
@@ -95,8 +99,8 @@ export class CertificateService {
   }
 
   /** Revoked for good: gateways refuse it within a second (their tables follow the store). */
-  async revoke(id: number): Promise<CertificateRecord> {
-    await this.get(id);
+  async revoke(id: number, project: string): Promise<CertificateRecord> {
+    await this.get(id, project);
     return (
       await modify(this.deps.store, 'certificate', id, (c) => {
         if (c.revoked_at !== null) throw new PlatformError('conflict', `certificate ${c.name} is already revoked (at ${c.revoked_at})`);
@@ -106,8 +110,8 @@ export class CertificateService {
   }
 
   /** Raises, lowers or removes (null) the certificate's cap; gateways apply it within a second. */
-  async setMaxPriority(id: number, maxPriority: Priority | null): Promise<CertificateRecord> {
-    await this.get(id);
+  async setMaxPriority(id: number, maxPriority: Priority | null, project: string): Promise<CertificateRecord> {
+    await this.get(id, project);
     return (
       await modify(this.deps.store, 'certificate', id, (c) => {
         if (c.revoked_at !== null) throw new PlatformError('conflict', `certificate ${c.name} was revoked at ${c.revoked_at}; its cap no longer matters`);

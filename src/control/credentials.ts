@@ -3,12 +3,16 @@
 // The two never stand in for each other (spec, Authentication 4). Values are shown once,
 // at creation; the store keeps only their SHA-256. A token may carry a cap on the X-Priority
 // class of its requests, set at creation and changed later by anyone who may manage tokens.
+// Tokens and non-admin service accounts belong to a project: names are unique per project, and
+// another project's record is answered as one that does not exist.
 
 import { isoNow, type Clock } from '../core/clock.js';
 import { notFound, PlatformError } from '../core/errors.js';
 import { generateCredential, SERVICE_KEY_PREFIX, sha256Hex, TOKEN_PREFIX } from '../core/secrets.js';
 import type { Priority } from '../domain/priority.js';
 import type { ServiceAccountRecord, ServiceAccountRole, TokenRecord } from '../domain/records.js';
+import { projectOf } from '../domain/access.js';
+import { uniqueKey } from './caller.js';
 import { ConflictError, modify, NotFoundError, type Store } from '../store/store.js';
 import { TOKEN_HASH_INDEX } from './deployment-service.js';
 
@@ -34,17 +38,21 @@ export class Credentials {
     return (await this.store.lookup(TOKEN_HASH_INDEX, sha256Hex(value))) !== undefined;
   }
 
+  /** `project`: the project it acts in; null for an admin account (which belongs to none). */
   async createServiceAccount(
     name: string,
     role: ServiceAccountRole,
     key = generateCredential(SERVICE_KEY_PREFIX),
+    project: string | null = null,
   ): Promise<{ account: ServiceAccountRecord; key: string }> {
     const hash = sha256Hex(key);
+    // Admin accounts keep the bare name, as every account did before projects.
+    const nameKey = project === null ? name : uniqueKey(project, name);
     try {
       const created = await this.store.create(
         'service_account',
-        (id) => ({ id, name, role, key_hash: hash, created_at: isoNow(this.clock) }),
-        { unique: [{ index: SA_NAME_INDEX, key: name }, { index: SA_KEY_INDEX, key: hash }] },
+        (id) => ({ id, ...(project !== null && { project }), name, role, key_hash: hash, created_at: isoNow(this.clock) }),
+        { unique: [{ index: SA_NAME_INDEX, key: nameKey }, { index: SA_KEY_INDEX, key: hash }] },
       );
       return { account: created.value, key };
     } catch (err) {
@@ -59,15 +67,21 @@ export class Credentials {
     return (await this.store.list('service_account')).map((a) => a.value);
   }
 
-  async getServiceAccount(id: number): Promise<ServiceAccountRecord> {
+  /**
+   * The account, if the caller sees it: one of `project` (the request's), or an admin account
+   * when the caller is the admin; any other is answered as one that does not exist.
+   */
+  async getServiceAccount(id: number, project: string, admin: boolean): Promise<ServiceAccountRecord> {
     const found = await this.store.get('service_account', id);
-    if (!found) throw notFound('service account', id);
-    return found.value;
+    const a = found?.value;
+    const visible = a !== undefined && (a.role === 'admin' ? admin : projectOf(a) === project);
+    if (!visible) throw notFound('service account', id);
+    return a;
   }
 
   /** The last admin cannot be deleted: nobody could manage accounts afterwards. */
-  async deleteServiceAccount(id: number): Promise<void> {
-    const account = await this.getServiceAccount(id);
+  async deleteServiceAccount(id: number, project: string, admin: boolean): Promise<void> {
+    const account = await this.getServiceAccount(id, project, admin);
     if (account.role === 'admin') {
       const admins = (await this.listServiceAccounts()).filter((a) => a.role === 'admin');
       if (admins.length <= 1) {
@@ -97,34 +111,33 @@ export class Credentials {
    * Returns the new account.
    */
   async setAdminKey(key: string = generateCredential(SERVICE_KEY_PREFIX)): Promise<{ account: ServiceAccountRecord; key: string }> {
-    const existing = (await this.listServiceAccounts()).find((a) => a.name === ADMIN_ACCOUNT);
+    // Not a project's account that happens to be named admin: those always name their project.
+    const existing = (await this.listServiceAccounts()).find((a) => a.name === ADMIN_ACCOUNT && (a.project ?? null) === null);
     if (existing) await this.store.delete('service_account', existing.id);
     return this.createServiceAccount(ADMIN_ACCOUNT, 'admin', key);
   }
 
-  async createToken(name: string, maxPriority: Priority | null = null): Promise<{ token: TokenRecord; value: string }> {
+  async createToken(name: string, maxPriority: Priority | null, project: string): Promise<{ token: TokenRecord; value: string }> {
     const value = generateCredential(TOKEN_PREFIX);
     const hash = sha256Hex(value);
     const created = await this.store.create(
       'token',
-      (id) => ({ id, name, hash, max_priority: maxPriority, created_at: isoNow(this.clock) }),
+      (id) => ({ id, project, name, hash, max_priority: maxPriority, created_at: isoNow(this.clock) }),
       { unique: [{ index: TOKEN_HASH_INDEX, key: hash }] },
     );
     return { token: created.value, value };
   }
 
-  async listTokens(): Promise<TokenRecord[]> {
-    return (await this.store.list('token')).map((t) => t.value);
-  }
-
-  async getToken(id: number): Promise<TokenRecord> {
+  /** The token, if it is the project's; another project's is answered as one that does not exist. */
+  async getToken(id: number, project: string): Promise<TokenRecord> {
     const found = await this.store.get('token', id);
-    if (!found) throw notFound('token', id);
+    if (!found || projectOf(found.value) !== project) throw notFound('token', id);
     return found.value;
   }
 
   /** Raises, lowers or removes (null) the token's cap; gateways apply it within a second. */
-  async setTokenMaxPriority(id: number, maxPriority: Priority | null): Promise<TokenRecord> {
+  async setTokenMaxPriority(id: number, maxPriority: Priority | null, project: string): Promise<TokenRecord> {
+    await this.getToken(id, project);
     try {
       return (await modify(this.store, 'token', id, (t) => ((t.max_priority ?? null) === maxPriority ? undefined : { ...t, max_priority: maxPriority }))).value;
     } catch (err) {
@@ -137,7 +150,8 @@ export class Credentials {
    * Deleting a token revokes it at once, also for deployments bound to it: a leaked token
    * must be revocable without first editing every deployment.
    */
-  async deleteToken(id: number): Promise<void> {
+  async deleteToken(id: number, project: string): Promise<void> {
+    await this.getToken(id, project);
     if (!(await this.store.delete('token', id))) throw notFound('token', id);
   }
 }

@@ -5,7 +5,10 @@
 // edit or a rollback — starts at 0 %), checks quota and hardware on every change that can grow
 // a footprint (a traffic split counts each of its revisions), and the host-command
 // rule (who may make a spec that runs its command on this host) on every change that writes
-// a spec. It never starts processes: the controller acts on what it writes.
+// a spec. Every operation acts within one project: a deployment of another project is answered
+// as one that does not exist, names are unique per project, references (tokens, certificates,
+// registry credentials) resolve only within it, and the project's GPU quota is checked beside
+// the cluster's. It never starts processes: the controller acts on what it writes.
 
 import { isoNow, type Clock } from '../core/clock.js';
 import { notFound, PlatformError } from '../core/errors.js';
@@ -13,18 +16,19 @@ import { sha256Hex, type Sealer } from '../core/secrets.js';
 import type { Catalog } from '../domain/catalog.js';
 import { containerCapabilitiesOf, containerCapabilitiesRefusal } from '../domain/container-capabilities.js';
 import { hostCommandRefusal, runsHostCommand, type HostCommandPolicy } from '../domain/host-commands.js';
+import { projectOf } from '../domain/access.js';
 import { isAlwaysSecret } from '../domain/secret-env.js';
 import type { ImageMap } from '../domain/image-map.js';
 import type { RegistryGate } from '../domain/ports.js';
 import { pulledFromRegistry, registryHostOf, registryRefusal } from '../domain/registry-hosts.js';
-import { checkCapacityAgainst, type Holdings, type Placement } from '../domain/quota.js';
+import { checkCapacityAgainst, projectQuotaProblem, type Holdings, type Placement } from '../domain/quota.js';
 import type {
   DeploymentRecord,
   DeploymentSpec,
   Family,
+  ProjectRecord,
   RevisionRecord,
   SealedSecrets,
-  ServiceAccountRole,
 } from '../domain/records.js';
 import { rolloutModeOf } from '../domain/traffic.js';
 import {
@@ -38,9 +42,19 @@ import {
 import { ConflictError, modify, type Store } from '../store/store.js';
 import { CERTIFICATE_NAME_INDEX, type CertificateService } from './certificate-service.js';
 import type { RecordIndex } from './record-index.js';
+import { uniqueKey, type CallerRole } from './caller.js';
+import { PROJECT_NAME_INDEX } from './project-upgrades.js';
 
 export const NAME_INDEX = 'deployment-name';
 export const TOKEN_HASH_INDEX = 'token-hash';
+/** The store's unique index of project names (the project kind), made where records are upgraded to projects. */
+export { PROJECT_NAME_INDEX };
+
+/** Who acts and where: the project of the request and the caller's role in it. */
+export interface Acting {
+  project: string;
+  role: CallerRole;
+}
 
 export interface DeploymentServiceDeps {
   store: Store;
@@ -67,51 +81,56 @@ const DEFAULT_GATE: RegistryGate = {
 export class DeploymentService {
   constructor(private readonly deps: DeploymentServiceDeps) {}
 
-  async list(family: Family): Promise<DeploymentRecord[]> {
+  /** The project's deployments of a family. */
+  async list(family: Family, project: string): Promise<DeploymentRecord[]> {
     const all = await this.deps.store.list('deployment');
-    return all.map((d) => d.value).filter((d) => d.family === family);
+    return all.map((d) => d.value).filter((d) => d.family === family && projectOf(d) === project);
   }
 
-  /** The deployment of this family named `name`, if any (the store's name index: no list). */
-  async findByName(family: Family, name: string): Promise<DeploymentRecord | undefined> {
-    const hit = await this.deps.store.lookup(NAME_INDEX, name);
+  /** The project's deployment of this family named `name`, if any (the store's name index: no list). */
+  async findByName(family: Family, name: string, project: string): Promise<DeploymentRecord | undefined> {
+    const hit = await this.deps.store.lookup(NAME_INDEX, uniqueKey(project, name));
     if (hit?.kind !== 'deployment') return undefined;
     const found = await this.deps.store.get('deployment', hit.id);
-    return found?.value.family === family && found.value.name === name ? found.value : undefined;
+    const d = found?.value;
+    return d?.family === family && d.name === name && projectOf(d) === project ? d : undefined;
   }
 
-  async get(family: Family, id: number): Promise<DeploymentRecord> {
+  /** The deployment, if it is the project's; another project's is answered as one that does not exist. */
+  async get(family: Family, id: number, project: string): Promise<DeploymentRecord> {
     const found = await this.deps.store.get('deployment', id);
-    if (!found || found.value.family !== family) throw notFound(`${family} deployment`, id);
+    if (!found || found.value.family !== family || projectOf(found.value) !== project) throw notFound(`${family} deployment`, id);
     return found.value;
   }
 
-  /** `role`: the calling service account's, for the host-command rule. */
-  async create(family: Family, body: unknown, role: ServiceAccountRole): Promise<DeploymentRecord> {
-    const ctx = await this.context();
+  /** `as`: the request's project (the deployment's) and the caller's role, for the host-command rule. */
+  async create(family: Family, body: unknown, as: Acting): Promise<DeploymentRecord> {
+    const ctx = await this.context(as.project);
     const draft = unwrap(validateCreate(family, body, ctx));
-    this.assertHostCommandAllowed(draft.spec, role);
+    this.assertHostCommandAllowed(draft.spec, as.role);
     await this.assertRegistryAllowed(draft.spec, null);
-    return this.insert(draft, ctx, 'create', {});
+    return this.insert(draft, ctx, 'create', {}, as.project);
   }
 
-  async clone(family: Family, sourceId: number, body: unknown, role: ServiceAccountRole): Promise<DeploymentRecord> {
-    const source = await this.get(family, sourceId);
-    const ctx = await this.context();
+  /** A copy within the source's project (the request's: another project's source does not exist here). */
+  async clone(family: Family, sourceId: number, body: unknown, as: Acting): Promise<DeploymentRecord> {
+    const source = await this.get(family, sourceId, as.project);
+    const ctx = await this.context(as.project);
     const draft = unwrap(validateClone(source, body, ctx));
     // The clone's spec is written anew by this caller, even when it is the source's unchanged.
-    this.assertHostCommandAllowed(draft.spec, role);
+    this.assertHostCommandAllowed(draft.spec, as.role);
     await this.assertRegistryAllowed(draft.spec, null);
-    return this.insert(draft, ctx, 'clone', source.spec.secrets);
+    return this.insert(draft, ctx, 'clone', source.spec.secrets, as.project);
   }
 
   /**
    * Only a spec change is held to the host-command rule: scaling, endpoint credentials,
    * pause, resume, rollback and delete of a deployment an admin made stay open to members.
    */
-  async patch(family: Family, id: number, body: unknown, role: ServiceAccountRole): Promise<DeploymentRecord> {
-    const before = await this.get(family, id);
-    const ctx = await this.context(id);
+  async patch(family: Family, id: number, body: unknown, as: Acting): Promise<DeploymentRecord> {
+    const { project, role } = as;
+    const before = await this.get(family, id, project);
+    const ctx = await this.context(project, id);
     const { store, clock } = this.deps;
     // Fail fast before a new token value is registered in the vault.
     const first = unwrap(validatePatch(before, body, ctx));
@@ -119,12 +138,12 @@ export class DeploymentService {
     // The body's image is the same on every retry below: checked once, before anything is written.
     if (first.specChanged) await this.assertRegistryAllowed(first.draft.spec, before.spec);
     // ...and before a certificate is issued: a refusal (rules or quota) issues nothing.
-    if (needsCertificate(first.draft)) this.assertCapacity(first.draft, ctx.held);
+    if (needsCertificate(first.draft)) this.assertCapacity(first.draft, ctx);
     const newTokenId = first.draft.auth.token_value
-      ? await this.ensureToken(first.draft.auth.token_value, `${before.name}-endpoint`)
+      ? await this.ensureToken(first.draft.auth.token_value, `${before.name}-endpoint`, project)
       : null;
     // Turning private_endpoint on without naming a certificate issues one, before the write.
-    const issued = needsCertificate(first.draft) ? await this.issueCertificate(before.name, id) : null;
+    const issued = needsCertificate(first.draft) ? await this.issueCertificate(before.name, id, project) : null;
     let updated: DeploymentRecord;
     try {
       // Validated again inside the compare-and-set loop so a concurrent edit is never lost.
@@ -152,7 +171,7 @@ export class DeploymentService {
           const sealed = () => ({ ...draft.spec, secrets: this.sealSecrets(draft, current.spec.secrets) }) as DeploymentSpec;
           const after = specChanged ? withNewRevision(next, sealed(), 'update', null, now) : next;
           // The record as it will be, revisions and traffic included: a split runs each of its revisions.
-          this.assertCapacity(after, ctx.held);
+          this.assertCapacity(after, ctx);
           return after;
         })
       ).value;
@@ -169,8 +188,8 @@ export class DeploymentService {
     return updated;
   }
 
-  async pause(family: Family, id: number): Promise<DeploymentRecord> {
-    await this.get(family, id);
+  async pause(family: Family, id: number, project: string): Promise<DeploymentRecord> {
+    await this.get(family, id, project);
     return (
       await modify(this.deps.store, 'deployment', id, (d) => {
         if (d.paused) throw new PlatformError('conflict', `deployment ${d.name} is already paused; POST .../resume to resume it`);
@@ -187,8 +206,8 @@ export class DeploymentService {
     ).value;
   }
 
-  async resume(family: Family, id: number): Promise<DeploymentRecord> {
-    await this.get(family, id);
+  async resume(family: Family, id: number, project: string): Promise<DeploymentRecord> {
+    await this.get(family, id, project);
     return (
       await modify(this.deps.store, 'deployment', id, (d) => {
         if (!d.paused) throw new PlatformError('conflict', `deployment ${d.name} is not paused`);
@@ -198,9 +217,9 @@ export class DeploymentService {
   }
 
   /** Makes revision `target`'s spec current again, as a new revision that records its source. */
-  async rollback(family: Family, id: number, target: number): Promise<DeploymentRecord> {
-    await this.get(family, id);
-    const ctx = await this.context(id);
+  async rollback(family: Family, id: number, target: number, project: string): Promise<DeploymentRecord> {
+    await this.get(family, id, project);
+    const ctx = await this.context(project, id);
     return (
       await modify(this.deps.store, 'deployment', id, (d) => {
         const source = d.revisions.find((r) => r.revision === target);
@@ -216,15 +235,15 @@ export class DeploymentService {
         // Manual mode: the rollback's revision starts at 0 %, like any new revision, until traffic moves.
         const traffic = rolloutModeOf(d) === 'manual' ? pinnedForManualRollout(d) : (d.traffic ?? null);
         const after = withNewRevision({ ...d, traffic }, source.spec, 'rollback', target, now);
-        this.assertCapacity(after, ctx.held);
+        this.assertCapacity(after, ctx);
         return after;
       })
     ).value;
   }
 
   /** Removes the desired state; the controller drains and stops what was running for it. */
-  async delete(family: Family, id: number): Promise<DeploymentRecord> {
-    const found = await this.get(family, id);
+  async delete(family: Family, id: number, project: string): Promise<DeploymentRecord> {
+    const found = await this.get(family, id, project);
     await this.deps.store.delete('deployment', id);
     return found;
   }
@@ -270,42 +289,55 @@ export class DeploymentService {
 
   /**
    * What validation needs to know about everything else in the store, from the record index:
-   * nothing here reads every record, and the quota arrives summed (`held`: what every other
-   * deployment holds).
+   * nothing here reads every record, and the quota arrives summed. Names, tokens, certificates
+   * and registry credentials are the project's (another project's are as good as absent);
+   * values are screened against every credential of every project. `held`: what every other
+   * deployment holds; `projectHeld`: what the project's other deployments hold, and its quota.
    */
-  async context(excludeId?: number): Promise<ValidationContext & { held: Holdings }> {
+  async context(project: string, excludeId?: number): Promise<ValidationContext & Capacity> {
     const index = await this.deps.index.current();
-    const others = index.deployments().filter((d) => d.id !== excludeId);
+    const others = index.deployments(project).filter((d) => d.id !== excludeId);
     return {
       catalog: this.deps.catalog,
       hashToken: sha256Hex,
       liveTokenHashes: index.tokenHashes(),
-      tokenIds: index.tokenIds(),
+      tokenIds: index.tokenIds(project),
       platformKeyHashes: index.platformKeyHashes(),
-      certificateIds: index.liveCertificateIds(),
-      registryCredentials: index.registryCredentials(),
+      certificateIds: index.liveCertificateIds(project),
+      registryCredentials: index.registryCredentials(project),
       takenNames: new Set(others.map((d) => d.name)),
       otherDeployments: others,
       images: this.deps.images,
       imagesRunThemselves: this.deps.hostCommands.containers === true,
       held: index.holdings(excludeId),
+      project,
+      projectHeld: index.holdings(excludeId, project),
+      projectQuota: (await this.projectRecord(project))?.gpu_quota ?? null,
     };
+  }
+
+  /** The project's record (its GPU quota); undefined before the start-up migration made `default`. */
+  async projectRecord(project: string): Promise<ProjectRecord | undefined> {
+    const hit = await this.deps.store.lookup(PROJECT_NAME_INDEX, project);
+    if (hit?.kind !== 'project') return undefined;
+    return (await this.deps.store.get('project', hit.id))?.value;
   }
 
   private async insert(
     draft: DeploymentDraft,
-    ctx: { held: Holdings; takenNames: ReadonlySet<string> },
+    ctx: Capacity & { takenNames: ReadonlySet<string> },
     reason: 'create' | 'clone',
     inherited: SealedSecrets,
+    project: string,
   ): Promise<DeploymentRecord> {
     const { store, clock } = this.deps;
-    this.assertCapacity(draft, ctx.held);
+    this.assertCapacity(draft, ctx);
     if (ctx.takenNames.has(draft.name)) throw nameConflict(draft.name);
     const tokenId = draft.auth.token_value
-      ? await this.ensureToken(draft.auth.token_value, `${draft.name}-endpoint`)
+      ? await this.ensureToken(draft.auth.token_value, `${draft.name}-endpoint`, project)
       : draft.auth.token_id;
     // Issued after every check that can refuse the create, so a refusal issues nothing.
-    const certificate = needsCertificate(draft) ? await this.issueCertificate(draft.name, null) : null;
+    const certificate = needsCertificate(draft) ? await this.issueCertificate(draft.name, null, project) : null;
     const certificateId = certificate?.id ?? draft.auth.client_certificate_id;
     const now = isoNow(clock);
     const spec = { ...draft.spec, secrets: this.sealSecrets(draft, inherited) } as DeploymentSpec;
@@ -317,6 +349,7 @@ export class DeploymentService {
           'deployment',
           (id) => ({
             id,
+            project,
             family: draft.family,
             name: draft.name,
             cluster_id: draft.cluster_id,
@@ -333,7 +366,7 @@ export class DeploymentService {
             created_at: now,
             updated_at: now,
           }),
-          { unique: [{ index: NAME_INDEX, key: draft.name }] },
+          { unique: [{ index: NAME_INDEX, key: uniqueKey(project, draft.name) }] },
         )
       ).value;
     } catch (err) {
@@ -347,31 +380,42 @@ export class DeploymentService {
     return created;
   }
 
-  /** A client certificate for a private endpoint, named after the deployment. */
-  private async issueCertificate(deploymentName: string, deploymentId: number | null) {
+  /** A client certificate for a private endpoint, named after the deployment, in its project. */
+  private async issueCertificate(deploymentName: string, deploymentId: number | null, project: string) {
     for (let n = 1; ; n++) {
       const name = n === 1 ? `${deploymentName}-client` : `${deploymentName}-client-${n}`;
       // Names of deleted deployments' certificates stay taken: take the next free suffix.
-      if (await this.deps.store.lookup(CERTIFICATE_NAME_INDEX, name)) continue;
+      if (await this.deps.store.lookup(CERTIFICATE_NAME_INDEX, uniqueKey(project, name))) continue;
       try {
-        return await this.deps.certificates.create({ name, deployment_id: deploymentId });
+        return await this.deps.certificates.create({ name, deployment_id: deploymentId }, project);
       } catch (err) {
         if (!(err instanceof PlatformError && err.code === 'conflict')) throw err;
       }
     }
   }
 
-  /** Binds a token value: an existing vault token with that value, or a new vault entry. */
-  private async ensureToken(value: string, name: string): Promise<number> {
+  /**
+   * Binds a token value: the project's vault token with that value, or a new vault entry of the
+   * project. A value that is another project's token is refused: binding it would hand this
+   * deployment a credential that project manages (its cap, its deletion).
+   */
+  private async ensureToken(value: string, name: string, project: string): Promise<number> {
     const { store, clock } = this.deps;
     const hash = sha256Hex(value);
     for (;;) {
       const existing = await store.lookup(TOKEN_HASH_INDEX, hash);
-      if (existing) return existing.id;
+      if (existing) {
+        const token = await store.get('token', existing.id);
+        if (token && projectOf(token.value) !== project) {
+          throw new PlatformError('invalid_field', 'endpoint_bearer_token cannot take this value; choose another (POST /vault/tokens makes one)', { field: 'endpoint_bearer_token' });
+        }
+        if (token) return existing.id;
+        continue; // deleted since the lookup: make it anew
+      }
       try {
         const created = await store.create(
           'token',
-          (id) => ({ id, name, hash, created_at: isoNow(clock) }),
+          (id) => ({ id, project, name, hash, created_at: isoNow(clock) }),
           { unique: [{ index: TOKEN_HASH_INDEX, key: hash }] },
         );
         return created.value.id;
@@ -399,7 +443,7 @@ export class DeploymentService {
    * 403 when this caller may not write this spec: one that runs its command on this host, or
    * one whose containers keep capabilities (both an admin's choice).
    */
-  private assertHostCommandAllowed(spec: DeploymentSpec, role: ServiceAccountRole): void {
+  private assertHostCommandAllowed(spec: DeploymentSpec, role: CallerRole): void {
     const capabilities = spec.family === 'general' ? containerCapabilitiesRefusal(role === 'admin', containerCapabilitiesOf(spec)) : null;
     if (capabilities) throw new PlatformError('forbidden', capabilities, { field: 'container_capabilities' });
     if (!runsHostCommand(spec, this.deps.images)) return;
@@ -407,9 +451,16 @@ export class DeploymentService {
     if (refusal) throw new PlatformError('forbidden', refusal.message);
   }
 
-  /** `held`: what every other deployment holds (the candidate's own stored copy excluded). */
-  private assertCapacity(candidate: Placement, held: Holdings): void {
-    const problems = checkCapacityAgainst(candidate, held, this.deps.catalog, this.deps.gpuQuota);
+  /**
+   * The cluster's quota and instances against what every other deployment holds, and the
+   * project's GPU quota against what its other deployments hold (the candidate's own stored
+   * copy excluded from both).
+   */
+  private assertCapacity(candidate: Placement, capacity: Capacity): void {
+    const problems = [
+      ...projectQuotaProblem(candidate, capacity.projectHeld, capacity.project, capacity.projectQuota, this.deps.catalog),
+      ...checkCapacityAgainst(candidate, capacity.held, this.deps.catalog, this.deps.gpuQuota),
+    ];
     if (problems.length > 0) throw PlatformError.fromProblems(problems);
   }
 
@@ -430,6 +481,14 @@ export class DeploymentService {
     if (env.size > 0) out.env = Object.fromEntries([...env].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
     return out;
   }
+}
+
+/** What the capacity checks of a change need: the cluster's holdings, and the project's with its quota. */
+interface Capacity {
+  held: Holdings;
+  project: string;
+  projectHeld: Holdings;
+  projectQuota: number | null;
 }
 
 /** An always-secret name kept in plain env by a record from before secret variables. */

@@ -7,7 +7,8 @@
 //
 // The token: base64url of `v1.<collection>.<last id>.<check>`, the check a hash of the rest.
 // Nothing in it is secret or grants anything (any id may be asked for); the check makes a
-// token that was cut, edited or taken from another list a clean 400 naming `continue`.
+// token that was cut, edited or taken from another list a clean 400 naming `continue` — a list
+// of another project is another list (`listCollection`).
 
 import { createHash } from 'node:crypto';
 import { Type } from '../core/typebox.js';
@@ -15,7 +16,8 @@ import { PlatformError } from '../core/errors.js';
 import type { TSchema } from 'typebox';
 import type { Kind, RecordMap } from '../domain/records.js';
 import type { Store } from '../store/store.js';
-import type { IndexedKind, RecordIndex } from './record-index.js';
+import { DEFAULT_PROJECT, projectOf } from '../domain/access.js';
+import type { IndexedKind, RecordIndex, Scope } from './record-index.js';
 
 export const PAGE_LIMIT_MAX = 500;
 /** Longer than any token this code makes; a longer one is refused before it is decoded. */
@@ -78,6 +80,14 @@ export function decodeContinue(collection: string, token: string): number {
 }
 
 /**
+ * The name of a project's list in its tokens: `deployments/general` in `default` (tokens from
+ * before projects stay good), `deployments/general@team-a` in another project.
+ */
+export function listCollection(collection: string, project: string): string {
+  return project === DEFAULT_PROJECT ? collection : `${collection}@${project}`;
+}
+
+/**
  * The page of `ids` (ascending) a request asks for. `collection` names the list in its
  * tokens (a token of one list is refused by another).
  */
@@ -117,8 +127,9 @@ export async function readPage<T>(page: Page, read: (id: number) => Promise<T | 
 }
 
 /**
- * A list route's records of `kind`: every one (one store list, as before paging) when the
- * request does not page, else one page — ids from the record index, records read one by one.
+ * A list route's records of `kind` within `scope` (one project's; service accounts with or
+ * without the admin accounts): every one (one store list, as before paging) when the request
+ * does not page, else one page — ids from the record index, records read one by one.
  */
 export async function listRecords<K extends IndexedKind & Kind>(
   store: Store,
@@ -126,11 +137,22 @@ export async function listRecords<K extends IndexedKind & Kind>(
   kind: K,
   request: PageRequest,
   collection: string,
+  scope: Scope & { project: string },
 ): Promise<{ records: RecordMap[K][]; page: Page | null }> {
-  if (!pages(request)) return { records: (await store.list(kind)).map((r) => r.value), page: null };
-  const page = pageOf((await index.current()).ids(kind), request, collection);
-  const records = await readPage(page, async (id) => (await store.get(kind, id))?.value);
+  if (!pages(request)) {
+    const all = (await store.list(kind)).map((r) => r.value);
+    return { records: all.filter((r) => inScope(r, scope)), page: null };
+  }
+  const page = pageOf((await index.current()).ids(kind, scope), request, listCollection(collection, scope.project));
+  const records = (await readPage(page, async (id) => (await store.get(kind, id))?.value)).filter((r) => inScope(r, scope));
   return { records, page };
+}
+
+/** Whether a record is in a list's scope: its project, or (service accounts) an admin account when the scope takes them. */
+function inScope(record: object, scope: Scope & { project: string }): boolean {
+  const r = record as { project?: string | null; role?: string };
+  if (r.role === 'admin') return scope.admins === true;
+  return projectOf(r) === scope.project;
 }
 
 /** The answer of a list route: the items, and the page's `continue` while more remain. */

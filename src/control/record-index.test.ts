@@ -71,7 +71,7 @@ describe('RecordIndex', () => {
     await store.create('token', (id) => ({ id, name: 't', hash: 'h1', created_at: '2026-01-01T00:00:00.000Z' }));
     let view = await index.current();
     expect(view.ids('deployment')).toEqual([1, other.value.id]);
-    expect(view.ids('deployment', 'orchestrated')).toEqual([]);
+    expect(view.ids('deployment', { family: 'orchestrated' })).toEqual([]);
     expect(view.tokenHashes().has('h1')).toBe(true);
     expect(view.deployment(other.value.id)?.footprint.gpus).toBe(3);
 
@@ -140,6 +140,26 @@ describe('RecordIndex', () => {
     expect(view.holdings().gpus).toBe(gpus);
     expect(view.holdings().instances.get(1)?.get(1)).toBe(7);
     expect(view.holdings(records[1]!.id).gpus).toBe(gpus - 4);
+    index.close();
+  });
+
+  it("keeps each record's project (default when the record names none) and answers per project", async () => {
+    const index = new RecordIndex(store, DEFAULT_CATALOG);
+    const old = await store.create('deployment', deployment('old', 2));
+    const a = await store.create('deployment', (id) => ({ ...deployment('a', 3)(id), project: 'team-a' }));
+    const tokenA = await store.create('token', (id) => ({ id, project: 'team-a', name: 't', hash: 'h-a', created_at: '2026-01-01T00:00:00Z' }));
+    await store.create('token', (id) => ({ id, name: 'old', hash: 'h-old', created_at: '2026-01-01T00:00:00Z' }));
+    const admin = await store.create('service_account', (id) => ({ id, name: 'admin', role: 'admin', key_hash: 'k1', created_at: '2026-01-01T00:00:00Z' }));
+    const member = await store.create('service_account', (id) => ({ id, name: 'm', role: 'member', key_hash: 'k2', created_at: '2026-01-01T00:00:00Z' }));
+    const view = await index.current();
+    expect(view.deployments('default').map((d) => d.id)).toEqual([old.value.id]);
+    expect(view.ids('deployment', { project: 'team-a', family: 'general' })).toEqual([a.value.id]);
+    expect([...view.tokenIds('team-a')]).toEqual([tokenA.value.id]);
+    expect(view.tokenHashes()).toEqual(new Set(['h-a', 'h-old']));
+    expect(view.holdings(undefined, 'team-a').gpus).toBe(3);
+    expect(view.holdings(a.value.id, 'team-a').gpus).toBe(0);
+    expect(view.ids('service_account', { project: 'default' })).toEqual([member.value.id]);
+    expect(view.ids('service_account', { project: 'default', admins: true })).toEqual([admin.value.id, member.value.id]);
     index.close();
   });
 });

@@ -13,6 +13,7 @@
 // use reload everything. Versions only grow and ids are never reused, so an older read never
 // replaces a newer one and a deleted record never comes back.
 
+import { projectOf } from '../domain/access.js';
 import type { Catalog } from '../domain/catalog.js';
 import { footprint, holdingsOf, type Footprint, type Holdings } from '../domain/quota.js';
 import type { DeploymentRecord, Family, Kind, RecordMap } from '../domain/records.js';
@@ -22,6 +23,8 @@ import type { ChangeEvent, CreateOptions, Store, Versioned, WriteOptions } from 
 /** What the index keeps of a deployment. */
 export interface DeploymentEntry {
   id: number;
+  /** The owning project (absent in the record: `default`). */
+  project: string;
   family: Family;
   name: string;
   cluster_id: number;
@@ -33,12 +36,37 @@ export interface DeploymentEntry {
   footprint: Footprint;
 }
 
+/** A registry credential as the index keeps it: its binding, and its project. */
+export type CredentialEntry = BoundCredential & { project: string };
+
 interface Digests {
   deployment: DeploymentEntry;
-  token: { id: number; hash: string };
-  service_account: { id: number; key_hash: string };
-  certificate: { id: number; revoked: boolean; deployment_id: number | null };
-  registry_credential: BoundCredential;
+  token: { id: number; project: string; hash: string };
+  /** `project` null: an admin account, which belongs to no project. */
+  service_account: { id: number; project: string | null; key_hash: string };
+  certificate: { id: number; project: string; revoked: boolean; deployment_id: number | null };
+  registry_credential: CredentialEntry;
+}
+
+/**
+ * Which records a list or a check sees: one family of deployments, one project's records
+ * (absent: every project's), and for service accounts whether the admin accounts (no project)
+ * are among them.
+ */
+export interface Scope {
+  family?: Family;
+  project?: string;
+  admins?: boolean;
+}
+
+const scopeKey = (scope: Scope | undefined): string => `${scope?.family ?? ''}|${scope?.project ?? '*'}|${scope?.admins === true ? 'a' : ''}`;
+
+function inScope(digest: { project?: string | null; family?: Family }, scope: Scope | undefined): boolean {
+  if (scope === undefined) return true;
+  if (scope.family !== undefined && digest.family !== scope.family) return false;
+  if (scope.project === undefined) return true;
+  if (digest.project === null) return scope.admins === true;
+  return digest.project === scope.project;
 }
 
 type Indexed = keyof Digests;
@@ -57,18 +85,21 @@ const emptyTables = (): Tables => ({ deployment: new Map(), token: new Map(), se
 
 /** The index at one moment: what a request reads. Sets and lists are derived once per change of their kind. */
 export interface IndexView {
-  deployments(): readonly DeploymentEntry[];
+  /** Every deployment, or one project's. */
+  deployments(project?: string): readonly DeploymentEntry[];
   deployment(id: number): DeploymentEntry | undefined;
-  /** Ids of a kind in ascending order (deployments of one family when `family` is given). */
-  ids(kind: Indexed, family?: Family): readonly number[];
+  /** Ids of a kind in ascending order, of the records in `scope` (all when absent). */
+  ids(kind: Indexed, scope?: Scope): readonly number[];
+  /** Every project's: a value is screened against every credential there is. */
   tokenHashes(): ReadonlySet<string>;
-  tokenIds(): ReadonlySet<number>;
+  /** One project's vault tokens (all when absent). */
+  tokenIds(project?: string): ReadonlySet<number>;
   platformKeyHashes(): ReadonlySet<string>;
-  /** Certificates not revoked. */
-  liveCertificateIds(): ReadonlySet<number>;
-  registryCredentials(): ReadonlyMap<number, BoundCredential>;
-  /** What every deployment but `excludeId` holds of the quota and the catalog's instances. */
-  holdings(excludeId?: number): Holdings;
+  /** Certificates not revoked (one project's, or all). */
+  liveCertificateIds(project?: string): ReadonlySet<number>;
+  registryCredentials(project?: string): ReadonlyMap<number, CredentialEntry>;
+  /** What every deployment (of `project`, when given) but `excludeId` holds of the quota and the catalog's instances. */
+  holdings(excludeId?: number, project?: string): Holdings;
 }
 
 export class RecordIndex implements IndexView {
@@ -203,6 +234,7 @@ export class RecordIndex implements IndexView {
         const registry = d.spec.family === 'general' && d.spec.registry_credential_id != null ? { credential_id: d.spec.registry_credential_id, host: registryHostOf(d.spec.image) } : null;
         return {
           id: d.id,
+          project: projectOf(d),
           family: d.family,
           name: d.name,
           cluster_id: d.cluster_id,
@@ -214,19 +246,19 @@ export class RecordIndex implements IndexView {
       }
       case 'token': {
         const t = value as RecordMap['token'];
-        return { id: t.id, hash: t.hash };
+        return { id: t.id, project: projectOf(t), hash: t.hash };
       }
       case 'service_account': {
         const a = value as RecordMap['service_account'];
-        return { id: a.id, key_hash: a.key_hash };
+        return { id: a.id, project: a.role === 'admin' ? null : projectOf(a), key_hash: a.key_hash };
       }
       case 'certificate': {
         const c = value as RecordMap['certificate'];
-        return { id: c.id, revoked: c.revoked_at !== null, deployment_id: c.deployment_id };
+        return { id: c.id, project: projectOf(c), revoked: c.revoked_at !== null, deployment_id: c.deployment_id };
       }
       case 'registry_credential': {
         const c = value as RecordMap['registry_credential'];
-        return { id: c.id, name: c.name, registry: c.registry ?? null };
+        return { id: c.id, project: projectOf(c), name: c.name, registry: c.registry ?? null };
       }
     }
   }
@@ -242,18 +274,19 @@ export class RecordIndex implements IndexView {
     return this.memo(`${kind}:all`, () => [...this.tables[kind].values()].map((e) => e.digest));
   }
 
-  deployments(): readonly DeploymentEntry[] {
-    return this.digests('deployment');
+  deployments(project?: string): readonly DeploymentEntry[] {
+    const all = this.digests('deployment');
+    return project === undefined ? all : this.memo(`deployment:of:${project}`, () => all.filter((d) => d.project === project));
   }
 
   deployment(id: number): DeploymentEntry | undefined {
     return this.tables.deployment.get(id)?.digest;
   }
 
-  ids(kind: Indexed, family?: Family): readonly number[] {
-    return this.memo(`${kind}:ids:${family ?? ''}`, () => {
-      const all = [...this.tables[kind].values()].map((e) => e.digest as { id: number; family?: Family });
-      return all.filter((d) => family === undefined || d.family === family).map((d) => d.id).sort((a, b) => a - b);
+  ids(kind: Indexed, scope?: Scope): readonly number[] {
+    return this.memo(`${kind}:ids:${scopeKey(scope)}`, () => {
+      const all = [...this.tables[kind].values()].map((e) => e.digest as { id: number; family?: Family; project?: string | null });
+      return all.filter((d) => inScope(d, scope)).map((d) => d.id).sort((a, b) => a - b);
     });
   }
 
@@ -261,24 +294,28 @@ export class RecordIndex implements IndexView {
     return this.memo('token:hashes', () => new Set(this.digests('token').map((t) => t.hash)));
   }
 
-  tokenIds(): ReadonlySet<number> {
-    return this.memo('token:idset', () => new Set(this.tables.token.keys()));
+  tokenIds(project?: string): ReadonlySet<number> {
+    return this.memo(`token:idset:${project ?? '*'}`, () => new Set(this.digests('token').filter((t) => project === undefined || t.project === project).map((t) => t.id)));
   }
 
   platformKeyHashes(): ReadonlySet<string> {
     return this.memo('service_account:hashes', () => new Set(this.digests('service_account').map((a) => a.key_hash)));
   }
 
-  liveCertificateIds(): ReadonlySet<number> {
-    return this.memo('certificate:live', () => new Set(this.digests('certificate').filter((c) => !c.revoked).map((c) => c.id)));
+  liveCertificateIds(project?: string): ReadonlySet<number> {
+    return this.memo(`certificate:live:${project ?? '*'}`, () =>
+      new Set(this.digests('certificate').filter((c) => !c.revoked && (project === undefined || c.project === project)).map((c) => c.id)),
+    );
   }
 
-  registryCredentials(): ReadonlyMap<number, BoundCredential> {
-    return this.memo('registry_credential:map', () => new Map(this.digests('registry_credential').map((c) => [c.id, c])));
+  registryCredentials(project?: string): ReadonlyMap<number, CredentialEntry> {
+    return this.memo(`registry_credential:map:${project ?? '*'}`, () =>
+      new Map(this.digests('registry_credential').filter((c) => project === undefined || c.project === project).map((c) => [c.id, c])),
+    );
   }
 
-  holdings(excludeId?: number): Holdings {
-    const all = this.deployments();
+  holdings(excludeId?: number, project?: string): Holdings {
+    const all = this.deployments(project);
     return holdingsOf(excludeId === undefined ? all : all.filter((d) => d.id !== excludeId));
   }
 }

@@ -14,6 +14,7 @@ import { ALWAYS_SECRET_ENV } from '../domain/secret-env.js';
 import { GRANTABLE_CAPABILITIES } from '../domain/container-capabilities.js';
 import { KEY_TYPES } from '../domain/client-certificates.js';
 import { MAX_PRIORITY_DOC, MaxPriority } from '../domain/api-views.js';
+import { PROJECT_NAME_PATTERN } from '../domain/access.js';
 
 export {
   ActivityResponse,
@@ -26,6 +27,9 @@ export {
   HardwareResponse,
   LogsResponse,
   PresetResponse,
+  ProjectMemberResponse,
+  ProjectResponse,
+  ProjectUsageResponse,
   QuotaResponse,
   RegistryCredentialResponse,
   ReplicaResponse,
@@ -283,12 +287,22 @@ export const RegistryCredentialCreateRequest = Type.Object(
 
 /** PATCH of a vault registry credential: binds it to its registry host (admins only). */
 export const RegistryCredentialUpdateRequest = Type.Object(
-  { registry: RegistryHost('binds the credential to this host (admins only); every deployment using it must pull its image from there') },
+  { registry: RegistryHost("binds the credential to this host (the project's owners and the admin); every deployment using it must pull its image from there") },
   { additionalProperties: false },
 );
 
 export const ServiceAccountCreateRequest = Type.Object(
-  { name: CredentialName, role: Type.Optional(Type.String({ enum: ['admin', 'member'] })) },
+  {
+    name: CredentialName,
+    role: Type.Optional(
+      Type.Enum(['admin', 'owner', 'developer', 'viewer', 'member'], {
+        description: "its role in its project; left out: developer (`member`, the name before projects, is developer too); `admin` (the platform admin, in no project): the admin's to give",
+      }),
+    ),
+    project: Type.Optional(
+      Type.String({ pattern: PROJECT_NAME_PATTERN.source, description: "the project it acts in; left out: the request's (X-Infergate-Project). Another project: the admin's to choose" }),
+    ),
+  },
   { additionalProperties: false },
 );
 

@@ -40,6 +40,7 @@ export type Action =
   | 'certificate.manage'
   | 'registry_credential.read' // names, users and hosts, never a password
   | 'registry_credential.manage'
+  | 'registry_credential.bind' // choose the registry host a credential's password is sent to
   | 'audit.read' // the project's audit log
   | 'catalog.read' // clusters, hardware, presets, the CA certificate: the same for everyone
   | 'host_command' // deploy a command that runs on the host (an admin's, or as the operator opened it)
@@ -68,6 +69,8 @@ export const ACTION_ROLES: Readonly<Record<Action, readonly ProjectRole[]>> = {
   'certificate.manage': ['owner', 'developer'],
   'registry_credential.read': ['owner', 'developer', 'viewer'],
   'registry_credential.manage': ['owner', 'developer'],
+  // Whoever binds a credential chooses where its password goes; a developer uses credentials it cannot read.
+  'registry_credential.bind': ['owner'],
   'audit.read': ['owner'],
   'catalog.read': ['owner', 'developer', 'viewer'],
   'host_command': [],
@@ -108,6 +111,7 @@ export const ACTION_WORDS: Readonly<Record<Action, string>> = {
   'certificate.manage': 'manage client certificates',
   'registry_credential.read': 'list registry credentials',
   'registry_credential.manage': 'manage registry credentials',
+  'registry_credential.bind': 'bind a registry credential to its registry host',
   'audit.read': "read the project's audit log",
   'catalog.read': 'read the catalog',
   'host_command': 'deploy a command that runs on the host',
@@ -171,7 +175,7 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'POST /vault/registry-credentials': 'registry_credential.manage',
   'GET /vault/registry-credentials': 'registry_credential.read',
   'GET /vault/registry-credentials/{id}': 'registry_credential.read',
-  'PATCH /vault/registry-credentials/{id}': 'registry_credential.manage',
+  'PATCH /vault/registry-credentials/{id}': 'registry_credential.bind',
   'DELETE /vault/registry-credentials/{id}': 'registry_credential.manage',
 
   'POST /certificates': 'certificate.manage',
@@ -180,7 +184,8 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'PATCH /certificates/{id}': 'certificate.manage',
   'GET /certificates/{id}/pem': 'certificate.key',
   'POST /certificates/{id}/revoke': 'certificate.manage',
-  'GET /ca.crt': 'catalog.read',
+  // The CA's certificate is public by nature: a client fetches it before it holds any credential.
+  'GET /ca.crt': 'public',
 
   'POST /service-accounts': 'service_account.manage',
   'GET /service-accounts': 'service_account.read',

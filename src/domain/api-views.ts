@@ -229,12 +229,15 @@ export const WhoamiResponse = Type.Object(
   {
     kind: Type.Enum(['service_account', 'user'], { description: 'a service account (by its key) or a person (by their session)' }),
     id: Type.Integer(),
-    name: Type.String({ description: "the service account's name, or the person's e-mail address (else their subject)" }),
-    admin: Type.Boolean(),
-    project: Type.String({ description: 'the project this request acts in (X-Infergate-Project, else the home project)' }),
-    role: Type.Union([Type.Enum(['admin', 'owner', 'developer', 'viewer']), Type.Null()], { description: 'admin: the platform admin; else the role in the project the request acts in' }),
-    projects: Type.Array(Type.Object({ name: Type.String(), role: Type.Union([Type.Enum(['owner', 'developer', 'viewer']), Type.Null()]) }), { description: 'every project the caller may see (the admin: all, role null where not a member)' }),
-    csrf_token: Type.Optional(Type.String({ description: "the console's cookie session only: send it as X-CSRF-Token on every call that changes something" })),
+    name: Type.String(),
+    admin: Type.Boolean({ description: 'the platform admin: every action in every project' }),
+    project: Type.String({ description: 'the project the request acts in (X-Infergate-Project, else the home project)' }),
+    role: NullOr(Type.Enum(['admin', 'owner', 'developer', 'viewer'], { description: 'admin: the platform admin; else the role in the project the request acts in' })),
+    projects: Type.Array(
+      Type.Object({ name: Type.String(), role: NullOr(Type.Enum(['owner', 'developer', 'viewer'])) }, { additionalProperties: false }),
+      { description: "the caller's projects and role in each (the admin: every project, role null where not a member)" },
+    ),
+    csrf_token: Type.Optional(Type.String({ description: "the console session's CSRF token, sent back as X-CSRF-Token on mutating calls (cookie sessions only)" })),
   },
   { additionalProperties: false },
 );
@@ -260,12 +263,44 @@ export const ClusterResponse = Type.Object({
 export type ClusterView = Static<typeof ClusterResponse>;
 
 export const QuotaResponse = Type.Object({
-  gpu_quota: Type.Integer({ description: 'the account GPU quota (--gpu-quota)' }),
-  gpus_reserved: Type.Integer({ description: 'GPUs every live deployment holds: max_replicas × GPUs per instance, or both pools' }),
+  gpu_quota: Type.Integer({ description: "the cluster's GPU quota (--gpu-quota), over every project" }),
+  gpus_reserved: Type.Integer({ description: "GPUs every project's live deployments hold: max_replicas × GPUs per instance, or both pools" }),
   gpus_free: Type.Integer(),
-  deployments: Type.Array(Type.Object({ id: Type.Integer(), name: Type.String(), family: Type.Enum([...FAMILIES]), gpus: Type.Integer() })),
+  project: Type.Object({
+    name: Type.String({ description: 'the project the request acts in' }),
+    gpu_quota: NullOr(Type.Integer({ description: "the project's GPU quota; null: none (only the cluster's)" })),
+    gpus_reserved: Type.Integer({ description: "GPUs the project's deployments hold" }),
+    gpus_free: NullOr(Type.Integer({ description: 'null without a project quota' })),
+  }),
+  deployments: Type.Array(Type.Object({ id: Type.Integer(), name: Type.String(), family: Type.Enum([...FAMILIES]), gpus: Type.Integer() }), {
+    description: "the project's deployments and what each reserves",
+  }),
 });
 export type QuotaView = Static<typeof QuotaResponse>;
+
+const ProjectRoleEnum = Type.Enum(['owner', 'developer', 'viewer']);
+
+export const ProjectResponse = Type.Object(
+  {
+    name: Type.String({ description: 'a DNS label, unique and never changed (part of endpoint addresses outside default)' }),
+    gpu_quota: NullOr(Type.Integer({ description: "GPUs the project's deployments may reserve; null: none (only the cluster's quota)" })),
+    gpus_reserved: Type.Integer({ description: "GPUs the project's deployments hold (max_replicas × GPUs per instance, or both pools)" }),
+    role: NullOr(ProjectRoleEnum, { description: "the caller's role in it; null for the admin where not a member" }),
+    created_at: Type.String(),
+  },
+  { additionalProperties: false },
+);
+export type ProjectView = Static<typeof ProjectResponse>;
+
+export const ProjectMemberResponse = Type.Object(
+  {
+    subject: Type.String({ description: '`user:<e-mail address>` (lowercase) or `group:<identity provider group>`' }),
+    role: ProjectRoleEnum,
+  },
+  { additionalProperties: false },
+);
+export type ProjectMemberView = Static<typeof ProjectMemberResponse>;
+
 
 export const CertificateResponse = Type.Object({
   id: Type.Integer(),
@@ -382,6 +417,20 @@ export const UsageResponse = Type.Object({
   totals: UsageFiguresResponse,
 });
 export type UsageView = Static<typeof UsageResponse>;
+
+export const ProjectUsageResponse = Type.Object({
+  project: Type.String(),
+  totals: UsageFiguresResponse,
+  deployments: Type.Array(
+    Type.Object({
+      deployment_id: Type.Integer(),
+      name: NullOr(Type.String(), { description: 'null once the deployment is deleted' }),
+      family: NullOr(Type.Enum([...FAMILIES]), { description: 'null once the deployment is deleted' }),
+      totals: UsageFiguresResponse,
+    }),
+  ),
+});
+export type ProjectUsageView = Static<typeof ProjectUsageResponse>;
 
 export const ActivityPointResponse = Type.Object(
   {

@@ -1,18 +1,19 @@
 // Owns the rule for host commands: a general deployment whose image the runtime does not
 // simulate runs the deployment's command on this host (inside the replica sandbox). That is
-// code execution on the node, so it is an admin's choice unless the operator opens it to
-// members, and it is refused outright where no sandbox is available unless the operator
+// code execution on the node, so it is the platform admin's choice unless the operator opens
+// it to the projects' owners and developers (viewers never deploy anything), and it is refused outright where no sandbox is available unless the operator
 // explicitly allows unsandboxed host commands. Pure: the control API and the runtime both ask it.
 
 import { resolveImage, type ImageMap } from './image-map.js';
-import type { DeploymentSpec, ServiceAccountRole } from './records.js';
+import type { ProjectRole } from './access.js';
+import type { DeploymentSpec } from './records.js';
 
 export interface HostCommandPolicy {
   /** Replicas run in a sandbox here (own PID namespace, unprivileged user, private view of files). */
   sandboxed: boolean;
   /** `--allow-unsandboxed-host-commands`: the operator accepts host commands with no sandbox. */
   allowUnsandboxed: boolean;
-  /** `--allow-member-host-commands`: members may deploy host commands too. */
+  /** `--allow-member-host-commands`: owners and developers of a project may deploy host commands too. */
   allowMembers: boolean;
   /**
    * The runtime runs the user's image in a container (the Docker runtime): its command runs
@@ -36,8 +37,12 @@ export interface HostCommandRefusal {
   message: string;
 }
 
-/** Why `role` may not deploy a host command here, or null when it may. */
-export function hostCommandRefusal(policy: HostCommandPolicy, role: ServiceAccountRole): HostCommandRefusal | null {
+/**
+ * Why a caller may not deploy a host command here, or null when it may. `role`: `admin` for the
+ * platform admin, else the caller's role in the deployment's project (`member`: an account
+ * from before projects, a developer), null for none.
+ */
+export function hostCommandRefusal(policy: HostCommandPolicy, role: 'admin' | ProjectRole | 'member' | null): HostCommandRefusal | null {
   if (policy.containers === true) return null;
   if (!policy.sandboxed && !policy.allowUnsandboxed) {
     return {
@@ -48,11 +53,12 @@ export function hostCommandRefusal(policy: HostCommandPolicy, role: ServiceAccou
         "to run them as the service's own user",
     };
   }
-  if (role !== 'admin' && !policy.allowMembers) {
+  const opened = policy.allowMembers && (role === 'owner' || role === 'developer' || role === 'member');
+  if (role !== 'admin' && !opened) {
     return {
       reason: 'role',
       message:
-        'only an admin service account may deploy an image the runtime does not simulate (its command runs on the host); ' +
+        'only the platform admin may deploy an image the runtime does not simulate (its command runs on the host); ' +
         'use a preset or infergate/reference-engine image, ask an admin, or start the service with --allow-member-host-commands',
     };
   }

@@ -5,7 +5,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CATALOG, findCluster, findHardware, parseCatalog } from './catalog.js';
-import { checkCapacity, clusterUsage, footprint, gpusPerReplica, type Placement } from './quota.js';
+import { checkCapacity, clusterUsage, footprint, gpusPerReplica, holdingsOf, projectQuotaProblem, type Placement } from './quota.js';
 import { generalSpec as makeGeneralSpec, orchestratedSpec } from '../../test/helpers/spec-fixtures.js';
 
 const QUOTA = 32;
@@ -286,5 +286,23 @@ describe('traffic split between revisions', () => {
       },
     ]);
     expect(checkCapacity(split(HALF, 3), OTHERS_20, DEFAULT_CATALOG, QUOTA)).toEqual([]);
+  });
+});
+
+describe("a project's GPU quota", () => {
+  const held = (...ds: Deployment[]) => holdingsOf(ds.map((d) => ({ cluster_id: d.cluster_id, footprint: footprint(d, DEFAULT_CATALOG) })));
+
+  it('is the same rule over the project: max replicas × instance GPUs, both pools for disaggregated, with the figures', () => {
+    expect(projectQuotaProblem(general(1, 2, 1), held(general(1, 2, 3)), 'team-a', 8, DEFAULT_CATALOG)).toEqual([]);
+    const [problem] = projectQuotaProblem(general(1, 2, 2), held(general(1, 2, 3)), 'team-a', 8, DEFAULT_CATALOG);
+    expect(problem).toMatchObject({ code: 'quota_exceeded', field: 'max_replicas' });
+    expect(problem!.message).toMatch(/^project team-a: 6 GPUs reserved \+ 4 requested > quota 8 \(this deployment: max_replicas 2 × sim-gpu-2x, 2 GPUs each\)/);
+    const [pools] = projectQuotaProblem(disaggregated(1, [1, 1], [2, 2]), held(general(1, 1, 4)), 'team-a', 8, DEFAULT_CATALOG);
+    expect(pools).toMatchObject({ field: 'worker_pools' });
+    expect(pools!.message).toMatch(/^project team-a: 4 GPUs reserved \+ 5 requested > quota 8/);
+  });
+
+  it('is none when null: only the cluster’s quota applies', () => {
+    expect(projectQuotaProblem(general(1, 3, 2), held(general(1, 3, 2)), 'team-a', null, DEFAULT_CATALOG)).toEqual([]);
   });
 });

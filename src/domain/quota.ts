@@ -1,5 +1,6 @@
 // Owns capacity arithmetic: what a deployment reserves (GPUs and whole hardware instances),
-// the account's GPU quota check and the per-profile instance check (422 with the numbers),
+// the cluster's GPU quota check, a project's GPU quota check (the same rule over the project's
+// deployments) and the per-profile instance check (422 with the numbers),
 // and the instances used per cluster and profile that GET /clusters/{id}/hardware shows.
 //
 // Spec ("Limits"): the GPU quota is evaluated against max_replicas (aggregated, and general
@@ -153,6 +154,28 @@ function quotaProblem(candidate: Placement, parts: Part[], holdings: Holdings, q
         `GPU quota exceeded: this deployment needs ${plural(need, 'GPU')} (${describeParts(parts)}), ` +
         `other deployments hold ${held}, the quota is ${quota} (${free} free); ` +
         `${shrinkHint(candidate)}, or delete a deployment you no longer need`,
+    },
+  ];
+}
+
+/**
+ * A project's GPU quota (null: none) against what its other deployments hold: the same rule as
+ * the cluster's quota (max replicas × instance GPUs, both pools for disaggregated, every
+ * revision of a split), with the figures in the message.
+ */
+export function projectQuotaProblem(candidate: Placement, projectHeld: Holdings, project: string, quota: number | null, catalog: Catalog): FieldProblem[] {
+  if (quota === null) return [];
+  const parts = partsOf(candidate, catalog);
+  const need = sumParts(parts).gpus;
+  const held = projectHeld.gpus;
+  if (need + held <= quota) return [];
+  return [
+    {
+      field: capacityField(candidate),
+      code: 'quota_exceeded',
+      message:
+        `project ${project}: ${held} GPUs reserved + ${need} requested > quota ${quota} ` +
+        `(this deployment: ${describeParts(parts)}); ${shrinkHint(candidate)}, delete a deployment of the project, or ask the platform admin for a larger quota`,
     },
   ];
 }

@@ -15,7 +15,7 @@ export function registerActivityRoutes(app: ControlApp, ctx: ControlContext, fam
     `/deployments/${family}/:id/activity`,
     { schema: { tags: [`${family} deployments`], params: IdParams, response: { 200: ActivityResponse, 404: ErrorResponse, 409: ErrorResponse } } },
     async (request) => {
-      const d = await ctx.deployments.get(family, request.params.id);
+      const d = await ctx.deployments.get(family, request.params.id, request.project);
       if (!ctx.deps.activity) {
         throw new PlatformError(
           'conflict',

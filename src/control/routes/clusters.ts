@@ -1,6 +1,8 @@
 // Owns the catalog routes: clusters, their hardware profiles and how many instances of
-// each are still free for new deployments, and the account's GPU quota with what each
-// deployment reserves of it (the figures the quota check at create, update and clone uses).
+// each are still free for new deployments, and the GPU quotas with what is reserved of them —
+// the cluster's (every project's deployments, summed) and the request's project's, with what
+// each of its deployments reserves (the figures the quota checks at create, update and clone
+// use). Another project's deployments are never named.
 
 import { Type } from '../../core/typebox.js';
 import { notFound } from '../../core/errors.js';
@@ -50,9 +52,23 @@ export function registerClusterRoutes(app: ControlApp, ctx: ControlContext): voi
     async (request) => ({ items: describe(clusterOr404(request.params.id), await usage()).hardware }),
   );
 
-  app.get('/quota', { schema: { tags, response: { 200: QuotaResponse } } }, async () => {
-    const held = (await ctx.index.current()).deployments().map((d) => ({ id: d.id, name: d.name, family: d.family, gpus: d.footprint.gpus }));
-    const reserved = held.reduce((n, d) => n + d.gpus, 0);
-    return { gpu_quota: ctx.deps.gpuQuota, gpus_reserved: reserved, gpus_free: Math.max(0, ctx.deps.gpuQuota - reserved), deployments: held };
+  app.get('/quota', { schema: { tags, response: { 200: QuotaResponse } } }, async (request) => {
+    const index = await ctx.index.current();
+    const reserved = index.holdings().gpus;
+    const held = index.deployments(request.project).map((d) => ({ id: d.id, name: d.name, family: d.family, gpus: d.footprint.gpus }));
+    const projectReserved = held.reduce((n, d) => n + d.gpus, 0);
+    const quota = (await ctx.deployments.projectRecord(request.project))?.gpu_quota ?? null;
+    return {
+      gpu_quota: ctx.deps.gpuQuota,
+      gpus_reserved: reserved,
+      gpus_free: Math.max(0, ctx.deps.gpuQuota - reserved),
+      project: {
+        name: request.project,
+        gpu_quota: quota,
+        gpus_reserved: projectReserved,
+        gpus_free: quota === null ? null : Math.max(0, quota - projectReserved),
+      },
+      deployments: held,
+    };
   });
 }

@@ -13,7 +13,7 @@ export function registerEventRoutes(app: ControlApp, ctx: ControlContext, family
     `/deployments/${family}/:id/events`,
     { schema: { tags: [`${family} deployments`], params: IdParams, response: { 200: EventsResponse, 404: ErrorResponse } } },
     async (request) => {
-      const d = await ctx.deployments.get(family, request.params.id);
+      const d = await ctx.deployments.get(family, request.params.id, request.project);
       return { items: await ctx.deps.store.listEvents(d.id) };
     },
   );

@@ -29,7 +29,7 @@ export function registerLogRoutes(app: ControlApp, ctx: ControlContext, family: 
     `/deployments/${family}/:id/logs`,
     { schema: { tags: [`${family} deployments`], params: IdParams, querystring: LogsQuery, response: { 200: LogsResponse, 400: ErrorResponse, 404: ErrorResponse } } },
     async (request, reply) => {
-      const d = await ctx.deployments.get(family, request.params.id);
+      const d = await ctx.deployments.get(family, request.params.id, request.project);
       const q = request.query;
       const revision = q.revision ?? d.revision;
       const r = d.revisions.find((x) => x.revision === revision);

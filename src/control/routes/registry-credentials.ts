@@ -1,9 +1,11 @@
 // Owns the vault's registry credentials: a username and password for a private image
 // registry, kept sealed so deployments name them (registry_credential_id) instead of repeating
 // them, and bound to the one registry host (`registry`) the password is ever sent to. The
-// password is never returned, nor any part of it. An admin binds (or rebinds) a credential
-// with PATCH; one in use by a deployment's current spec cannot be deleted (its next pull would
-// fail), nor bound to a host its deployments' images are not pulled from.
+// password is never returned, nor any part of it. A project's owner (or the admin) binds (or
+// rebinds) a credential with PATCH; one in use by a deployment's current spec cannot be deleted
+// (its next pull would fail), nor bound to a host its deployments' images are not pulled from.
+// Credentials belong to a project: names are unique per project, and another project's
+// credential is answered as one that does not exist.
 
 import { Type } from '../../core/typebox.js';
 import { isoNow } from '../../core/clock.js';
@@ -11,7 +13,8 @@ import { notFound, PlatformError } from '../../core/errors.js';
 import type { DeploymentRecord, RegistryCredentialRecord } from '../../domain/records.js';
 import { normaliseRegistryHost, registryHostOf, registryHostProblem } from '../../domain/registry-hosts.js';
 import { ConflictError, modify } from '../../store/store.js';
-import { requireAdmin } from '../caller.js';
+import { callerName, uniqueKey } from '../caller.js';
+import { projectOf } from '../../domain/access.js';
 import { listRecords, pageAnswer, PageQuery, PageResponse } from '../paging.js';
 import type { DeploymentEntry } from '../record-index.js';
 import type { ControlApp, ControlContext } from '../context.js';
@@ -50,11 +53,12 @@ export function registerRegistryCredentialRoutes(app: ControlApp, ctx: ControlCo
   const { store } = ctx.deps;
   // Changes that must not leave a deployment without its credential read every deployment
   // from the store; answers that only show who uses one read the record index.
-  const deployments = async () => (await store.list('deployment')).map((d) => pullsWith(d.value));
-  const indexed = async () => (await ctx.index.current()).deployments();
-  const get = async (id: number) => {
+  // A credential is the project's, and so are the deployments that may pull with it.
+  const deployments = async (project: string) => (await store.list('deployment')).filter((d) => projectOf(d.value) === project).map((d) => pullsWith(d.value));
+  const indexed = async (project: string) => (await ctx.index.current()).deployments(project);
+  const get = async (id: number, project: string) => {
     const found = await store.get('registry_credential', id);
-    if (!found) throw notFound('registry credential', id);
+    if (!found || projectOf(found.value) !== project) throw notFound('registry credential', id);
     return found.value;
   };
 
@@ -63,6 +67,7 @@ export function registerRegistryCredentialRoutes(app: ControlApp, ctx: ControlCo
     { schema: { tags, body: RegistryCredentialCreateRequest, response: { 201: RegistryCredentialResponse, 400: ErrorResponse, 409: ErrorResponse } } },
     async (request, reply) => {
       const { name, username, password } = request.body;
+      const { project } = request;
       const registry = registryHost(request.body.registry);
       // The password reaches the container engine: never a platform credential.
       if ((await ctx.credentials.authenticate(password)) !== undefined) {
@@ -71,10 +76,10 @@ export function registerRegistryCredentialRoutes(app: ControlApp, ctx: ControlCo
       try {
         const created = await store.create(
           'registry_credential',
-          (id) => ({ id, name, username, sealed_password: ctx.deps.sealer.seal(password), registry, created_at: isoNow(ctx.deps.clock) }),
-          { unique: [{ index: NAME_INDEX, key: name }] },
+          (id) => ({ id, project, name, username, sealed_password: ctx.deps.sealer.seal(password), registry, created_at: isoNow(ctx.deps.clock) }),
+          { unique: [{ index: NAME_INDEX, key: uniqueKey(project, name) }] },
         );
-        request.log.info({ registry_credential: created.value.id, registry, by: request.account?.name }, 'registry credential created');
+        request.log.info({ registry_credential: created.value.id, project, registry, by: callerName(request) }, 'registry credential created');
         return reply.status(201).send(render(created.value, []));
       } catch (err) {
         if (err instanceof ConflictError && err.index === NAME_INDEX) throw new PlatformError('conflict', `a registry credential named "${name}" already exists`, { field: 'name' });
@@ -87,33 +92,32 @@ export function registerRegistryCredentialRoutes(app: ControlApp, ctx: ControlCo
     '/vault/registry-credentials',
     { schema: { tags, querystring: PageQuery, response: { 200: PageResponse(RegistryCredentialResponse), 400: ErrorResponse } } },
     async (request) => {
-      const { records, page } = await listRecords(store, ctx.index, 'registry_credential', request.query, 'vault/registry-credentials');
-      const all = await indexed();
+      const { records, page } = await listRecords(store, ctx.index, 'registry_credential', request.query, 'vault/registry-credentials', { project: request.project });
+      const all = await indexed(request.project);
       return pageAnswer(records.map((c) => render(c, all)), page);
     },
   );
 
   app.get('/vault/registry-credentials/:id', { schema: { tags, params: IdParams, response: { 200: RegistryCredentialResponse, 404: ErrorResponse } } }, async (request) =>
-    render(await get(request.params.id), await indexed()),
+    render(await get(request.params.id, request.project), await indexed(request.project)),
   );
 
-  // Admins only: whoever binds a credential chooses where its password goes, and a member
-  // may use credentials it cannot read.
+  // Owners (and the admin) only, by the rule table: whoever binds a credential chooses where its
+  // password goes, and a developer may use credentials it cannot read.
   app.patch(
     '/vault/registry-credentials/:id',
     { schema: { tags, params: IdParams, body: RegistryCredentialUpdateRequest, response: { 200: RegistryCredentialResponse, 400: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse } } },
     async (request) => {
-      requireAdmin(request.account, 'bind a registry credential to its registry host');
       const registry = registryHost(request.body.registry);
-      const c = await get(request.params.id);
-      const elsewhere = usersOf(c, await deployments()).filter((d) => d.host !== registry);
+      const c = await get(request.params.id, request.project);
+      const elsewhere = usersOf(c, await deployments(request.project)).filter((d) => d.host !== registry);
       if (elsewhere.length > 0) {
         const named = elsewhere.map((d) => `${d.name} (${d.host})`).join(', ');
         throw new PlatformError('conflict', `registry credential ${c.name} is used by ${named}, whose image is not pulled from ${registry}: point them at other credentials first (PATCH registry_credential_id), or bind it to their host`, { field: 'registry' });
       }
       const updated = (await modify(store, 'registry_credential', c.id, (current) => (current.registry === registry ? undefined : { ...current, registry }))).value;
-      request.log.info({ registry_credential: c.id, registry, was: c.registry ?? null, by: request.account?.name }, 'registry credential bound to its registry host');
-      return render(updated, await deployments());
+      request.log.info({ registry_credential: c.id, registry, was: c.registry ?? null, by: callerName(request) }, 'registry credential bound to its registry host');
+      return render(updated, await deployments(request.project));
     },
   );
 
@@ -121,13 +125,13 @@ export function registerRegistryCredentialRoutes(app: ControlApp, ctx: ControlCo
     '/vault/registry-credentials/:id',
     { schema: { tags, params: IdParams, response: { 204: Type.Null(), 404: ErrorResponse, 409: ErrorResponse } } },
     async (request, reply) => {
-      const c = await get(request.params.id);
-      const users = usersOf(c, await deployments());
+      const c = await get(request.params.id, request.project);
+      const users = usersOf(c, await deployments(request.project));
       if (users.length > 0) {
         throw new PlatformError('conflict', `registry credential ${c.name} is used by ${users.map((d) => d.name).join(', ')}: point them at other credentials first (PATCH registry_credential_id)`);
       }
       await store.delete('registry_credential', c.id);
-      request.log.info({ registry_credential: c.id, by: request.account?.name }, 'registry credential deleted');
+      request.log.info({ registry_credential: c.id, by: callerName(request) }, 'registry credential deleted');
       return reply.status(204).send(null);
     },
   );

@@ -41,7 +41,7 @@ export function registerRevisionMetricsRoutes(app: ControlApp, ctx: ControlConte
       },
     },
     async (request) => {
-      const d = await ctx.deployments.get(family, request.params.id);
+      const d = await ctx.deployments.get(family, request.params.id, request.project);
       const windowSeconds = request.query.window_seconds ?? WINDOW_DEFAULT_SECONDS;
       if (windowSeconds < WINDOW_MIN_SECONDS || windowSeconds > WINDOW_MAX_SECONDS) {
         throw new PlatformError(

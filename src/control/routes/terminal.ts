@@ -8,7 +8,8 @@
 // without it, pipes — frames in are the shell's stdin, its stdout and stderr come back as text
 // frames, and it reads lines, as `sh` does from a pipe (scripts and the CLI use this). The
 // socket closes when the replica stops (1001) or the shell exits (1000), and the shell's
-// processes are killed when it closes. Opening and closing are logged with the service account.
+// processes are killed when it closes. Opening and closing are logged with the caller. The rule
+// table (deployment.terminal) keeps viewers out: the shell sees the replica's secret environment.
 
 import type { WebSocket } from 'ws';
 import { Type } from '../../core/typebox.js';
@@ -28,6 +29,7 @@ const Dimension = (what: string, fallback: number) =>
 const TerminalQuery = Type.Object(
   {
     replica: Type.Optional(Type.String()),
+    project: Type.Optional(Type.String({ description: 'the project, for a browser that cannot send X-Infergate-Project on a WebSocket' })),
     cols: Dimension('columns', DEFAULT_TTY_SIZE.cols),
     rows: Dimension('rows', DEFAULT_TTY_SIZE.rows),
   },
@@ -42,7 +44,8 @@ export function registerTerminalRoutes(app: ControlApp, ctx: ControlContext, fam
       schema: { tags: [`${family} deployments`], params: IdParams, querystring: TerminalQuery },
       // Runs before the upgrade: a refusal is a plain HTTP error response.
       preHandler: async (request) => {
-        const d = await ctx.deployments.get(family, request.params.id);
+        // Another project's deployment is a 404 here, before any shell is looked for.
+        const d = await ctx.deployments.get(family, request.params.id, request.project);
         if (d.paused || d.status !== 'ready') {
           throw new PlatformError('conflict', `the terminal is available only while deployment ${d.name} is ready (Active); it is ${d.paused ? 'paused' : d.status}`);
         }
@@ -66,7 +69,7 @@ export function registerTerminalRoutes(app: ControlApp, ctx: ControlContext, fam
         return;
       }
       const mode = socket.protocol === TTY_PROTOCOL ? 'tty' : 'pipe';
-      const by = request.account?.name;
+      const by = request.principal?.name;
       request.log.info({ deployment_id: params.id, replica: target.replica, by, mode }, 'terminal opened');
       const cannotStart = (err: Error) => socket.close(1011, `cannot start a shell: ${err.message}`.slice(0, 120));
       const kill =
