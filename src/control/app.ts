@@ -41,8 +41,10 @@ import { registerTokenRoutes } from './routes/tokens.js';
 import { registerRegistryCredentialRoutes } from './routes/registry-credentials.js';
 import { bindOlderRegistryCredentials, dropStoredHints } from './credential-upgrades.js';
 import { registerWhoamiRoutes } from './routes/whoami.js';
+import { AuditLog, recordAudit } from './audit-log.js';
+import { registerAuditRoutes } from './routes/audit.js';
 import { DEFAULT_PROJECT, PROJECT_NAME_PATTERN, ruleOfRoute, type RouteRule } from '../domain/access.js';
-import { authorize, canSeeProject, homeProject, PROJECT_HEADER, serviceAccountPrincipal, type Principal, type SessionAuthenticator } from './principal.js';
+import { authorize, canSeeProject, hiddenProject, homeProject, PROJECT_HEADER, serviceAccountPrincipal, type Principal, type SessionAuthenticator } from './principal.js';
 import { BODY_LIMIT, EMBEDDED_HOST_COMMANDS, type ControlApp, type ControlContext, type ControlDeps } from './context.js';
 
 export { BODY_LIMIT, EMBEDDED_HOST_COMMANDS, type ControlApp, type ControlContext, type ControlDeps };
@@ -113,8 +115,13 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
     credentials: new Credentials(deps.store, deps.clock),
     certificates,
     index,
+    // The store itself: the API's view of it refuses every write of an audit entry.
+    audit: new AuditLog(given.store, deps.clock, deps.logger),
   };
-  app.addHook('onClose', async () => index.close());
+  app.addHook('onClose', async () => {
+    index.close();
+    await ctx.audit.close();
+  });
   // Before any answer: a record from before secret variables keeps no registry key in plain env.
   let scrubbed = 0;
   await ctx.deployments.sealLegacySecretEnv().then(
@@ -171,6 +178,8 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
     const project = typeof params?.project === 'string' ? params.project : request.project;
     authorize(request, rule, project);
   });
+  // Every mutating and every refused call is written to the audit log before its answer leaves.
+  recordAudit(app, ctx.audit);
   // Every route has a rule in the one table (domain/access.ts): one without is a start-up error.
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
@@ -191,6 +200,7 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
   registerClusterRoutes(app, ctx);
   registerPresetRoutes(app, ctx);
   registerWhoamiRoutes(app);
+  registerAuditRoutes(app, ctx.audit);
   const consoleDir = deps.consoleDir === undefined ? defaultConsoleDir() : deps.consoleDir;
   if (consoleDir !== null) await registerConsoleAssets(app, consoleDir);
   return app;
@@ -236,7 +246,7 @@ function requestedProject(request: FastifyRequest, principal: Principal): string
   if (!name || !PROJECT_NAME_PATTERN.test(name)) {
     throw new PlatformError('invalid_field', `${PROJECT_HEADER} must name a project: lowercase letters, digits and "-", starting with a letter`, { field: PROJECT_HEADER });
   }
-  if (!canSeeProject(principal, name)) throw new PlatformError('not_found', `no project named ${name}`);
+  if (!canSeeProject(principal, name)) throw hiddenProject(name);
   return name;
 }
 
