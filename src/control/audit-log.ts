@@ -10,7 +10,7 @@
 // filters and pages it without reading the store), and kept to the newest RETAIN entries of
 // each project: the writer deletes older ones itself; no route changes or deletes an entry.
 
-import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.js';
 import { PlatformError } from '../core/errors.js';
 import type { RouteRule } from '../domain/access.js';
@@ -325,18 +325,18 @@ function projectOf(request: FastifyRequest, principal: Principal | null, rule: R
 }
 
 /** The entry of a call, or null when it is not audited (a plain read, a public or sign-in route). */
-export function entryOf(request: FastifyRequest, reply: FastifyReply, payload: unknown, time: string): NewAuditEntry | null {
+export function entryOf(request: FastifyRequest, answer: { status: number; payload?: unknown; contentType?: unknown }, time: string): NewAuditEntry | null {
   const rule = request.routeOptions.config.rule;
   const path = request.routeOptions.url;
   if (rule === undefined || rule === 'public' || rule === 'auth' || path === undefined) return null;
-  const status = reply.statusCode;
+  const status = answer.status;
   const result = resultOf(request, status);
   const mutating = request.method !== 'GET' && request.method !== 'HEAD' && request.method !== 'OPTIONS';
   if (result !== 'refused' && !mutating && !AUDITED_READS.has(rule)) return null;
   const principal = request.principal;
   const project = projectOf(request, principal, rule);
   const role: AuditRecord['role'] = principal === null ? null : principal.admin ? 'admin' : project === null ? null : roleIn(principal, project);
-  const answer = mutating && status < 300 ? answered(payload, reply.getHeader('content-type')) : {};
+  const named = mutating && status < 300 ? answered(answer.payload, answer.contentType) : {};
   return {
     time,
     request_id: String(request.id),
@@ -345,7 +345,7 @@ export function entryOf(request: FastifyRequest, reply: FastifyReply, payload: u
     project,
     action: rule,
     route: routeKey(request.method, path),
-    target: targetOf(path, (request.params ?? {}) as Record<string, unknown>, answer),
+    target: targetOf(path, (request.params ?? {}) as Record<string, unknown>, named),
     result,
     status,
     source_address: request.ip,
@@ -361,15 +361,24 @@ export function recordAudit(app: ControlApp, audit: AuditLog): void {
   app.addHook('onError', async (request, _reply, error) => {
     if (error instanceof HiddenByPolicy) hiddenByPolicy.add(request);
   });
-  app.addHook('onSend', async (request, reply, payload) => {
-    const entry = entryOf(request, reply, payload, audit.now());
-    if (entry === null) return payload;
+  const write = async (request: FastifyRequest, entry: NewAuditEntry | null): Promise<void> => {
+    if (entry === null) return;
     try {
       await audit.append(entry);
     } catch (err) {
       request.log.error({ err, audit: entry }, 'audit log: the entry of this call could not be written');
     }
+  };
+  app.addHook('onSend', async (request, reply, payload) => {
+    await write(request, entryOf(request, { status: reply.statusCode, payload, contentType: reply.getHeader('content-type') }, audit.now()));
     return payload;
+  });
+  // A WebSocket (the terminal) that passed the rules is taken over by its handler and never
+  // sends an answer: its entry is written as it opens, with the 101 it is about to get.
+  app.addHook('preHandler', async (request) => {
+    const rule = request.routeOptions.config.rule;
+    if (!request.ws || rule === undefined || !AUDITED_READS.has(rule)) return;
+    await write(request, entryOf(request, { status: 101 }, audit.now()));
   });
 }
 
