@@ -3,7 +3,9 @@
 // INFERGATE_CONFIG names) holding named contexts — an API URL and a service-account key —
 // and which one is current. The file is written atomically with mode 0600: it holds keys.
 // Which API and key a command uses: --api/--key, else INFERGATE_API/INFERGATE_KEY, else the
-// current (or --context) context.
+// current (or --context) context. The project a command acts in: --project, else
+// INFERGATE_PROJECT, else the context's `project` (`infergate context set-project`), else the
+// caller's home project, which the API chooses.
 
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -13,6 +15,8 @@ import { UsageError } from './errors.js';
 export interface Context {
   api: string;
   key: string;
+  /** The project commands act in (sent as X-Infergate-Project); absent: the caller's home project. */
+  project?: string;
 }
 
 export interface ContextFile {
@@ -52,6 +56,8 @@ export function writeContexts(file: string, contents: ContextFile): void {
 export interface Connection {
   api: string;
   key: string;
+  /** The project to send as X-Infergate-Project; undefined: none (the API's home project). */
+  project?: string;
   /** Where they came from, for messages. */
   source: string;
 }
@@ -60,6 +66,7 @@ export interface ConnectionFlags {
   api?: string;
   key?: string;
   context?: string;
+  project?: string;
 }
 
 /** The API and key to use: flags, then environment, then the saved context. */
@@ -77,5 +84,6 @@ export function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv
   if (!api || !key) {
     throw new UsageError('not logged in: run `infergate login --api URL` (or pass --api and --key, or set INFERGATE_API and INFERGATE_KEY)');
   }
-  return { api: api.replace(/\/+$/, ''), key, source: flags.api || env.INFERGATE_API ? 'flags or environment' : `context ${name ?? ''} in ${file}` };
+  const project = flags.project || env.INFERGATE_PROJECT || context?.project;
+  return { api: api.replace(/\/+$/, ''), key, ...(project ? { project } : {}), source: flags.api || env.INFERGATE_API ? 'flags or environment' : `context ${name ?? ''} in ${file}` };
 }

@@ -99,6 +99,8 @@ export interface StartControlOptions {
   activity?: ActivitySource;
   /** What the gateways measured per revision; default none (the route answers 409). */
   revisionMetrics?: RevisionMetricsSource;
+  /** Called with the built app before it listens: a test adds routes of its own here. */
+  beforeListen?: (app: ControlApp, store: Store) => void;
 }
 
 export async function startControl(opts: StartControlOptions = {}): Promise<TestControl> {
@@ -126,6 +128,7 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
   });
   const schemaMismatches: string[] = [];
   checkResponsesAgainstSchemas(app, schemaMismatches);
+  opts.beforeListen?.(app, store);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
