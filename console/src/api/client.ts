@@ -4,6 +4,7 @@
 // next to the field it names. A 401 signs the tab out.
 
 import { session } from '../session';
+import { projectHeader } from '../project';
 
 export interface FieldProblem {
   field: string;
@@ -34,7 +35,8 @@ interface ErrorBody {
 
 function headers(extra: Record<string, string> = {}): Record<string, string> {
   const key = session.key();
-  return { ...(key ? { authorization: `Bearer ${key}` } : {}), ...extra };
+  // The project chosen in the header's switcher (project.ts) goes with every call.
+  return { ...(key ? { authorization: `Bearer ${key}` } : {}), ...projectHeader(), ...extra };
 }
 
 async function failure(res: Response): Promise<ApiError> {
@@ -72,6 +74,7 @@ export const api = {
   get: <T>(path: string, signal?: AbortSignal) => request<T>('GET', path, undefined, signal),
   post: <T>(path: string, body?: unknown) => request<T>('POST', path, body ?? {}),
   patch: <T>(path: string, body: unknown) => request<T>('PATCH', path, body),
+  put: <T>(path: string, body: unknown) => request<T>('PUT', path, body),
   del: <T>(path: string) => request<T>('DELETE', path),
 };
 
