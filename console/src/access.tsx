@@ -8,6 +8,7 @@ import { createContext, useContext, useEffect, useState, type ReactNode } from '
 import { may as mayByRole, refusalReason, type Action, type ProjectRole } from '../../src/domain/access';
 import { api } from './api/client';
 import { projectChoice } from './project';
+import { session } from './session';
 
 export interface ProjectEntry {
   name: string;
@@ -50,12 +51,12 @@ const roleOf = (w: Whoami | null): ProjectRole | null => (w === null || w.role =
 const AccessContext = createContext<Access | null>(null);
 
 export function AccessProvider({ chosen, children }: { chosen: string | null; children: ReactNode }) {
-  const [whoami, setWhoami] = useState<Whoami | null>(null);
+  // Who signed in (their whoami at sign-in) until the project's answer comes: the menu is right from the first paint.
+  const [whoami, setWhoami] = useState<Whoami | null>(() => session.account());
   const [projects, setProjects] = useState<ProjectEntry[]>([]);
 
   useEffect(() => {
     const aborter = new AbortController();
-    setWhoami(null);
     api.get<Whoami>('/whoami', aborter.signal).then(setWhoami, () => undefined);
     // A server without projects answers 404 here: no switcher then.
     api.get<{ items: ProjectEntry[] }>('/projects', aborter.signal).then(
