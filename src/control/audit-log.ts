@@ -1,10 +1,10 @@
 // Owns the audit log: one AuditRecord appended to the store (file or Redis) for every mutating
 // call of the control API, every refused call (401, 403, and a 404 the rules answer for another
 // project), and the reads that hand out a secret's power (a terminal, a certificate's private
-// key). Entries are written before the answer leaves (fastify's onSend), so a crash after a 2xx
-// never loses its entry. An entry holds who, their role, the project, the route's action, its
-// target (kind, id, name), the result, the status, the request id, the source address and the
-// time — never a body, a query value or a header value, so no secret can reach it.
+// key). audit-hook.ts writes each before the answer leaves, so a crash after a 2xx never loses
+// its entry. An entry holds who, their role, the project, the route's action, its target (kind,
+// id, name), the result, the status, the request id, the source address and the time — never
+// a body, a query value or a header value, so no secret can reach it.
 //
 // The log is read through an in-memory copy kept from the store's change feed (GET /audit
 // filters and pages it without reading the store), and kept to the newest RETAIN entries of
@@ -17,8 +17,7 @@ import type { RouteRule } from '../domain/access.js';
 import type { AuditRecord, AuditResult } from '../domain/records.js';
 import type { ChangeEvent, Store } from '../store/store.js';
 import { decodeContinue, encodeContinue } from './paging.js';
-import { HiddenByPolicy, PROJECT_HEADER, roleIn, type Principal } from './principal.js';
-import type { ControlApp } from './context.js';
+import { PROJECT_HEADER, roleIn, type Principal } from './principal.js';
 
 /** How many entries of one project (and of the platform-wide and anonymous calls) are kept. */
 export const AUDIT_RETAIN_PER_PROJECT = 10_000;
@@ -26,7 +25,7 @@ export const AUDIT_RETAIN_PER_PROJECT = 10_000;
 export const AUDIT_PAGE_DEFAULT = 100;
 
 /** Reads audited although they change nothing: each hands out what a secret is worth. */
-const AUDITED_READS: ReadonlySet<RouteRule> = new Set<RouteRule>(['deployment.terminal', 'certificate.key']);
+export const AUDITED_READS: ReadonlySet<RouteRule> = new Set<RouteRule>(['deployment.terminal', 'certificate.key']);
 /** Actions that act on the platform, not in a project: their entries name no project. */
 const PLATFORM_ACTIONS: ReadonlySet<RouteRule> = new Set<RouteRule>(['project.manage', 'platform.audit', 'self']);
 
@@ -251,10 +250,10 @@ export class AuditLog {
   }
 }
 
-// ---- the hook that writes an entry for each audited call ------------------------------------
+// ---- the entry of a call ------------------------------------------------------------------------
 
-/** Requests whose error was a 404 the rules answered (HiddenByPolicy): refused, not failed. */
-const hiddenByPolicy = new WeakSet<FastifyRequest>();
+/** Requests whose error was a 404 the rules answered (HiddenByPolicy): refused, not failed (audit-hook.ts notes them). */
+export const hiddenByPolicy = new WeakSet<FastifyRequest>();
 
 /** `METHOD /path/{param}` as the OpenAPI document (and ROUTE_RULES) names the route. */
 export function routeKey(method: string, fastifyPath: string): string {
@@ -350,36 +349,6 @@ export function entryOf(request: FastifyRequest, answer: { status: number; paylo
     status,
     source_address: request.ip,
   };
-}
-
-/**
- * Writes an entry for every audited call before its answer leaves. An entry that cannot be
- * written (the store is down) is logged in full — it holds no secret — and the answer goes on:
- * the call itself has already happened.
- */
-export function recordAudit(app: ControlApp, audit: AuditLog): void {
-  app.addHook('onError', async (request, _reply, error) => {
-    if (error instanceof HiddenByPolicy) hiddenByPolicy.add(request);
-  });
-  const write = async (request: FastifyRequest, entry: NewAuditEntry | null): Promise<void> => {
-    if (entry === null) return;
-    try {
-      await audit.append(entry);
-    } catch (err) {
-      request.log.error({ err, audit: entry }, 'audit log: the entry of this call could not be written');
-    }
-  };
-  app.addHook('onSend', async (request, reply, payload) => {
-    await write(request, entryOf(request, { status: reply.statusCode, payload, contentType: reply.getHeader('content-type') }, audit.now()));
-    return payload;
-  });
-  // A WebSocket (the terminal) that passed the rules is taken over by its handler and never
-  // sends an answer: its entry is written as it opens, with the 101 it is about to get.
-  app.addHook('preHandler', async (request) => {
-    const rule = request.routeOptions.config.rule;
-    if (process.env.NO_WS_AUDIT || !request.ws || rule === undefined || !AUDITED_READS.has(rule)) return;
-    await write(request, entryOf(request, { status: 101 }, audit.now()));
-  });
 }
 
 /** A filter the log cannot match: refused rather than answered empty, so a typo is seen. */
