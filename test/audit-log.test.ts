@@ -91,6 +91,8 @@ function auditScenario(name: string, shared: boolean, open: () => Promise<{ stor
     it('a create and a PATCH: one entry each, with every field', async () => {
       const created = await call(keys.devA!, 'POST', '/vault/tokens', { body: { name: 'chat-clients' }, requestId: 'req-create-1' });
       expect(created.status).toBe(201);
+      // The entry was in the store before the answer left: a crash after a 2xx never loses it.
+      expect(await raw()).toContain('req-create-1');
       tokenId = created.body.id;
       secretsShown.push(created.body.token);
       const patched = await call(keys.devA!, 'PATCH', `/vault/tokens/${tokenId}`, { body: { max_priority: 'standard' }, requestId: 'req-patch-1' });
