@@ -96,6 +96,10 @@ describe('the key in a WebSocket subprotocol', () => {
     expect(log).not.toContain(ADMIN_KEY);
     expect(log).not.toContain(Buffer.from(ADMIN_KEY).toString('base64url'));
     expect(log).not.toContain('base64url.bearer');
+    // Each opening is in the audit log (a terminal sees the replica's secrets), without the key either.
+    const audit = await api.call('GET', '/audit?action=deployment.terminal');
+    expect(audit.body.items.filter((e: { status: number; result: string; target: { id: number } }) => e.status === 101 && e.result === 'allowed' && e.target.id === id).length).toBeGreaterThanOrEqual(2);
+    expect(JSON.stringify(audit.body)).not.toContain(ADMIN_KEY);
   });
 
   it('refuses the upgrade with 401 without a credential, with a wrong or malformed key, and with an endpoint token', async () => {

@@ -1,5 +1,6 @@
-// Owns the console's frame: sign-in gate, navigation (admin-only entries hidden for members)
-// and the page for the current hash route.
+// Owns the console's frame: sign-in gate, the project switcher, navigation (entries the
+// role may not use hidden, by the rule table of src/domain/access.ts) and the page for the
+// current hash route, mounted afresh when the project changes.
 
 import { useEffect, useSyncExternalStore } from 'react';
 import { session } from './session';
@@ -16,24 +17,44 @@ import { RegistryCredentialsPage } from './pages/registry-credentials';
 import { CertificatesPage } from './pages/certificates';
 import { ServiceAccountsPage } from './pages/service-accounts';
 import { ClustersPage } from './pages/clusters';
+import { MembersPage } from './pages/members';
+import { AuditPage } from './pages/audit';
+import { AccessProvider, useAccess } from './access';
+import { ProjectSwitcher } from './components/project-switcher';
+import { projectChoice } from './project';
+import type { Action } from '../../src/domain/access';
 import type { Family } from './api/types';
 
 function useAccount() {
   return useSyncExternalStore(session.subscribe, () => sessionStorage.getItem('infergate.account'));
 }
 
-const NAV: Array<{ path: string; label: string; admin?: boolean }> = [
+/** The pages; one with an action is shown to those who may take it. */
+const NAV: Array<{ path: string; label: string; action?: Action }> = [
   { path: '/deployments', label: 'Deployments' },
   { path: '/vault', label: 'Vault tokens' },
   { path: '/registry-credentials', label: 'Registry credentials' },
   { path: '/certificates', label: 'Certificates' },
-  { path: '/service-accounts', label: 'Service accounts', admin: true },
+  { path: '/members', label: 'Members' },
+  { path: '/service-accounts', label: 'Service accounts', action: 'service_account.manage' },
+  { path: '/audit', label: 'Audit log', action: 'audit.read' },
   { path: '/clusters', label: 'Clusters' },
 ];
 
 export function App() {
   useAccount();
+  const chosen = useSyncExternalStore(projectChoice.subscribe, projectChoice.get);
   const account = session.account();
+  if (!account || !session.key()) return <SignInPage />;
+  return (
+    <AccessProvider chosen={chosen}>
+      <Frame account={account} />
+    </AccessProvider>
+  );
+}
+
+function Frame({ account }: { account: NonNullable<ReturnType<typeof session.account>> }) {
+  const access = useAccess();
   const path = usePath();
 
   useEffect(() => {
@@ -58,7 +79,9 @@ export function App() {
     if (path === '/vault') return <VaultPage />;
     if (path === '/registry-credentials') return <RegistryCredentialsPage />;
     if (path === '/certificates') return <CertificatesPage />;
-    if (path === '/service-accounts') return account.role === 'admin' ? <ServiceAccountsPage /> : <NotAllowed />;
+    if (path === '/service-accounts') return access.may('service_account.manage') ? <ServiceAccountsPage /> : <NotAllowed title="Service accounts" reason={access.reason('service_account.manage')} />;
+    if (path === '/members') return <MembersPage />;
+    if (path === '/audit') return <AuditPage />;
     if (path === '/clusters') return <ClustersPage />;
     return <NotFound />;
   })();
@@ -74,7 +97,7 @@ export function App() {
         </a>
         <nav aria-label="Main">
           <ul>
-            {NAV.filter((n) => !n.admin || account.role === 'admin').map((n) => (
+            {NAV.filter((n) => !n.action || access.may(n.action)).map((n) => (
               <li key={n.path}>
                 <a href={`#${n.path}`} aria-current={path.startsWith(n.path) ? 'page' : undefined}>
                   {n.label}
@@ -84,15 +107,16 @@ export function App() {
           </ul>
         </nav>
         <div className="who">
+          <ProjectSwitcher />
           <span title={`signed in as ${account.name}`}>
-            {account.name} <span className="role">{account.role}</span>
+            {account.name} <span className="role">{access.admin ? 'admin' : (access.role ?? account.role)}</span>
           </span>
           <button type="button" className="button small" onClick={() => void signOutEverywhere().then(() => navigate('/deployments'))}>
             Sign out
           </button>
         </div>
       </header>
-      <main id="main" tabIndex={-1}>
+      <main id="main" tabIndex={-1} key={access.project}>
         {page}
       </main>
     </div>
@@ -110,11 +134,13 @@ function NotFound() {
   );
 }
 
-function NotAllowed() {
+function NotAllowed({ title, reason }: { title: string; reason: string }) {
   return (
     <section>
-      <h1>Admins only</h1>
-      <p>Service accounts are managed by admin accounts. Your account is a member.</p>
+      <h1>{title}</h1>
+      <p className="notice" role="note">
+        {reason}.
+      </p>
     </section>
   );
 }

@@ -98,7 +98,11 @@ export class ApiClient {
   }
 
   private headers(json: boolean): Record<string, string> {
-    return { authorization: `Bearer ${this.connection.key}`, ...(json ? { 'content-type': 'application/json' } : {}) };
+    return {
+      authorization: `Bearer ${this.connection.key}`,
+      ...(this.connection.project ? { 'x-infergate-project': this.connection.project } : {}),
+      ...(json ? { 'content-type': 'application/json' } : {}),
+    };
   }
 
   async call<T = Json>(method: string, route: string, body?: unknown): Promise<T> {

@@ -12,6 +12,7 @@ import { decimal, integer, makeKit, readOptionFile, upTo, type ClientIo } from '
 import { COMPLETE_COMMAND, completionScript, completionWords } from './completion.js';
 import { configPath, readContexts, resolveConnection, writeContexts } from './contexts.js';
 import { addCredentialCommands, REGISTRY_CREDENTIALS } from './credential-commands.js';
+import { addTeamCommands } from './team-commands.js';
 import { callSnippets, snippetDeployment } from '../domain/call-snippets.js';
 import {
   CHUNK_SIZE_MAX,
@@ -66,6 +67,7 @@ export function buildProgram(io: ClientIo): Command {
     .addOption(new Option('--api <url>', 'control API URL (env INFERGATE_API; default: the saved login)'))
     .addOption(new Option('--key <key>', 'service-account key (env INFERGATE_KEY; default: the saved login)'))
     .addOption(new Option('--context <name>', 'saved login to use (default: the current one)'))
+    .addOption(new Option('--project <name>', "project to act in (env INFERGATE_PROJECT; default: the context's, else your home project)"))
     .addOption(new Option('-o, --output <format>', 'table | json | yaml | name').default('table'))
     .showHelpAfterError('(add --help for usage)')
     .configureOutput({ writeOut: (s) => out.write(s), writeErr: (s) => void process.stderr.write(s) })
@@ -119,8 +121,9 @@ export function buildProgram(io: ClientIo): Command {
     .command('whoami')
     .description('the service account the key belongs to')
     .action(async (_opts, cmd: Command) => {
-      const me = await api(cmd).get<{ name: string; role: string; id: number }>('/whoami');
-      printJson(cmd, me, () => out.write(`${me.name} (${me.role}) at ${resolveConnection(globals(cmd), io.env).api}\n`));
+      const me = await api(cmd).get<{ name: string; role: string | null; id: number; project?: string }>('/whoami');
+      const where = me.project ? ` in project ${me.project}` : '';
+      printJson(cmd, me, () => out.write(`${me.name} (${me.role ?? 'no role'})${where} at ${resolveConnection(globals(cmd), io.env).api}\n`));
     });
 
   program
@@ -376,6 +379,7 @@ export function buildProgram(io: ClientIo): Command {
     });
 
   addCredentialCommands(program, kit);
+  addTeamCommands(program, kit);
 
   program
     .command('clusters')

@@ -58,8 +58,8 @@ export function completionScript(program: Command, shell: 'bash' | 'zsh'): strin
   const scanWord = `    w="\${words[i]}"
     if ((skip)); then skip=0; continue; fi
     case "$w" in
-      --api|--key|--context) conn+=("$w" "\${words[i+1]}"); skip=1; continue ;;
-      --api=*|--key=*|--context=*) conn+=("$w"); continue ;;
+      --api|--key|--context|--project) conn+=("$w" "\${words[i+1]}"); skip=1; continue ;;
+      --api=*|--key=*|--context=*|--project=*) conn+=("$w"); continue ;;
     esac
     if [[ " $(_infergate_values "$cmdpath") " == *" $w "* ]]; then skip=1; continue; fi`;
   const shared = `_infergate_words() {
@@ -87,7 +87,7 @@ _infergate_takes_name() {
 }
 `;
   // Both scripts read the words before the cursor the same way: a word that names a subcommand
-  // of the path so far extends it (until an argument was seen); --api, --key and --context are
+  // of the path so far extends it (until an argument was seen); --api, --key, --context and --project are
   // passed on to the name lookup, so it asks the same API the command line will; the value
   // after an option that takes one is skipped.
   if (shell === 'bash') {

@@ -4,7 +4,9 @@
 // person's session token with its refresh token (`infergate login --sso`) — and which one is
 // current. The file is written atomically with mode 0600: it holds keys and tokens.
 // Which API and key a command uses: --api/--key, else INFERGATE_API/INFERGATE_KEY, else the
-// current (or --context) context.
+// current (or --context) context. The project a command acts in: --project, else
+// INFERGATE_PROJECT, else the context's `project` (`infergate context set-project`), else the
+// caller's home project, which the API chooses.
 
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -21,6 +23,8 @@ export interface Context {
   expires_at?: string;
   /** Who signed in (their e-mail address), for messages. */
   user?: string;
+  /** The project commands act in (sent as X-Infergate-Project); absent: the caller's home project. */
+  project?: string;
 }
 
 export interface ContextFile {
@@ -60,6 +64,8 @@ export function writeContexts(file: string, contents: ContextFile): void {
 export interface Connection {
   api: string;
   key: string;
+  /** The project to send as X-Infergate-Project; undefined: none (the API's home project). */
+  project?: string;
   /** Where they came from, for messages. */
   source: string;
   /** A saved person's sign-in: the session is refreshed through it (session-refresh.ts). */
@@ -78,6 +84,7 @@ export interface ConnectionFlags {
   api?: string;
   key?: string;
   context?: string;
+  project?: string;
 }
 
 /** The API and key to use: flags, then environment, then the saved context. */
@@ -98,9 +105,11 @@ export function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv
   // The saved session is refreshed only when its token is the one in use (no --key, no INFERGATE_KEY).
   const session: SavedSession | null =
     !(flags.key || env.INFERGATE_KEY) && name !== null && context?.refresh_token ? { file, context: name, refreshToken: context.refresh_token, expiresAt: context.expires_at ?? null } : null;
+  const project = flags.project || env.INFERGATE_PROJECT || context?.project;
   return {
     api: api.replace(/\/+$/, ''),
     key,
+    ...(project ? { project } : {}),
     source: flags.api || env.INFERGATE_API ? 'flags or environment' : `context ${name ?? ''} in ${file}`,
     ...(session ? { session } : {}),
   };

@@ -45,8 +45,11 @@ import { upgradeToProjects } from './project-upgrades.js';
 import { registerWhoamiRoutes } from './routes/whoami.js';
 import { registerAuthRoutes } from './routes/auth.js';
 import { registerProjectRoutes } from './routes/projects.js';
+import { AuditLog } from './audit-log.js';
+import { recordAudit } from './audit-hook.js';
+import { registerAuditRoutes } from './routes/audit.js';
 import { DEFAULT_PROJECT, PROJECT_NAME_PATTERN, ruleOfRoute, type RouteRule } from '../domain/access.js';
-import { authorize, canSeeProject, homeProject, PROJECT_HEADER, serviceAccountPrincipal, type Principal, type SessionAuthenticator } from './principal.js';
+import { authorize, canSeeProject, hiddenProject, homeProject, PROJECT_HEADER, serviceAccountPrincipal, type Principal, type SessionAuthenticator } from './principal.js';
 import { BODY_LIMIT, EMBEDDED_HOST_COMMANDS, type ControlApp, type ControlContext, type ControlDeps } from './context.js';
 
 export { BODY_LIMIT, EMBEDDED_HOST_COMMANDS, type ControlApp, type ControlContext, type ControlDeps };
@@ -117,8 +120,13 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
     credentials: new Credentials(deps.store, deps.clock),
     certificates,
     index,
+    // The store itself: the API's view of it refuses every write of an audit entry.
+    audit: new AuditLog(given.store, deps.clock, deps.logger),
   };
-  app.addHook('onClose', async () => index.close());
+  app.addHook('onClose', async () => {
+    index.close();
+    await ctx.audit.close();
+  });
   // Before any answer: a record from before secret variables keeps no registry key in plain env.
   let scrubbed = 0;
   await ctx.deployments.sealLegacySecretEnv().then(
@@ -182,6 +190,8 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
     // Another project's record is a 404 before its body is looked at (record-scope.ts).
     await assertRecordInProject(deps.store, request);
   });
+  // Every mutating and every refused call is written to the audit log before its answer leaves.
+  recordAudit(app, ctx.audit);
   // Every route has a rule in the one table (domain/access.ts): one without is a start-up error.
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
@@ -204,6 +214,7 @@ export async function buildControlApp(given: ControlDeps): Promise<ControlApp> {
   registerWhoamiRoutes(app, ctx);
   registerAuthRoutes(app, ctx);
   registerProjectRoutes(app, ctx);
+  registerAuditRoutes(app, ctx.audit);
   const consoleDir = deps.consoleDir === undefined ? defaultConsoleDir() : deps.consoleDir;
   if (consoleDir !== null) await registerConsoleAssets(app, consoleDir);
   return app;
@@ -255,9 +266,9 @@ async function requestedProject(store: Store, request: FastifyRequest, principal
   if (!name || !PROJECT_NAME_PATTERN.test(name)) {
     throw new PlatformError('invalid_field', `${PROJECT_HEADER} must name a project: lowercase letters, digits and "-", starting with a letter`, { field: PROJECT_HEADER });
   }
-  if (!canSeeProject(principal, name)) throw new PlatformError('not_found', `no project named ${name}`);
+  if (!canSeeProject(principal, name)) throw hiddenProject(name);
   if (principal.admin && name !== DEFAULT_PROJECT && (await store.lookup(PROJECT_NAME_INDEX, name))?.kind !== 'project') {
-    throw new PlatformError('not_found', `no project named ${name}`);
+    throw hiddenProject(name);
   }
   return name;
 }

@@ -17,6 +17,7 @@ import type { CertificateService } from './certificate-service.js';
 import type { Credentials } from './credentials.js';
 import type { DeploymentService } from './deployment-service.js';
 import type { RecordIndex } from './record-index.js';
+import type { AuditLog } from './audit-log.js';
 import type { SessionAuthenticator } from './principal.js';
 import type { IdentityService } from '../identity/identity.js';
 import type { EndpointAddress } from './render.js';
@@ -83,6 +84,8 @@ export interface ControlContext {
   certificates: CertificateService;
   /** What the checks and lists need of every record, kept from the change feed. */
   index: RecordIndex;
+  /** The audit log: the only writer of audit entries (sign-in events go through it too). */
+  audit: AuditLog;
 }
 
 export type ControlApp = FastifyInstance<

@@ -50,6 +50,20 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * A 404 the rules answer: a project the caller cannot see, or a record of another project. The
+ * caller gets the same answer as for something that does not exist; the audit log records it
+ * as refused (a plain 404 is not).
+ */
+export class HiddenByPolicy extends PlatformError {
+  constructor(message: string) {
+    super('not_found', message);
+  }
+}
+
+/** The 404 for a project the caller cannot see, as for one that does not exist. */
+export const hiddenProject = (name: string): HiddenByPolicy => new HiddenByPolicy(`no project named ${name}`);
+
 /** The authenticated caller; the auth hook has set it on every route that is not public. */
 export function callerPrincipal(request: { principal: Principal | null }): Principal {
   if (!request.principal) throw new PlatformError('unauthenticated', 'missing platform credential: send Authorization: Bearer <service-account key>, or sign in');
@@ -80,7 +94,7 @@ export function homeProject(principal: Principal): string {
 export function authorize(request: { principal: Principal | null; project: string }, action: Action, project = request.project): void {
   const principal = callerPrincipal(request);
   if (action === 'self' || principal.admin) return;
-  if (!canSeeProject(principal, project)) throw new PlatformError('not_found', `no project named ${project}`);
+  if (!canSeeProject(principal, project)) throw hiddenProject(project);
   const role = roleIn(principal, project);
   if (!may(role, false, action)) throw new PlatformError('forbidden', refusalReason(role, action));
 }
@@ -90,7 +104,8 @@ export function authorize(request: { principal: Principal | null; project: strin
  * does not exist (`what`: "deployment 5"), so another project's ids confirm nothing.
  */
 export function inProject<T extends { project?: string | null }>(request: { project: string }, record: T | undefined, what: string): T {
-  if (record === undefined || projectOf(record) !== request.project) throw new PlatformError('not_found', `${what} does not exist`);
+  if (record === undefined) throw new PlatformError('not_found', `${what} does not exist`);
+  if (projectOf(record) !== request.project) throw new HiddenByPolicy(`${what} does not exist`);
   return record;
 }
 

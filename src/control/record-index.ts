@@ -321,6 +321,14 @@ export class RecordIndex implements IndexView {
 }
 
 /**
+ * The audit log is written by control/audit-log.ts alone, on the store itself: the store every
+ * route gets refuses to create, change or delete an entry, so no route can.
+ */
+function refuseAudit(kind: Kind): void {
+  if (kind === 'audit') throw new Error('audit entries are written by the audit log alone, never through the API\'s store');
+}
+
+/**
  * The store with every write made through it applied to `index` as soon as it returns, so
  * this process reads its own writes even before the change feed brings them. Every other
  * member — and any the Store interface gains later (compact() came so) — passes through to
@@ -329,16 +337,19 @@ export class RecordIndex implements IndexView {
 export function indexedStore(store: Store, index: RecordIndex): Store {
   const writes: Pick<Store, 'create' | 'update' | 'delete'> = {
     create: async <K extends Kind>(kind: K, build: (id: number) => RecordMap[K], options?: CreateOptions) => {
+      refuseAudit(kind);
       const created = await store.create(kind, build, options);
       index.applyWritten(kind, (created.value as { id: number }).id, created);
       return created;
     },
     update: async <K extends Kind>(kind: K, id: number, expectedVersion: number, value: RecordMap[K], options?: WriteOptions) => {
+      refuseAudit(kind);
       const updated = await store.update(kind, id, expectedVersion, value, options);
       index.applyWritten(kind, id, updated);
       return updated;
     },
     delete: async (kind, id, expectedVersion, options) => {
+      refuseAudit(kind);
       const gone = await store.delete(kind, id, expectedVersion, options);
       index.applyWritten(kind, id, null);
       return gone;

@@ -441,7 +441,8 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     await nav.getByRole('link', { name: 'Vault tokens' }).waitFor();
     expect(await nav.getByRole('link', { name: 'Service accounts' }).count()).toBe(0);
     await at('/service-accounts');
-    await page.getByRole('heading', { name: 'Admins only' }).waitFor();
+    await page.getByRole('heading', { name: 'Service accounts' }).waitFor();
+    expect(await page.getByRole('note').textContent()).toBe('only owners may create and delete service accounts; you are a developer.');
     const status = await page.evaluate(`fetch('/service-accounts', { headers: { authorization: 'Bearer ' + sessionStorage.getItem('infergate.key') } }).then((r) => r.status)`);
     expect(status).toBe(403);
   });

@@ -102,6 +102,8 @@ export interface StartControlOptions {
   revisionMetrics?: RevisionMetricsSource;
   /** People's sign-in (OpenID Connect), made over the store; default none (keys only). Told the API's URL once it listens. */
   identity?: (store: Store) => IdentityService;
+  /** Called with the built app before it listens: a test adds routes of its own here. */
+  beforeListen?: (app: ControlApp, store: Store) => void;
 }
 
 export async function startControl(opts: StartControlOptions = {}): Promise<TestControl> {
@@ -131,6 +133,7 @@ export async function startControl(opts: StartControlOptions = {}): Promise<Test
   });
   const schemaMismatches: string[] = [];
   checkResponsesAgainstSchemas(app, schemaMismatches);
+  opts.beforeListen?.(app, store);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;

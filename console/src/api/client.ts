@@ -5,6 +5,7 @@
 // next to the field it names. A 401 signs the tab out.
 
 import { session } from '../session';
+import { projectHeader } from '../project';
 
 export interface FieldProblem {
   field: string;
@@ -37,7 +38,8 @@ function headers(extra: Record<string, string> = {}, method = 'GET'): Record<str
   const key = session.key();
   const csrf = session.csrf();
   const mutating = method !== 'GET' && method !== 'HEAD';
-  return { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(!key && csrf && mutating ? { 'x-csrf-token': csrf } : {}), ...extra };
+  // The project chosen in the header's switcher (project.ts) goes with every call.
+  return { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(!key && csrf && mutating ? { 'x-csrf-token': csrf } : {}), ...projectHeader(), ...extra };
 }
 
 async function failure(res: Response): Promise<ApiError> {
@@ -76,6 +78,7 @@ export const api = {
   get: <T>(path: string, signal?: AbortSignal) => request<T>('GET', path, undefined, signal),
   post: <T>(path: string, body?: unknown) => request<T>('POST', path, body ?? {}),
   patch: <T>(path: string, body: unknown) => request<T>('PATCH', path, body),
+  put: <T>(path: string, body: unknown) => request<T>('PUT', path, body),
   del: <T>(path: string) => request<T>('DELETE', path),
 };
 

@@ -15,6 +15,8 @@ import { SecretOnce } from './copy';
 import type { EmptyProps } from './empty-state';
 import { Field, FormError, toProblems, type Problems } from './form';
 import { ResourceTable, type ResourceColumn } from './resource-table';
+import { Allowed } from '../access';
+import type { Action } from '../../../src/domain/access';
 
 /** What columns and row actions may do on the page. */
 export interface CredentialContext<T> {
@@ -27,6 +29,8 @@ export interface CredentialContext<T> {
 
 export interface CredentialListProps<T extends { id: number; name: string }, D> {
   title: string;
+  /** The action creating and deleting takes: a role without it sees the form and row actions disabled, with the reason. */
+  manage: Action;
   intro: ReactNode;
   /** The list's route; POST creates, `<route>/<id>` reads one afresh. */
   route: string;
@@ -68,7 +72,7 @@ export interface CredentialListProps<T extends { id: number; name: string }, D> 
 
 const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
-export function CredentialList<T extends { id: number; name: string }, D>({ title, intro, route, pollMs = 5000, create, table, confirm }: CredentialListProps<T, D>) {
+export function CredentialList<T extends { id: number; name: string }, D>({ title, manage, intro, route, pollMs = 5000, create, table, confirm }: CredentialListProps<T, D>) {
   // Every page of the list (the console reads whole lists, a page at a time: api/pages.ts).
   const list = usePollAll<T>(route, pollMs);
   const [draft, setDraft] = useState<D>(create.empty);
@@ -127,14 +131,20 @@ export function CredentialList<T extends { id: number; name: string }, D>({ titl
       <p className="subtle">{intro}</p>
       {secret && <SecretOnce title={secret.title} value={secret.value} onDismiss={() => setCreated(null)} />}
       <form className="panel" id={`new-${table.rowKey}`} onSubmit={(e) => void submit(e)}>
-        <div className="grid2">{create.fields(draft, set, problems)}</div>
-        <button className="button primary" type="submit">
-          {create.label}
-        </button>
+        <Allowed action={manage}>
+          <div className="grid2">{create.fields(draft, set, problems)}</div>
+          <button className="button primary" type="submit">
+            {create.label}
+          </button>
+        </Allowed>
       </form>
       {created && create.notice?.(created)}
       <FormError message={error ?? list.error?.message ?? null} />
-      <ResourceTable label={table.label} rowKey={table.rowKey} items={list.data?.items ?? null} empty={table.empty} columns={table.columns(ctx)} actions={(item) => table.actions(item, ctx)} />
+      <ResourceTable label={table.label} rowKey={table.rowKey} items={list.data?.items ?? null} empty={table.empty} columns={table.columns(ctx)} actions={(item) => (
+          <Allowed action={manage} inline>
+            {table.actions(item, ctx)}
+          </Allowed>
+        )} />
       <ConfirmDialog open={pending !== null} title={pending ? confirm.title(pending) : ''} confirmLabel={confirm.verb} danger onConfirm={() => void run()} onCancel={() => setPending(null)}>
         {pending && confirm.body(pending)}
       </ConfirmDialog>

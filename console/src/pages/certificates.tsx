@@ -17,6 +17,7 @@ export function CertificatesPage() {
   const { byId, reload: reloadNames } = useDeploymentNames();
   return (
     <CredentialList<Certificate, typeof EMPTY>
+      manage="certificate.manage"
       title="Certificates"
       intro={
         <>

@@ -1,7 +1,21 @@
 // Owns the first step of creating a deployment: which family. The console creates general
 // deployments and aggregated orchestrated ones; disaggregated ones are made through the API.
+// A role that may not create deployments is told why.
+
+import { useAccess } from '../access';
 
 export function CreateChooserPage() {
+  const access = useAccess();
+  if (!access.may('deployment.manage')) {
+    return (
+      <section>
+        <h1>Create a deployment</h1>
+        <p className="notice" role="note" data-refused="deployment.manage">
+          {access.reason('deployment.manage')}.
+        </p>
+      </section>
+    );
+  }
   return (
     <section>
       <h1>Create a deployment</h1>

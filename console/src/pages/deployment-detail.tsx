@@ -15,6 +15,7 @@ import { UsageTab } from '../tabs/usage';
 import { ActivityTab } from '../tabs/activity';
 import { SettingsTab } from '../tabs/settings';
 import { FormError } from '../components/form';
+import { Allowed, useAccess } from '../access';
 
 // xterm.js is the largest part of the console: loaded only when the Terminal tab opens.
 const TerminalTab = lazy(() => import('../tabs/terminal').then((m) => ({ default: m.TerminalTab })));
@@ -23,6 +24,14 @@ const TABS = ['Overview', 'Logs', 'Terminal', 'Usage', 'Activity', 'Settings'];
 
 export function DeploymentDetailPage({ family, id, tab, account }: { family: Family; id: number; tab: string; account: Account }) {
   const { data: d, error, reload } = usePoll<Deployment>(`/deployments/${family}/${id}`, 2000);
+  const access = useAccess();
+  /** A tab whose action the role may not take says why instead of opening. */
+  const refused = (action: 'deployment.logs' | 'deployment.terminal') =>
+    access.may(action) ? null : (
+      <div className="notice" role="note" data-refused={action}>
+        {access.reason(action)}.
+      </div>
+    );
   const base = `/deployments/${family}/${id}`;
 
   if (!d) {
@@ -69,15 +78,20 @@ export function DeploymentDetailPage({ family, id, tab, account }: { family: Fam
       <Tabs tabs={TABS} current={current} base={base} label="Deployment" />
       <div role="tabpanel" id="tabpanel" aria-labelledby={`tab-${current}`}>
         {current === 'overview' && <OverviewTab d={d} onChanged={reload} />}
-        {current === 'logs' && <LogsTab d={d} />}
-        {current === 'terminal' && (
-          <Suspense fallback={<p className="subtle">Loading the terminal…</p>}>
-            <TerminalTab d={d} />
-          </Suspense>
-        )}
+        {current === 'logs' && (refused('deployment.logs') ?? <LogsTab d={d} />)}
+        {current === 'terminal' &&
+          (refused('deployment.terminal') ?? (
+            <Suspense fallback={<p className="subtle">Loading the terminal…</p>}>
+              <TerminalTab d={d} />
+            </Suspense>
+          ))}
         {current === 'usage' && <UsageTab d={d} />}
         {current === 'activity' && <ActivityTab d={d} />}
-        {current === 'settings' && <SettingsTab deployment={d} account={account} onChanged={reload} />}
+        {current === 'settings' && (
+          <Allowed action="deployment.manage">
+            <SettingsTab deployment={d} account={account} onChanged={reload} />
+          </Allowed>
+        )}
       </div>
     </section>
   );

@@ -15,10 +15,13 @@ import { StatusBadge, StatusReason } from '../components/status';
 import { Components, Endpoint, Revisions } from '../components/deployment-bits';
 import { EmptyState } from '../components/empty-state';
 import { FormError } from '../components/form';
+import { useAccess } from '../access';
 
 const REFRESH_MS = 2000;
 
 export function DeploymentListPage() {
+  const access = useAccess();
+  const create = access.may('deployment.manage');
   const [items, setItems] = useState<Deployment[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [progress, setProgress] = useState<Progress | null>(null);
@@ -71,9 +74,16 @@ export function DeploymentListPage() {
       <div className="page-head">
         <h1>Deployments</h1>
         <div className="actions">
-          <a className="button primary" href="#/deployments/new">
-            Create deployment
-          </a>
+          {create ? (
+            <a className="button primary" href="#/deployments/new">
+              Create deployment
+            </a>
+          ) : (
+            // A link cannot be disabled: the button stands in for it, with the reason.
+            <button type="button" className="button primary" disabled title={access.reason('deployment.manage')} data-refused="deployment.manage">
+              Create deployment
+            </button>
+          )}
         </div>
       </div>
       <FormError message={error} />
@@ -86,14 +96,18 @@ export function DeploymentListPage() {
         <EmptyState
           title="No deployments yet"
           action={
-            <>
-              <a className="button primary" href="#/deployments/new/general">
-                Create your first deployment
-              </a>
-              <a className="button" href="#/deployments/new/orchestrated">
-                Or serve a model (orchestrated)
-              </a>
-            </>
+            !create ? (
+              <span className="subtle">{access.reason('deployment.manage')}.</span>
+            ) : (
+              <>
+                <a className="button primary" href="#/deployments/new/general">
+                  Create your first deployment
+                </a>
+                <a className="button" href="#/deployments/new/orchestrated">
+                  Or serve a model (orchestrated)
+                </a>
+              </>
+            )
           }
         >
           Create one to get an HTTPS endpoint: start from a preset (vLLM, SGLang, TGI, Triton, Ollama…) with your command, or name a model and let the platform run it.

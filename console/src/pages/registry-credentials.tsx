@@ -23,6 +23,7 @@ export function RegistryCredentialsPage() {
   const admin = session.account()?.role === 'admin';
   return (
     <CredentialList<RegistryCredential, typeof EMPTY>
+      manage="registry_credential.manage"
       title="Registry credentials"
       intro={
         <>

@@ -13,6 +13,7 @@ const EMPTY: { name: string; role: Role } = { name: '', role: 'member' };
 export function ServiceAccountsPage() {
   return (
     <CredentialList<ServiceAccount, typeof EMPTY>
+      manage="service_account.manage"
       title="Service accounts"
       intro="Platform credentials for people and automation. Admins manage accounts; members do everything else."
       route="/service-accounts"

@@ -18,6 +18,7 @@ export function VaultPage() {
   const { byId, reload: reloadNames } = useDeploymentNames();
   return (
     <CredentialList<VaultToken, typeof EMPTY>
+      manage="token.manage"
       title="Vault tokens"
       intro="Bearer tokens that protect deployed endpoints. They never sign in to this console or the API."
       route={ROUTE}

@@ -14,6 +14,7 @@ import { autoscalerNow } from '../components/autoscaler-now';
 import { CopyButton } from '../components/copy';
 import { Endpoint } from '../components/deployment-bits';
 import { useShownToken } from '../shown-tokens';
+import { Allowed } from '../access';
 import { CA_FILE, callSnippets, clientPemFile, TOKEN_VARIABLE } from '../../../src/domain/call-snippets';
 import { describeTarget } from '../../../src/domain/autoscaling-signal';
 import { rolloutModeOf, sharesOf, splitWords } from '../forms/traffic';
@@ -136,9 +137,11 @@ export function OverviewTab({ d, onChanged }: { d: Deployment; onChanged: () => 
             {d.client_certificate_id !== null ? (
               <>
                 client certificate {d.client_certificate_id}{' '}
-                <button type="button" className="button small" onClick={downloadPem}>
-                  Download .pem
-                </button>
+                <Allowed action="certificate.key" inline>
+                  <button type="button" className="button small" onClick={downloadPem}>
+                    Download .pem
+                  </button>
+                </Allowed>
               </>
             ) : null}
             {pemError && <span className="field-error"> {pemError}</span>}
@@ -230,9 +233,11 @@ export function OverviewTab({ d, onChanged }: { d: Deployment; onChanged: () => 
         {d.client_certificate_id !== null ? (
           <>
             {' '}
-            <button type="button" className="button small" onClick={downloadPem}>
-              Download {pemFile}
-            </button>
+            <Allowed action="certificate.key" inline>
+              <button type="button" className="button small" onClick={downloadPem}>
+                Download {pemFile}
+              </button>
+            </Allowed>
           </>
         ) : null}
         {caError && <span className="field-error"> {caError}</span>}
