@@ -15,7 +15,6 @@ import type { AuditRecord } from '../src/domain/records.js';
 import { killChildren, runToEnd, type ChildRun } from './helpers/child-process.js';
 import { ADMIN_KEY, startControl, type TestControl } from './helpers/control.js';
 import { addMember, addProject } from './helpers/members.js';
-import { addProjectRoutesIfMissing } from './helpers/projects-stand-in.js';
 import { spawnCli } from './helpers/serve-process.js';
 
 let api: TestControl;
@@ -25,7 +24,7 @@ const keys: Record<string, string> = {};
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  api = await startControl({ beforeListen: (app, store) => addProjectRoutesIfMissing(app, store) });
+  api = await startControl();
   await addProject(api.store, 'default');
   await addProject(api.store, 'team-a', [{ subject: 'user:lead@example.com', role: 'owner' }], 8);
   await addProject(api.store, 'team-b');
@@ -53,8 +52,8 @@ describe('infergate projects', () => {
     const ls = await cli(['projects']);
     expect(ls.code, ls.stderr).toBe(0);
     expect(ls.stdout).toMatch(/^NAME\s+ROLE\s+GPU QUOTA\s+GPUS RESERVED\s+CREATED$/m);
-    expect(ls.stdout).toMatch(/^team-a\s+admin\s+8\s+0\s/m);
-    expect(ls.stdout).toMatch(/^team-b\s+admin\s+cluster\s+0\s/m);
+    expect(ls.stdout).toMatch(/^team-a\s+-\s+8\s+0\s/m);
+    expect(ls.stdout).toMatch(/^team-b\s+-\s+cluster\s+0\s/m);
 
     const created = await cli(['projects', 'create', 'team-c', '--gpu-quota', '4']);
     expect(created.code, created.stderr).toBe(0);
@@ -94,7 +93,7 @@ describe('infergate members', () => {
     const rm = await cli(['--project', 'team-a', 'members', 'rm', 'group:ml-platform'], as(keys.ownerA!));
     expect(rm.stdout).toBe('group:ml-platform removed from team-a\n');
     const json = JSON.parse((await cli(['--project', 'team-a', 'members', '-o', 'json'], as(keys.ownerA!))).stdout) as Array<{ subject: string }>;
-    expect(json.map((m) => m.subject)).toEqual(['user:lead@example.com', 'user:alice@example.com']);
+    expect(json.map((m) => m.subject)).toEqual(['user:alice@example.com', 'user:lead@example.com']);
   });
 
   it('a developer reads members but may not change them; another project is not there', async () => {

@@ -45,7 +45,7 @@ export function App() {
   useAccount();
   const chosen = useSyncExternalStore(projectChoice.subscribe, projectChoice.get);
   const account = session.account();
-  if (!account || !session.key()) return <SignInPage />;
+  if (!account || !session.signedIn()) return <SignInPage />;
   return (
     <AccessProvider chosen={chosen}>
       <Frame account={account} />
@@ -61,8 +61,6 @@ function Frame({ account }: { account: NonNullable<ReturnType<typeof session.acc
     const h1 = document.querySelector('main h1');
     document.title = h1?.textContent ? `${h1.textContent} · infergate` : 'infergate console';
   });
-
-  if (!account || !session.signedIn()) return <SignInPage />;
 
   const page = (() => {
     let m: Record<string, string> | null;

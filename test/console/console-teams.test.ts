@@ -11,7 +11,6 @@ import type { AuditRecord } from '../../src/domain/records.js';
 import { browserAvailable, CONSOLE_DIR, ensureConsoleBuilt, launchBrowser, signedInPage } from '../helpers/browser.js';
 import { ADMIN_KEY, startControl, type TestControl } from '../helpers/control.js';
 import { addMember, addProject } from '../helpers/members.js';
-import { addProjectRoutesIfMissing } from '../helpers/projects-stand-in.js';
 
 const run = browserAvailable();
 
@@ -22,7 +21,7 @@ describe.runIf(run)('console: projects and roles in Chromium', { timeout: 60_000
 
   beforeAll(async () => {
     ensureConsoleBuilt();
-    api = await startControl({ consoleDir: CONSOLE_DIR, beforeListen: (app, store) => addProjectRoutesIfMissing(app, store) });
+    api = await startControl({ consoleDir: CONSOLE_DIR });
     await addProject(api.store, 'default', [{ subject: 'group:everyone', role: 'viewer' }]);
     await addProject(api.store, 'team-a', [{ subject: 'user:lead-a@example.com', role: 'owner' }]);
     await addProject(api.store, 'team-b', [{ subject: 'user:lead-b@example.com', role: 'owner' }]);

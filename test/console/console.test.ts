@@ -443,7 +443,10 @@ describe.runIf(run)('web console in Chromium', { timeout: 90_000 }, () => {
     await at('/service-accounts');
     await page.getByRole('heading', { name: 'Service accounts' }).waitFor();
     expect(await page.getByRole('note').textContent()).toBe('only owners may create and delete service accounts; you are a developer.');
-    const status = await page.evaluate(`fetch('/service-accounts', { headers: { authorization: 'Bearer ' + sessionStorage.getItem('infergate.key') } }).then((r) => r.status)`);
+    // A developer may list the project's accounts but not make one.
+    const status = await page.evaluate(
+      `fetch('/service-accounts', { method: 'POST', headers: { authorization: 'Bearer ' + sessionStorage.getItem('infergate.key'), 'content-type': 'application/json' }, body: JSON.stringify({ name: 'nope' }) }).then((r) => r.status)`,
+    );
     expect(status).toBe(403);
   });
 

@@ -4,6 +4,7 @@
 // character: `0` keystrokes, `1` a resize as JSON. Open only while the deployment is ready
 // (Active); otherwise the tab says why. Loaded on demand: xterm.js is the console's largest part.
 
+import { projectChoice } from '../project';
 import { useEffect, useRef, useState } from 'react';
 import { Terminal } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
@@ -67,6 +68,9 @@ function TerminalView({ d, replica }: { d: Deployment; replica: string }) {
     const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
     const q = new URLSearchParams({ cols: String(term.cols), rows: String(term.rows) });
     if (replica) q.set('replica', replica);
+    // A WebSocket cannot carry X-Infergate-Project: the chosen project goes in the query.
+    const project = projectChoice.get();
+    if (project) q.set('project', project);
     const ws = new WebSocket(`${scheme}://${location.host}/deployments/${d.family}/${d.id}/terminal?${q}`, ['infergate.tty.v1', ...websocketProtocols()]);
     ws.onopen = () => {
       setPhase({ state: 'open', replica: replica || 'a ready replica' });
