@@ -79,6 +79,21 @@ describe('infergate projects', () => {
   });
 });
 
+describe('infergate whoami', () => {
+  it('says what the role may and may not do in the project, from the rule table the API enforces', async () => {
+    const dev = await cli(['--project', 'team-a', 'whoami'], as(keys.devA!));
+    expect(dev.code, dev.stderr).toBe(0);
+    expect(dev.stdout).toMatch(/^dev-a \(developer\) in project team-a at /m);
+    const [, may = ''] = /^may: (.*)$/m.exec(dev.stdout) ?? [];
+    const [, mayNot = ''] = /^may not: (.*)$/m.exec(dev.stdout) ?? [];
+    expect(may.split('; ')).toEqual(expect.arrayContaining(['change deployments', 'open a terminal in a replica', "download a certificate's private key"]));
+    expect(mayNot.split('; ')).toEqual(expect.arrayContaining(['manage members and their roles', "read the project's audit log", 'deploy a command that runs on the host']));
+    const admin = await cli(['whoami']);
+    expect(admin.stdout).toMatch(/^may: .*create projects/m);
+    expect(admin.stdout).not.toMatch(/^may not:/m);
+  });
+});
+
 describe('infergate members', () => {
   it('an owner adds, lists and removes members of the project --project names', async () => {
     const add = await cli(['--project', 'team-a', 'members', 'add', 'alice@example.com', '--role', 'developer'], as(keys.ownerA!));

@@ -4,6 +4,7 @@
 // connection, calls the API through ApiClient and prints through output.ts; failures are
 // ClientErrors with their exit codes (errors.ts).
 
+import { ACTION_WORDS, permissionsOf, type ProjectRole } from '../domain/access.js';
 import { Command, Option } from 'commander';
 import { ApiClient, type Json } from './api.js';
 import { nodeRequest } from './http-request.js';
@@ -109,21 +110,28 @@ export function buildProgram(io: ClientIo): Command {
       const key = raw.split('\n')[0]?.trim() ?? '';
       if (key === '') throw new UsageError('no key given: pass --key-file FILE or the key on standard input');
       const client = new ApiClient({ api: apiUrl, key, source: 'login' }, { request: io.request });
-      const me = await client.get<{ name: string; role: string }>('/whoami');
+      const me = await client.get<{ name: string; role: string | null }>('/whoami');
       const saved = readContexts(file);
       saved.contexts[contextName] = { api: apiUrl, key };
       saved.current = contextName;
       writeContexts(file, saved);
-      out.write(`logged in to ${apiUrl} as ${me.name} (${me.role}); saved as context ${contextName} in ${file}\n`);
+      out.write(`logged in to ${apiUrl} as ${me.name} (${me.role ?? 'no role'}); saved as context ${contextName} in ${file}\n`);
     });
 
   program
     .command('whoami')
     .description('the service account the key belongs to')
     .action(async (_opts, cmd: Command) => {
-      const me = await api(cmd).get<{ name: string; role: string | null; id: number; project?: string }>('/whoami');
+      const me = await api(cmd).get<{ name: string; role: ProjectRole | 'admin' | null; admin?: boolean; id: number; project?: string }>('/whoami');
       const where = me.project ? ` in project ${me.project}` : '';
-      printJson(cmd, me, () => out.write(`${me.name} (${me.role ?? 'no role'})${where} at ${resolveConnection(globals(cmd), io.env).api}\n`));
+      printJson(cmd, me, () => {
+        out.write(`${me.name} (${me.role ?? 'no role'})${where} at ${resolveConnection(globals(cmd), io.env).api}\n`);
+        // What the role may do here, from the rule table the API enforces (domain/access.ts).
+        const admin = me.admin === true || me.role === 'admin';
+        const { may, mayNot } = permissionsOf(me.role === 'admin' ? null : me.role, admin);
+        out.write(`may: ${may.map((a) => ACTION_WORDS[a]).join('; ') || 'nothing'}\n`);
+        if (mayNot.length > 0) out.write(`may not: ${mayNot.map((a) => ACTION_WORDS[a]).join('; ')}\n`);
+      });
     });
 
   program

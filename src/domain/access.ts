@@ -229,3 +229,12 @@ export function ruleOfRoute(method: string, fastifyPath: string): RouteRule | un
   const openapi = fastifyPath.replace(/:([A-Za-z_]+)/g, '{$1}');
   return ROUTE_RULES[`${method.toUpperCase()} ${openapi}`];
 }
+
+/**
+ * What a caller may and may not do in a project, in the table's order (`self` left out): what
+ * `infergate whoami` prints, from the same table the API enforces.
+ */
+export function permissionsOf(role: ProjectRole | null, admin: boolean): { may: Action[]; mayNot: Action[] } {
+  const actions = (Object.keys(ACTION_ROLES) as Action[]).filter((a) => a !== 'self');
+  return { may: actions.filter((a) => may(role, admin, a)), mayNot: actions.filter((a) => !may(role, admin, a)) };
+}
