@@ -131,6 +131,10 @@ function auditScenario(name: string, shared: boolean, open: () => Promise<{ stor
       const foreign = await call(keys.ownerB!, 'DELETE', `/vault/tokens/${tokenId}`, { project: 'team-a', requestId: 'req-foreign-delete' });
       expect(foreign.status).toBe(404);
       expect(foreign.body.error.message).toBe('no project named team-a');
+      // Another project's id from the caller's own project: the answer of a missing id, an entry marked refused.
+      const foreignId = await call(keys.ownerB!, 'DELETE', `/vault/tokens/${tokenId}`, { requestId: 'req-foreign-id-delete' });
+      expect(foreignId.status).toBe(404);
+      expect(foreignId.body.error.message).toBe(`token ${tokenId} does not exist`);
       const missing = await call(keys.devA!, 'DELETE', '/vault/tokens/99999', { requestId: 'req-missing-delete' });
       expect(missing.status).toBe(404);
       const anonymous = await call(null, 'DELETE', `/vault/tokens/${tokenId}`, { requestId: 'req-anonymous-delete' });
@@ -154,6 +158,7 @@ function auditScenario(name: string, shared: boolean, open: () => Promise<{ stor
       });
       // The project named was not the caller's to act in: the entry names none, as the answer did.
       expect(of('req-foreign-delete')).toMatchObject({ actor: { name: 'owner-b' }, role: null, project: null, action: 'token.manage', target: { kind: 'token', id: tokenId }, result: 'refused', status: 404 });
+      expect(of('req-foreign-id-delete')).toMatchObject({ actor: { name: 'owner-b' }, role: 'owner', project: 'team-b', action: 'token.manage', target: { kind: 'token', id: tokenId }, result: 'refused', status: 404 });
       expect(of('req-missing-delete')).toMatchObject({ actor: { name: 'dev-a' }, project: 'team-a', target: { kind: 'token', id: 99999 }, result: 'failed', status: 404 });
       expect(of('req-anonymous-delete')).toMatchObject({ actor: { kind: 'anonymous', id: null, name: null }, role: null, project: null, result: 'refused', status: 401 });
       // The token is still there.

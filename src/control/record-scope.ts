@@ -9,7 +9,7 @@ import { notFound } from '../core/errors.js';
 import { projectOf } from '../domain/access.js';
 import type { Kind } from '../domain/records.js';
 import type { Store } from '../store/store.js';
-import type { Principal } from './principal.js';
+import { HiddenByPolicy, type Principal } from './principal.js';
 import { MAX_ID } from './schemas.js';
 
 interface Scoped {
@@ -44,7 +44,8 @@ export async function assertRecordInProject(
   const found = (await store.get(scoped.kind, n))?.value as { project?: string | null; role?: string; family?: string } | undefined;
   if (found === undefined) throw notFound(scoped.what, n);
   if (scoped.family !== undefined && found.family !== scoped.family) throw notFound(scoped.what, n);
+  // The same words as a missing id; the audit log alone tells it was refused by policy.
   // An admin service account belongs to no project: only the admin sees it.
   const visible = scoped.kind === 'service_account' && found.role === 'admin' ? request.principal?.admin === true : projectOf(found) === request.project;
-  if (!visible) throw notFound(scoped.what, n);
+  if (!visible) throw new HiddenByPolicy(notFound(scoped.what, n).message);
 }
