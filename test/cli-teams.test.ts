@@ -79,6 +79,20 @@ describe('infergate projects', () => {
   });
 });
 
+describe('infergate service-accounts', () => {
+  it("an owner makes the project's accounts with a role; only the admin makes an admin account", async () => {
+    const made = await cli(['--project', 'team-a', 'service-accounts', 'create', 'ci-viewer', '--role', 'viewer'], as(keys.ownerA!));
+    expect(made.code, made.stderr).toBe(0);
+    expect(made.stdout).toMatch(/^service account ci-viewer \(viewer of team-a, id \d+\); its key, shown once:\nigk_/);
+    const ls = await cli(['--project', 'team-a', 'service-accounts', 'ls'], as(keys.ownerA!));
+    expect(ls.stdout).toMatch(/^\d+\s+ci-viewer\s+viewer\s+team-a\s/m);
+    const admin = await cli(['--project', 'team-a', 'service-accounts', 'create', 'ops', '--role', 'admin'], as(keys.ownerA!));
+    expect(admin.code).toBe(1);
+    const byAdmin = await cli(['service-accounts', 'create', 'ops', '--role', 'admin']);
+    expect(byAdmin.stdout).toMatch(/^service account ops \(platform admin, id \d+\)/);
+  });
+});
+
 describe('infergate whoami', () => {
   it('says what the role may and may not do in the project, from the rule table the API enforces', async () => {
     const dev = await cli(['--project', 'team-a', 'whoami'], as(keys.devA!));

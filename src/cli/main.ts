@@ -23,12 +23,14 @@ run the service:
   version   print the version
 
 manage deployments through the control API (docs/cli.md):
-  login, whoami             save the API URL and a service-account key; who you are
+  login, whoami             save the API URL and a service-account key (or --sso: sign in as a person); who you are
   apply, diff, create       deployments from a YAML or JSON file, matched by name
   ls, get, describe         what runs, and in full
   logs, exec, wait          replica logs (-f), a shell in a replica, wait until ready
   scale, pause, resume, rollback, clone, delete, revisions, usage
   tokens, certs, service-accounts, clusters, presets, completion
+  projects, members, audit  teams: projects and their GPU quota, who is in one with what role, the audit log
+                            (--project P, or a context's project, chooses the project a command acts in)
 
 infergate serve --help, infergate engine --help and infergate frontend --help list every flag and its environment override;
 infergate image --help lists what it builds;

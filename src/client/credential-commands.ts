@@ -9,6 +9,7 @@
 // certificates carry a cap on the X-Priority class of their requests (--max-priority), set at
 // creation and changed with `update`; tables show it as MAX PRIORITY ("any" for none).
 
+import { PROJECT_ROLES } from '../domain/access.js';
 import type { RegistryCredentialView } from '../domain/api-views.js';
 import { Option, type Command } from 'commander';
 import { PRIORITIES, type Priority } from '../domain/priority.js';
@@ -247,26 +248,32 @@ export function addCredentialCommands(program: Command, kit: Kit): void {
       out.write(`certificate ${c.name} (id ${c.id}): ${c.max_priority ? `requests capped at ${c.max_priority}` : 'no cap'}\n`);
     });
 
-  const accounts = program.command('service-accounts').description('platform credentials (admins only)');
+  const accounts = program.command('service-accounts').description("the project's platform credentials for automation (owners manage them; admin accounts: the admin)");
   accounts
     .command('create <name>')
-    .description('a service account; its key is printed once')
-    .addOption(new Option('--role <role>', 'admin | member').choices(['admin', 'member']).default('member'))
+    .description('a service account of the project (--project) with a role; its key is printed once')
+    .addOption(
+      new Option('--role <role>', 'its role in the project; admin: a platform admin account, made by the admin')
+        .choices([...PROJECT_ROLES, 'admin'])
+        .default('developer'),
+    )
     .action(async (name: string, opts: { role: string }, cmd: Command) => {
-      const a = await api(cmd).call<{ id: number; name: string; role: string; key: string }>('POST', '/service-accounts', { name, role: opts.role });
+      const a = await api(cmd).call<{ id: number; name: string; role: string; project: string | null; key: string }>('POST', '/service-accounts', { name, role: opts.role });
       const f = format(cmd);
       if (f === 'json' || f === 'yaml') return print(a, f, out, [], () => '');
-      out.write(`service account ${a.name} (${a.role}, id ${a.id}); its key, shown once:\n${a.key}\n`);
+      const where = a.project === null ? 'platform admin' : `${a.role} of ${a.project}`;
+      out.write(`service account ${a.name} (${where}, id ${a.id}); its key, shown once:\n${a.key}\n`);
     });
   accounts
     .command('ls')
     .description('service accounts')
     .action(async (_opts, cmd: Command) => {
-      const items = await listAll<{ id: number; name: string; role: string; created_at: string }>(api(cmd), '/service-accounts');
+      const items = await listAll<{ id: number; name: string; role: string; project: string | null; created_at: string }>(api(cmd), '/service-accounts');
       print(items, format(cmd), out, [
         { header: 'ID', value: (a) => String(a.id) },
         { header: 'NAME', value: (a) => a.name },
         { header: 'ROLE', value: (a) => a.role },
+        { header: 'PROJECT', value: (a) => a.project ?? '(platform)' },
         { header: 'CREATED', value: (a) => a.created_at },
       ], (a) => a.name);
     });

@@ -53,7 +53,7 @@ export const EXAMPLES: Record<string, string[]> = {
   'certs revoke': ['infergate certs revoke 2'],
   'certs update': ['infergate certs update 2 --max-priority critical'],
   'service-accounts': ['infergate service-accounts ls'],
-  'service-accounts create': ['infergate service-accounts create ci --role member'],
+  'service-accounts create': ['infergate --project team-a service-accounts create ci --role developer', 'infergate service-accounts create ops --role admin'],
   'service-accounts ls': ['infergate service-accounts ls'],
   'service-accounts rm': ['infergate service-accounts rm 4'],
   projects: ['infergate projects', 'infergate projects -o json'],
