@@ -4,17 +4,12 @@
 // the interval given (slower when told to slow down) until the person has confirmed, and
 // hands back the session and refresh tokens to save in the context.
 
+import type { DeviceView } from '../domain/api-views.js';
 import { ApiRefusal, UsageError } from './errors.js';
 import type { Requester } from './http-request.js';
 
-interface DeviceStart {
-  device_code: string;
-  user_code: string;
-  verification_uri: string;
-  verification_uri_complete: string | null;
-  expires_in: number;
-  interval: number;
-}
+/** What POST /auth/device answers. */
+type DeviceStart = DeviceView;
 
 export interface SsoSession {
   session_token: string;

@@ -498,3 +498,17 @@ export interface ListPage<T> extends Items<T> {
   continue?: string;
   remaining_item_count?: number;
 }
+
+/** The CLI's device sign-in as POST /auth/device starts it. */
+export const DeviceResponse = Type.Object(
+  {
+    device_code: Type.String({ description: 'opaque: pass it to POST /auth/device/token' }),
+    user_code: Type.String(),
+    verification_uri: Type.String(),
+    verification_uri_complete: Type.Union([Type.String(), Type.Null()]),
+    expires_in: Type.Integer(),
+    interval: Type.Integer({ description: 'seconds between polls' }),
+  },
+  { additionalProperties: false },
+);
+export type DeviceView = Static<typeof DeviceResponse>;

@@ -7,6 +7,7 @@
 // Authorization header, expiry, CSRF on cookie mutations, the Origin of a cookie WebSocket,
 // and the roles from the projects' member lists as they are now.
 
+import type { DeviceView } from '../domain/api-views.js';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.js';
 import { PlatformError } from '../core/errors.js';
@@ -54,14 +55,8 @@ export interface CliSession {
   user: { id: number; email: string | null; name: string | null; groups: string[] };
 }
 
-export interface DeviceAnswer {
-  device_code: string;
-  user_code: string;
-  verification_uri: string;
-  verification_uri_complete: string | null;
-  expires_in: number;
-  interval: number;
-}
+/** What POST /auth/device answers (the schema in domain/api-views.ts). */
+export type DeviceAnswer = DeviceView;
 
 /** A device grant not yet done: RFC 8628's error codes, answered 400. */
 export class DevicePending extends Error {

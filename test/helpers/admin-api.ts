@@ -8,10 +8,11 @@ export interface ApiResponse {
   body: any; // eslint-disable-line @typescript-eslint/no-explicit-any -- test convenience: tests read fields of many views
 }
 
-/** One call to the API at `baseUrl`; `key` null sends no credentials. */
-export async function apiCall(baseUrl: string, key: string | null, method: string, route: string, body?: unknown): Promise<ApiResponse> {
+/** One call to the API at `baseUrl`; `key` null sends no credentials; `project`, when given, is sent as X-Infergate-Project. */
+export async function apiCall(baseUrl: string, key: string | null, method: string, route: string, body?: unknown, project?: string): Promise<ApiResponse> {
   const headers: Record<string, string> = {};
   if (key !== null) headers.authorization = `Bearer ${key}`;
+  if (project !== undefined) headers['x-infergate-project'] = project;
   let payload: string | undefined;
   if (body !== undefined) {
     headers['content-type'] = 'application/json';

@@ -6,7 +6,7 @@
 // project with X-Infergate-Project.
 
 import { expect } from 'vitest';
-import type { ApiResponse } from './admin-api.js';
+import { apiCall, type ApiResponse } from './admin-api.js';
 import { ADMIN_KEY, generalBody, type TestControl } from './control.js';
 
 export const A = 'team-a';
@@ -35,21 +35,8 @@ export interface TwoProjects {
 }
 
 /** One call with a key and, when given, X-Infergate-Project. */
-export async function callAs(url: string, key: string, method: string, path: string, body?: unknown, project?: string): Promise<ApiResponse> {
-  const headers: Record<string, string> = { authorization: `Bearer ${key}` };
-  if (project !== undefined) headers['x-infergate-project'] = project;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  let parsed: unknown = undefined;
-  if (text) {
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = text;
-    }
-  }
-  return { status: res.status, headers: res.headers, body: parsed };
+export function callAs(url: string, key: string, method: string, path: string, body?: unknown, project?: string): Promise<ApiResponse> {
+  return apiCall(url, key, method, path, body, project);
 }
 
 const ok = (res: ApiResponse, status: number) => {

@@ -8,6 +8,7 @@ import { PlatformError } from '../../core/errors.js';
 import { Type } from '../../core/typebox.js';
 import { DevicePending, type IdentityService } from '../../identity/identity.js';
 import type { ControlApp, ControlContext } from '../context.js';
+import { DeviceResponse } from '../../domain/api-views.js';
 import { ErrorResponse } from '../schemas.js';
 
 const AuthConfigResponse = Type.Object(
@@ -15,18 +16,6 @@ const AuthConfigResponse = Type.Object(
     enabled: Type.Boolean(),
     provider_name: Type.Union([Type.String(), Type.Null()]),
     login_url: Type.Union([Type.String(), Type.Null()]),
-  },
-  { additionalProperties: false },
-);
-
-const DeviceResponse = Type.Object(
-  {
-    device_code: Type.String({ description: 'opaque: pass it to POST /auth/device/token' }),
-    user_code: Type.String(),
-    verification_uri: Type.String(),
-    verification_uri_complete: Type.Union([Type.String(), Type.Null()]),
-    expires_in: Type.Integer(),
-    interval: Type.Integer({ description: 'seconds between polls' }),
   },
   { additionalProperties: false },
 );
