@@ -93,6 +93,7 @@ class FakeReplica implements ReplicaHandle {
 
 class FakeRuntime implements Runtime {
   readonly description = 'fake';
+  readonly replicasOutliveService = false;
   readonly started: FakeReplica[] = [];
   readonly reaped: string[] = [];
   async adopt(_leftover: LeftoverReplica, _request: ReplicaRequest): Promise<ReplicaHandle | null> {
@@ -1142,6 +1143,7 @@ describe('Controller: work follows change', () => {
     const calls: number[] = [];
     const runtimeCounted: Runtime = {
       description: inner.description,
+      replicasOutliveService: inner.replicasOutliveService,
       start: (request) => {
         calls.push(request.deploymentId);
         return inner.start(request);
