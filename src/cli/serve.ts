@@ -116,6 +116,28 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     const monitor = new StoreMonitor(store, registry, logger.child({ component: 'store' }));
     monitor.start();
     closers.push(() => monitor.stop());
+    // The gateway first: it routes by the store's records alone, so after a restart it answers
+    // for replicas left running while the sandbox is probed and the Docker daemon asked (which
+    // may take seconds). It closes last (closers run in reverse), after the replicas drained.
+    let gateway: LocalGateway | null = null;
+    let workers: GatewayWorkers | null = null;
+    if (config.role !== 'control' && config.gatewayWorkers > 1) {
+      // The gateway runs in worker processes; this one keeps the control role, if it has it.
+      workers = new GatewayWorkers({ config, count: config.gatewayWorkers, logger: logger.child({ component: 'gateway-workers' }), registry });
+      const running = workers;
+      // Issued here, before forking, so the workers read one certificate instead of racing to write it.
+      const certificate = await gatewayCertificate(config, shared.ca);
+      closers.push(() => running.stop());
+      const port = await running.start();
+      shared.registries.addOwnPort(port);
+      logger.info({ pids: running.pids() }, 'gateway workers started');
+      lines.push(...gatewayBanner(config, port, certificate.operator, config.gatewayWorkers));
+    } else if (config.role !== 'control') {
+      const started = await startGateway(shared);
+      shared.registries.addOwnPort(started.port);
+      gateway = { gateway: started.gateway, publisher: started.publisher };
+      lines.push(...started.lines);
+    }
     // The control API opens terminals in the controller's replicas; the controller starts later.
     const shells: LateShells = {
       controller: null,
@@ -164,25 +186,6 @@ export async function serve(config: Config, out: (line: string) => void): Promis
         containers: chosen?.kind === 'docker',
       };
       lines.push(...(await startControl(shared, shells, hostCommands, activity, revisionMetrics)));
-    }
-    let gateway: LocalGateway | null = null;
-    let workers: GatewayWorkers | null = null;
-    if (config.role !== 'control' && config.gatewayWorkers > 1) {
-      // The gateway runs in worker processes; this one keeps the control role, if it has it.
-      workers = new GatewayWorkers({ config, count: config.gatewayWorkers, logger: logger.child({ component: 'gateway-workers' }), registry });
-      const running = workers;
-      // Issued here, before forking, so the workers read one certificate instead of racing to write it.
-      const certificate = await gatewayCertificate(config, shared.ca);
-      closers.push(() => running.stop());
-      const port = await running.start();
-      shared.registries.addOwnPort(port);
-      logger.info({ pids: running.pids() }, 'gateway workers started');
-      lines.push(...gatewayBanner(config, port, certificate.operator, config.gatewayWorkers));
-    } else if (config.role !== 'control') {
-      const started = await startGateway(shared);
-      shared.registries.addOwnPort(started.port);
-      gateway = { gateway: started.gateway, publisher: started.publisher };
-      lines.push(...started.lines);
     }
     // The controller and its runtime live with the control role: one per store.
     if (chosen !== null) shells.controller = await startController(shared, gateway, chosen.runtime, activity, revisionMetrics);
