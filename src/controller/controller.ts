@@ -386,6 +386,12 @@ export class Controller {
   private async release(o: Owned): Promise<void> {
     this.account(o);
     await o.writes;
+    // The start that takes it back counts its lifetime on from here: the time between the two
+    // processes is counted too (it held its GPUs), and nothing twice.
+    const until = new Date(o.accountedAt).toISOString();
+    await modify(this.store, 'replica', o.recordId, (r) => ({ ...r, counted_until: until })).catch((err: Error) =>
+      this.opts.logger.warn({ err, replica: o.handle.name }, 'could not record up to when a replica left running was counted; the next start counts it from its own start'),
+    );
     await o.handle.release?.().catch((err: Error) => this.opts.logger.warn({ err, replica: o.handle.name }, 'releasing a replica failed'));
     this.owned.delete(o.recordId);
   }
@@ -477,7 +483,9 @@ export class Controller {
     if (plan === undefined || part === null) return null;
     const handle = await this.opts.runtime.adopt({ name: r.name, pid: r.pid, restarts: r.restarts }, await this.completeRequest(d, plan, spec, part));
     if (handle === null) return null;
-    this.own(d, plan, r.revision, r.id, handle);
+    // Left running by a clean stop: counted from where that stop counted it to (after a kill, from now).
+    const countedUntil = r.counted_until ? Date.parse(r.counted_until) : NaN;
+    this.own(d, plan, r.revision, r.id, handle, Number.isFinite(countedUntil) ? Math.min(countedUntil, this.opts.clock.now()) : undefined);
     this.opts.logger.info({ deployment: d.name, replica: r.name }, 'took back a replica left running by an earlier run');
     return handle;
   }
@@ -1044,7 +1052,7 @@ export class Controller {
   }
 
   /** Runs `handle` as the replica of record `recordId`: its observations are written to the record from now on. */
-  private own(d: DeploymentRecord, plan: ComponentPlan, revision: number, recordId: number, handle: ReplicaHandle): void {
+  private own(d: DeploymentRecord, plan: ComponentPlan, revision: number, recordId: number, handle: ReplicaHandle, countedFrom?: number): void {
     const first = handle.observe();
     const owned: Owned = {
       recordId,
@@ -1055,7 +1063,7 @@ export class Controller {
       retiring: false,
       abandoned: false,
       gpus: plan.gpus,
-      accountedAt: this.opts.clock.now(),
+      accountedAt: countedFrom ?? this.opts.clock.now(),
       writes: Promise.resolve(),
       unsaved: false,
       seen: first,
@@ -1099,8 +1107,12 @@ export class Controller {
         current.restarts === observed.restarts &&
         current.pid === observed.pid &&
         JSON.stringify(current.metrics_target) === JSON.stringify(observed.metrics_target) &&
-        (current.detail ?? null) === observed.detail;
-      return same ? undefined : { ...current, ...observed, updated_at: isoNow(this.opts.clock) };
+        (current.detail ?? null) === observed.detail &&
+        // A replica taken back after a clean stop: its counting mark goes once this run counts it.
+        (current.counted_until ?? null) === null;
+      if (same) return undefined;
+      const { counted_until: _counted, ...rest } = current;
+      return { ...rest, ...observed, updated_at: isoNow(this.opts.clock) };
     };
     owned.writes = owned.writes
       .then(() => modify(this.store, 'replica', owned.recordId, next))
