@@ -1,6 +1,7 @@
 // `infergate serve` restarted: deployments come back ready on the same data dir, and no
 // replica process outlives the service — after SIGTERM (it stops them) and after SIGKILL
-// (the kernel's parent-death signal stops them), checked in the process list.
+// (the kernel's parent-death signal stops them), checked in the process list; the start-up and
+// stop lines say a stop drains them.
 
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
@@ -42,7 +43,10 @@ describe('restarting infergate serve', () => {
     await first.waitFor(id, twoReady, 30_000, 'keep ready');
     expect(replicaMains(dirs.dataDir)).toHaveLength(2);
 
+    // The local runtime's replicas are processes of the service: a stop drains them, and says so.
+    expect(first.serve.output()).toMatch(/at a stop \(SIGTERM\), every replica is drained and stopped: under the local runtime replicas are processes of this service/);
     expect(await first.stop()).toBe(0);
+    expect(first.serve.output()).toMatch(/infergate: 2 replicas drained and stopped/);
     expect(replicaProcesses(dirs.dataDir)).toEqual([]);
 
     const second = await start();

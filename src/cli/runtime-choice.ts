@@ -1,6 +1,8 @@
 // Owns which replica runtime `serve` uses (`--runtime local|docker|auto`) and its making:
 // auto takes Docker when a daemon answers (DOCKER_HOST, else /var/run/docker.sock), else the
-// local runtime, and the start-up line says which and why. The Docker runtime gets its
+// local runtime, and the start-up line says which and why — and what a stop does to the
+// replicas (stopLine, stoppedLine: the Docker runtime leaves its containers running unless
+// --drain-on-stop; the local runtime's processes always stop with the service). The Docker runtime gets its
 // network, the daemon's CPU count for limits, this host's GPUs (`--gpus`, else nvidia-smi)
 // and the reference engine image's name; the local runtime stays inside it for what does not
 // run in containers. Both are named with the service's scope (its containers and network, its
@@ -24,8 +26,35 @@ export interface ChosenRuntime {
   kind: 'local' | 'docker';
   /** The start-up line: which runtime, and why. */
   line: string;
-  /** At a clean stop, after the controller has stopped the replicas (Docker: the network goes unless containers remain). */
-  close(): Promise<void>;
+  /**
+   * At a clean stop, after the controller has stopped or released the replicas (Docker: the
+   * network goes unless containers remain; `kept` replicas left running keep it).
+   */
+  close(kept?: number): Promise<void>;
+}
+
+/** Whether a clean stop leaves the replicas running: a runtime whose replicas outlive the service, without --drain-on-stop. */
+export function keepsReplicasOnStop(runtime: Runtime, config: Pick<Config, 'drainOnStop'>): boolean {
+  return runtime.replicasOutliveService && !config.drainOnStop;
+}
+
+/** The start-up line: what a stop of this service does to its replicas. */
+export function stopLine(chosen: Pick<ChosenRuntime, 'runtime' | 'kind'>, config: Pick<Config, 'drainOnStop'>): string {
+  if (keepsReplicasOnStop(chosen.runtime, config)) {
+    return 'infergate: at a stop (SIGTERM), replicas keep running and serving; the next start on this store takes them back (--drain-on-stop drains them instead)';
+  }
+  if (chosen.runtime.replicasOutliveService) return 'infergate: at a stop (SIGTERM), every replica is drained and removed (--drain-on-stop)';
+  return `infergate: at a stop (SIGTERM), every replica is drained and stopped: under the ${chosen.kind} runtime replicas are processes of this service and stop with it`;
+}
+
+/** The line a clean stop ends with: how many replicas keep running for the next start, or were drained. */
+export function stoppedLine(outcome: { kept: number; drained: number }): string {
+  const replicas = (n: number) => `${n} replica${n === 1 ? '' : 's'}`;
+  if (outcome.kept > 0) {
+    const drained = outcome.drained > 0 ? ` (${replicas(outcome.drained)} drained)` : '';
+    return `infergate: ${replicas(outcome.kept)} keep running${drained}; the next start of infergate serve on this store takes them back (--drain-on-stop drains them at a stop)`;
+  }
+  return `infergate: ${replicas(outcome.drained)} drained and stopped`;
 }
 
 const nothingToClose = (): Promise<void> => Promise.resolve();
@@ -82,5 +111,5 @@ export async function chooseRuntime(config: Config, images: ImageMap, sandbox: S
     subnet: config.dockerSubnet,
   });
   const why = config.runtime === 'auto' ? `auto: Docker Engine ${answer.version} answers at ${dockerEndpoint(docker)}` : `--runtime docker, Docker Engine ${answer.version}`;
-  return { runtime, kind: 'docker', line: `infergate: runtime docker (${why}): ${runtime.description}; GPUs from ${found.source}`, close: () => runtime.close() };
+  return { runtime, kind: 'docker', line: `infergate: runtime docker (${why}): ${runtime.description}; GPUs from ${found.source}`, close: (kept) => runtime.close(kept) };
 }

@@ -1,8 +1,10 @@
 // Owns `infergate serve`: the composition root that wires config, store, control API,
 // gateway (in this process, or in --gateway-workers processes), controller with its local
 // runtime, and the metrics listener (with replica service discovery) together, prints where
-// everything is, and shuts down cleanly on SIGINT/SIGTERM (replicas drained and stopped
-// first). Wiring only — behaviour lives in the modules it composes.
+// everything is, and shuts down cleanly on SIGINT/SIGTERM: the Docker runtime's replicas are
+// left running for the next start (their network and the replica directories' mounts with
+// them) unless --drain-on-stop, the local runtime's are drained and stopped first. Wiring only
+// — behaviour lives in the modules it composes.
 
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -35,7 +37,7 @@ import { replicaTargetGroups, SERVICE_DISCOVERY_PATH } from '../metrics/service-
 import { guardReplicaDirs, tightenDir } from '../runtime/host-dirs.js';
 import { runtimeDirs } from '../runtime/local-runtime.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { chooseRuntime } from './runtime-choice.js';
+import { chooseRuntime, keepsReplicasOnStop, stopLine, stoppedLine } from './runtime-choice.js';
 import { detectSandbox } from '../runtime/sandbox-probe.js';
 import { detectReplicaNetwork } from '../runtime/pods.js';
 import { selfCommand } from './self-command.js';
@@ -98,6 +100,8 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       config,
       store,
       logger,
+      out,
+      kept: { replicas: 0 },
       closers,
       registry: createRegistry(),
       usage,
@@ -112,6 +116,28 @@ export async function serve(config: Config, out: (line: string) => void): Promis
     const monitor = new StoreMonitor(store, registry, logger.child({ component: 'store' }));
     monitor.start();
     closers.push(() => monitor.stop());
+    // The gateway first: it routes by the store's records alone, so after a restart it answers
+    // for replicas left running while the sandbox is probed and the Docker daemon asked (which
+    // may take seconds). It closes last (closers run in reverse), after the replicas drained.
+    let gateway: LocalGateway | null = null;
+    let workers: GatewayWorkers | null = null;
+    if (config.role !== 'control' && config.gatewayWorkers > 1) {
+      // The gateway runs in worker processes; this one keeps the control role, if it has it.
+      workers = new GatewayWorkers({ config, count: config.gatewayWorkers, logger: logger.child({ component: 'gateway-workers' }), registry });
+      const running = workers;
+      // Issued here, before forking, so the workers read one certificate instead of racing to write it.
+      const certificate = await gatewayCertificate(config, shared.ca);
+      closers.push(() => running.stop());
+      const port = await running.start();
+      shared.registries.addOwnPort(port);
+      logger.info({ pids: running.pids() }, 'gateway workers started');
+      lines.push(...gatewayBanner(config, port, certificate.operator, config.gatewayWorkers));
+    } else if (config.role !== 'control') {
+      const started = await startGateway(shared);
+      shared.registries.addOwnPort(started.port);
+      gateway = { gateway: started.gateway, publisher: started.publisher };
+      lines.push(...started.lines);
+    }
     // The control API opens terminals in the controller's replicas; the controller starts later.
     const shells: LateShells = {
       controller: null,
@@ -132,7 +158,8 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       // Unmounted after the controller has stopped every replica (closers run in reverse).
       const { replicasDir, cacheDir } = runtimeDirs(config.dataDir);
       const guard = await guardReplicaDirs([replicasDir, cacheDir], logger.child({ component: 'runtime' }));
-      closers.push(() => guard.release());
+      // Kept mounted while replicas left running write there (as after a kill -9: the next start reuses the mounts).
+      closers.push(() => (shared.kept.replicas > 0 ? Promise.resolve() : guard.release()));
       lines.push(...guard.lines);
     }
     // Pods need the sandbox's root (nothing else keeps a replica in its namespace).
@@ -146,8 +173,9 @@ export async function serve(config: Config, out: (line: string) => void): Promis
       lines.push(chosen.line);
       // Under Docker every replica is a container: the local runtime's pods do not apply.
       if (chosen.kind === 'local' && network !== null) lines.push(...network.lines);
-      // Pushed before the controller's step, so it runs after the replicas are stopped.
-      closers.push(() => chosen.close());
+      // Pushed before the controller's step, so it runs after the replicas are stopped (or left running).
+      closers.push(() => chosen.close(shared.kept.replicas));
+      lines.push(stopLine(chosen, config));
     }
     if (chosen?.kind === 'docker') lines.push(`infergate: the daemon pulls from ${registriesWords(config.registries)} (--registries)`);
     if (config.role !== 'gateway') {
@@ -158,25 +186,6 @@ export async function serve(config: Config, out: (line: string) => void): Promis
         containers: chosen?.kind === 'docker',
       };
       lines.push(...(await startControl(shared, shells, hostCommands, activity, revisionMetrics)));
-    }
-    let gateway: LocalGateway | null = null;
-    let workers: GatewayWorkers | null = null;
-    if (config.role !== 'control' && config.gatewayWorkers > 1) {
-      // The gateway runs in worker processes; this one keeps the control role, if it has it.
-      workers = new GatewayWorkers({ config, count: config.gatewayWorkers, logger: logger.child({ component: 'gateway-workers' }), registry });
-      const running = workers;
-      // Issued here, before forking, so the workers read one certificate instead of racing to write it.
-      const certificate = await gatewayCertificate(config, shared.ca);
-      closers.push(() => running.stop());
-      const port = await running.start();
-      shared.registries.addOwnPort(port);
-      logger.info({ pids: running.pids() }, 'gateway workers started');
-      lines.push(...gatewayBanner(config, port, certificate.operator, config.gatewayWorkers));
-    } else if (config.role !== 'control') {
-      const started = await startGateway(shared);
-      shared.registries.addOwnPort(started.port);
-      gateway = { gateway: started.gateway, publisher: started.publisher };
-      lines.push(...started.lines);
     }
     // The controller and its runtime live with the control role: one per store.
     if (chosen !== null) shells.controller = await startController(shared, gateway, chosen.runtime, activity, revisionMetrics);
@@ -208,6 +217,10 @@ interface Shared {
   config: Config;
   store: Store;
   logger: Logger;
+  /** Where the banner and the stop's own line go (stdout). */
+  out: (line: string) => void;
+  /** Replicas the controller left running at its stop: their network and directories' mounts stay for them. */
+  kept: { replicas: number };
   /** Shutdown steps, run in reverse order. */
   closers: Closers;
   registry: Registry;
@@ -314,7 +327,7 @@ async function startController(
   activity: ActivityRecorder | null,
   revisionMetrics: LateRevisionMetrics | null,
 ): Promise<Controller> {
-  const { config, store, logger, closers, registry, usage, catalog } = shared;
+  const { config, store, logger, closers, registry, usage, catalog, out } = shared;
   const settings = settingsOf(config);
   const sealer = sealerOf(shared);
   const { logsDir, cacheDir } = runtimeDirs(config.dataDir);
@@ -376,6 +389,7 @@ async function startController(
     unseal: (sealed) => sealer.unseal(sealed),
     leftovers: new LocalLeftovers({ store, dirs: [logsDir, workersDir, cacheDir], usage }),
     logsDir,
+    keepOnStop: keepsReplicasOnStop(runtime, config),
     ...(autoscaler ? { autoscaled: (id: number, revision: number | null) => autoscaler.desiredFor(id, revision) } : {}),
   });
   const running = controller;
@@ -393,7 +407,9 @@ async function startController(
   await running.start();
   closers.push(async () => {
     await autoscaler.stop();
-    await running.stop();
+    const outcome = await running.stop();
+    shared.kept.replicas = outcome.kept;
+    if (outcome.kept + outcome.drained > 0) out(stoppedLine(outcome));
   });
   return running;
 }

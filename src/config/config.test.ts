@@ -23,6 +23,7 @@ describe('serve config', () => {
       gpuRequest: 'nvidia',
       engineImage: null,
       dockerSubnet: null,
+      drainOnStop: false,
       gpuQuota: 32,
       adminKey: null,
     });
@@ -107,6 +108,8 @@ describe('serve config', () => {
     expect(parse(['--gpu-request', 'cdi']).gpuRequest).toBe('cdi');
     expect(() => parse(['--gpu-request', 'amd'])).toThrow(/--gpu-request/);
     expect(parse(['--engine-image', 'registry.example.com/infergate/engine:1']).engineImage).toBe('registry.example.com/infergate/engine:1');
+    expect(parse(['--drain-on-stop']).drainOnStop).toBe(true);
+    expect(parse([], { INFERGATE_DRAIN_ON_STOP: '1' }).drainOnStop).toBe(true);
   });
 
   it("takes the Docker network's subnet as an IPv4 network address in CIDR form, by flag or environment", () => {

@@ -51,6 +51,12 @@ export interface Config extends Tunables {
   registries: string[];
   /** `--docker-subnet`: the IPv4 subnet of the Docker runtime's network; null: from the daemon's default pools. */
   dockerSubnet: string | null;
+  /**
+   * `--drain-on-stop`: a clean stop drains and removes every replica. Off: the Docker runtime's
+   * containers keep running through a stop and the next start takes them back (the local
+   * runtime's replicas, processes of the service, stop with it either way).
+   */
+  drainOnStop: boolean;
   /** The reference engine image the Docker runtime runs for known engine images on a host without GPUs; null: infergate/engine:<version>. */
   engineImage: string | null;
   catalogFile: string | null;
@@ -198,6 +204,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv, cwd = p
     gpuRequest: f.oneOf('gpu-request', ['nvidia', 'cdi'] as const),
     registries: registries.list,
     dockerSubnet: parseDockerSubnet(pick('docker-subnet')),
+    drainOnStop: f.enabled('drain-on-stop'),
     engineImage: orNull(pick('engine-image')),
     catalogFile: resolve(orNull(pick('catalog'))),
     imageMapFile: resolve(orNull(pick('image-map'))),

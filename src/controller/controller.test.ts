@@ -93,6 +93,7 @@ class FakeReplica implements ReplicaHandle {
 
 class FakeRuntime implements Runtime {
   readonly description = 'fake';
+  readonly replicasOutliveService: boolean = false;
   readonly started: FakeReplica[] = [];
   readonly reaped: string[] = [];
   async adopt(_leftover: LeftoverReplica, _request: ReplicaRequest): Promise<ReplicaHandle | null> {
@@ -116,6 +117,27 @@ class FakeRuntime implements Runtime {
   }
 }
 
+/** Containers, as far as the controller can tell: released at a stop, taken back by name. */
+class Outliving extends FakeRuntime {
+  override readonly replicasOutliveService = true;
+  readonly released: string[] = [];
+  readonly leftRunning = new Map<string, FakeReplica>();
+  override start(request: ReplicaRequest): ReplicaHandle {
+    const r = super.start(request) as FakeReplica;
+    return Object.assign(r, {
+      release: async () => {
+        this.released.push(r.name);
+        this.leftRunning.set(r.name, r);
+      },
+    });
+  }
+  override async adopt(leftover: LeftoverReplica): Promise<ReplicaHandle | null> {
+    const r = this.leftRunning.get(leftover.name);
+    if (r === undefined) return null;
+    r.restarts = leftover.restarts;
+    return r;
+  }
+}
 let dir: string;
 /** The store's clock: leases expire only as a test steps it. */
 let storeClock: ManualClock;
@@ -353,6 +375,72 @@ describe('Controller', () => {
     await store.delete('deployment', id);
     await expect.poll(() => live().length).toBe(0);
     await expect.poll(async () => (await replicaRecords()).length).toBe(0);
+  });
+
+  it('keepOnStop on a runtime whose replicas outlive it: a stop releases them with their records and the lease; the next controller takes them back, restart counts carried, nothing started', async () => {
+    const outliving = new Outliving();
+    const id = await deploy(2);
+    const first = controller({ runtime: outliving, keepOnStop: true });
+    await first.start();
+    await expect.poll(() => outliving.started.length).toBe(2);
+    for (const r of outliving.started) r.set('ready');
+    outliving.started[0]!.crash(1);
+    outliving.started[0]!.set('ready');
+    await expect.poll(async () => (await replicaRecords()).map((r) => [r.state, r.restarts])).toEqual([['ready', 1], ['ready', 0]]);
+    const before = await replicaRecords();
+
+    const stoppedAt = Date.now();
+    expect(await first.stop()).toEqual({ kept: 2, drained: 0 });
+    expect(outliving.released.sort()).toEqual(before.map((r) => r.name).sort());
+    expect(outliving.started.filter((r) => r.stopped)).toEqual([]);
+    // The records stay as they were (gateways keep routing to the replicas meanwhile), marked with up to when their lifetimes were counted.
+    const kept = await replicaRecords();
+    expect(kept.map(({ counted_until: _, updated_at: __, ...r }) => r)).toEqual(before.map(({ updated_at: __, ...r }) => r));
+    for (const r of kept) expect(Math.abs(Date.parse(r.counted_until!) - stoppedAt)).toBeLessThan(2000);
+
+    // The lease was released: the next controller acts at once, with no wait for it to run out.
+    const second = controller({ runtime: outliving, keepOnStop: true });
+    await second.start();
+    await second.settled();
+    expect(second.isLeader).toBe(true);
+    expect(outliving.started).toHaveLength(2);
+    expect(outliving.reaped).toEqual([]);
+    // Taken back: the mark goes once this controller counts them; all else as before.
+    await expect.poll(async () => (await replicaRecords()).map((r) => r.counted_until ?? null)).toEqual([null, null]);
+    expect((await replicaRecords()).map(({ updated_at: _, ...r }) => r)).toEqual(before.map(({ updated_at: _, ...r }) => r));
+    expect((await get(id)).status).toBe('ready');
+  });
+
+  it('a replica left running is counted in the usage ledger across the gap between the two processes, and nothing twice', async () => {
+    const clock = new ManualClock(Date.parse('2026-11-23T10:00:00.000Z'));
+    const ledger = new UsageLedger(store);
+    const outliving = new Outliving();
+    const id = await deploy(2);
+    const first = controller({ runtime: outliving, keepOnStop: true, clock, usage: ledger, gpusPerReplica: () => 1 });
+    await first.start();
+    await expect.poll(() => outliving.started.length).toBe(2);
+    for (const r of outliving.started) r.set('ready');
+    clock.advance(10_000);
+    await first.stop();
+    clock.advance(5_000); // no control process runs; the containers do
+    const second = controller({ runtime: outliving, keepOnStop: true, clock, usage: ledger, gpusPerReplica: () => 1 });
+    await second.start();
+    await second.settled();
+    clock.advance(5_000);
+    await second.stop();
+    await ledger.flush();
+    expect((await store.list('usage')).find((u) => u.value.deployment_id === id)?.value).toMatchObject({ gpu_seconds: 40, replica_seconds: { Replica: 40 } });
+  });
+
+  it('without keepOnStop, or on a runtime whose replicas die with the service, a stop drains them all', async () => {
+    await deploy(1);
+    const plain = controller({ keepOnStop: true });
+    await plain.start();
+    await expect.poll(() => runtime.started.length).toBe(1);
+    runtime.started[0]!.set('ready');
+    expect(await plain.stop()).toEqual({ kept: 0, drained: 1 });
+    expect(runtime.started[0]!.stopped).toBe(true);
+    expect(await replicaRecords()).toEqual([]);
   });
 
   it('stands by while another controller holds the lease', async () => {
@@ -1142,6 +1230,7 @@ describe('Controller: work follows change', () => {
     const calls: number[] = [];
     const runtimeCounted: Runtime = {
       description: inner.description,
+      replicasOutliveService: inner.replicasOutliveService,
       start: (request) => {
         calls.push(request.deploymentId);
         return inner.start(request);

@@ -23,8 +23,11 @@
 // replicas runs, whatever state it was deleted in: a deletion is seen from its change-feed
 // event (or, after a cut, from the full pass), directories are listed only when the lease is
 // taken, and the store's usage rows are scanned at their own slow interval. After a restart it
-// reaps what the previous run left and brings every deployment back. It acts only while it
-// holds the store's `controller` lease, so a second control process on a shared store stands by.
+// takes back what the previous run left running (reaping the rest) and brings every deployment
+// back. A clean stop drains every replica, or, with `keepOnStop` and a runtime whose replicas
+// outlive the service (containers), releases them running with their records, so gateways
+// keep routing to them and the next start takes them back. It acts only while it holds the
+// store's `controller` lease, so a second control process on a shared store stands by.
 
 import { containerCapabilitiesOf } from '../domain/container-capabilities.js';
 import { COMPONENT, FRONTEND_WORKERS_POLL_MS, routedComponent, usesGpuInstance } from '../domain/components.js';
@@ -117,6 +120,19 @@ export interface ControllerOptions {
   leaseTtlMs?: number;
   /** Where replicas' logs are: a crash-looping replica's last line goes into its deployment's status reason. None: no line. */
   logsDir?: string;
+  /**
+   * At a clean stop, leave the replicas the runtime can leave (runtime.replicasOutliveService)
+   * running with their records, for the next start to take back; false or absent: drain them all.
+   */
+  keepOnStop?: boolean;
+}
+
+/** What a clean stop did with the replicas this controller ran. */
+export interface StopOutcome {
+  /** Left running with their records (keepOnStop): the next start takes them back. */
+  kept: number;
+  /** Drained, stopped and their records removed. */
+  drained: number;
 }
 
 /** One component of a deployment as the controller runs it. */
@@ -337,18 +353,47 @@ export class Controller {
     return this.lease.isHeld;
   }
 
-  /** Drains and stops every replica this controller runs and removes their records. */
-  async stop(): Promise<void> {
+  /**
+   * Drains and stops every replica this controller runs and removes their records — or, with
+   * keepOnStop on a runtime whose replicas outlive the service, leaves them running with their
+   * records as they are (the gateways keep routing to them; the next start takes them back).
+   * Replicas already draining (a scale-down, a rollout, a deletion) finish draining either way.
+   * The lease is released at the end, so the next control process acts at once.
+   */
+  async stop(): Promise<StopOutcome> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.unwatch?.();
     this.unresync?.();
     await this.passes.current();
+    const keep = this.opts.keepOnStop === true && this.opts.runtime.replicasOutliveService && this.lease.isHeld;
+    const running = [...this.owned.values()].filter((o) => !o.retiring);
+    const kept = keep ? running.filter((o) => o.handle.release !== undefined) : [];
     // The lease keeps being renewed while the replicas drain: their record writes are fenced.
-    for (const o of this.owned.values()) if (!o.retiring) this.retire(o, 'the service is stopping');
+    for (const o of running) if (!kept.includes(o)) this.retire(o, 'the service is stopping');
+    await Promise.all(kept.map((o) => this.release(o)));
     await Promise.all([...this.retirements]);
     await this.events.flush();
     await this.lease.release();
+    return { kept: kept.length, drained: running.length - kept.length };
+  }
+
+  /**
+   * Leaves a replica running for the next start: its lifetime is counted up to now, its last
+   * record write lands (the record is what the next start takes it back under, and what the
+   * gateways route by meanwhile), then the runtime lets it go.
+   */
+  private async release(o: Owned): Promise<void> {
+    this.account(o);
+    await o.writes;
+    // The start that takes it back counts its lifetime on from here: the time between the two
+    // processes is counted too (it held its GPUs), and nothing twice.
+    const until = new Date(o.accountedAt).toISOString();
+    await modify(this.store, 'replica', o.recordId, (r) => ({ ...r, counted_until: until })).catch((err: Error) =>
+      this.opts.logger.warn({ err, replica: o.handle.name }, 'could not record up to when a replica left running was counted; the next start counts it from its own start'),
+    );
+    await o.handle.release?.().catch((err: Error) => this.opts.logger.warn({ err, replica: o.handle.name }, 'releasing a replica failed'));
+    this.owned.delete(o.recordId);
   }
 
   /**
@@ -421,7 +466,7 @@ export class Controller {
     for (const { value: r } of await store.list('replica')) {
       const handle = await this.adopt(deployments.get(r.deployment_id), r);
       if (handle === null) {
-        if (await runtime.reap({ name: r.name, pid: r.pid })) logger.warn({ replica: r.name }, 'reaped a replica left by an earlier run');
+        if (await runtime.reap({ name: r.name, pid: r.pid, restarts: r.restarts })) logger.warn({ replica: r.name }, 'reaped a replica left by an earlier run');
         await store.delete('replica', r.id);
       }
       await slices.yield();
@@ -436,9 +481,11 @@ export class Controller {
     const plan = this.componentPlans(d, spec, null).find((p) => p.component === r.component);
     const part = plan?.request(spec, r.revision, r.name) ?? null;
     if (plan === undefined || part === null) return null;
-    const handle = await this.opts.runtime.adopt({ name: r.name, pid: r.pid }, await this.completeRequest(d, plan, spec, part));
+    const handle = await this.opts.runtime.adopt({ name: r.name, pid: r.pid, restarts: r.restarts }, await this.completeRequest(d, plan, spec, part));
     if (handle === null) return null;
-    this.own(d, plan, r.revision, r.id, handle);
+    // Left running by a clean stop: counted from where that stop counted it to (after a kill, from now).
+    const countedUntil = r.counted_until ? Date.parse(r.counted_until) : NaN;
+    this.own(d, plan, r.revision, r.id, handle, Number.isFinite(countedUntil) ? Math.min(countedUntil, this.opts.clock.now()) : undefined);
     this.opts.logger.info({ deployment: d.name, replica: r.name }, 'took back a replica left running by an earlier run');
     return handle;
   }
@@ -1005,7 +1052,7 @@ export class Controller {
   }
 
   /** Runs `handle` as the replica of record `recordId`: its observations are written to the record from now on. */
-  private own(d: DeploymentRecord, plan: ComponentPlan, revision: number, recordId: number, handle: ReplicaHandle): void {
+  private own(d: DeploymentRecord, plan: ComponentPlan, revision: number, recordId: number, handle: ReplicaHandle, countedFrom?: number): void {
     const first = handle.observe();
     const owned: Owned = {
       recordId,
@@ -1016,7 +1063,7 @@ export class Controller {
       retiring: false,
       abandoned: false,
       gpus: plan.gpus,
-      accountedAt: this.opts.clock.now(),
+      accountedAt: countedFrom ?? this.opts.clock.now(),
       writes: Promise.resolve(),
       unsaved: false,
       seen: first,
@@ -1060,8 +1107,12 @@ export class Controller {
         current.restarts === observed.restarts &&
         current.pid === observed.pid &&
         JSON.stringify(current.metrics_target) === JSON.stringify(observed.metrics_target) &&
-        (current.detail ?? null) === observed.detail;
-      return same ? undefined : { ...current, ...observed, updated_at: isoNow(this.opts.clock) };
+        (current.detail ?? null) === observed.detail &&
+        // A replica taken back after a clean stop: its counting mark goes once this run counts it.
+        (current.counted_until ?? null) === null;
+      if (same) return undefined;
+      const { counted_until: _counted, ...rest } = current;
+      return { ...rest, ...observed, updated_at: isoNow(this.opts.clock) };
     };
     owned.writes = owned.writes
       .then(() => modify(this.store, 'replica', owned.recordId, next))

@@ -370,6 +370,11 @@ export interface ReplicaRecord {
   metrics_target: { address: string; path: string } | null;
   /** Why it is not ready, as its runtime says (pulling its image, a crash); null or absent when ready. */
   detail?: string | null;
+  /**
+   * Set when a stop of the service left it running (ISO time): its lifetime is counted up to
+   * then, and the start that takes it back counts on from there. Null or absent otherwise.
+   */
+  counted_until?: string | null;
   updated_at: string;
 }
 

@@ -100,10 +100,10 @@ describe('reap', () => {
     await Promise.all([...left.map((l) => once(l.child, 'spawn')), once(bystander, 'spawn')]);
     const rt = runtime(false);
     const reads = ProcessTable.reads;
-    for (const l of left) expect(await rt.reap({ name: l.name, pid: null })).toBe(true);
+    for (const l of left) expect(await rt.reap({ name: l.name, pid: null, restarts: 0 })).toBe(true);
     expect(ProcessTable.reads - reads).toBe(1); // not one per replica
     for (const l of left) expect(isAlive(l.child.pid!)).toBe(false);
     expect(isAlive(bystander.pid!)).toBe(true);
-    expect(await rt.reap({ name: 'never-r1-9', pid: null })).toBe(false);
+    expect(await rt.reap({ name: 'never-r1-9', pid: null, restarts: 0 })).toBe(false);
   });
 });

@@ -88,6 +88,9 @@ export class LocalRuntime implements Runtime {
     }
   }
 
+  /** Its replicas are processes of the service (bubblewrap's --die-with-parent, setpriv --pdeathsig): they stop with it. */
+  readonly replicasOutliveService = false;
+
   get description(): string {
     return this.opts.sandbox === null ? 'replicas run as processes on this host, unsandboxed' : 'replicas run as processes on this host, in the replica sandbox (bubblewrap)';
   }

@@ -87,6 +87,13 @@ export interface ReplicaHandle {
   onChange(listener: (o: ReplicaObservation) => void): void;
   /** SIGTERM to the replica's process group, SIGKILL after `graceMs`; resolves once it is gone. */
   stop(graceMs: number): Promise<void>;
+  /**
+   * Ends this process's supervision and leaves the replica running (its container, its files,
+   * its pod), for the next start of the service to take back with the runtime's adopt. Present
+   * only where a replica can outlive the service (a container); absent where it cannot (a
+   * process of the service, which dies with it).
+   */
+  release?(): Promise<void>;
   /** How to start a shell in this replica (inside its sandbox or container, as its user); null when not running. */
   shellContext(): ReplicaShell | null;
 }
@@ -100,11 +107,18 @@ export interface ReplicaShell extends ShellCommand {
 export interface LeftoverReplica {
   name: string;
   pid: number | null;
+  /** Its record's restart count: a replica taken back carries on counting from there. */
+  restarts: number;
 }
 
 export interface Runtime {
   /** One line for the start-up banner: which runtime and why. */
   readonly description: string;
+  /**
+   * Whether its replicas can keep running after the service stops (containers: yes; processes
+   * of the service: no), so a clean stop may leave them for the next start to take back.
+   */
+  readonly replicasOutliveService: boolean;
   start(request: ReplicaRequest): ReplicaHandle;
   /**
    * Takes back a replica an earlier run of the service left running (a container outlives the

@@ -3,7 +3,9 @@
 // detail), GPUs taken from the host's allocator, the container created and started, its
 // output followed from the Engine API into the replica's log, readiness probed, a crash
 // restarted with exponential backoff, and a stop with SIGTERM, the grace, then SIGKILL — or
-// the same supervision taken over for a container an earlier run of the service left running.
+// the same supervision taken over for a container an earlier run of the service left running
+// (killed, or stopped cleanly with its replicas released: the container, its files and its
+// pod are left as they are).
 // A member of an orchestrated deployment's pod (docker-pod.ts) runs in its holder's network
 // namespace, at the holder's address and its own port there; it is made again when the holder
 // it was created in is gone.
@@ -68,12 +70,13 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
   constructor(
     private readonly req: ReplicaRequest,
     private readonly deps: DockerReplicaDeps,
-    /** A container an earlier run left, what it was inspected as, and whether it answered its readiness probe when taken back. */
-    adopted: { container: Container; info: Dockerode.ContainerInspectInfo; ready: boolean } | null = null,
+    /** A container an earlier run left, what it was inspected as, whether it answered its readiness probe when taken back, and the restarts its record counted. */
+    adopted: { container: Container; info: Dockerode.ContainerInspectInfo; ready: boolean; restarts: number } | null = null,
   ) {
     super(replicaLog(deps.logsDir, req));
     if (adopted !== null) {
       this.container = adopted.container;
+      this.restarts = adopted.restarts;
       this.readInspect(adopted.info);
       // Taken back ready, at the address it had, it stays in routing without a gap while its supervision resumes.
       if (adopted.ready && this.port !== null) this.phase = 'ready';
@@ -89,7 +92,7 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
    * The supervision of a container an earlier run left running, probed before it is handed
    * back: a ready one keeps serving through the restart of the control process.
    */
-  static async takeBack(req: ReplicaRequest, deps: DockerReplicaDeps, container: Container): Promise<DockerReplica> {
+  static async takeBack(req: ReplicaRequest, deps: DockerReplicaDeps, container: Container, restarts = 0): Promise<DockerReplica> {
     const info = await container.inspect();
     const held = (info.HostConfig.DeviceRequests ?? []).flatMap((r) => r.DeviceIDs ?? []).map((id) => id.replace(/^nvidia\.com\/gpu=/, ''));
     const conflicts = deps.gpus.claim(req.name, held);
@@ -97,7 +100,7 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     const ip = deps.pod !== null ? (deps.pod.current()?.ip ?? null) : bridgeAddress(info);
     const port = deps.pod?.port ?? req.containerPort;
     const ready = ip !== null && (await probeOnce(readinessProbe(req), ip, port, deps.timing.probeTimeoutMs).catch(() => false));
-    return new DockerReplica(req, deps, { container, info, ready });
+    return new DockerReplica(req, deps, { container, info, ready, restarts });
   }
 
   get name(): string {
@@ -145,6 +148,20 @@ export class DockerReplica extends ReplicaBase implements ReplicaHandle {
     this.setPhase('stopped');
     await this.log?.close();
     rmSync(this.root, { recursive: true, force: true });
+  }
+
+  /**
+   * The service stops and leaves the container running: probes, restarts and the log follow
+   * end here; the container, its config file, its model cache, its GPUs and its pod holder stay,
+   * for the next start to take back (a container this run was still making is not left
+   * half-made: launch removes it once it sees the replica stopping).
+   */
+  async release(): Promise<void> {
+    this.stopping = true;
+    this.clearTimer();
+    this.unfollow?.();
+    this.unfollow = null;
+    await this.log?.close();
   }
 
   private later(ms: number, step: () => Promise<void>): void {

@@ -1,13 +1,15 @@
 // Owns the Docker runtime: every replica as a container on this host's Docker Engine
 // (docker-replica.ts), behind the same Runtime port as the local one. It keeps what one host
 // shares between its replicas — the bridge network without inter-container traffic (one per
-// service: reused across restarts, removed at a clean stop when no container remains, on
+// service: reused across restarts, kept while containers are on it, removed at a clean stop
+// when none remains, on
 // --docker-subnet or the daemon's pools, whose exhaustion is a start-up error saying what to
 // do), the image puller (one pull per image), the GPU allocator, the reference engine image
 // built once, the pods of orchestrated deployments (docker-pod.ts: one network namespace per
 // deployment, which its Frontend and workers share) — takes back its containers by label after
-// a restart, and removes the ones no replica record names. The local runtime it wraps only
-// reaps what an earlier run left as processes.
+// a restart (a clean stop leaves them running unless --drain-on-stop: replicasOutliveService),
+// and removes the ones no replica record names. The local runtime it wraps only reaps what an
+// earlier run left as processes.
 
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
@@ -226,6 +228,9 @@ export class DockerRuntime implements Runtime {
     });
   }
 
+  /** Containers outlive the control process: a clean stop may leave them serving, for the next start to take back. */
+  readonly replicasOutliveService = true;
+
   get description(): string {
     const gpus = this.opts.gpus.total === 0 ? 'no GPUs: known engine images run the reference engine image (simulated)' : `${this.opts.gpus.total} GPUs`;
     return `replicas run as containers on Docker Engine (network ${networkName(this.opts.scope)}, ${gpus})`;
@@ -242,7 +247,7 @@ export class DockerRuntime implements Runtime {
     const [found] = await this.containersOf(leftover.name);
     if (found === undefined || found.State !== 'running') return null;
     const container = this.opts.docker.getContainer(found.Id);
-    if (!inPod(request)) return DockerReplica.takeBack(request, this.depsFor(request), container);
+    if (!inPod(request)) return DockerReplica.takeBack(request, this.depsFor(request), container, leftover.restarts);
     // A pod member is taken back on its port, in its holder, when that holder still runs.
     const port = Number(found.Labels[LABEL.podPort]);
     const holder = /^container:(.+)$/.exec(found.HostConfig.NetworkMode)?.[1];
@@ -252,7 +257,7 @@ export class DockerRuntime implements Runtime {
       seat.forget();
       return null;
     }
-    return DockerReplica.takeBack(request, { ...this.depsFor(request), pod: seat }, container);
+    return DockerReplica.takeBack(request, { ...this.depsFor(request), pod: seat }, container, leftover.restarts);
   }
 
   async reap(leftover: LeftoverReplica): Promise<boolean> {
@@ -284,8 +289,13 @@ export class DockerRuntime implements Runtime {
     return removed;
   }
 
-  /** At a clean stop, once the controller has stopped its replicas: the network goes unless containers remain. */
-  async close(): Promise<void> {
+  /**
+   * At a clean stop, once the controller has stopped or released its replicas: the network goes
+   * unless containers remain. `kept` replicas were left running on it for the next start, and
+   * it stays for them without a word (the stop's own line says they keep running).
+   */
+  async close(kept = 0): Promise<void> {
+    if (kept > 0) return;
     await releaseNetwork(this.opts.docker, this.opts.scope, this.opts.logger);
   }
 
