@@ -12,7 +12,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GPU_KIND, startSwarm, swarmGate, type SwarmGround } from './helpers/swarm.js';
+import { GPU_KIND, refuseHostParts, startSwarm, swarmGate, type SwarmGround } from './helpers/swarm.js';
 import { waitFor } from './helpers/wait.js';
 
 const available = await swarmGate();
@@ -77,6 +77,14 @@ describe.skipIf(!available)('the Swarm test ground', () => {
       100,
     );
   }
+
+  it("refuses the host's own network namespace, and the host daemon's socket and data root, for a node's dockerd", async () => {
+    await expect(refuseHostParts('/proc/self/ns/net', [])).rejects.toThrow(/host's own network namespace/);
+    const netns = `/var/run/netns/${ground.manager.netns}`;
+    await expect(refuseHostParts(netns, ['/var/run/docker.sock'])).rejects.toThrow(/is the host daemon's/);
+    await expect(refuseHostParts(netns, ['/var/lib/docker/'])).rejects.toThrow(/is the host daemon's/);
+    await expect(refuseHostParts(netns, [ground.manager.dockerHost.slice('unix://'.length)])).resolves.toBeUndefined();
+  });
 
   it('has three ready nodes (one manager) with their labels and NVIDIA-GPU generic resources', async () => {
     const nodes = await docker.listNodes();

@@ -21,10 +21,12 @@
 // host's daemon. stop() removes everything start made, in reverse, also after a failed start:
 // the services, the Swarm (each node leaves it; its networks go with it), the dockerds (by their
 // pids; what a killed one left mounted is unmounted), the registry, the iptables rule, the
-// namespaces, the bridge and the directory holding the data roots.
+// namespaces, the bridge and the directory holding the data roots. A run killed before its
+// stop() (a worker ended by a timeout) leaves all that behind: the next start sweeps the node
+// namespaces whose run's pid (in their names) is gone, and everything that went with them.
 
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, statSync } from 'node:fs';
+import { createWriteStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { PassThrough, type Readable } from 'node:stream';
 import { mkdir, mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
@@ -121,6 +123,9 @@ export function swarmGate(): Promise<boolean> {
 }
 
 let serial = 0;
+/** A tag is the pid in base 36 at this width, then a serial: a sweep can tell whose a namespace was. */
+const PID_WIDTH = 5;
+const NETNS_PATTERN = new RegExp(`^infergate-swarm-([0-9a-z]{${PID_WIDTH}})([0-9a-z]+)-n\\d+$`);
 
 /** Makes the Swarm; on any failure, removes what it made and rethrows. */
 export async function startSwarm(opts: { nodes?: readonly SwarmNodeSpec[] } = {}): Promise<SwarmGround> {
@@ -155,7 +160,7 @@ interface NodeProcess {
 
 class Ground {
   /** Short and unique per process and call: interface names are limited to 15 characters. */
-  private readonly tag = `${process.pid.toString(36)}${(serial++).toString(36)}`;
+  private readonly tag = `${process.pid.toString(36).padStart(PID_WIDTH, '0')}${(serial++).toString(36)}`;
   private readonly bridge = `igsw${this.tag}`;
   private readonly nodes: NodeProcess[] = [];
   /** Undo steps, run in reverse by stop(). */
@@ -183,6 +188,7 @@ class Ground {
     };
     // The image is the host daemon's (built once per run and reused across runs): not the Swarm's time.
     const hostImage = await ensureEngineImage();
+    await sweepLeftovers();
     const started = Date.now();
     this.timings.engineImage = started - t0;
     await lap('network', () => this.makeNetwork());
@@ -252,7 +258,6 @@ class Ground {
     this.undo.push({ what: `remove ${this.dir}`, fn: () => removeTempDir(this.dir) });
     this.subnetBase = await freeSubnet();
     const base = this.subnetBase;
-    const hostNs = statSync('/proc/self/ns/net');
     for (const [i] of this.specs.entries()) {
       const index = i + 1;
       const netns = `infergate-swarm-${this.tag}-n${index}`;
@@ -275,9 +280,6 @@ class Ground {
     await ipBatch(host);
     await Promise.all(
       this.nodes.map(async (n) => {
-        // The refusal that matters most: a namespace that is the host's own would put a second dockerd beside the host's.
-        const ns = statSync(`/var/run/netns/${n.netns}`);
-        if (ns.ino === hostNs.ino && ns.dev === hostNs.dev) throw new Error(`${n.netns} is the host's own network namespace: refusing to start a dockerd there`);
         // No default route: a node reaches the bridge and nothing beyond it (a pull of anything but the registry fails at once).
         await ipBatch([`addr add ${n.address}/24 dev eth0`, 'link set eth0 up', 'link set lo up'], n.netns);
       }),
@@ -293,16 +295,13 @@ class Ground {
   private async startDaemons(registryReady: Promise<void>): Promise<void> {
     // --insecure-registry needs the registry's address before the daemons start.
     const registryHost = await waitForRegistryHost(() => this.registry, registryReady);
-    const hostDaemon = await hostDaemonPaths();
     this.undo.push({ what: 'stop the dockerds', fn: async () => void (await Promise.all(this.nodes.map((n) => stopDaemon(n)))) });
     await Promise.all(
       this.nodes.map(async (n) => {
         await mkdir(n.dir, { recursive: true });
         const spec = this.specs[n.index - 1]!;
         const paths = { data: path.join(n.dir, 'data'), exec: path.join(n.dir, 'exec'), pidfile: path.join(n.dir, 'dockerd.pid') };
-        for (const p of [n.socket, paths.data, paths.exec, paths.pidfile]) {
-          if (hostDaemon.has(p)) throw new Error(`${p} is the host daemon's: refusing to start a second dockerd on it`);
-        }
+        await refuseHostParts(`/var/run/netns/${n.netns}`, [n.socket, paths.data, paths.exec, paths.pidfile]);
         const args = [
           `--net=/var/run/netns/${n.netns}`,
           '--',
@@ -457,6 +456,93 @@ async function stopDaemon(n: NodeProcess): Promise<void> {
   unmountBelow(n.dir);
 }
 
+// ---- what a killed run left ---------------------------------------------------------------------
+
+/**
+ * Removes what a run that was killed before its stop() left: for each node namespace whose
+ * run's pid is gone, the dockerd in it (SIGTERM: it stops its containers; SIGKILL after 20 s),
+ * its directory, its registry (by the address in its config), the namespace, the bridge and the
+ * iptables rule. A live run's namespaces are left alone.
+ */
+async function sweepLeftovers(): Promise<void> {
+  const names = existsSync('/var/run/netns') ? readdirSync('/var/run/netns') : [];
+  const stale = new Map<string, string[]>();
+  for (const name of names) {
+    const m = NETNS_PATTERN.exec(name);
+    if (!m || isRunning(parseInt(m[1]!, 36))) continue;
+    const tag = `${m[1]}${m[2]}`;
+    stale.set(tag, [...(stale.get(tag) ?? []), name]);
+  }
+  for (const [tag, netnses] of stale) {
+    const bridge = `igsw${tag}`;
+    const subnet = await run('ip', ['-4', '-o', 'addr', 'show', 'dev', bridge]).then(
+      (r) => /inet (\d+\.\d+\.\d+)\.1\//.exec(r.stdout)?.[1],
+      () => undefined,
+    );
+    const dirs = new Set<string>();
+    await Promise.all(
+      netnses.map(async (netns) => {
+        const ns = statSync(`/var/run/netns/${netns}`);
+        for (const pid of processesWhere((p) => statSync(`/proc/${p}/ns/net`).ino === ns.ino && readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'dockerd')) {
+          const dataRoot = /--data-root\0([^\0]+)/.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))?.[1];
+          const dir = dataRoot && path.dirname(path.dirname(dataRoot));
+          if (dir && path.basename(dir).startsWith('infergate-swarm-')) dirs.add(dir);
+          await killAndWait(pid);
+        }
+      }),
+    );
+    if (subnet !== undefined) {
+      for (const pid of processesWhere((p) => readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'docker-registry')) {
+        const config = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[2];
+        if (config && readFileSync(config, 'utf8').includes(`addr: ${subnet}.1:`)) {
+          await killAndWait(pid);
+          if (path.basename(path.dirname(config)).startsWith('infergate-registry-')) dirs.add(path.dirname(config));
+        }
+      }
+    }
+    for (const dir of dirs) await removeTempDir(dir);
+    for (const netns of netnses) await ipQuiet(['netns', 'del', netns]);
+    await ipQuiet(['link', 'del', bridge]);
+    for (const chain of ['DOCKER-USER', 'FORWARD']) await run('iptables', ['-w', '-D', chain, '-i', bridge, '-o', bridge, '-j', 'ACCEPT']).catch(() => undefined);
+    process.stderr.write(`swarm ground: removed what a killed run left (${netnses.join(', ')})\n`);
+  }
+}
+
+function processesWhere(test: (pid: string) => boolean): number[] {
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return test(p);
+      } catch {
+        return false; // gone meanwhile, or not ours to read
+      }
+    })
+    .map(Number);
+}
+
+async function killAndWait(pid: number): Promise<void> {
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return;
+  }
+  const gone = await waitFor(() => !isRunning(pid), 20_000, `pid ${pid} to end`, 50).catch(() => false);
+  if (!gone) {
+    process.kill(pid, 'SIGKILL');
+    await waitFor(() => !isRunning(pid), 5_000, `pid ${pid} to end after SIGKILL`, 50);
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 // ---- the image ----------------------------------------------------------------------------------
 
 /** `count` streams of one `docker save` of `ref`, read at the pace of the slowest. */
@@ -476,6 +562,28 @@ async function loadImage(docker: Dockerode, tarStream: Readable): Promise<void> 
 }
 
 // ---- host facts ---------------------------------------------------------------------------------
+
+/**
+ * Throws unless `netnsFile` is a network namespace other than this process's and init's, and
+ * none of `paths` (a daemon's socket, data root, exec root, pidfile) is the host daemon's: a
+ * second dockerd beside the host's, in its namespace, once took the host's docker0 away.
+ */
+export async function refuseHostParts(netnsFile: string, paths: readonly string[]): Promise<void> {
+  const ns = statSync(netnsFile);
+  for (const host of ['/proc/self/ns/net', '/proc/1/ns/net']) {
+    let h: ReturnType<typeof statSync> | undefined;
+    try {
+      h = statSync(host);
+    } catch {
+      continue; // init's namespace is not ours to look at in some sandboxes; this process's always is
+    }
+    if ( ns.ino === h.ino && ns.dev === h.dev) throw new Error(`${netnsFile} is the host's own network namespace (${host}): refusing to start a dockerd there`);
+  }
+  const hostPaths = await hostDaemonPaths();
+  for (const p of paths) {
+    if (hostPaths.has(path.resolve(p))) throw new Error(`${p} is the host daemon's: refusing to start a second dockerd on it`);
+  }
+}
 
 /** The socket, data root and exec root of the host's daemon (and the defaults): never a node's. */
 async function hostDaemonPaths(): Promise<Set<string>> {
