@@ -148,14 +148,15 @@ export interface Registry {
 /**
  * Debian's docker-registry (the CNCF distribution registry) on 127.0.0.1:<free port>, storing in
  * a temp dir, with htpasswd (bcrypt) users. Docker allows plain HTTP to registries on
- * 127.0.0.0/8, so no certificate is needed.
+ * 127.0.0.0/8, so no certificate is needed. `address` listens elsewhere (the Swarm test
+ * ground's bridge); a daemon then pulls from it only with --insecure-registry.
  */
-export async function startRegistry(opts: { users: Record<string, string> }): Promise<Registry> {
+export async function startRegistry(opts: { users: Record<string, string>; address?: string }): Promise<Registry> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'infergate-registry-'));
   let child: ChildProcess | undefined;
   try {
     const port = await freePort();
-    const host = `127.0.0.1:${port}`;
+    const host = `${opts.address ?? '127.0.0.1'}:${port}`;
     const htpasswd = path.join(dir, 'htpasswd');
     const lines = await Promise.all(Object.entries(opts.users).map(async ([user, password]) => `${user}:${await bcrypt.hash(password, 8)}`));
     await writeFile(htpasswd, lines.join('\n') + '\n');
