@@ -145,6 +145,7 @@ export function bareSleeps(text: string): number[] {
  * fails the check too, so the list stays true.
  */
 const SLEEPS_ALLOWED: Record<string, string> = {
+  'test/swarm-ground.test.ts': 'the pause between attempts of a probe that runs inside a container on the overlay, where no event of the test reaches (it retries while an engine on another node loads)',
   'test/helpers/wait.ts': 'the one polling helper: the pause between two looks at the condition (vi.waitFor cannot serve here: global set-up starts redis-server with it, outside any test worker)',
   'test/helpers/raw-tls.ts': 'the deadline of a wait that data ends first: a parsed response or the close wakes it',
   'test/helpers/chat-upstream.ts': "a fake engine's pacing between streamed chunks: the stream's timing is what the tests read",
