@@ -29,34 +29,32 @@
 // keep routing to them and the next start takes them back. It acts only while it holds the
 // store's `controller` lease, so a second control process on a shared store stands by.
 
-import { containerCapabilitiesOf } from '../domain/container-capabilities.js';
-import { COMPONENT, FRONTEND_WORKERS_POLL_MS, routedComponent, usesGpuInstance } from '../domain/components.js';
+import { COMPONENT, FRONTEND_WORKERS_POLL_MS, routedComponent } from '../domain/components.js';
 import { DEFAULTS } from '../config/defaults.js';
 import type { Logger } from 'pino';
 import { isoNow, type Clock } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { TimeSlices } from '../core/time-slices.js';
-import type { DeploymentRecord, DeploymentSpec, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
-import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell, ReplicaSpec, Runtime } from '../runtime/runtime.js';
+import type { DeploymentRecord, DeploymentSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
+import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell, Runtime } from '../runtime/runtime.js';
 import { lastOutputLine } from '../runtime/last-output.js';
 import { EventWriter, type EventNote } from '../store/event-writer.js';
 import { fencedStore } from '../store/fenced-store.js';
 import { FencedError, modify, NotFoundError, StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
-import { appliedCount, resolveTraffic, soleRevisionOf, splitOf, type RevisionShare } from '../domain/traffic.js';
-import { initialReplicasOf } from '../domain/initial-scale.js';
-import { normaliseRegistryHost, REGISTRY_CREDENTIAL_EVENTS, registryHostOf, unboundCredentialMessage } from '../domain/registry-hosts.js';
-import { crashLooping, deploymentStatus, desiredReplicas, failingReason, GENERAL_COMPONENT, splitFigure, splitReplicas, type ReplicaHealth } from './desired.js';
+import { resolveTraffic, soleRevisionOf, splitOf, type RevisionShare } from '../domain/traffic.js';
+import { crashLooping, deploymentStatus, failingReason, GENERAL_COMPONENT, type ReplicaHealth } from './desired.js';
 import { ControllerLease, renewalInterval } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
-import { orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
+import { orchestratedStatus } from './orchestrated.js';
 import { planReplicas, planSplit, runRevisionOf, splitDrainAt, SPLIT_DRAIN_MS, type Action, type LiveReplica } from './plan.js';
 import { ReconcileQueue } from './reconcile-queue.js';
 import { advanceRollout, rolloutDeadlineAt, splitRollout, type RolloutResult } from './rollout.js';
 import { replicaEvents } from './replica-events.js';
 import { rolloutEvents, type RolloutProgress } from './rollout-events.js';
 import { drainedEvent, trafficEvents } from './traffic-events.js';
-import { WorkersFiles, workersFilePath } from './workers-file.js';
+import { WorkersFiles } from './workers-file.js';
+import { ReplicaRequests, type ComponentPlan } from './replica-requests.js';
 
 /** Where an operator's shell runs: what to start in a ready replica (inside its sandbox or container, as its user). */
 export interface ShellTarget extends ReplicaShell {
@@ -135,16 +133,6 @@ export interface StopOutcome {
   drained: number;
 }
 
-/** One component of a deployment as the controller runs it. */
-interface ComponentPlan {
-  component: string;
-  desired: number;
-  /** GPUs each replica holds (its hardware instance's; 0 for the CPU-only Frontend). */
-  gpus: number;
-  /** What a revision's spec says of a replica; null when that spec cannot run here. */
-  request(spec: DeploymentSpec, revision: number, name: string): ReplicaSpec | null;
-}
-
 /** One revision a pass runs replicas of. */
 interface RevisionRun {
   revision: number;
@@ -221,6 +209,8 @@ export class Controller {
   private readonly queue = new ReconcileQueue();
   private stopped = false;
   private readonly lease: ControllerLease;
+  /** What each replica is asked to run. */
+  private readonly requests: ReplicaRequests;
   /** The store, every write fenced by the lease: refused once another controller took over. */
   private readonly store: Store;
   /** Deployment ids known to exist (the last full pass, then the change feed): an id with leftovers and not here was deleted. */
@@ -247,6 +237,7 @@ export class Controller {
     this.store = fencedStore(opts.store, this.lease.fence);
     this.events = new EventWriter(this.store, opts.clock, opts.logger);
     this.workersFiles = opts.workersDir ? new WorkersFiles(opts.workersDir) : null;
+    this.requests = new ReplicaRequests(opts, this.store, (id, note) => this.recordEvent(id, note));
   }
 
   /**
@@ -478,10 +469,10 @@ export class Controller {
   private async adopt(d: DeploymentRecord | undefined, r: ReplicaRecord): Promise<ReplicaHandle | null> {
     const spec = d?.revisions.find((rev) => rev.revision === r.revision)?.spec;
     if (d === undefined || spec === undefined || r.state === 'draining' || r.state === 'stopped') return null;
-    const plan = this.componentPlans(d, spec, null).find((p) => p.component === r.component);
+    const plan = this.requests.componentPlans(d, spec, null).find((p) => p.component === r.component);
     const part = plan?.request(spec, r.revision, r.name) ?? null;
     if (plan === undefined || part === null) return null;
-    const handle = await this.opts.runtime.adopt({ name: r.name, pid: r.pid, restarts: r.restarts }, await this.completeRequest(d, plan, spec, part));
+    const handle = await this.opts.runtime.adopt({ name: r.name, pid: r.pid, restarts: r.restarts }, await this.requests.completeRequest(d, plan, spec, part));
     if (handle === null) return null;
     // Left running by a clean stop: counted from where that stop counted it to (after a kill, from now).
     const countedUntil = r.counted_until ? Date.parse(r.counted_until) : NaN;
@@ -626,49 +617,6 @@ export class Controller {
   }
 
   /**
-   * What each component of one revision runs and how many (`split`: that revision's number
-   * while traffic splits between revisions, each scaled on its own; null: the one revision
-   * traffic names, scaled as the deployment). The same for a pass and for taking back
-   * leftovers. The revision's own spec shapes its components.
-   */
-  private componentPlans(d: DeploymentRecord, spec: DeploymentSpec, split: number | null): ComponentPlan[] {
-    const { autoscaled, workersDir } = this.opts;
-    const view: DeploymentRecord = { ...d, spec };
-    if (spec.family === 'general') {
-      let desired: number;
-      if (split === null) {
-        // Until the autoscaler has decided for a deployment: what was last applied, or for a new
-        // one its initial scale — by default at least one replica, so its revision is seen to
-        // become ready before going to zero (domain/initial-scale.ts).
-        const figure = autoscaled ? (autoscaled(d.id, null) ?? appliedCount(d, GENERAL_COMPONENT) ?? initialReplicasOf(d.scaling)) : undefined;
-        desired = desiredReplicas(view, figure, autoscaled !== undefined)[GENERAL_COMPONENT] ?? 0;
-      } else {
-        desired = splitReplicas(d, splitFigure(d, split, GENERAL_COMPONENT, autoscaled?.(d.id, split)));
-      }
-      return [
-        {
-          component: GENERAL_COMPONENT,
-          desired,
-          gpus: this.opts.gpusPerReplica?.(d, GENERAL_COMPONENT) ?? 1,
-          request: (spec, revision, name) => (spec.family === 'general' ? generalRequest(d, spec, revision, name, this.secretEnv(d, spec)) : null),
-        },
-      ];
-    }
-    if (!workersDir) return [];
-    const counts =
-      split === null ? orchestratedDesired(view, autoscaled?.(d.id, null)) : orchestratedDesired(view, splitFigure(d, split, COMPONENT.Worker, autoscaled?.(d.id, split)), true);
-    return Object.entries(counts).map(([component, n]) => ({
-      component,
-      desired: n,
-      gpus: usesGpuInstance(component) ? (this.opts.gpusPerReplica?.(d, component) ?? 1) : 0,
-      request: (spec, revision, name) =>
-        spec.family === 'orchestrated'
-          ? orchestratedRequest(d, spec, component, revision, name, workersFilePath(workersDir, d.id, revision), this.hubToken(spec), this.secretEnv(d, spec))
-          : null,
-    }));
-  }
-
-  /**
    * What a pass runs for a deployment: without a split, the one revision traffic names (its
    * failed rollout falling back to the serving revision), replaced by a rolling update; with a
    * split, every revision of it side by side, each at its own count.
@@ -680,7 +628,7 @@ export class Controller {
       const target = soleRevisionOf(d);
       const runRevision = runRevisionOf(d);
       const runSpec = specOf(runRevision);
-      const plans = this.componentPlans(d, runSpec ?? specOf(target) ?? d.spec, null);
+      const plans = this.requests.componentPlans(d, runSpec ?? specOf(target) ?? d.spec, null);
       const actions = planReplicas({
         revision: target,
         runRevision,
@@ -706,7 +654,7 @@ export class Controller {
       const spec = specOf(revision);
       const failed = d.revisions.find((r) => r.revision === revision)?.status === 'failed';
       const blocked = failed ? `revision ${revision} failed` : spec === undefined ? `revision ${revision} has no spec to run` : null;
-      return { revision, spec: spec ?? d.spec, blocked, plans: this.componentPlans(d, spec ?? d.spec, revision) };
+      return { revision, spec: spec ?? d.spec, blocked, plans: this.requests.componentPlans(d, spec ?? d.spec, revision) };
     });
     const now = this.opts.clock.now();
     const actions = planSplit({
@@ -851,88 +799,6 @@ export class Controller {
   }
 
   /**
-   * The registry credentials of a general spec, unsealed — its own, or the vault's it names —
-   * never logged. Ones that cannot be read leave the pull without credentials, which the
-   * registry then refuses in words the deployment's status shows. A vault credential goes only
-   * to the registry host it is bound to: the API refuses any other use, and this is checked
-   * again here, whatever wrote the spec; one bound elsewhere, or to no host, is not sent (a
-   * log line and an event say so).
-   */
-  private async registryAuth(d: DeploymentRecord, spec: DeploymentSpec): Promise<ReplicaRequest['registryAuth']> {
-    if (spec.family !== 'general') return null;
-    let username: string | null = spec.registry_username;
-    let sealed = spec.secrets.registry_password;
-    const fromVault = spec.registry_credential_id ?? null;
-    if (fromVault !== null) {
-      const found = (await this.store.get('registry_credential', fromVault))?.value;
-      if (found === undefined) {
-        this.opts.logger.error({ deployment: d.name, registry_credential: fromVault }, 'the registry credential this deployment names is not in the vault; the image is pulled without credentials');
-        return null;
-      }
-      const host = registryHostOf(spec.image);
-      const bound = found.registry ?? null;
-      if (bound === null || normaliseRegistryHost(bound) !== host) {
-        const message =
-          bound === null
-            ? `${unboundCredentialMessage(found)}; the image is pulled without it`
-            : `registry credential "${found.name}" (id ${found.id}) is bound to the registry ${bound}, and image ${spec.image} is pulled from ${host}: its password is not sent there; the image is pulled without it`;
-        this.opts.logger.error({ deployment: d.name, registry_credential: found.id, bound_to: bound, image_registry: host }, message);
-        this.recordEvent(d.id, { type: 'warning', reason: bound === null ? REGISTRY_CREDENTIAL_EVENTS.unbound : REGISTRY_CREDENTIAL_EVENTS.withheld, message });
-        return null;
-      }
-      username = found.username;
-      sealed = found.sealed_password;
-    }
-    if (username === null || sealed === undefined) return null;
-    try {
-      if (!this.opts.unseal) throw new Error('no unsealer');
-      return { username, password: this.opts.unseal(sealed) };
-    } catch {
-      this.opts.logger.error({ deployment: d.name }, 'the registry password cannot be unsealed (was the secret key changed?); the image is pulled without credentials');
-      return null;
-    }
-  }
-
-  /** The spec's part of a replica request joined to the host's: its hardware, GPUs and registry credentials. */
-  private async completeRequest(d: DeploymentRecord, plan: ComponentPlan, spec: DeploymentSpec, part: ReplicaSpec): Promise<ReplicaRequest> {
-    const hardware = plan.gpus > 0 ? (this.opts.hardwareOf?.(d, plan.component) ?? null) : null;
-    return { ...part, gpus: plan.gpus, hardware, registryAuth: await this.registryAuth(d, spec) };
-  }
-
-  /** The model-hub token, unsealed for the workers' credential file; never logged. */
-  private hubToken(spec: DeploymentSpec): string | null {
-    const sealed = spec.family === 'orchestrated' ? spec.secrets.model_hub_token : undefined;
-    if (sealed === undefined || !this.opts.unseal) return null;
-    try {
-      return this.opts.unseal(sealed);
-    } catch {
-      this.opts.logger.error('the model hub token cannot be unsealed (was the secret key changed?); workers start without it');
-      return null;
-    }
-  }
-
-  /**
-   * The secret environment variables of a revision's spec, unsealed for the replica's
-   * environment. Never logged: one that cannot be unsealed is named (not its value) and left
-   * out, and the replica starts without it.
-   */
-  private secretEnv(d: DeploymentRecord, spec: DeploymentSpec): Record<string, string> {
-    const out: Record<string, string> = {};
-    const sealed = Object.entries(spec.secrets.env ?? {});
-    if (sealed.length === 0) return out;
-    const { unseal, logger } = this.opts;
-    for (const [name, value] of sealed) {
-      try {
-        if (!unseal) throw new Error('no unsealer');
-        out[name] = unseal(value);
-      } catch {
-        logger.error({ deployment: d.name, variable: name }, `the secret environment variable ${name} cannot be unsealed (was the secret key changed?); the replica starts without it`);
-      }
-    }
-    return out;
-  }
-
-  /**
    * Writes each running revision's workers file for its Frontend: without a split every ready
    * worker (a rolling update's new Frontend uses the old workers until its own are ready),
    * with a split only its own revision's; the files of revisions that run nothing any more go.
@@ -1044,7 +910,7 @@ export class Controller {
       await store.delete('replica', record.value.id);
       return;
     }
-    const handle = runtime.start(await this.completeRequest(d, plan, spec, part));
+    const handle = runtime.start(await this.requests.completeRequest(d, plan, spec, part));
     this.own(d, plan, revision, record.value.id, handle);
     this.opts.logger.info({ deployment: d.name, replica: handle.name, component: plan.component, revision }, 'replica starting');
     const component = plan.component === GENERAL_COMPONENT ? '' : ` (${plan.component})`;
@@ -1208,27 +1074,4 @@ const AT_ZERO_BEFORE_FIRST_REQUEST = 'no replica runs until the first request, w
 function earliest(a: number | null, b: number | null): number | null {
   if (a === null) return b;
   return b === null ? a : Math.min(a, b);
-}
-
-/** `secretEnv`: the spec's secret variables, unsealed, joined to its plain ones (a name is never in both). */
-function generalRequest(d: DeploymentRecord, spec: GeneralSpec, revision: number, name: string, secretEnv: Record<string, string>): ReplicaSpec {
-  return {
-    name,
-    deploymentId: d.id,
-    revision,
-    component: GENERAL_COMPONENT,
-    image: spec.image,
-    tag: spec.tag,
-    command: spec.command,
-    env: { ...spec.env, ...secretEnv },
-    configFile: spec.config_file,
-    containerPort: spec.container_port,
-    protocol: spec.protocol,
-    healthPath: spec.health_check_path,
-    metricsPort: spec.metrics_port,
-    metricsPath: spec.metrics_path,
-    logging: spec.enable_logging,
-    modelCaching: spec.enable_model_caching,
-    containerCapabilities: containerCapabilitiesOf(spec),
-  };
 }
