@@ -29,32 +29,33 @@
 // keep routing to them and the next start takes them back. It acts only while it holds the
 // store's `controller` lease, so a second control process on a shared store stands by.
 
-import { COMPONENT, FRONTEND_WORKERS_POLL_MS, routedComponent } from '../domain/components.js';
+import { COMPONENT, routedComponent } from '../domain/components.js';
 import { DEFAULTS } from '../config/defaults.js';
 import type { Logger } from 'pino';
 import { isoNow, type Clock } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { TimeSlices } from '../core/time-slices.js';
-import type { DeploymentRecord, DeploymentSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
-import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell, Runtime } from '../runtime/runtime.js';
-import { lastOutputLine } from '../runtime/last-output.js';
+import type { DeploymentRecord, DeploymentSpec, ReplicaRecord } from '../domain/records.js';
+import type { ReplicaHandle, ReplicaRequest, ReplicaShell, Runtime } from '../runtime/runtime.js';
 import { EventWriter, type EventNote } from '../store/event-writer.js';
 import { fencedStore } from '../store/fenced-store.js';
 import { FencedError, modify, NotFoundError, StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
 import { resolveTraffic, soleRevisionOf, splitOf, type RevisionShare } from '../domain/traffic.js';
-import { crashLooping, deploymentStatus, failingReason, GENERAL_COMPONENT, type ReplicaHealth } from './desired.js';
+import { crashLooping, deploymentStatus, failingReason, GENERAL_COMPONENT } from './desired.js';
 import { ControllerLease, renewalInterval } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
 import { orchestratedStatus } from './orchestrated.js';
 import { planReplicas, planSplit, runRevisionOf, splitDrainAt, SPLIT_DRAIN_MS, type Action, type LiveReplica } from './plan.js';
 import { ReconcileQueue } from './reconcile-queue.js';
 import { advanceRollout, rolloutDeadlineAt, splitRollout, type RolloutResult } from './rollout.js';
-import { replicaEvents } from './replica-events.js';
 import { rolloutEvents, type RolloutProgress } from './rollout-events.js';
 import { drainedEvent, trafficEvents } from './traffic-events.js';
 import { WorkersFiles } from './workers-file.js';
 import { ReplicaRequests, type ComponentPlan } from './replica-requests.js';
+import { Replicas, type Owned, type ReplicaLoad } from './replicas.js';
+
+export type { ReplicaLoad };
 
 /** Where an operator's shell runs: what to start in a ready replica (inside its sandbox or container, as its user). */
 export interface ShellTarget extends ReplicaShell {
@@ -63,10 +64,6 @@ export interface ShellTarget extends ReplicaShell {
   onGone(listener: () => void): void;
 }
 
-/** In-flight requests per replica, as the gateway counts them (drain waits for zero). */
-export interface ReplicaLoad {
-  inflight(replicaId: number): number;
-}
 
 export interface ControllerOptions {
   store: Store;
@@ -159,42 +156,14 @@ interface PassPlan {
   files: number[];
 }
 
-interface Owned {
-  recordId: number;
-  deploymentId: number;
-  revision: number;
-  component: string;
-  handle: ReplicaHandle;
-  retiring: boolean;
-  /** Taken over by another controller: stopped without a drain, and nothing of it is written any more. */
-  abandoned: boolean;
-  /** GPUs it holds, and up to when its lifetime has been counted in the usage ledger. */
-  gpus: number;
-  accountedAt: number;
-  /** Serializes this replica's record writes. */
-  writes: Promise<void>;
-  /** Its last record write failed (the store unreachable, the fence refused it): written again next pass. */
-  unsaved: boolean;
-  /** The observation its events were last told from. */
-  seen: ReplicaObservation;
-  /** Its restart count when it was last ready (or taken on): restarts since then make a crash loop. */
-  restartsAtReady: number;
-  /** How its last image pull ended, kept while a retry runs (a failed pull stays failing while it is tried again). */
-  pullOutcome: ReplicaObservation['pull'];
-  /** Its terminals, told it is going before it is stopped (not after its shells died with it). */
-  goneListeners: Array<() => void>;
-}
-
 export class Controller {
-  private readonly owned = new Map<number, Owned>();
+  /** The replicas this controller runs, and their books. */
+  private readonly replicas: Replicas;
   /** The orchestrated Frontends' workers files; null: orchestrated deployments do not run here. */
   private readonly workersFiles: WorkersFiles | null;
-  private readonly retirements = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private unwatch: (() => void) | null = null;
   private unresync: (() => void) | null = null;
-  /** Records of replicas stopped while the store was unreachable: removed once it answers. */
-  private readonly undeleted = new Set<number>();
   // An unreachable store is logged once by the store monitor: replicas keep running as they
   // are, and what the pass did not get to is tried again at the next tick.
   private readonly passes = new CoalescingRunner(
@@ -237,6 +206,13 @@ export class Controller {
     this.store = fencedStore(opts.store, this.lease.fence);
     this.events = new EventWriter(this.store, opts.clock, opts.logger);
     this.workersFiles = opts.workersDir ? new WorkersFiles(opts.workersDir) : null;
+    this.replicas = new Replicas(
+      opts,
+      this.store,
+      (id) => this.mark(id),
+      () => void this.lease.renew(),
+      (id, note) => this.recordEvent(id, note),
+    );
     this.requests = new ReplicaRequests(opts, this.store, (id, note) => this.recordEvent(id, note));
   }
 
@@ -262,7 +238,7 @@ export class Controller {
     await this.lease.start(
       {
         gained: () => this.gained(),
-        lost: () => this.abandon(),
+        lost: () => this.replicas.abandon(),
         retaken: () => this.retaken(),
       },
       this.opts.leaseRenewMs ?? renewalInterval(tickMs, this.lease.ttlMs),
@@ -281,7 +257,7 @@ export class Controller {
    * with the process to spawn there, and a way to learn when it stops.
    */
   shellTarget(deploymentId: number, replica?: string): ShellTarget | null {
-    const candidates = [...this.owned.values()].filter(
+    const candidates = [...this.replicas.owned.values()].filter(
       (o) => o.deploymentId === deploymentId && !o.retiring && o.handle.observe().phase === 'ready' && (replica === undefined || o.handle.name === replica),
     );
     for (const o of candidates.sort((a, b) => a.recordId - b.recordId)) {
@@ -330,8 +306,8 @@ export class Controller {
     this.schedule();
     for (;;) {
       await this.passes.settled();
-      if (this.retirements.size > 0) {
-        await Promise.all([...this.retirements]);
+      if (this.replicas.retirements.size > 0) {
+        await Promise.all([...this.replicas.retirements]);
         continue;
       }
       if (!this.queue.pending || this.stopped || !this.lease.isHeld) return;
@@ -358,33 +334,15 @@ export class Controller {
     this.unresync?.();
     await this.passes.current();
     const keep = this.opts.keepOnStop === true && this.opts.runtime.replicasOutliveService && this.lease.isHeld;
-    const running = [...this.owned.values()].filter((o) => !o.retiring);
+    const running = [...this.replicas.owned.values()].filter((o) => !o.retiring);
     const kept = keep ? running.filter((o) => o.handle.release !== undefined) : [];
     // The lease keeps being renewed while the replicas drain: their record writes are fenced.
-    for (const o of running) if (!kept.includes(o)) this.retire(o, 'the service is stopping');
-    await Promise.all(kept.map((o) => this.release(o)));
-    await Promise.all([...this.retirements]);
+    for (const o of running) if (!kept.includes(o)) this.replicas.retire(o, 'the service is stopping');
+    await Promise.all(kept.map((o) => this.replicas.release(o)));
+    await Promise.all([...this.replicas.retirements]);
     await this.events.flush();
     await this.lease.release();
     return { kept: kept.length, drained: running.length - kept.length };
-  }
-
-  /**
-   * Leaves a replica running for the next start: its lifetime is counted up to now, its last
-   * record write lands (the record is what the next start takes it back under, and what the
-   * gateways route by meanwhile), then the runtime lets it go.
-   */
-  private async release(o: Owned): Promise<void> {
-    this.account(o);
-    await o.writes;
-    // The start that takes it back counts its lifetime on from here: the time between the two
-    // processes is counted too (it held its GPUs), and nothing twice.
-    const until = new Date(o.accountedAt).toISOString();
-    await modify(this.store, 'replica', o.recordId, (r) => ({ ...r, counted_until: until })).catch((err: Error) =>
-      this.opts.logger.warn({ err, replica: o.handle.name }, 'could not record up to when a replica left running was counted; the next start counts it from its own start'),
-    );
-    await o.handle.release?.().catch((err: Error) => this.opts.logger.warn({ err, replica: o.handle.name }, 'releasing a replica failed'));
-    this.owned.delete(o.recordId);
   }
 
   /**
@@ -394,7 +352,7 @@ export class Controller {
    */
   private resync(): void {
     if (this.stopped) return;
-    for (const o of this.owned.values()) this.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
+    for (const o of this.replicas.owned.values()) this.replicas.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
     this.queue.markAll();
     this.schedule();
   }
@@ -420,7 +378,7 @@ export class Controller {
 
   /** The lease ran out and was taken back: what was refused meanwhile is written again now. */
   private retaken(): void {
-    for (const o of this.owned.values()) if (o.unsaved) this.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
+    for (const o of this.replicas.owned.values()) if (o.unsaved) this.replicas.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
     this.queue.retryNow();
     this.schedule();
   }
@@ -435,12 +393,12 @@ export class Controller {
     this.counters.ticks++;
     if (!this.lease.isHeld) return;
     const now = this.opts.clock.now();
-    for (const o of this.owned.values()) {
-      this.account(o);
-      if (o.unsaved) this.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
+    for (const o of this.replicas.owned.values()) {
+      this.replicas.account(o);
+      if (o.unsaved) this.replicas.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
     }
     const due = this.queue.tick(now);
-    if (due || this.undeleted.size > 0 || this.gone.size > 0 || now >= this.nextStoreScan) this.schedule();
+    if (due || this.replicas.undeleted.size > 0 || this.gone.size > 0 || now >= this.nextStoreScan) this.schedule();
   }
 
   /**
@@ -462,7 +420,7 @@ export class Controller {
       }
       await slices.yield();
     }
-    await runtime.sweep(new Set([...this.owned.values()].map((o) => o.handle.name)));
+    await runtime.sweep(new Set([...this.replicas.owned.values()].map((o) => o.handle.name)));
   }
 
   /** Takes back one leftover replica whose deployment and revision still exist; null when the runtime cannot. */
@@ -476,7 +434,7 @@ export class Controller {
     if (handle === null) return null;
     // Left running by a clean stop: counted from where that stop counted it to (after a kill, from now).
     const countedUntil = r.counted_until ? Date.parse(r.counted_until) : NaN;
-    this.own(d, plan, r.revision, r.id, handle, Number.isFinite(countedUntil) ? Math.min(countedUntil, this.opts.clock.now()) : undefined);
+    this.replicas.own(d, plan, r.revision, r.id, handle, Number.isFinite(countedUntil) ? Math.min(countedUntil, this.opts.clock.now()) : undefined);
     this.opts.logger.info({ deployment: d.name, replica: r.name }, 'took back a replica left running by an earlier run');
     return handle;
   }
@@ -500,7 +458,7 @@ export class Controller {
         throw err;
       }
     }
-    for (const id of this.undeleted) if ((await this.store.delete('replica', id).catch(() => null)) !== null) this.undeleted.delete(id);
+    for (const id of this.replicas.undeleted) if ((await this.store.delete('replica', id).catch(() => null)) !== null) this.replicas.undeleted.delete(id);
     const work = this.queue.take();
     let listed: Map<number, DeploymentRecord> | null = null;
     try {
@@ -551,7 +509,7 @@ export class Controller {
     const leftovers = this.leftoversDue ? await this.findLeftovers() : new Set<number>();
     this.leftoversDue = false;
     const deployments = new Map((await this.store.list('deployment')).map((d) => [d.value.id, d.value]));
-    const seen = [...this.known, ...leftovers, ...[...this.owned.values()].map((o) => o.deploymentId), ...this.rolloutSteps.keys(), ...this.trafficSeen.keys()];
+    const seen = [...this.known, ...leftovers, ...[...this.replicas.owned.values()].map((o) => o.deploymentId), ...this.rolloutSteps.keys(), ...this.trafficSeen.keys()];
     for (const id of seen) if (!deployments.has(id)) this.deleted(id);
     this.known = new Set(deployments.keys());
     return deployments;
@@ -585,8 +543,8 @@ export class Controller {
 
   /** A deployment found deleted: its replicas drain, what it left goes once they stopped, and its bookkeeping is forgotten. */
   private deleted(id: number): void {
-    for (const o of this.owned.values()) {
-      if (o.deploymentId === id && !o.retiring) this.retire(o, 'its deployment was deleted');
+    for (const o of this.replicas.owned.values()) {
+      if (o.deploymentId === id && !o.retiring) this.replicas.retire(o, 'its deployment was deleted');
     }
     this.known.delete(id);
     this.rolloutSteps.delete(id);
@@ -604,7 +562,7 @@ export class Controller {
   private async removeLeftovers(): Promise<void> {
     for (const id of [...this.gone]) {
       if (this.stopped) return;
-      if ([...this.owned.values()].some((o) => o.deploymentId === id)) continue;
+      if ([...this.replicas.owned.values()].some((o) => o.deploymentId === id)) continue;
       try {
         await this.opts.leftovers?.remove(id);
         this.workersFiles?.forget(id);
@@ -689,7 +647,7 @@ export class Controller {
     if (d.spec.family === 'orchestrated' && !this.opts.workersDir) return;
     const { load, clock } = this.opts;
     const deadlineMs = this.opts.rolloutDeadlineMs ?? DEFAULTS.controller.rolloutDeadlineMs;
-    const mine = () => [...this.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring);
+    const mine = () => [...this.replicas.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring);
     const isReady = (o: Owned) => o.handle.observe().phase === 'ready';
     const plan = this.passPlan(
       d,
@@ -703,13 +661,13 @@ export class Controller {
         const component = run?.plans.find((p) => p.component === action.component);
         if (run !== undefined && component !== undefined) await this.startReplica(d, component, run.spec, action.revision);
       } else {
-        const o = this.owned.get(action.recordId);
-        if (o && !o.retiring) this.retire(o, action.reason);
+        const o = this.replicas.owned.get(action.recordId);
+        if (o && !o.retiring) this.replicas.retire(o, action.reason);
       }
     }
 
     const after = mine();
-    const running = [...new Set([...this.owned.values()].filter((o) => o.deploymentId === d.id).map((o) => o.revision))];
+    const running = [...new Set([...this.replicas.owned.values()].filter((o) => o.deploymentId === d.id).map((o) => o.revision))];
     const runRevisions = new Set(plan.runs.map((r) => r.revision));
     const targetReplicas = plan.target === null ? after.filter((o) => runRevisions.has(o.revision)) : after.filter((o) => o.revision === plan.target);
     const desiredTotal = Object.values(plan.desired).reduce((sum, n) => sum + n, 0);
@@ -742,14 +700,14 @@ export class Controller {
     const waiting = targetReplicas.map((o) => o.handle.observe()).find((o) => o.phase !== 'ready' && o.detail !== null);
     // Failing is told from the replicas of the revisions that should run: a rollout replacing
     // a crash-looping revision is pending, not failing.
-    const looping = after.filter((o) => runRevisions.has(o.revision)).find((o) => crashLooping(this.health(o))) ?? null;
+    const looping = after.filter((o) => runRevisions.has(o.revision)).find((o) => crashLooping(this.replicas.health(o))) ?? null;
     const newStatus =
       d.spec.family === 'general'
         ? deploymentStatus(d, readyReplicas.length, plan.desired[GENERAL_COMPONENT] ?? 0, looping !== null)
         : orchestratedStatus(d, byComponent, plan.desired, looping !== null);
     const reason =
       newStatus === 'failing' && looping !== null
-        ? failingReason(this.health(looping), await this.lastLine(looping))
+        ? failingReason(this.replicas.health(looping), await this.replicas.lastLine(looping))
         : (waiting?.detail ?? (newStatus === 'pending' && desiredTotal === 0 && after.length === 0 && !d.paused ? AT_ZERO_BEFORE_FIRST_REQUEST : null));
     // The time rules of this deployment, as one timer: the rollout's deadline, the split's
     // drain delay. It is reconciled then even if nothing else happens to it.
@@ -778,7 +736,7 @@ export class Controller {
   private tellTraffic(d: DeploymentRecord, plan: PassPlan): void {
     const shares = plan.split ?? resolveTraffic(d);
     const seen = this.trafficSeen.get(d.id);
-    const withReplicas = new Set([...this.owned.values()].filter((o) => o.deploymentId === d.id).map((o) => o.revision));
+    const withReplicas = new Set([...this.replicas.owned.values()].filter((o) => o.deploymentId === d.id).map((o) => o.revision));
     if (seen === undefined) {
       this.trafficSeen.set(d.id, { shares, draining: new Set() });
       return;
@@ -805,7 +763,7 @@ export class Controller {
    */
   private async writeWorkersFiles(d: DeploymentRecord, plan: PassPlan): Promise<void> {
     if (d.spec.family !== 'orchestrated' || this.workersFiles === null) return;
-    const all = [...this.owned.values()].filter((o) => o.deploymentId === d.id);
+    const all = [...this.replicas.owned.values()].filter((o) => o.deploymentId === d.id);
     const ready = all.filter((o) => !o.retiring && o.handle.observe().phase === 'ready');
     const files = new Map<number, Record<string, string[]>>();
     for (const revision of new Set([...plan.files, ...all.map((o) => o.revision)])) {
@@ -821,26 +779,6 @@ export class Controller {
       files.set(revision, disaggregated ? { prefill: addresses(COMPONENT.Prefill), decode: addresses(COMPONENT.Decode) } : { workers: addresses(COMPONENT.Worker) });
     }
     await this.workersFiles.sync(d.id, files);
-  }
-
-  /** A replica as the failing rule sees it. */
-  private health(o: Owned): ReplicaHealth {
-    const seen = o.handle.observe();
-    return {
-      name: o.handle.name,
-      ready: seen.phase === 'ready',
-      restartsSinceReady: seen.restarts - o.restartsAtReady,
-      lastExit: seen.lastExit ?? null,
-      pull: o.pullOutcome ?? null,
-      detail: seen.detail,
-    };
-  }
-
-  /** What a replica's process last wrote, when its log is kept on this node. */
-  private async lastLine(o: Owned): Promise<string | null> {
-    const { logsDir } = this.opts;
-    if (logsDir === undefined) return null;
-    return lastOutputLine(logsDir, { deploymentId: o.deploymentId, revision: o.revision, component: o.component, replica: o.handle.name });
   }
 
   /** Writes the observed fields when they changed; false when the record was gone or edited meanwhile (the next pass writes them). */
@@ -911,160 +849,13 @@ export class Controller {
       return;
     }
     const handle = runtime.start(await this.requests.completeRequest(d, plan, spec, part));
-    this.own(d, plan, revision, record.value.id, handle);
+    this.replicas.own(d, plan, revision, record.value.id, handle);
     this.opts.logger.info({ deployment: d.name, replica: handle.name, component: plan.component, revision }, 'replica starting');
     const component = plan.component === GENERAL_COMPONENT ? '' : ` (${plan.component})`;
     this.recordEvent(d.id, { type: 'normal', reason: 'ReplicaStarted', message: `started replica ${handle.name}${component} of revision ${revision}` });
   }
 
-  /** Runs `handle` as the replica of record `recordId`: its observations are written to the record from now on. */
-  private own(d: DeploymentRecord, plan: ComponentPlan, revision: number, recordId: number, handle: ReplicaHandle, countedFrom?: number): void {
-    const first = handle.observe();
-    const owned: Owned = {
-      recordId,
-      deploymentId: d.id,
-      revision,
-      component: plan.component,
-      handle,
-      retiring: false,
-      abandoned: false,
-      gpus: plan.gpus,
-      accountedAt: countedFrom ?? this.opts.clock.now(),
-      writes: Promise.resolve(),
-      unsaved: false,
-      seen: first,
-      restartsAtReady: first.restarts,
-      pullOutcome: first.pull?.state === 'pulling' ? null : (first.pull ?? null),
-      goneListeners: [],
-    };
-    this.owned.set(owned.recordId, owned);
-    handle.onChange((o) => {
-      this.notice(owned, o);
-      this.persist(owned, o);
-    });
-    this.persist(owned, first);
-  }
 
-  /** Tells a replica's events (ready, restarted, its pull) and keeps its count of restarts since ready. */
-  private notice(owned: Owned, o: ReplicaObservation): void {
-    if (o.phase === 'ready') owned.restartsAtReady = o.restarts;
-    if (o.pull && o.pull.state !== 'pulling') owned.pullOutcome = o.pull;
-    if (!owned.retiring) for (const note of replicaEvents(owned.handle.name, owned.seen, o)) this.recordEvent(owned.deploymentId, note);
-    owned.seen = o;
-  }
-
-  /** Writes what the runtime observed to the replica's record, in order, then reconciles its deployment. */
-  private persist(owned: Owned, o: ReplicaObservation, state?: ReplicaState): void {
-    if (owned.abandoned) return;
-    // A record that already says all this is left as it is (a replica taken back, a write made
-    // again after the feed or the lease came back): no write, no change event for the gateways.
-    const next = (current: ReplicaRecord): ReplicaRecord | undefined => {
-      const observed = {
-        address: o.address ?? '',
-        state: state ?? (owned.retiring ? 'draining' : o.phase === 'stopped' ? 'stopped' : o.phase),
-        restarts: o.restarts,
-        pid: o.pid,
-        metrics_target: o.metricsTarget,
-        detail: o.detail,
-      };
-      const same =
-        current.address === observed.address &&
-        current.state === observed.state &&
-        current.restarts === observed.restarts &&
-        current.pid === observed.pid &&
-        JSON.stringify(current.metrics_target) === JSON.stringify(observed.metrics_target) &&
-        (current.detail ?? null) === observed.detail &&
-        // A replica taken back after a clean stop: its counting mark goes once this run counts it.
-        (current.counted_until ?? null) === null;
-      if (same) return undefined;
-      const { counted_until: _counted, ...rest } = current;
-      return { ...rest, ...observed, updated_at: isoNow(this.opts.clock) };
-    };
-    owned.writes = owned.writes
-      .then(() => modify(this.store, 'replica', owned.recordId, next))
-      .then(
-        () => {
-          owned.unsaved = false;
-          this.mark(owned.deploymentId);
-        },
-        (err: Error) => {
-          if (err instanceof NotFoundError) return;
-          owned.unsaved = true;
-          if (err instanceof FencedError) {
-            this.opts.logger.warn({ replica: owned.handle.name }, 'replica record write refused: this controller may no longer hold the lease; it is checked at once');
-            // The only control process may have stalled past its lease: taken back at once, the write is made again then.
-            void this.lease.renew();
-          } else {
-            this.opts.logger.warn({ err, replica: owned.handle.name }, 'replica record write failed; written again at the next tick');
-          }
-        },
-      );
-  }
-
-  /** Counts a replica's lifetime since the last count: it holds its GPUs from start to stop. */
-  private account(o: Owned): void {
-    const now = this.opts.clock.now();
-    if (now > o.accountedAt) this.opts.usage?.addLifetime(o.deploymentId, o.component, o.gpus, o.accountedAt, now, o.revision);
-    o.accountedAt = now;
-  }
-
-  /** Drain (out of routing, in-flight finishes or times out), stop, remove the record. */
-  private retire(o: Owned, why: string): void {
-    o.retiring = true;
-    this.opts.logger.info({ replica: o.handle.name, why }, 'draining replica');
-    const done = (async () => {
-      this.persist(o, o.handle.observe(), 'draining');
-      await o.writes;
-      await this.waitDrained(o);
-      // Its terminals close as "the replica stopped" before its processes (their shells too) are killed.
-      for (const gone of o.goneListeners.splice(0)) gone();
-      await o.handle.stop(this.opts.stopGraceMs);
-      this.account(o);
-      await o.writes;
-      await this.store.delete('replica', o.recordId).catch(() => this.undeleted.add(o.recordId));
-      this.owned.delete(o.recordId);
-      this.opts.logger.info({ replica: o.handle.name }, 'replica stopped');
-      // Its deployment re-plans without it (a rollout's next step; the last replica of a
-      // deleted deployment gone: what it left is removed).
-      this.mark(o.deploymentId);
-    })().catch((err: Error) => this.opts.logger.error({ err, replica: o.handle.name }, 'retiring a replica failed'));
-    this.retirements.add(done);
-    void done.finally(() => this.retirements.delete(done));
-  }
-
-  /**
-   * Another controller took over (this one stalled past its lease, or lost the store for
-   * longer): it has removed these replicas' records and runs its own, so they are stopped
-   * without a drain (no gateway routes to them any more) and without writing to the store.
-   */
-  private abandon(): void {
-    const abandoned = [...this.owned.values()].filter((o) => !o.retiring);
-    for (const o of abandoned) {
-      o.retiring = true;
-      o.abandoned = true;
-      this.account(o);
-      const done = o.handle.stop(this.opts.stopGraceMs).catch((err: Error) => this.opts.logger.error({ err, replica: o.handle.name }, 'stopping an abandoned replica failed'));
-      this.retirements.add(done);
-      void done.finally(() => this.retirements.delete(done));
-      this.owned.delete(o.recordId);
-    }
-    if (abandoned.length > 0) this.opts.logger.warn({ replicas: abandoned.map((o) => o.handle.name) }, 'stopped the replicas this controller ran: another controller has taken them over');
-  }
-
-  private async waitDrained(o: Owned): Promise<void> {
-    // Waits are on the injected clock, like the deadline they count towards: tests step it.
-    const { load, clock } = this.opts;
-    // Gateways drop the replica when they see the draining record; give the change feed a moment.
-    // An orchestrated worker is reached through its Frontends, which learn it left from the
-    // workers file (already rewritten without it) at their next poll: give them two polls.
-    const settle = this.opts.drainSettleMs ?? DEFAULTS.controller.drainSettleMs;
-    const throughFrontend = o.component !== COMPONENT.Replica && o.component !== COMPONENT.Frontend;
-    await clock.sleep(throughFrontend ? Math.max(settle, 2 * FRONTEND_WORKERS_POLL_MS) : settle);
-    if (load === null) return;
-    const deadline = clock.now() + this.opts.drainTimeoutMs;
-    while (load.inflight(o.recordId) > 0 && clock.now() < deadline) await clock.sleep(100);
-    if (load.inflight(o.recordId) > 0) this.opts.logger.warn({ replica: o.handle.name, inflight: load.inflight(o.recordId) }, 'drain timed out; stopping anyway');
-  }
 }
 
 /** The status reason of a deployment that has never served and runs nothing on purpose (initial_replicas 0): what brings it up. */
