@@ -41,12 +41,11 @@ import { EventWriter, type EventNote } from '../store/event-writer.js';
 import { fencedStore } from '../store/fenced-store.js';
 import { FencedError, modify, NotFoundError, StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
-import { resolveTraffic, soleRevisionOf, splitOf, type RevisionShare } from '../domain/traffic.js';
+import { resolveTraffic, type RevisionShare } from '../domain/traffic.js';
 import { crashLooping, deploymentStatus, failingReason, GENERAL_COMPONENT } from './desired.js';
 import { ControllerLease, renewalInterval } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
 import { orchestratedStatus } from './orchestrated.js';
-import { planReplicas, planSplit, runRevisionOf, splitDrainAt, SPLIT_DRAIN_MS, type Action, type LiveReplica } from './plan.js';
 import { ReconcileQueue } from './reconcile-queue.js';
 import { advanceRollout, rolloutDeadlineAt, splitRollout, type RolloutResult } from './rollout.js';
 import { rolloutEvents, type RolloutProgress } from './rollout-events.js';
@@ -54,6 +53,7 @@ import { drainedEvent, trafficEvents } from './traffic-events.js';
 import { WorkersFiles } from './workers-file.js';
 import { ReplicaRequests, type ComponentPlan } from './replica-requests.js';
 import { Replicas, type Owned, type ReplicaLoad } from './replicas.js';
+import { passPlan, type PassPlan } from './pass-plan.js';
 
 export type { ReplicaLoad };
 
@@ -128,32 +128,6 @@ export interface StopOutcome {
   kept: number;
   /** Drained, stopped and their records removed. */
   drained: number;
-}
-
-/** One revision a pass runs replicas of. */
-interface RevisionRun {
-  revision: number;
-  spec: DeploymentSpec;
-  /** Why it runs nothing (a failed revision of a split); null: it runs. */
-  blocked: string | null;
-  plans: ComponentPlan[];
-}
-
-/** What one pass works towards for a deployment. */
-interface PassPlan {
-  /** The traffic split; null: one revision runs (a rolling update replaces the others). */
-  split: RevisionShare[] | null;
-  /** Without a split, the revision traffic names (the rolling update's target). */
-  target: number | null;
-  /** The revisions that run. */
-  runs: RevisionRun[];
-  actions: Action[];
-  /** Per component, summed over the revisions that run. */
-  desired: Record<string, number>;
-  /** Per revision of a split, per component; null without one. */
-  revisionDesired: Record<string, Record<string, number>> | null;
-  /** Revisions whose Frontends get a workers file even with no replica running (a paused one comes back to it). */
-  files: number[];
 }
 
 export class Controller {
@@ -575,67 +549,6 @@ export class Controller {
   }
 
   /**
-   * What a pass runs for a deployment: without a split, the one revision traffic names (its
-   * failed rollout falling back to the serving revision), replaced by a rolling update; with a
-   * split, every revision of it side by side, each at its own count.
-   */
-  private passPlan(d: DeploymentRecord, replicas: LiveReplica[]): PassPlan & { drainAt: number | null } {
-    const specOf = (n: number | null) => (n === null ? undefined : d.revisions.find((r) => r.revision === n)?.spec);
-    const split = splitOf(d);
-    if (split === null) {
-      const target = soleRevisionOf(d);
-      const runRevision = runRevisionOf(d);
-      const runSpec = specOf(runRevision);
-      const plans = this.requests.componentPlans(d, runSpec ?? specOf(target) ?? d.spec, null);
-      const actions = planReplicas({
-        revision: target,
-        runRevision,
-        runnable: runSpec !== undefined,
-        paused: d.paused,
-        components: plans,
-        replicas,
-        surge: this.opts.rolloutSurge ?? DEFAULTS.controller.rolloutSurge,
-      });
-      const runs = runRevision !== null && runSpec !== undefined ? [{ revision: runRevision, spec: runSpec, blocked: null, plans }] : [];
-      return {
-        split,
-        target,
-        runs,
-        actions,
-        desired: Object.fromEntries(plans.map((p) => [p.component, p.desired])),
-        revisionDesired: null,
-        files: [runRevision ?? target],
-        drainAt: null,
-      };
-    }
-    const runs: RevisionRun[] = split.map(({ revision }) => {
-      const spec = specOf(revision);
-      const failed = d.revisions.find((r) => r.revision === revision)?.status === 'failed';
-      const blocked = failed ? `revision ${revision} failed` : spec === undefined ? `revision ${revision} has no spec to run` : null;
-      return { revision, spec: spec ?? d.spec, blocked, plans: this.requests.componentPlans(d, spec ?? d.spec, revision) };
-    });
-    const now = this.opts.clock.now();
-    const actions = planSplit({
-      split: runs.map((r) => ({ revision: r.revision, blocked: r.blocked, components: r.plans })),
-      paused: d.paused,
-      routed: routedComponent(d),
-      drainDue: now - Date.parse(d.updated_at) >= SPLIT_DRAIN_MS,
-      replicas,
-    });
-    const desired: Record<string, number> = {};
-    const revisionDesired: Record<string, Record<string, number>> = {};
-    for (const r of runs) {
-      const counts = Object.fromEntries(r.plans.map((p) => [p.component, r.blocked === null ? p.desired : 0]));
-      revisionDesired[String(r.revision)] = counts;
-      for (const [component, n] of Object.entries(counts)) desired[component] = (desired[component] ?? 0) + n;
-    }
-    const running = runs.filter((r) => r.blocked === null);
-    // Revisions outside the split that wait for it to serve go at the drain delay anyway: a timer, whatever else happens.
-    const drainAt = splitDrainAt(d.updated_at, split, replicas, now);
-    return { split, target: null, runs: running, actions, desired, revisionDesired, files: running.map((r) => r.revision), drainAt };
-  }
-
-  /**
    * One deployment: the plan made from this pass's snapshot (plan.ts: what to start, what to
    * retire and why) performed in its order, then the revisions' bookkeeping, the status and
    * the events recorded. Orchestrated: the Frontends learn their workers from files the
@@ -649,9 +562,12 @@ export class Controller {
     const deadlineMs = this.opts.rolloutDeadlineMs ?? DEFAULTS.controller.rolloutDeadlineMs;
     const mine = () => [...this.replicas.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring);
     const isReady = (o: Owned) => o.handle.observe().phase === 'ready';
-    const plan = this.passPlan(
+    const plan = passPlan(
       d,
       mine().map((o) => ({ recordId: o.recordId, component: o.component, revision: o.revision, ready: isReady(o), inflight: load?.inflight(o.recordId) ?? 0 })),
+      (d, spec, split) => this.requests.componentPlans(d, spec, split),
+      clock.now(),
+      this.opts.rolloutSurge ?? DEFAULTS.controller.rolloutSurge,
     );
     // The file first: a Frontend should know a worker before the deployment says ready.
     await this.writeWorkersFiles(d, plan);
