@@ -29,7 +29,7 @@
 // keep routing to them and the next start takes them back. It acts only while it holds the
 // store's `controller` lease, so a second control process on a shared store stands by.
 
-import { COMPONENT, routedComponent } from '../domain/components.js';
+import { routedComponent } from '../domain/components.js';
 import { DEFAULTS } from '../config/defaults.js';
 import type { Logger } from 'pino';
 import { isoNow, type Clock } from '../core/clock.js';
@@ -39,9 +39,8 @@ import type { DeploymentRecord, DeploymentSpec, ReplicaRecord } from '../domain/
 import type { ReplicaHandle, ReplicaRequest, ReplicaShell, Runtime } from '../runtime/runtime.js';
 import { EventWriter, type EventNote } from '../store/event-writer.js';
 import { fencedStore } from '../store/fenced-store.js';
-import { FencedError, modify, NotFoundError, StoreUnavailableError, type Store } from '../store/store.js';
+import { FencedError, StoreUnavailableError, type Store } from '../store/store.js';
 import type { UsageLedger } from '../store/usage-ledger.js';
-import { resolveTraffic, type RevisionShare } from '../domain/traffic.js';
 import { crashLooping, deploymentStatus, failingReason, GENERAL_COMPONENT } from './desired.js';
 import { ControllerLease, renewalInterval } from './lease.js';
 import type { DeploymentLeftovers } from './leftovers.js';
@@ -49,11 +48,11 @@ import { orchestratedStatus } from './orchestrated.js';
 import { ReconcileQueue } from './reconcile-queue.js';
 import { advanceRollout, rolloutDeadlineAt, splitRollout, type RolloutResult } from './rollout.js';
 import { rolloutEvents, type RolloutProgress } from './rollout-events.js';
-import { drainedEvent, trafficEvents } from './traffic-events.js';
 import { WorkersFiles } from './workers-file.js';
 import { ReplicaRequests, type ComponentPlan } from './replica-requests.js';
 import { Replicas, type Owned, type ReplicaLoad } from './replicas.js';
-import { passPlan, type PassPlan } from './pass-plan.js';
+import { passPlan } from './pass-plan.js';
+import { tellTraffic, writeDeploymentState, writeWorkersFiles, type TrafficSeen } from './deployment-state.js';
 
 export type { ReplicaLoad };
 
@@ -171,7 +170,7 @@ export class Controller {
   /** Per deployment, the counts of its rollout's last step told (while one is in progress). */
   private readonly rolloutSteps = new Map<number, RolloutProgress>();
   /** Per deployment, the traffic shares last run (their changes are told once) and the revisions that left a split and still drain. */
-  private readonly trafficSeen = new Map<number, { shares: RevisionShare[]; draining: Set<number> }>();
+  private readonly trafficSeen = new Map<number, TrafficSeen>();
   /** What this controller has done so far, for tests and diagnostics: ticks, passes, and deployments reconciled. */
   readonly counters = { ticks: 0, passes: 0, reconciled: 0 };
 
@@ -570,7 +569,7 @@ export class Controller {
       this.opts.rolloutSurge ?? DEFAULTS.controller.rolloutSurge,
     );
     // The file first: a Frontend should know a worker before the deployment says ready.
-    await this.writeWorkersFiles(d, plan);
+    await writeWorkersFiles(this.workersFiles, d, plan, this.replicas.owned.values());
     for (const action of plan.actions) {
       if (action.kind === 'start') {
         const run = plan.runs.find((r) => r.revision === action.revision);
@@ -629,9 +628,9 @@ export class Controller {
     // drain delay. It is reconciled then even if nothing else happens to it.
     const deadlineAt = plan.split === null ? rolloutDeadlineAt(d, result, desiredTotal, deadlineMs) : null;
     this.queue.at(d.id, earliest(deadlineAt, plan.drainAt));
-    this.tellTraffic(d, plan);
-    const written = await this.writeDeploymentState(d, plan, newStatus, reason, result);
-    await this.writeWorkersFiles(d, plan);
+    tellTraffic(this.trafficSeen, d, plan, this.replicas.owned.values(), (id, note) => this.recordEvent(id, note));
+    const written = await writeDeploymentState(this.store, this.opts.logger, d, plan, newStatus, reason, result);
+    await writeWorkersFiles(this.workersFiles, d, plan, this.replicas.owned.values());
     if (!written) return;
     if (newStatus === 'failing' && d.status !== 'failing' && reason !== null) this.recordEvent(d.id, { type: 'warning', reason: 'ReplicaFailing', message: reason });
     if (plan.target === null) {
@@ -642,104 +641,6 @@ export class Controller {
     for (const note of rolloutEvents(d, result, progress, this.rolloutSteps.get(d.id) ?? null)) this.recordEvent(d.id, note);
     if (result.rollout?.state === 'in_progress') this.rolloutSteps.set(d.id, progress);
     else this.rolloutSteps.delete(d.id);
-  }
-
-  /**
-   * Tells a change of the traffic split once (the shares this controller last ran are kept;
-   * the first pass after it starts only learns them), and each revision that left the split
-   * once its last replica stopped.
-   */
-  private tellTraffic(d: DeploymentRecord, plan: PassPlan): void {
-    const shares = plan.split ?? resolveTraffic(d);
-    const seen = this.trafficSeen.get(d.id);
-    const withReplicas = new Set([...this.replicas.owned.values()].filter((o) => o.deploymentId === d.id).map((o) => o.revision));
-    if (seen === undefined) {
-      this.trafficSeen.set(d.id, { shares, draining: new Set() });
-      return;
-    }
-    if (JSON.stringify(seen.shares) !== JSON.stringify(shares)) {
-      for (const note of trafficEvents(seen.shares, shares)) this.recordEvent(d.id, note);
-      const wasSplit = seen.shares.length > 1 || shares.length > 1;
-      for (const s of seen.shares) if (wasSplit && withReplicas.has(s.revision) && !shares.some((a) => a.revision === s.revision)) seen.draining.add(s.revision);
-      seen.shares = shares;
-    }
-    for (const revision of [...seen.draining]) {
-      if (shares.some((s) => s.revision === revision)) seen.draining.delete(revision);
-      else if (!withReplicas.has(revision)) {
-        seen.draining.delete(revision);
-        this.recordEvent(d.id, drainedEvent(revision));
-      }
-    }
-  }
-
-  /**
-   * Writes each running revision's workers file for its Frontend: without a split every ready
-   * worker (a rolling update's new Frontend uses the old workers until its own are ready),
-   * with a split only its own revision's; the files of revisions that run nothing any more go.
-   */
-  private async writeWorkersFiles(d: DeploymentRecord, plan: PassPlan): Promise<void> {
-    if (d.spec.family !== 'orchestrated' || this.workersFiles === null) return;
-    const all = [...this.replicas.owned.values()].filter((o) => o.deploymentId === d.id);
-    const ready = all.filter((o) => !o.retiring && o.handle.observe().phase === 'ready');
-    const files = new Map<number, Record<string, string[]>>();
-    for (const revision of new Set([...plan.files, ...all.map((o) => o.revision)])) {
-      const spec = d.revisions.find((r) => r.revision === revision)?.spec ?? d.spec;
-      const workers = plan.split === null ? ready : ready.filter((o) => o.revision === revision);
-      const addresses = (component: string) =>
-        workers
-          .filter((o) => o.component === component)
-          .map((o) => o.handle.observe().address)
-          .filter((a): a is string => a !== null)
-          .sort();
-      const disaggregated = spec.family === 'orchestrated' && spec.serving_mode === 'disaggregated';
-      files.set(revision, disaggregated ? { prefill: addresses(COMPONENT.Prefill), decode: addresses(COMPONENT.Decode) } : { workers: addresses(COMPONENT.Worker) });
-    }
-    await this.workersFiles.sync(d.id, files);
-  }
-
-  /** Writes the observed fields when they changed; false when the record was gone or edited meanwhile (the next pass writes them). */
-  private async writeDeploymentState(d: DeploymentRecord, plan: PassPlan, status: DeploymentRecord['status'], reason: string | null, rollout: RolloutResult): Promise<boolean> {
-    // While paused, the figures to come back to are kept (resume restores the counts).
-    const desiredReplicas = d.paused ? (d.desired_replicas ?? plan.desired) : plan.desired;
-    const revisionDesired = plan.revisionDesired === null ? null : d.paused ? (d.revision_desired ?? plan.revisionDesired) : plan.revisionDesired;
-    const statusReason = d.paused ? null : reason;
-    const observed = {
-      status,
-      status_reason: statusReason,
-      desired_replicas: desiredReplicas,
-      revision_desired: revisionDesired,
-      serving_revision: rollout.serving,
-      rollout: rollout.rollout,
-      revisions: rollout.revisions,
-    };
-    const before = {
-      status: d.status,
-      status_reason: d.status_reason ?? null,
-      desired_replicas: d.desired_replicas ?? {},
-      revision_desired: d.revision_desired ?? null,
-      serving_revision: d.serving_revision ?? null,
-      rollout: d.rollout ?? null,
-      revisions: d.revisions,
-    };
-    if (JSON.stringify(observed) === JSON.stringify(before)) return true;
-    let written = false;
-    try {
-      await modify(this.store, 'deployment', d.id, (now) => {
-        // Only observed fields change; a concurrent edit of desired state is kept (next pass).
-        written = !(
-          now.revision !== d.revision ||
-          now.paused !== d.paused ||
-          now.revisions.length !== d.revisions.length ||
-          JSON.stringify(now.traffic ?? null) !== JSON.stringify(d.traffic ?? null)
-        );
-        return written ? { ...now, ...observed } : undefined;
-      });
-      if (written && status !== d.status) this.opts.logger.info({ deployment: d.name, from: d.status, to: status }, 'deployment status changed');
-      return written;
-    } catch (err) {
-      if (!(err instanceof NotFoundError)) throw err;
-      return false;
-    }
   }
 
   private async startReplica(d: DeploymentRecord, plan: ComponentPlan, spec: DeploymentSpec, revision: number): Promise<void> {
