@@ -31,103 +31,29 @@
 
 import { routedComponent } from '../domain/components.js';
 import { DEFAULTS } from '../config/defaults.js';
-import type { Logger } from 'pino';
-import { isoNow, type Clock } from '../core/clock.js';
+import { isoNow } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { TimeSlices } from '../core/time-slices.js';
 import type { DeploymentRecord, DeploymentSpec, ReplicaRecord } from '../domain/records.js';
-import type { ReplicaHandle, ReplicaRequest, ReplicaShell, Runtime } from '../runtime/runtime.js';
+import type { ReplicaHandle } from '../runtime/runtime.js';
 import { EventWriter, type EventNote } from '../store/event-writer.js';
 import { fencedStore } from '../store/fenced-store.js';
 import { FencedError, StoreUnavailableError, type Store } from '../store/store.js';
-import type { UsageLedger } from '../store/usage-ledger.js';
 import { crashLooping, deploymentStatus, failingReason, GENERAL_COMPONENT } from './desired.js';
 import { ControllerLease, renewalInterval } from './lease.js';
-import type { DeploymentLeftovers } from './leftovers.js';
 import { orchestratedStatus } from './orchestrated.js';
 import { ReconcileQueue } from './reconcile-queue.js';
 import { advanceRollout, rolloutDeadlineAt, splitRollout, type RolloutResult } from './rollout.js';
 import { rolloutEvents, type RolloutProgress } from './rollout-events.js';
 import { WorkersFiles } from './workers-file.js';
 import { ReplicaRequests, type ComponentPlan } from './replica-requests.js';
-import { Replicas, type Owned, type ReplicaLoad } from './replicas.js';
+import { Replicas, type Owned } from './replicas.js';
+import type { ControllerOptions, ShellTarget, StopOutcome } from './controller-options.js';
 import { passPlan } from './pass-plan.js';
 import { tellTraffic, writeDeploymentState, writeWorkersFiles, type TrafficSeen } from './deployment-state.js';
 
-export type { ReplicaLoad };
-
-/** Where an operator's shell runs: what to start in a ready replica (inside its sandbox or container, as its user). */
-export interface ShellTarget extends ReplicaShell {
-  replica: string;
-  /** Called once the replica stops (the shell is closed then). */
-  onGone(listener: () => void): void;
-}
-
-
-export interface ControllerOptions {
-  store: Store;
-  runtime: Runtime;
-  clock: Clock;
-  logger: Logger;
-  /** Longest wait for a draining replica's in-flight requests to finish. */
-  drainTimeoutMs: number;
-  /** SIGTERM → SIGKILL grace. */
-  stopGraceMs: number;
-  /** In-flight requests per replica over the gateways (this process's and those reporting through the store); null: drain waits `drainSettleMs` only. */
-  load: ReplicaLoad | null;
-  /** The tick: due timers and retries are moved into the dirty set, running replicas' books kept. */
-  tickMs?: number;
-  /** How often the lease is renewed; default: every tick, at most a third of its TTL. */
-  leaseRenewMs?: number;
-  /** How long routing tables take to drop a draining replica before in-flight is trusted. */
-  drainSettleMs?: number;
-  /** What deleted deployments leave behind (logs, model cache, workers files, usage rows). */
-  leftovers?: DeploymentLeftovers;
-  /**
-   * How often the store is scanned for usage rows of deployments deleted unseen (another
-   * process's late flush). Directories and the store are read at each taking of the lease; a
-   * deletion seen on the change feed needs neither.
-   */
-  leftoverScanMs?: number;
-  /**
-   * The autoscaler's desired count for a deployment (undefined until it decided): `revision`
-   * null for a deployment whose traffic names one revision, else the count of that revision of
-   * a split (domain/traffic.ts: splitOf). With it, a min-0 deployment may go to zero: the
-   * activator brings it back.
-   */
-  autoscaled?: (deploymentId: number, revision: number | null) => number | undefined;
-  /** Where orchestrated deployments' workers files live (one per deployment and running revision); none: they do not run. */
-  workersDir?: string;
-  /** Opens sealed secrets (the model-hub token the workers get as a file, secret environment variables). */
-  unseal?: (sealed: string) => string;
-  /** Replica lifetimes (× GPUs) go here, per deployment and hour (the usage view). */
-  usage?: UsageLedger;
-  /** GPUs of one replica's hardware instance (each GPU worker replica is one instance). */
-  gpusPerReplica?: (d: DeploymentRecord, component: string) => number;
-  /** The hardware instance one replica runs on (its CPU and memory become container limits); null: unknown. */
-  hardwareOf?: (d: DeploymentRecord, component: string) => ReplicaRequest['hardware'];
-  /** Replicas a rolling update may run beyond the desired count. */
-  rolloutSurge?: number;
-  /** How long a new revision has to get every desired replica ready. */
-  rolloutDeadlineMs?: number;
-  /** How long the controller lease lasts without renewal: a standby takes over this long after the leader stops. */
-  leaseTtlMs?: number;
-  /** Where replicas' logs are: a crash-looping replica's last line goes into its deployment's status reason. None: no line. */
-  logsDir?: string;
-  /**
-   * At a clean stop, leave the replicas the runtime can leave (runtime.replicasOutliveService)
-   * running with their records, for the next start to take back; false or absent: drain them all.
-   */
-  keepOnStop?: boolean;
-}
-
-/** What a clean stop did with the replicas this controller ran. */
-export interface StopOutcome {
-  /** Left running with their records (keepOnStop): the next start takes them back. */
-  kept: number;
-  /** Drained, stopped and their records removed. */
-  drained: number;
-}
+export type { ReplicaLoad } from './replicas.js';
+export type { ControllerOptions, ShellTarget, StopOutcome } from './controller-options.js';
 
 export class Controller {
   /** The replicas this controller runs, and their books. */
