@@ -34,8 +34,7 @@ import { DEFAULTS } from '../config/defaults.js';
 import { isoNow } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { TimeSlices } from '../core/time-slices.js';
-import type { DeploymentRecord, DeploymentSpec, ReplicaRecord } from '../domain/records.js';
-import type { ReplicaHandle } from '../runtime/runtime.js';
+import type { DeploymentRecord, DeploymentSpec } from '../domain/records.js';
 import { EventWriter, type EventNote } from '../store/event-writer.js';
 import { fencedStore } from '../store/fenced-store.js';
 import { FencedError, StoreUnavailableError, type Store } from '../store/store.js';
@@ -50,6 +49,8 @@ import { ReplicaRequests, type ComponentPlan } from './replica-requests.js';
 import { Replicas, type Owned } from './replicas.js';
 import type { ControllerOptions, ShellTarget, StopOutcome } from './controller-options.js';
 import { passPlan } from './pass-plan.js';
+import { DeletedDeployments } from './deleted-deployments.js';
+import { takeBackLeftovers } from './take-back.js';
 import { tellTraffic, writeDeploymentState, writeWorkersFiles, type TrafficSeen } from './deployment-state.js';
 
 export type { ReplicaLoad } from './replicas.js';
@@ -81,16 +82,10 @@ export class Controller {
   private readonly requests: ReplicaRequests;
   /** The store, every write fenced by the lease: refused once another controller took over. */
   private readonly store: Store;
-  /** Deployment ids known to exist (the last full pass, then the change feed): an id with leftovers and not here was deleted. */
-  private known = new Set<number>();
-  /** Deleted deployments whose leftovers are still to be removed. */
-  private readonly gone = new Set<number>();
+  /** What deleted deployments left, and the ids known to exist. */
+  private readonly deletions: DeletedDeployments;
   /** The lease was just taken: reap what an earlier leader left before anything else. */
   private takeBackDue = false;
-  /** The lease was just taken: read the leftovers on disk and in the store with the full pass. */
-  private leftoversDue = false;
-  /** When the store is next scanned for usage rows of deployments deleted unseen. */
-  private nextStoreScan = Infinity;
   /** Deployments' events, through the fenced store: a deposed controller's are refused. */
   private readonly events: EventWriter;
   /** Per deployment, the counts of its rollout's last step told (while one is in progress). */
@@ -112,6 +107,7 @@ export class Controller {
       () => void this.lease.renew(),
       (id, note) => this.recordEvent(id, note),
     );
+    this.deletions = new DeletedDeployments(opts, this.store);
     this.requests = new ReplicaRequests(opts, this.store, (id, note) => this.recordEvent(id, note));
   }
 
@@ -270,7 +266,7 @@ export class Controller {
   /** Leadership starts: what an earlier leader left is reaped, then every deployment reconciled. */
   private gained(): void {
     this.takeBackDue = true;
-    this.leftoversDue = true;
+    this.deletions.leftoversDue = true;
     this.queue.markAll();
     this.schedule();
   }
@@ -297,45 +293,7 @@ export class Controller {
       if (o.unsaved) this.replicas.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
     }
     const due = this.queue.tick(now);
-    if (due || this.replicas.undeleted.size > 0 || this.gone.size > 0 || now >= this.nextStoreScan) this.schedule();
-  }
-
-  /**
-   * What an earlier leader (or an earlier run on this node) left: a replica the runtime can
-   * take back under its record (a container still running) is kept, with its record, so the
-   * endpoint keeps serving and no duplicate starts; every other one is reaped and its record
-   * removed. Then whatever no kept replica names is swept (directories, stray containers).
-   */
-  private async takeBackLeftovers(): Promise<void> {
-    const { runtime, logger } = this.opts;
-    const store = this.store;
-    const deployments = new Map((await store.list('deployment')).map((d) => [d.value.id, d.value]));
-    const slices = new TimeSlices();
-    for (const { value: r } of await store.list('replica')) {
-      const handle = await this.adopt(deployments.get(r.deployment_id), r);
-      if (handle === null) {
-        if (await runtime.reap({ name: r.name, pid: r.pid, restarts: r.restarts })) logger.warn({ replica: r.name }, 'reaped a replica left by an earlier run');
-        await store.delete('replica', r.id);
-      }
-      await slices.yield();
-    }
-    await runtime.sweep(new Set([...this.replicas.owned.values()].map((o) => o.handle.name)));
-  }
-
-  /** Takes back one leftover replica whose deployment and revision still exist; null when the runtime cannot. */
-  private async adopt(d: DeploymentRecord | undefined, r: ReplicaRecord): Promise<ReplicaHandle | null> {
-    const spec = d?.revisions.find((rev) => rev.revision === r.revision)?.spec;
-    if (d === undefined || spec === undefined || r.state === 'draining' || r.state === 'stopped') return null;
-    const plan = this.requests.componentPlans(d, spec, null).find((p) => p.component === r.component);
-    const part = plan?.request(spec, r.revision, r.name) ?? null;
-    if (plan === undefined || part === null) return null;
-    const handle = await this.opts.runtime.adopt({ name: r.name, pid: r.pid, restarts: r.restarts }, await this.requests.completeRequest(d, plan, spec, part));
-    if (handle === null) return null;
-    // Left running by a clean stop: counted from where that stop counted it to (after a kill, from now).
-    const countedUntil = r.counted_until ? Date.parse(r.counted_until) : NaN;
-    this.replicas.own(d, plan, r.revision, r.id, handle, Number.isFinite(countedUntil) ? Math.min(countedUntil, this.opts.clock.now()) : undefined);
-    this.opts.logger.info({ deployment: d.name, replica: r.name }, 'took back a replica left running by an earlier run');
-    return handle;
+    if (due || this.replicas.undeleted.size > 0 || this.deletions.gone.size > 0 || now >= this.deletions.nextStoreScan) this.schedule();
   }
 
   /**
@@ -351,7 +309,7 @@ export class Controller {
     if (this.takeBackDue) {
       this.takeBackDue = false;
       try {
-        await this.takeBackLeftovers();
+        await takeBackLeftovers(this.store, this.opts, this.requests, this.replicas);
       } catch (err) {
         this.takeBackDue = true;
         throw err;
@@ -362,7 +320,7 @@ export class Controller {
     let listed: Map<number, DeploymentRecord> | null = null;
     try {
       if (work.all) listed = await this.listAll();
-      else if (this.opts.clock.now() >= this.nextStoreScan) await this.scanStoreLeftovers();
+      else if (this.opts.clock.now() >= this.deletions.nextStoreScan) await this.deletions.scanStoreLeftovers((id) => this.mark(id));
     } catch (err) {
       if (work.all) this.queue.markAll();
       for (const id of work.ids) this.queue.retry(id);
@@ -394,7 +352,13 @@ export class Controller {
       }
       await slices.yield();
     }
-    if (this.gone.size > 0) await this.removeLeftovers();
+    if (this.deletions.gone.size > 0) {
+      await this.deletions.removeLeftovers(
+        () => this.stopped,
+        (id) => [...this.replicas.owned.values()].some((o) => o.deploymentId === id),
+        (id) => this.workersFiles?.forget(id),
+      );
+    }
   }
 
   /**
@@ -405,39 +369,13 @@ export class Controller {
    * deleted, since ids are never reused.
    */
   private async listAll(): Promise<Map<number, DeploymentRecord>> {
-    const leftovers = this.leftoversDue ? await this.findLeftovers() : new Set<number>();
-    this.leftoversDue = false;
+    const leftovers = this.deletions.leftoversDue ? await this.deletions.findLeftovers() : new Set<number>();
+    this.deletions.leftoversDue = false;
     const deployments = new Map((await this.store.list('deployment')).map((d) => [d.value.id, d.value]));
-    const seen = [...this.known, ...leftovers, ...[...this.replicas.owned.values()].map((o) => o.deploymentId), ...this.rolloutSteps.keys(), ...this.trafficSeen.keys()];
+    const seen = [...this.deletions.known, ...leftovers, ...[...this.replicas.owned.values()].map((o) => o.deploymentId), ...this.rolloutSteps.keys(), ...this.trafficSeen.keys()];
     for (const id of seen) if (!deployments.has(id)) this.deleted(id);
-    this.known = new Set(deployments.keys());
+    this.deletions.known = new Set(deployments.keys());
     return deployments;
-  }
-
-  /** Ids with something left at the taking of the lease: directories, and usage rows (the store scan's clock starts here). */
-  private async findLeftovers(): Promise<Set<number>> {
-    const { leftovers, clock } = this.opts;
-    if (!leftovers) return new Set();
-    const ids = await leftovers.onDisk();
-    for (const id of await leftovers.inStore()) ids.add(id);
-    this.nextStoreScan = clock.now() + (this.opts.leftoverScanMs ?? DEFAULTS.controller.leftoverScanMs);
-    return ids;
-  }
-
-  /**
-   * The slow scan of usage rows (another process may flush a deleted deployment's late): an id
-   * with rows that this controller does not know is read on its own — deleted, its rows go;
-   * there (created since), it is reconciled.
-   */
-  private async scanStoreLeftovers(): Promise<void> {
-    const { leftovers, clock } = this.opts;
-    this.nextStoreScan = clock.now() + (this.opts.leftoverScanMs ?? DEFAULTS.controller.leftoverScanMs);
-    if (!leftovers) return;
-    for (const id of await leftovers.inStore()) {
-      if (this.known.has(id) || this.gone.has(id)) continue;
-      if ((await this.store.get('deployment', id)) === undefined) this.gone.add(id);
-      else this.mark(id);
-    }
   }
 
   /** A deployment found deleted: its replicas drain, what it left goes once they stopped, and its bookkeeping is forgotten. */
@@ -445,32 +383,11 @@ export class Controller {
     for (const o of this.replicas.owned.values()) {
       if (o.deploymentId === id && !o.retiring) this.replicas.retire(o, 'its deployment was deleted');
     }
-    this.known.delete(id);
+    this.deletions.known.delete(id);
     this.rolloutSteps.delete(id);
     this.trafficSeen.delete(id);
     this.queue.forget(id);
-    this.gone.add(id);
-  }
-
-  /**
-   * Removes what deleted deployments left, whatever state they were deleted in (paused, at
-   * zero, never started, or while no controller ran); one with replicas still draining waits
-   * for them, since they write logs until they stop. Idempotent: a failure is retried at the
-   * next tick.
-   */
-  private async removeLeftovers(): Promise<void> {
-    for (const id of [...this.gone]) {
-      if (this.stopped) return;
-      if ([...this.replicas.owned.values()].some((o) => o.deploymentId === id)) continue;
-      try {
-        await this.opts.leftovers?.remove(id);
-        this.workersFiles?.forget(id);
-        this.gone.delete(id);
-        if (this.opts.leftovers) this.opts.logger.info({ deployment_id: id }, 'removed what a deleted deployment left');
-      } catch (err) {
-        this.opts.logger.warn({ err, deployment_id: id }, 'removing what a deleted deployment left failed; retrying at the next tick');
-      }
-    }
+    this.deletions.gone.add(id);
   }
 
   /**
@@ -481,7 +398,7 @@ export class Controller {
    * workers do.
    */
   private async reconcileDeployment(d: DeploymentRecord): Promise<void> {
-    this.known.add(d.id);
+    this.deletions.known.add(d.id);
     if (d.spec.family === 'orchestrated' && !this.opts.workersDir) return;
     const { load, clock } = this.opts;
     const deadlineMs = this.opts.rolloutDeadlineMs ?? DEFAULTS.controller.rolloutDeadlineMs;
