@@ -28,185 +28,40 @@
 // outlive the service (containers), releases them running with their records, so gateways
 // keep routing to them and the next start takes them back. It acts only while it holds the
 // store's `controller` lease, so a second control process on a shared store stands by.
+//
+// This class wires the parts, each in its own module: the replicas run and their books
+// (replicas.ts), what each is asked to run (replica-requests.ts), one deployment's reconcile
+// (deployment-reconcile.ts, pass-plan.ts, deployment-state.ts), deleted deployments' leftovers
+// (deleted-deployments.ts), and taking back an earlier run's replicas (take-back.ts).
 
-import { containerCapabilitiesOf } from '../domain/container-capabilities.js';
-import { COMPONENT, FRONTEND_WORKERS_POLL_MS, routedComponent, usesGpuInstance } from '../domain/components.js';
 import { DEFAULTS } from '../config/defaults.js';
-import type { Logger } from 'pino';
-import { isoNow, type Clock } from '../core/clock.js';
 import { CoalescingRunner } from '../core/coalescing-runner.js';
 import { TimeSlices } from '../core/time-slices.js';
-import type { DeploymentRecord, DeploymentSpec, GeneralSpec, ReplicaRecord, ReplicaState } from '../domain/records.js';
-import type { ReplicaHandle, ReplicaObservation, ReplicaRequest, ReplicaShell, ReplicaSpec, Runtime } from '../runtime/runtime.js';
-import { lastOutputLine } from '../runtime/last-output.js';
+import type { DeploymentRecord } from '../domain/records.js';
 import { EventWriter, type EventNote } from '../store/event-writer.js';
 import { fencedStore } from '../store/fenced-store.js';
-import { FencedError, modify, NotFoundError, StoreUnavailableError, type Store } from '../store/store.js';
-import type { UsageLedger } from '../store/usage-ledger.js';
-import { appliedCount, resolveTraffic, soleRevisionOf, splitOf, type RevisionShare } from '../domain/traffic.js';
-import { initialReplicasOf } from '../domain/initial-scale.js';
-import { normaliseRegistryHost, REGISTRY_CREDENTIAL_EVENTS, registryHostOf, unboundCredentialMessage } from '../domain/registry-hosts.js';
-import { crashLooping, deploymentStatus, desiredReplicas, failingReason, GENERAL_COMPONENT, splitFigure, splitReplicas, type ReplicaHealth } from './desired.js';
+import { FencedError, StoreUnavailableError, type Store } from '../store/store.js';
 import { ControllerLease, renewalInterval } from './lease.js';
-import type { DeploymentLeftovers } from './leftovers.js';
-import { orchestratedDesired, orchestratedRequest, orchestratedStatus } from './orchestrated.js';
-import { planReplicas, planSplit, runRevisionOf, splitDrainAt, SPLIT_DRAIN_MS, type Action, type LiveReplica } from './plan.js';
 import { ReconcileQueue } from './reconcile-queue.js';
-import { advanceRollout, rolloutDeadlineAt, splitRollout, type RolloutResult } from './rollout.js';
-import { replicaEvents } from './replica-events.js';
-import { rolloutEvents, type RolloutProgress } from './rollout-events.js';
-import { drainedEvent, trafficEvents } from './traffic-events.js';
-import { WorkersFiles, workersFilePath } from './workers-file.js';
+import { WorkersFiles } from './workers-file.js';
+import { ReplicaRequests } from './replica-requests.js';
+import { Replicas } from './replicas.js';
+import type { ControllerOptions, ShellTarget, StopOutcome } from './controller-options.js';
+import { DeletedDeployments } from './deleted-deployments.js';
+import { takeBackLeftovers } from './take-back.js';
+import { DeploymentReconciler } from './deployment-reconcile.js';
 
-/** Where an operator's shell runs: what to start in a ready replica (inside its sandbox or container, as its user). */
-export interface ShellTarget extends ReplicaShell {
-  replica: string;
-  /** Called once the replica stops (the shell is closed then). */
-  onGone(listener: () => void): void;
-}
-
-/** In-flight requests per replica, as the gateway counts them (drain waits for zero). */
-export interface ReplicaLoad {
-  inflight(replicaId: number): number;
-}
-
-export interface ControllerOptions {
-  store: Store;
-  runtime: Runtime;
-  clock: Clock;
-  logger: Logger;
-  /** Longest wait for a draining replica's in-flight requests to finish. */
-  drainTimeoutMs: number;
-  /** SIGTERM → SIGKILL grace. */
-  stopGraceMs: number;
-  /** In-flight requests per replica over the gateways (this process's and those reporting through the store); null: drain waits `drainSettleMs` only. */
-  load: ReplicaLoad | null;
-  /** The tick: due timers and retries are moved into the dirty set, running replicas' books kept. */
-  tickMs?: number;
-  /** How often the lease is renewed; default: every tick, at most a third of its TTL. */
-  leaseRenewMs?: number;
-  /** How long routing tables take to drop a draining replica before in-flight is trusted. */
-  drainSettleMs?: number;
-  /** What deleted deployments leave behind (logs, model cache, workers files, usage rows). */
-  leftovers?: DeploymentLeftovers;
-  /**
-   * How often the store is scanned for usage rows of deployments deleted unseen (another
-   * process's late flush). Directories and the store are read at each taking of the lease; a
-   * deletion seen on the change feed needs neither.
-   */
-  leftoverScanMs?: number;
-  /**
-   * The autoscaler's desired count for a deployment (undefined until it decided): `revision`
-   * null for a deployment whose traffic names one revision, else the count of that revision of
-   * a split (domain/traffic.ts: splitOf). With it, a min-0 deployment may go to zero: the
-   * activator brings it back.
-   */
-  autoscaled?: (deploymentId: number, revision: number | null) => number | undefined;
-  /** Where orchestrated deployments' workers files live (one per deployment and running revision); none: they do not run. */
-  workersDir?: string;
-  /** Opens sealed secrets (the model-hub token the workers get as a file, secret environment variables). */
-  unseal?: (sealed: string) => string;
-  /** Replica lifetimes (× GPUs) go here, per deployment and hour (the usage view). */
-  usage?: UsageLedger;
-  /** GPUs of one replica's hardware instance (each GPU worker replica is one instance). */
-  gpusPerReplica?: (d: DeploymentRecord, component: string) => number;
-  /** The hardware instance one replica runs on (its CPU and memory become container limits); null: unknown. */
-  hardwareOf?: (d: DeploymentRecord, component: string) => ReplicaRequest['hardware'];
-  /** Replicas a rolling update may run beyond the desired count. */
-  rolloutSurge?: number;
-  /** How long a new revision has to get every desired replica ready. */
-  rolloutDeadlineMs?: number;
-  /** How long the controller lease lasts without renewal: a standby takes over this long after the leader stops. */
-  leaseTtlMs?: number;
-  /** Where replicas' logs are: a crash-looping replica's last line goes into its deployment's status reason. None: no line. */
-  logsDir?: string;
-  /**
-   * At a clean stop, leave the replicas the runtime can leave (runtime.replicasOutliveService)
-   * running with their records, for the next start to take back; false or absent: drain them all.
-   */
-  keepOnStop?: boolean;
-}
-
-/** What a clean stop did with the replicas this controller ran. */
-export interface StopOutcome {
-  /** Left running with their records (keepOnStop): the next start takes them back. */
-  kept: number;
-  /** Drained, stopped and their records removed. */
-  drained: number;
-}
-
-/** One component of a deployment as the controller runs it. */
-interface ComponentPlan {
-  component: string;
-  desired: number;
-  /** GPUs each replica holds (its hardware instance's; 0 for the CPU-only Frontend). */
-  gpus: number;
-  /** What a revision's spec says of a replica; null when that spec cannot run here. */
-  request(spec: DeploymentSpec, revision: number, name: string): ReplicaSpec | null;
-}
-
-/** One revision a pass runs replicas of. */
-interface RevisionRun {
-  revision: number;
-  spec: DeploymentSpec;
-  /** Why it runs nothing (a failed revision of a split); null: it runs. */
-  blocked: string | null;
-  plans: ComponentPlan[];
-}
-
-/** What one pass works towards for a deployment. */
-interface PassPlan {
-  /** The traffic split; null: one revision runs (a rolling update replaces the others). */
-  split: RevisionShare[] | null;
-  /** Without a split, the revision traffic names (the rolling update's target). */
-  target: number | null;
-  /** The revisions that run. */
-  runs: RevisionRun[];
-  actions: Action[];
-  /** Per component, summed over the revisions that run. */
-  desired: Record<string, number>;
-  /** Per revision of a split, per component; null without one. */
-  revisionDesired: Record<string, Record<string, number>> | null;
-  /** Revisions whose Frontends get a workers file even with no replica running (a paused one comes back to it). */
-  files: number[];
-}
-
-interface Owned {
-  recordId: number;
-  deploymentId: number;
-  revision: number;
-  component: string;
-  handle: ReplicaHandle;
-  retiring: boolean;
-  /** Taken over by another controller: stopped without a drain, and nothing of it is written any more. */
-  abandoned: boolean;
-  /** GPUs it holds, and up to when its lifetime has been counted in the usage ledger. */
-  gpus: number;
-  accountedAt: number;
-  /** Serializes this replica's record writes. */
-  writes: Promise<void>;
-  /** Its last record write failed (the store unreachable, the fence refused it): written again next pass. */
-  unsaved: boolean;
-  /** The observation its events were last told from. */
-  seen: ReplicaObservation;
-  /** Its restart count when it was last ready (or taken on): restarts since then make a crash loop. */
-  restartsAtReady: number;
-  /** How its last image pull ended, kept while a retry runs (a failed pull stays failing while it is tried again). */
-  pullOutcome: ReplicaObservation['pull'];
-  /** Its terminals, told it is going before it is stopped (not after its shells died with it). */
-  goneListeners: Array<() => void>;
-}
+export type { ReplicaLoad } from './replicas.js';
+export type { ControllerOptions, ShellTarget, StopOutcome } from './controller-options.js';
 
 export class Controller {
-  private readonly owned = new Map<number, Owned>();
+  /** The replicas this controller runs, and their books. */
+  private readonly replicas: Replicas;
   /** The orchestrated Frontends' workers files; null: orchestrated deployments do not run here. */
   private readonly workersFiles: WorkersFiles | null;
-  private readonly retirements = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private unwatch: (() => void) | null = null;
   private unresync: (() => void) | null = null;
-  /** Records of replicas stopped while the store was unreachable: removed once it answers. */
-  private readonly undeleted = new Set<number>();
   // An unreachable store is logged once by the store monitor: replicas keep running as they
   // are, and what the pass did not get to is tried again at the next tick.
   private readonly passes = new CoalescingRunner(
@@ -221,24 +76,18 @@ export class Controller {
   private readonly queue = new ReconcileQueue();
   private stopped = false;
   private readonly lease: ControllerLease;
+  /** What each replica is asked to run. */
+  private readonly requests: ReplicaRequests;
   /** The store, every write fenced by the lease: refused once another controller took over. */
   private readonly store: Store;
-  /** Deployment ids known to exist (the last full pass, then the change feed): an id with leftovers and not here was deleted. */
-  private known = new Set<number>();
-  /** Deleted deployments whose leftovers are still to be removed. */
-  private readonly gone = new Set<number>();
+  /** What deleted deployments left, and the ids known to exist. */
+  private readonly deletions: DeletedDeployments;
   /** The lease was just taken: reap what an earlier leader left before anything else. */
   private takeBackDue = false;
-  /** The lease was just taken: read the leftovers on disk and in the store with the full pass. */
-  private leftoversDue = false;
-  /** When the store is next scanned for usage rows of deployments deleted unseen. */
-  private nextStoreScan = Infinity;
   /** Deployments' events, through the fenced store: a deposed controller's are refused. */
   private readonly events: EventWriter;
-  /** Per deployment, the counts of its rollout's last step told (while one is in progress). */
-  private readonly rolloutSteps = new Map<number, RolloutProgress>();
-  /** Per deployment, the traffic shares last run (their changes are told once) and the revisions that left a split and still drain. */
-  private readonly trafficSeen = new Map<number, { shares: RevisionShare[]; draining: Set<number> }>();
+  /** One deployment's reconcile, and what it keeps of each deployment between passes. */
+  private readonly deployments: DeploymentReconciler;
   /** What this controller has done so far, for tests and diagnostics: ticks, passes, and deployments reconciled. */
   readonly counters = { ticks: 0, passes: 0, reconciled: 0 };
 
@@ -247,6 +96,18 @@ export class Controller {
     this.store = fencedStore(opts.store, this.lease.fence);
     this.events = new EventWriter(this.store, opts.clock, opts.logger);
     this.workersFiles = opts.workersDir ? new WorkersFiles(opts.workersDir) : null;
+    this.replicas = new Replicas(
+      opts,
+      this.store,
+      (id) => this.mark(id),
+      () => void this.lease.renew(),
+      (id, note) => this.recordEvent(id, note),
+    );
+    this.deletions = new DeletedDeployments(opts, this.store);
+    this.requests = new ReplicaRequests(opts, this.store, (id, note) => this.recordEvent(id, note));
+    this.deployments = new DeploymentReconciler(opts, this.store, this.replicas, this.requests, this.workersFiles, this.queue, this.deletions, (id, note) =>
+      this.recordEvent(id, note),
+    );
   }
 
   /**
@@ -271,7 +132,7 @@ export class Controller {
     await this.lease.start(
       {
         gained: () => this.gained(),
-        lost: () => this.abandon(),
+        lost: () => this.replicas.abandon(),
         retaken: () => this.retaken(),
       },
       this.opts.leaseRenewMs ?? renewalInterval(tickMs, this.lease.ttlMs),
@@ -290,7 +151,7 @@ export class Controller {
    * with the process to spawn there, and a way to learn when it stops.
    */
   shellTarget(deploymentId: number, replica?: string): ShellTarget | null {
-    const candidates = [...this.owned.values()].filter(
+    const candidates = [...this.replicas.owned.values()].filter(
       (o) => o.deploymentId === deploymentId && !o.retiring && o.handle.observe().phase === 'ready' && (replica === undefined || o.handle.name === replica),
     );
     for (const o of candidates.sort((a, b) => a.recordId - b.recordId)) {
@@ -339,8 +200,8 @@ export class Controller {
     this.schedule();
     for (;;) {
       await this.passes.settled();
-      if (this.retirements.size > 0) {
-        await Promise.all([...this.retirements]);
+      if (this.replicas.retirements.size > 0) {
+        await Promise.all([...this.replicas.retirements]);
         continue;
       }
       if (!this.queue.pending || this.stopped || !this.lease.isHeld) return;
@@ -367,33 +228,15 @@ export class Controller {
     this.unresync?.();
     await this.passes.current();
     const keep = this.opts.keepOnStop === true && this.opts.runtime.replicasOutliveService && this.lease.isHeld;
-    const running = [...this.owned.values()].filter((o) => !o.retiring);
+    const running = [...this.replicas.owned.values()].filter((o) => !o.retiring);
     const kept = keep ? running.filter((o) => o.handle.release !== undefined) : [];
     // The lease keeps being renewed while the replicas drain: their record writes are fenced.
-    for (const o of running) if (!kept.includes(o)) this.retire(o, 'the service is stopping');
-    await Promise.all(kept.map((o) => this.release(o)));
-    await Promise.all([...this.retirements]);
+    for (const o of running) if (!kept.includes(o)) this.replicas.retire(o, 'the service is stopping');
+    await Promise.all(kept.map((o) => this.replicas.release(o)));
+    await Promise.all([...this.replicas.retirements]);
     await this.events.flush();
     await this.lease.release();
     return { kept: kept.length, drained: running.length - kept.length };
-  }
-
-  /**
-   * Leaves a replica running for the next start: its lifetime is counted up to now, its last
-   * record write lands (the record is what the next start takes it back under, and what the
-   * gateways route by meanwhile), then the runtime lets it go.
-   */
-  private async release(o: Owned): Promise<void> {
-    this.account(o);
-    await o.writes;
-    // The start that takes it back counts its lifetime on from here: the time between the two
-    // processes is counted too (it held its GPUs), and nothing twice.
-    const until = new Date(o.accountedAt).toISOString();
-    await modify(this.store, 'replica', o.recordId, (r) => ({ ...r, counted_until: until })).catch((err: Error) =>
-      this.opts.logger.warn({ err, replica: o.handle.name }, 'could not record up to when a replica left running was counted; the next start counts it from its own start'),
-    );
-    await o.handle.release?.().catch((err: Error) => this.opts.logger.warn({ err, replica: o.handle.name }, 'releasing a replica failed'));
-    this.owned.delete(o.recordId);
   }
 
   /**
@@ -403,7 +246,7 @@ export class Controller {
    */
   private resync(): void {
     if (this.stopped) return;
-    for (const o of this.owned.values()) this.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
+    for (const o of this.replicas.owned.values()) this.replicas.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
     this.queue.markAll();
     this.schedule();
   }
@@ -422,14 +265,14 @@ export class Controller {
   /** Leadership starts: what an earlier leader left is reaped, then every deployment reconciled. */
   private gained(): void {
     this.takeBackDue = true;
-    this.leftoversDue = true;
+    this.deletions.leftoversDue = true;
     this.queue.markAll();
     this.schedule();
   }
 
   /** The lease ran out and was taken back: what was refused meanwhile is written again now. */
   private retaken(): void {
-    for (const o of this.owned.values()) if (o.unsaved) this.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
+    for (const o of this.replicas.owned.values()) if (o.unsaved) this.replicas.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
     this.queue.retryNow();
     this.schedule();
   }
@@ -444,50 +287,12 @@ export class Controller {
     this.counters.ticks++;
     if (!this.lease.isHeld) return;
     const now = this.opts.clock.now();
-    for (const o of this.owned.values()) {
-      this.account(o);
-      if (o.unsaved) this.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
+    for (const o of this.replicas.owned.values()) {
+      this.replicas.account(o);
+      if (o.unsaved) this.replicas.persist(o, o.handle.observe(), o.retiring ? 'draining' : undefined);
     }
     const due = this.queue.tick(now);
-    if (due || this.undeleted.size > 0 || this.gone.size > 0 || now >= this.nextStoreScan) this.schedule();
-  }
-
-  /**
-   * What an earlier leader (or an earlier run on this node) left: a replica the runtime can
-   * take back under its record (a container still running) is kept, with its record, so the
-   * endpoint keeps serving and no duplicate starts; every other one is reaped and its record
-   * removed. Then whatever no kept replica names is swept (directories, stray containers).
-   */
-  private async takeBackLeftovers(): Promise<void> {
-    const { runtime, logger } = this.opts;
-    const store = this.store;
-    const deployments = new Map((await store.list('deployment')).map((d) => [d.value.id, d.value]));
-    const slices = new TimeSlices();
-    for (const { value: r } of await store.list('replica')) {
-      const handle = await this.adopt(deployments.get(r.deployment_id), r);
-      if (handle === null) {
-        if (await runtime.reap({ name: r.name, pid: r.pid, restarts: r.restarts })) logger.warn({ replica: r.name }, 'reaped a replica left by an earlier run');
-        await store.delete('replica', r.id);
-      }
-      await slices.yield();
-    }
-    await runtime.sweep(new Set([...this.owned.values()].map((o) => o.handle.name)));
-  }
-
-  /** Takes back one leftover replica whose deployment and revision still exist; null when the runtime cannot. */
-  private async adopt(d: DeploymentRecord | undefined, r: ReplicaRecord): Promise<ReplicaHandle | null> {
-    const spec = d?.revisions.find((rev) => rev.revision === r.revision)?.spec;
-    if (d === undefined || spec === undefined || r.state === 'draining' || r.state === 'stopped') return null;
-    const plan = this.componentPlans(d, spec, null).find((p) => p.component === r.component);
-    const part = plan?.request(spec, r.revision, r.name) ?? null;
-    if (plan === undefined || part === null) return null;
-    const handle = await this.opts.runtime.adopt({ name: r.name, pid: r.pid, restarts: r.restarts }, await this.completeRequest(d, plan, spec, part));
-    if (handle === null) return null;
-    // Left running by a clean stop: counted from where that stop counted it to (after a kill, from now).
-    const countedUntil = r.counted_until ? Date.parse(r.counted_until) : NaN;
-    this.own(d, plan, r.revision, r.id, handle, Number.isFinite(countedUntil) ? Math.min(countedUntil, this.opts.clock.now()) : undefined);
-    this.opts.logger.info({ deployment: d.name, replica: r.name }, 'took back a replica left running by an earlier run');
-    return handle;
+    if (due || this.replicas.undeleted.size > 0 || this.deletions.gone.size > 0 || now >= this.deletions.nextStoreScan) this.schedule();
   }
 
   /**
@@ -503,18 +308,18 @@ export class Controller {
     if (this.takeBackDue) {
       this.takeBackDue = false;
       try {
-        await this.takeBackLeftovers();
+        await takeBackLeftovers(this.store, this.opts, this.requests, this.replicas);
       } catch (err) {
         this.takeBackDue = true;
         throw err;
       }
     }
-    for (const id of this.undeleted) if ((await this.store.delete('replica', id).catch(() => null)) !== null) this.undeleted.delete(id);
+    for (const id of this.replicas.undeleted) if ((await this.store.delete('replica', id).catch(() => null)) !== null) this.replicas.undeleted.delete(id);
     const work = this.queue.take();
     let listed: Map<number, DeploymentRecord> | null = null;
     try {
       if (work.all) listed = await this.listAll();
-      else if (this.opts.clock.now() >= this.nextStoreScan) await this.scanStoreLeftovers();
+      else if (this.opts.clock.now() >= this.deletions.nextStoreScan) await this.deletions.scanStoreLeftovers((id) => this.mark(id));
     } catch (err) {
       if (work.all) this.queue.markAll();
       for (const id of work.ids) this.queue.retry(id);
@@ -531,7 +336,7 @@ export class Controller {
       try {
         const d = listed?.get(id) ?? (await this.store.get('deployment', id))?.value;
         if (d === undefined) this.deleted(id);
-        else await this.reconcileDeployment(d);
+        else await this.deployments.reconcile(d);
         this.counters.reconciled++;
       } catch (err) {
         if (!(err instanceof FencedError) && !(err instanceof StoreUnavailableError)) {
@@ -546,7 +351,13 @@ export class Controller {
       }
       await slices.yield();
     }
-    if (this.gone.size > 0) await this.removeLeftovers();
+    if (this.deletions.gone.size > 0) {
+      await this.deletions.removeLeftovers(
+        () => this.stopped,
+        (id) => [...this.replicas.owned.values()].some((o) => o.deploymentId === id),
+        (id) => this.workersFiles?.forget(id),
+      );
+    }
   }
 
   /**
@@ -557,678 +368,24 @@ export class Controller {
    * deleted, since ids are never reused.
    */
   private async listAll(): Promise<Map<number, DeploymentRecord>> {
-    const leftovers = this.leftoversDue ? await this.findLeftovers() : new Set<number>();
-    this.leftoversDue = false;
+    const leftovers = this.deletions.leftoversDue ? await this.deletions.findLeftovers() : new Set<number>();
+    this.deletions.leftoversDue = false;
     const deployments = new Map((await this.store.list('deployment')).map((d) => [d.value.id, d.value]));
-    const seen = [...this.known, ...leftovers, ...[...this.owned.values()].map((o) => o.deploymentId), ...this.rolloutSteps.keys(), ...this.trafficSeen.keys()];
+    const seen = [...this.deletions.known, ...leftovers, ...[...this.replicas.owned.values()].map((o) => o.deploymentId), ...this.deployments.rolloutSteps.keys(), ...this.deployments.trafficSeen.keys()];
     for (const id of seen) if (!deployments.has(id)) this.deleted(id);
-    this.known = new Set(deployments.keys());
+    this.deletions.known = new Set(deployments.keys());
     return deployments;
-  }
-
-  /** Ids with something left at the taking of the lease: directories, and usage rows (the store scan's clock starts here). */
-  private async findLeftovers(): Promise<Set<number>> {
-    const { leftovers, clock } = this.opts;
-    if (!leftovers) return new Set();
-    const ids = await leftovers.onDisk();
-    for (const id of await leftovers.inStore()) ids.add(id);
-    this.nextStoreScan = clock.now() + (this.opts.leftoverScanMs ?? DEFAULTS.controller.leftoverScanMs);
-    return ids;
-  }
-
-  /**
-   * The slow scan of usage rows (another process may flush a deleted deployment's late): an id
-   * with rows that this controller does not know is read on its own — deleted, its rows go;
-   * there (created since), it is reconciled.
-   */
-  private async scanStoreLeftovers(): Promise<void> {
-    const { leftovers, clock } = this.opts;
-    this.nextStoreScan = clock.now() + (this.opts.leftoverScanMs ?? DEFAULTS.controller.leftoverScanMs);
-    if (!leftovers) return;
-    for (const id of await leftovers.inStore()) {
-      if (this.known.has(id) || this.gone.has(id)) continue;
-      if ((await this.store.get('deployment', id)) === undefined) this.gone.add(id);
-      else this.mark(id);
-    }
   }
 
   /** A deployment found deleted: its replicas drain, what it left goes once they stopped, and its bookkeeping is forgotten. */
   private deleted(id: number): void {
-    for (const o of this.owned.values()) {
-      if (o.deploymentId === id && !o.retiring) this.retire(o, 'its deployment was deleted');
+    for (const o of this.replicas.owned.values()) {
+      if (o.deploymentId === id && !o.retiring) this.replicas.retire(o, 'its deployment was deleted');
     }
-    this.known.delete(id);
-    this.rolloutSteps.delete(id);
-    this.trafficSeen.delete(id);
+    this.deletions.known.delete(id);
+    this.deployments.rolloutSteps.delete(id);
+    this.deployments.trafficSeen.delete(id);
     this.queue.forget(id);
-    this.gone.add(id);
+    this.deletions.gone.add(id);
   }
-
-  /**
-   * Removes what deleted deployments left, whatever state they were deleted in (paused, at
-   * zero, never started, or while no controller ran); one with replicas still draining waits
-   * for them, since they write logs until they stop. Idempotent: a failure is retried at the
-   * next tick.
-   */
-  private async removeLeftovers(): Promise<void> {
-    for (const id of [...this.gone]) {
-      if (this.stopped) return;
-      if ([...this.owned.values()].some((o) => o.deploymentId === id)) continue;
-      try {
-        await this.opts.leftovers?.remove(id);
-        this.workersFiles?.forget(id);
-        this.gone.delete(id);
-        if (this.opts.leftovers) this.opts.logger.info({ deployment_id: id }, 'removed what a deleted deployment left');
-      } catch (err) {
-        this.opts.logger.warn({ err, deployment_id: id }, 'removing what a deleted deployment left failed; retrying at the next tick');
-      }
-    }
-  }
-
-  /**
-   * What each component of one revision runs and how many (`split`: that revision's number
-   * while traffic splits between revisions, each scaled on its own; null: the one revision
-   * traffic names, scaled as the deployment). The same for a pass and for taking back
-   * leftovers. The revision's own spec shapes its components.
-   */
-  private componentPlans(d: DeploymentRecord, spec: DeploymentSpec, split: number | null): ComponentPlan[] {
-    const { autoscaled, workersDir } = this.opts;
-    const view: DeploymentRecord = { ...d, spec };
-    if (spec.family === 'general') {
-      let desired: number;
-      if (split === null) {
-        // Until the autoscaler has decided for a deployment: what was last applied, or for a new
-        // one its initial scale — by default at least one replica, so its revision is seen to
-        // become ready before going to zero (domain/initial-scale.ts).
-        const figure = autoscaled ? (autoscaled(d.id, null) ?? appliedCount(d, GENERAL_COMPONENT) ?? initialReplicasOf(d.scaling)) : undefined;
-        desired = desiredReplicas(view, figure, autoscaled !== undefined)[GENERAL_COMPONENT] ?? 0;
-      } else {
-        desired = splitReplicas(d, splitFigure(d, split, GENERAL_COMPONENT, autoscaled?.(d.id, split)));
-      }
-      return [
-        {
-          component: GENERAL_COMPONENT,
-          desired,
-          gpus: this.opts.gpusPerReplica?.(d, GENERAL_COMPONENT) ?? 1,
-          request: (spec, revision, name) => (spec.family === 'general' ? generalRequest(d, spec, revision, name, this.secretEnv(d, spec)) : null),
-        },
-      ];
-    }
-    if (!workersDir) return [];
-    const counts =
-      split === null ? orchestratedDesired(view, autoscaled?.(d.id, null)) : orchestratedDesired(view, splitFigure(d, split, COMPONENT.Worker, autoscaled?.(d.id, split)), true);
-    return Object.entries(counts).map(([component, n]) => ({
-      component,
-      desired: n,
-      gpus: usesGpuInstance(component) ? (this.opts.gpusPerReplica?.(d, component) ?? 1) : 0,
-      request: (spec, revision, name) =>
-        spec.family === 'orchestrated'
-          ? orchestratedRequest(d, spec, component, revision, name, workersFilePath(workersDir, d.id, revision), this.hubToken(spec), this.secretEnv(d, spec))
-          : null,
-    }));
-  }
-
-  /**
-   * What a pass runs for a deployment: without a split, the one revision traffic names (its
-   * failed rollout falling back to the serving revision), replaced by a rolling update; with a
-   * split, every revision of it side by side, each at its own count.
-   */
-  private passPlan(d: DeploymentRecord, replicas: LiveReplica[]): PassPlan & { drainAt: number | null } {
-    const specOf = (n: number | null) => (n === null ? undefined : d.revisions.find((r) => r.revision === n)?.spec);
-    const split = splitOf(d);
-    if (split === null) {
-      const target = soleRevisionOf(d);
-      const runRevision = runRevisionOf(d);
-      const runSpec = specOf(runRevision);
-      const plans = this.componentPlans(d, runSpec ?? specOf(target) ?? d.spec, null);
-      const actions = planReplicas({
-        revision: target,
-        runRevision,
-        runnable: runSpec !== undefined,
-        paused: d.paused,
-        components: plans,
-        replicas,
-        surge: this.opts.rolloutSurge ?? DEFAULTS.controller.rolloutSurge,
-      });
-      const runs = runRevision !== null && runSpec !== undefined ? [{ revision: runRevision, spec: runSpec, blocked: null, plans }] : [];
-      return {
-        split,
-        target,
-        runs,
-        actions,
-        desired: Object.fromEntries(plans.map((p) => [p.component, p.desired])),
-        revisionDesired: null,
-        files: [runRevision ?? target],
-        drainAt: null,
-      };
-    }
-    const runs: RevisionRun[] = split.map(({ revision }) => {
-      const spec = specOf(revision);
-      const failed = d.revisions.find((r) => r.revision === revision)?.status === 'failed';
-      const blocked = failed ? `revision ${revision} failed` : spec === undefined ? `revision ${revision} has no spec to run` : null;
-      return { revision, spec: spec ?? d.spec, blocked, plans: this.componentPlans(d, spec ?? d.spec, revision) };
-    });
-    const now = this.opts.clock.now();
-    const actions = planSplit({
-      split: runs.map((r) => ({ revision: r.revision, blocked: r.blocked, components: r.plans })),
-      paused: d.paused,
-      routed: routedComponent(d),
-      drainDue: now - Date.parse(d.updated_at) >= SPLIT_DRAIN_MS,
-      replicas,
-    });
-    const desired: Record<string, number> = {};
-    const revisionDesired: Record<string, Record<string, number>> = {};
-    for (const r of runs) {
-      const counts = Object.fromEntries(r.plans.map((p) => [p.component, r.blocked === null ? p.desired : 0]));
-      revisionDesired[String(r.revision)] = counts;
-      for (const [component, n] of Object.entries(counts)) desired[component] = (desired[component] ?? 0) + n;
-    }
-    const running = runs.filter((r) => r.blocked === null);
-    // Revisions outside the split that wait for it to serve go at the drain delay anyway: a timer, whatever else happens.
-    const drainAt = splitDrainAt(d.updated_at, split, replicas, now);
-    return { split, target: null, runs: running, actions, desired, revisionDesired, files: running.map((r) => r.revision), drainAt };
-  }
-
-  /**
-   * One deployment: the plan made from this pass's snapshot (plan.ts: what to start, what to
-   * retire and why) performed in its order, then the revisions' bookkeeping, the status and
-   * the events recorded. Orchestrated: the Frontends learn their workers from files the
-   * controller rewrites, and the deployment is ready only while a Frontend is, whatever the
-   * workers do.
-   */
-  private async reconcileDeployment(d: DeploymentRecord): Promise<void> {
-    this.known.add(d.id);
-    if (d.spec.family === 'orchestrated' && !this.opts.workersDir) return;
-    const { load, clock } = this.opts;
-    const deadlineMs = this.opts.rolloutDeadlineMs ?? DEFAULTS.controller.rolloutDeadlineMs;
-    const mine = () => [...this.owned.values()].filter((o) => o.deploymentId === d.id && !o.retiring);
-    const isReady = (o: Owned) => o.handle.observe().phase === 'ready';
-    const plan = this.passPlan(
-      d,
-      mine().map((o) => ({ recordId: o.recordId, component: o.component, revision: o.revision, ready: isReady(o), inflight: load?.inflight(o.recordId) ?? 0 })),
-    );
-    // The file first: a Frontend should know a worker before the deployment says ready.
-    await this.writeWorkersFiles(d, plan);
-    for (const action of plan.actions) {
-      if (action.kind === 'start') {
-        const run = plan.runs.find((r) => r.revision === action.revision);
-        const component = run?.plans.find((p) => p.component === action.component);
-        if (run !== undefined && component !== undefined) await this.startReplica(d, component, run.spec, action.revision);
-      } else {
-        const o = this.owned.get(action.recordId);
-        if (o && !o.retiring) this.retire(o, action.reason);
-      }
-    }
-
-    const after = mine();
-    const running = [...new Set([...this.owned.values()].filter((o) => o.deploymentId === d.id).map((o) => o.revision))];
-    const runRevisions = new Set(plan.runs.map((r) => r.revision));
-    const targetReplicas = plan.target === null ? after.filter((o) => runRevisions.has(o.revision)) : after.filter((o) => o.revision === plan.target);
-    const desiredTotal = Object.values(plan.desired).reduce((sum, n) => sum + n, 0);
-    let result: RolloutResult;
-    if (plan.split === null) {
-      result = advanceRollout(
-        d,
-        {
-          desired: desiredTotal,
-          targetReady: targetReplicas.filter(isReady).length,
-          others: after.length - targetReplicas.length,
-          targetRestarts: targetReplicas.reduce((sum, o) => sum + o.handle.observe().restarts, 0),
-          running,
-        },
-        clock.now(),
-        deadlineMs,
-      );
-      if (result.rollout?.state === 'failed' && d.rollout?.state !== 'failed') {
-        this.opts.logger.warn({ deployment: d.name, revision: result.rollout.revision, reason: result.rollout.reason }, 'rollout failed');
-      }
-    } else {
-      const routed = routedComponent(d);
-      const serving = [...new Set(after.filter((o) => o.component === routed && isReady(o)).map((o) => o.revision))];
-      result = splitRollout(d, plan.split, { serving, running });
-    }
-    const readyReplicas = after.filter(isReady);
-    const byComponent: Record<string, number> = {};
-    for (const o of readyReplicas) byComponent[o.component] = (byComponent[o.component] ?? 0) + 1;
-    // What the revisions being brought up wait on, while any of their replicas is not ready: the first one that says.
-    const waiting = targetReplicas.map((o) => o.handle.observe()).find((o) => o.phase !== 'ready' && o.detail !== null);
-    // Failing is told from the replicas of the revisions that should run: a rollout replacing
-    // a crash-looping revision is pending, not failing.
-    const looping = after.filter((o) => runRevisions.has(o.revision)).find((o) => crashLooping(this.health(o))) ?? null;
-    const newStatus =
-      d.spec.family === 'general'
-        ? deploymentStatus(d, readyReplicas.length, plan.desired[GENERAL_COMPONENT] ?? 0, looping !== null)
-        : orchestratedStatus(d, byComponent, plan.desired, looping !== null);
-    const reason =
-      newStatus === 'failing' && looping !== null
-        ? failingReason(this.health(looping), await this.lastLine(looping))
-        : (waiting?.detail ?? (newStatus === 'pending' && desiredTotal === 0 && after.length === 0 && !d.paused ? AT_ZERO_BEFORE_FIRST_REQUEST : null));
-    // The time rules of this deployment, as one timer: the rollout's deadline, the split's
-    // drain delay. It is reconciled then even if nothing else happens to it.
-    const deadlineAt = plan.split === null ? rolloutDeadlineAt(d, result, desiredTotal, deadlineMs) : null;
-    this.queue.at(d.id, earliest(deadlineAt, plan.drainAt));
-    this.tellTraffic(d, plan);
-    const written = await this.writeDeploymentState(d, plan, newStatus, reason, result);
-    await this.writeWorkersFiles(d, plan);
-    if (!written) return;
-    if (newStatus === 'failing' && d.status !== 'failing' && reason !== null) this.recordEvent(d.id, { type: 'warning', reason: 'ReplicaFailing', message: reason });
-    if (plan.target === null) {
-      this.rolloutSteps.delete(d.id);
-      return;
-    }
-    const progress: RolloutProgress = { revision: plan.target, targetReady: targetReplicas.filter(isReady).length, desired: desiredTotal, others: after.length - targetReplicas.length };
-    for (const note of rolloutEvents(d, result, progress, this.rolloutSteps.get(d.id) ?? null)) this.recordEvent(d.id, note);
-    if (result.rollout?.state === 'in_progress') this.rolloutSteps.set(d.id, progress);
-    else this.rolloutSteps.delete(d.id);
-  }
-
-  /**
-   * Tells a change of the traffic split once (the shares this controller last ran are kept;
-   * the first pass after it starts only learns them), and each revision that left the split
-   * once its last replica stopped.
-   */
-  private tellTraffic(d: DeploymentRecord, plan: PassPlan): void {
-    const shares = plan.split ?? resolveTraffic(d);
-    const seen = this.trafficSeen.get(d.id);
-    const withReplicas = new Set([...this.owned.values()].filter((o) => o.deploymentId === d.id).map((o) => o.revision));
-    if (seen === undefined) {
-      this.trafficSeen.set(d.id, { shares, draining: new Set() });
-      return;
-    }
-    if (JSON.stringify(seen.shares) !== JSON.stringify(shares)) {
-      for (const note of trafficEvents(seen.shares, shares)) this.recordEvent(d.id, note);
-      const wasSplit = seen.shares.length > 1 || shares.length > 1;
-      for (const s of seen.shares) if (wasSplit && withReplicas.has(s.revision) && !shares.some((a) => a.revision === s.revision)) seen.draining.add(s.revision);
-      seen.shares = shares;
-    }
-    for (const revision of [...seen.draining]) {
-      if (shares.some((s) => s.revision === revision)) seen.draining.delete(revision);
-      else if (!withReplicas.has(revision)) {
-        seen.draining.delete(revision);
-        this.recordEvent(d.id, drainedEvent(revision));
-      }
-    }
-  }
-
-  /**
-   * The registry credentials of a general spec, unsealed — its own, or the vault's it names —
-   * never logged. Ones that cannot be read leave the pull without credentials, which the
-   * registry then refuses in words the deployment's status shows. A vault credential goes only
-   * to the registry host it is bound to: the API refuses any other use, and this is checked
-   * again here, whatever wrote the spec; one bound elsewhere, or to no host, is not sent (a
-   * log line and an event say so).
-   */
-  private async registryAuth(d: DeploymentRecord, spec: DeploymentSpec): Promise<ReplicaRequest['registryAuth']> {
-    if (spec.family !== 'general') return null;
-    let username: string | null = spec.registry_username;
-    let sealed = spec.secrets.registry_password;
-    const fromVault = spec.registry_credential_id ?? null;
-    if (fromVault !== null) {
-      const found = (await this.store.get('registry_credential', fromVault))?.value;
-      if (found === undefined) {
-        this.opts.logger.error({ deployment: d.name, registry_credential: fromVault }, 'the registry credential this deployment names is not in the vault; the image is pulled without credentials');
-        return null;
-      }
-      const host = registryHostOf(spec.image);
-      const bound = found.registry ?? null;
-      if (bound === null || normaliseRegistryHost(bound) !== host) {
-        const message =
-          bound === null
-            ? `${unboundCredentialMessage(found)}; the image is pulled without it`
-            : `registry credential "${found.name}" (id ${found.id}) is bound to the registry ${bound}, and image ${spec.image} is pulled from ${host}: its password is not sent there; the image is pulled without it`;
-        this.opts.logger.error({ deployment: d.name, registry_credential: found.id, bound_to: bound, image_registry: host }, message);
-        this.recordEvent(d.id, { type: 'warning', reason: bound === null ? REGISTRY_CREDENTIAL_EVENTS.unbound : REGISTRY_CREDENTIAL_EVENTS.withheld, message });
-        return null;
-      }
-      username = found.username;
-      sealed = found.sealed_password;
-    }
-    if (username === null || sealed === undefined) return null;
-    try {
-      if (!this.opts.unseal) throw new Error('no unsealer');
-      return { username, password: this.opts.unseal(sealed) };
-    } catch {
-      this.opts.logger.error({ deployment: d.name }, 'the registry password cannot be unsealed (was the secret key changed?); the image is pulled without credentials');
-      return null;
-    }
-  }
-
-  /** The spec's part of a replica request joined to the host's: its hardware, GPUs and registry credentials. */
-  private async completeRequest(d: DeploymentRecord, plan: ComponentPlan, spec: DeploymentSpec, part: ReplicaSpec): Promise<ReplicaRequest> {
-    const hardware = plan.gpus > 0 ? (this.opts.hardwareOf?.(d, plan.component) ?? null) : null;
-    return { ...part, gpus: plan.gpus, hardware, registryAuth: await this.registryAuth(d, spec) };
-  }
-
-  /** The model-hub token, unsealed for the workers' credential file; never logged. */
-  private hubToken(spec: DeploymentSpec): string | null {
-    const sealed = spec.family === 'orchestrated' ? spec.secrets.model_hub_token : undefined;
-    if (sealed === undefined || !this.opts.unseal) return null;
-    try {
-      return this.opts.unseal(sealed);
-    } catch {
-      this.opts.logger.error('the model hub token cannot be unsealed (was the secret key changed?); workers start without it');
-      return null;
-    }
-  }
-
-  /**
-   * The secret environment variables of a revision's spec, unsealed for the replica's
-   * environment. Never logged: one that cannot be unsealed is named (not its value) and left
-   * out, and the replica starts without it.
-   */
-  private secretEnv(d: DeploymentRecord, spec: DeploymentSpec): Record<string, string> {
-    const out: Record<string, string> = {};
-    const sealed = Object.entries(spec.secrets.env ?? {});
-    if (sealed.length === 0) return out;
-    const { unseal, logger } = this.opts;
-    for (const [name, value] of sealed) {
-      try {
-        if (!unseal) throw new Error('no unsealer');
-        out[name] = unseal(value);
-      } catch {
-        logger.error({ deployment: d.name, variable: name }, `the secret environment variable ${name} cannot be unsealed (was the secret key changed?); the replica starts without it`);
-      }
-    }
-    return out;
-  }
-
-  /**
-   * Writes each running revision's workers file for its Frontend: without a split every ready
-   * worker (a rolling update's new Frontend uses the old workers until its own are ready),
-   * with a split only its own revision's; the files of revisions that run nothing any more go.
-   */
-  private async writeWorkersFiles(d: DeploymentRecord, plan: PassPlan): Promise<void> {
-    if (d.spec.family !== 'orchestrated' || this.workersFiles === null) return;
-    const all = [...this.owned.values()].filter((o) => o.deploymentId === d.id);
-    const ready = all.filter((o) => !o.retiring && o.handle.observe().phase === 'ready');
-    const files = new Map<number, Record<string, string[]>>();
-    for (const revision of new Set([...plan.files, ...all.map((o) => o.revision)])) {
-      const spec = d.revisions.find((r) => r.revision === revision)?.spec ?? d.spec;
-      const workers = plan.split === null ? ready : ready.filter((o) => o.revision === revision);
-      const addresses = (component: string) =>
-        workers
-          .filter((o) => o.component === component)
-          .map((o) => o.handle.observe().address)
-          .filter((a): a is string => a !== null)
-          .sort();
-      const disaggregated = spec.family === 'orchestrated' && spec.serving_mode === 'disaggregated';
-      files.set(revision, disaggregated ? { prefill: addresses(COMPONENT.Prefill), decode: addresses(COMPONENT.Decode) } : { workers: addresses(COMPONENT.Worker) });
-    }
-    await this.workersFiles.sync(d.id, files);
-  }
-
-  /** A replica as the failing rule sees it. */
-  private health(o: Owned): ReplicaHealth {
-    const seen = o.handle.observe();
-    return {
-      name: o.handle.name,
-      ready: seen.phase === 'ready',
-      restartsSinceReady: seen.restarts - o.restartsAtReady,
-      lastExit: seen.lastExit ?? null,
-      pull: o.pullOutcome ?? null,
-      detail: seen.detail,
-    };
-  }
-
-  /** What a replica's process last wrote, when its log is kept on this node. */
-  private async lastLine(o: Owned): Promise<string | null> {
-    const { logsDir } = this.opts;
-    if (logsDir === undefined) return null;
-    return lastOutputLine(logsDir, { deploymentId: o.deploymentId, revision: o.revision, component: o.component, replica: o.handle.name });
-  }
-
-  /** Writes the observed fields when they changed; false when the record was gone or edited meanwhile (the next pass writes them). */
-  private async writeDeploymentState(d: DeploymentRecord, plan: PassPlan, status: DeploymentRecord['status'], reason: string | null, rollout: RolloutResult): Promise<boolean> {
-    // While paused, the figures to come back to are kept (resume restores the counts).
-    const desiredReplicas = d.paused ? (d.desired_replicas ?? plan.desired) : plan.desired;
-    const revisionDesired = plan.revisionDesired === null ? null : d.paused ? (d.revision_desired ?? plan.revisionDesired) : plan.revisionDesired;
-    const statusReason = d.paused ? null : reason;
-    const observed = {
-      status,
-      status_reason: statusReason,
-      desired_replicas: desiredReplicas,
-      revision_desired: revisionDesired,
-      serving_revision: rollout.serving,
-      rollout: rollout.rollout,
-      revisions: rollout.revisions,
-    };
-    const before = {
-      status: d.status,
-      status_reason: d.status_reason ?? null,
-      desired_replicas: d.desired_replicas ?? {},
-      revision_desired: d.revision_desired ?? null,
-      serving_revision: d.serving_revision ?? null,
-      rollout: d.rollout ?? null,
-      revisions: d.revisions,
-    };
-    if (JSON.stringify(observed) === JSON.stringify(before)) return true;
-    let written = false;
-    try {
-      await modify(this.store, 'deployment', d.id, (now) => {
-        // Only observed fields change; a concurrent edit of desired state is kept (next pass).
-        written = !(
-          now.revision !== d.revision ||
-          now.paused !== d.paused ||
-          now.revisions.length !== d.revisions.length ||
-          JSON.stringify(now.traffic ?? null) !== JSON.stringify(d.traffic ?? null)
-        );
-        return written ? { ...now, ...observed } : undefined;
-      });
-      if (written && status !== d.status) this.opts.logger.info({ deployment: d.name, from: d.status, to: status }, 'deployment status changed');
-      return written;
-    } catch (err) {
-      if (!(err instanceof NotFoundError)) throw err;
-      return false;
-    }
-  }
-
-  private async startReplica(d: DeploymentRecord, plan: ComponentPlan, spec: DeploymentSpec, revision: number): Promise<void> {
-    const { runtime, clock } = this.opts;
-    const store = this.store;
-    const suffix = plan.component === GENERAL_COMPONENT ? '' : `-${plan.component.toLowerCase()}`;
-    const record = await store.create('replica', (id) => ({
-      id,
-      deployment_id: d.id,
-      revision,
-      component: plan.component,
-      name: `${d.name}-r${revision}${suffix}-${id}`,
-      address: '',
-      state: 'starting' as const,
-      restarts: 0,
-      pid: null,
-      metrics_target: null,
-      updated_at: isoNow(clock),
-    }));
-    const part = plan.request(spec, revision, record.value.name);
-    if (part === null) {
-      await store.delete('replica', record.value.id);
-      return;
-    }
-    const handle = runtime.start(await this.completeRequest(d, plan, spec, part));
-    this.own(d, plan, revision, record.value.id, handle);
-    this.opts.logger.info({ deployment: d.name, replica: handle.name, component: plan.component, revision }, 'replica starting');
-    const component = plan.component === GENERAL_COMPONENT ? '' : ` (${plan.component})`;
-    this.recordEvent(d.id, { type: 'normal', reason: 'ReplicaStarted', message: `started replica ${handle.name}${component} of revision ${revision}` });
-  }
-
-  /** Runs `handle` as the replica of record `recordId`: its observations are written to the record from now on. */
-  private own(d: DeploymentRecord, plan: ComponentPlan, revision: number, recordId: number, handle: ReplicaHandle, countedFrom?: number): void {
-    const first = handle.observe();
-    const owned: Owned = {
-      recordId,
-      deploymentId: d.id,
-      revision,
-      component: plan.component,
-      handle,
-      retiring: false,
-      abandoned: false,
-      gpus: plan.gpus,
-      accountedAt: countedFrom ?? this.opts.clock.now(),
-      writes: Promise.resolve(),
-      unsaved: false,
-      seen: first,
-      restartsAtReady: first.restarts,
-      pullOutcome: first.pull?.state === 'pulling' ? null : (first.pull ?? null),
-      goneListeners: [],
-    };
-    this.owned.set(owned.recordId, owned);
-    handle.onChange((o) => {
-      this.notice(owned, o);
-      this.persist(owned, o);
-    });
-    this.persist(owned, first);
-  }
-
-  /** Tells a replica's events (ready, restarted, its pull) and keeps its count of restarts since ready. */
-  private notice(owned: Owned, o: ReplicaObservation): void {
-    if (o.phase === 'ready') owned.restartsAtReady = o.restarts;
-    if (o.pull && o.pull.state !== 'pulling') owned.pullOutcome = o.pull;
-    if (!owned.retiring) for (const note of replicaEvents(owned.handle.name, owned.seen, o)) this.recordEvent(owned.deploymentId, note);
-    owned.seen = o;
-  }
-
-  /** Writes what the runtime observed to the replica's record, in order, then reconciles its deployment. */
-  private persist(owned: Owned, o: ReplicaObservation, state?: ReplicaState): void {
-    if (owned.abandoned) return;
-    // A record that already says all this is left as it is (a replica taken back, a write made
-    // again after the feed or the lease came back): no write, no change event for the gateways.
-    const next = (current: ReplicaRecord): ReplicaRecord | undefined => {
-      const observed = {
-        address: o.address ?? '',
-        state: state ?? (owned.retiring ? 'draining' : o.phase === 'stopped' ? 'stopped' : o.phase),
-        restarts: o.restarts,
-        pid: o.pid,
-        metrics_target: o.metricsTarget,
-        detail: o.detail,
-      };
-      const same =
-        current.address === observed.address &&
-        current.state === observed.state &&
-        current.restarts === observed.restarts &&
-        current.pid === observed.pid &&
-        JSON.stringify(current.metrics_target) === JSON.stringify(observed.metrics_target) &&
-        (current.detail ?? null) === observed.detail &&
-        // A replica taken back after a clean stop: its counting mark goes once this run counts it.
-        (current.counted_until ?? null) === null;
-      if (same) return undefined;
-      const { counted_until: _counted, ...rest } = current;
-      return { ...rest, ...observed, updated_at: isoNow(this.opts.clock) };
-    };
-    owned.writes = owned.writes
-      .then(() => modify(this.store, 'replica', owned.recordId, next))
-      .then(
-        () => {
-          owned.unsaved = false;
-          this.mark(owned.deploymentId);
-        },
-        (err: Error) => {
-          if (err instanceof NotFoundError) return;
-          owned.unsaved = true;
-          if (err instanceof FencedError) {
-            this.opts.logger.warn({ replica: owned.handle.name }, 'replica record write refused: this controller may no longer hold the lease; it is checked at once');
-            // The only control process may have stalled past its lease: taken back at once, the write is made again then.
-            void this.lease.renew();
-          } else {
-            this.opts.logger.warn({ err, replica: owned.handle.name }, 'replica record write failed; written again at the next tick');
-          }
-        },
-      );
-  }
-
-  /** Counts a replica's lifetime since the last count: it holds its GPUs from start to stop. */
-  private account(o: Owned): void {
-    const now = this.opts.clock.now();
-    if (now > o.accountedAt) this.opts.usage?.addLifetime(o.deploymentId, o.component, o.gpus, o.accountedAt, now, o.revision);
-    o.accountedAt = now;
-  }
-
-  /** Drain (out of routing, in-flight finishes or times out), stop, remove the record. */
-  private retire(o: Owned, why: string): void {
-    o.retiring = true;
-    this.opts.logger.info({ replica: o.handle.name, why }, 'draining replica');
-    const done = (async () => {
-      this.persist(o, o.handle.observe(), 'draining');
-      await o.writes;
-      await this.waitDrained(o);
-      // Its terminals close as "the replica stopped" before its processes (their shells too) are killed.
-      for (const gone of o.goneListeners.splice(0)) gone();
-      await o.handle.stop(this.opts.stopGraceMs);
-      this.account(o);
-      await o.writes;
-      await this.store.delete('replica', o.recordId).catch(() => this.undeleted.add(o.recordId));
-      this.owned.delete(o.recordId);
-      this.opts.logger.info({ replica: o.handle.name }, 'replica stopped');
-      // Its deployment re-plans without it (a rollout's next step; the last replica of a
-      // deleted deployment gone: what it left is removed).
-      this.mark(o.deploymentId);
-    })().catch((err: Error) => this.opts.logger.error({ err, replica: o.handle.name }, 'retiring a replica failed'));
-    this.retirements.add(done);
-    void done.finally(() => this.retirements.delete(done));
-  }
-
-  /**
-   * Another controller took over (this one stalled past its lease, or lost the store for
-   * longer): it has removed these replicas' records and runs its own, so they are stopped
-   * without a drain (no gateway routes to them any more) and without writing to the store.
-   */
-  private abandon(): void {
-    const abandoned = [...this.owned.values()].filter((o) => !o.retiring);
-    for (const o of abandoned) {
-      o.retiring = true;
-      o.abandoned = true;
-      this.account(o);
-      const done = o.handle.stop(this.opts.stopGraceMs).catch((err: Error) => this.opts.logger.error({ err, replica: o.handle.name }, 'stopping an abandoned replica failed'));
-      this.retirements.add(done);
-      void done.finally(() => this.retirements.delete(done));
-      this.owned.delete(o.recordId);
-    }
-    if (abandoned.length > 0) this.opts.logger.warn({ replicas: abandoned.map((o) => o.handle.name) }, 'stopped the replicas this controller ran: another controller has taken them over');
-  }
-
-  private async waitDrained(o: Owned): Promise<void> {
-    // Waits are on the injected clock, like the deadline they count towards: tests step it.
-    const { load, clock } = this.opts;
-    // Gateways drop the replica when they see the draining record; give the change feed a moment.
-    // An orchestrated worker is reached through its Frontends, which learn it left from the
-    // workers file (already rewritten without it) at their next poll: give them two polls.
-    const settle = this.opts.drainSettleMs ?? DEFAULTS.controller.drainSettleMs;
-    const throughFrontend = o.component !== COMPONENT.Replica && o.component !== COMPONENT.Frontend;
-    await clock.sleep(throughFrontend ? Math.max(settle, 2 * FRONTEND_WORKERS_POLL_MS) : settle);
-    if (load === null) return;
-    const deadline = clock.now() + this.opts.drainTimeoutMs;
-    while (load.inflight(o.recordId) > 0 && clock.now() < deadline) await clock.sleep(100);
-    if (load.inflight(o.recordId) > 0) this.opts.logger.warn({ replica: o.handle.name, inflight: load.inflight(o.recordId) }, 'drain timed out; stopping anyway');
-  }
-}
-
-/** The status reason of a deployment that has never served and runs nothing on purpose (initial_replicas 0): what brings it up. */
-const AT_ZERO_BEFORE_FIRST_REQUEST = 'no replica runs until the first request, which starts one (initial_replicas 0)';
-
-/** The earlier of two times, either of which may be absent. */
-function earliest(a: number | null, b: number | null): number | null {
-  if (a === null) return b;
-  return b === null ? a : Math.min(a, b);
-}
-
-/** `secretEnv`: the spec's secret variables, unsealed, joined to its plain ones (a name is never in both). */
-function generalRequest(d: DeploymentRecord, spec: GeneralSpec, revision: number, name: string, secretEnv: Record<string, string>): ReplicaSpec {
-  return {
-    name,
-    deploymentId: d.id,
-    revision,
-    component: GENERAL_COMPONENT,
-    image: spec.image,
-    tag: spec.tag,
-    command: spec.command,
-    env: { ...spec.env, ...secretEnv },
-    configFile: spec.config_file,
-    containerPort: spec.container_port,
-    protocol: spec.protocol,
-    healthPath: spec.health_check_path,
-    metricsPort: spec.metrics_port,
-    metricsPath: spec.metrics_path,
-    logging: spec.enable_logging,
-    modelCaching: spec.enable_model_caching,
-    containerCapabilities: containerCapabilitiesOf(spec),
-  };
 }
