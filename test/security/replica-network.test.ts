@@ -10,7 +10,7 @@
 // stop, and a killed service's are swept by its next start.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectReplicaNetwork } from '../../src/runtime/pods.js';
 import { FIREWALL_RULES, missingRules, parseSubnet, type Subnet } from '../../src/runtime/pod-network.js';
 import { detectSandbox } from '../../src/runtime/sandbox-probe.js';
-import { listeningAddresses } from '../../src/runtime/listening-sockets.js';
+import { listeningAddresses, parseListening } from '../../src/runtime/listening-sockets.js';
 import { serviceScope } from '../../src/runtime/service-scope.js';
 import { engineBody, FAST_ENGINE, killLeftoverReplicas, PLATFORM_ADMIN_KEY, platformDirs, replicaProcesses, startPlatform, type Platform, type PlatformDirs } from '../helpers/platform.js';
 import { freePort } from '../helpers/ports.js';
@@ -258,7 +258,13 @@ describe.skipIf(!runPods)('replicas in pods (local runtime)', () => {
       expect(listening.length, `${replica} listens on something in its pod`).toBeGreaterThan(0);
       for (const { port } of listening) {
         expect(await tryConnect(podAddress, port), `${replica} at ${podAddress}:${port}`).toBe('open');
-        for (const host of ['127.0.0.1', ...external]) expect(await tryConnect(host, port), `${replica}'s port ${port} at ${host}`).toBe('ECONNREFUSED');
+        for (const host of ['127.0.0.1', ...external]) {
+          const reached = await tryConnect(host, port);
+          // Another process of this host (a test's server on port 0) may hold the same number: what
+          // must not be there is a socket of the replica's, which is what an open port is checked for.
+          if (reached === 'open') expect(hostListenerOf(port, pids), `${replica}'s port ${port} at ${host}: a socket of the replica's listens on the host`).toBe(false);
+          else expect(reached, `${replica}'s port ${port} at ${host}`).toBe('ECONNREFUSED');
+        }
       }
     }
   });
@@ -301,3 +307,28 @@ describe.skipIf(!runPods)('replicas in pods (local runtime)', () => {
     expect(await platform.client('pod-b', TOKEN).chat.completions.create({ model: 'sim/model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 })).toBeTruthy();
   }, 120_000);
 });
+
+/** Whether a socket listening on `port` in this (the host's) network namespace belongs to one of `pids`. */
+function hostListenerOf(port: number, pids: readonly number[]): boolean {
+  const inodes = new Set<string>();
+  for (const [file, family] of [['/proc/self/net/tcp', 4], ['/proc/self/net/tcp6', 6]] as const) {
+    for (const [inode, address] of parseListening(readFileSync(file, 'utf8'), family)) if (address.port === port) inodes.add(inode);
+  }
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m && inodes.has(m[1]!)) return true;
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return false;
+}
