@@ -74,6 +74,26 @@ function read(file: string): string {
   }
 }
 
+/** The inodes of the sockets process `pid` holds; none when it is gone. */
+export function socketInodes(pid: number): string[] {
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return [];
+  }
+  const inodes: string[] = [];
+  for (const fd of fds) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.push(m[1] as string);
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return inodes;
+}
+
 /** Every TCP address the processes `pids` listen on (each once), in whichever network namespace each is. */
 export function listeningAddresses(pids: readonly number[]): ListeningAddress[] {
   return listeningAddressesOf(new Map([[0, pids]])).get(0) ?? [];
@@ -99,20 +119,7 @@ export function listeningAddressesOf<K>(groups: ReadonlyMap<K, readonly number[]
       } catch {
         continue; // gone
       }
-      let fds: string[];
-      try {
-        fds = readdirSync(`/proc/${pid}/fd`);
-      } catch {
-        continue;
-      }
-      for (const fd of fds) {
-        try {
-          const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-          if (m) inodes.add(m[1] as string);
-        } catch {
-          // closed meanwhile
-        }
-      }
+      for (const inode of socketInodes(pid)) inodes.add(inode);
     }
   }
   const listening = new Map<string, ListeningAddress>();

@@ -10,7 +10,7 @@
 // stop, and a killed service's are swept by its next start.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectReplicaNetwork } from '../../src/runtime/pods.js';
 import { FIREWALL_RULES, missingRules, parseSubnet, type Subnet } from '../../src/runtime/pod-network.js';
 import { detectSandbox } from '../../src/runtime/sandbox-probe.js';
-import { listeningAddresses, parseListening } from '../../src/runtime/listening-sockets.js';
+import { listeningAddresses, parseListening, socketInodes } from '../../src/runtime/listening-sockets.js';
 import { serviceScope } from '../../src/runtime/service-scope.js';
 import { engineBody, FAST_ENGINE, killLeftoverReplicas, PLATFORM_ADMIN_KEY, platformDirs, replicaProcesses, startPlatform, type Platform, type PlatformDirs } from '../helpers/platform.js';
 import { freePort } from '../helpers/ports.js';
@@ -314,21 +314,5 @@ function hostListenerOf(port: number, pids: readonly number[]): boolean {
   for (const [file, family] of [['/proc/self/net/tcp', 4], ['/proc/self/net/tcp6', 6]] as const) {
     for (const [inode, address] of parseListening(readFileSync(file, 'utf8'), family)) if (address.port === port) inodes.add(inode);
   }
-  for (const pid of pids) {
-    let fds: string[];
-    try {
-      fds = readdirSync(`/proc/${pid}/fd`);
-    } catch {
-      continue;
-    }
-    for (const fd of fds) {
-      try {
-        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-        if (m && inodes.has(m[1]!)) return true;
-      } catch {
-        // closed meanwhile
-      }
-    }
-  }
-  return false;
+  return pids.some((pid) => socketInodes(pid).some((inode) => inodes.has(inode)));
 }
